@@ -1,0 +1,223 @@
+//! The agent list: which programs a session may run, and the argv and environment of each.
+//!
+//! Built in are `shell` (`$SHELL`, else `/bin/sh`) and the agent CLIs `claude`, `codex` and
+//! `grok`, which count as installed only when their binary resolves on `PATH`. Every entry of
+//! config `agents` joins them (and may replace a built-in of the same id). Spawn options
+//! (model, effort) and per-kind argv shapes arrive with the targets issue; [`LaunchPlan`] is
+//! the seam they will extend.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::AgentConfig;
+use crate::protocol::{DaemonError, ErrorCode};
+
+/// One agent a session can run.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// The id clients pass as `agent`.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// Program name or path.
+    pub bin: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+    /// Built in, or from config.
+    pub builtin: bool,
+}
+
+/// What a harness is started with: resolved program, argv, environment and working directory.
+#[derive(Debug, Clone)]
+pub struct LaunchPlan {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// Arguments after the program.
+    pub args: Vec<String>,
+    /// Environment added on top of the daemon's.
+    pub env: BTreeMap<String, String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+}
+
+/// An agent as `GET /v1/agents` lists it.
+#[derive(Debug, Serialize)]
+pub struct AgentListing {
+    /// Agent id.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// Whether its program resolves now.
+    pub installed: bool,
+    /// The configured program.
+    pub bin: String,
+    /// Built in or configured.
+    pub builtin: bool,
+}
+
+/// All agents the daemon knows, built once from config at start.
+#[derive(Debug, Clone)]
+pub struct AgentCatalog {
+    agents: BTreeMap<String, Agent>,
+}
+
+impl AgentCatalog {
+    /// The built-ins plus every configured agent.
+    pub fn new(configured: &BTreeMap<String, AgentConfig>) -> AgentCatalog {
+        let mut agents = BTreeMap::new();
+        let shell = std::env::var("SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".to_string());
+        for (id, label, bin) in [
+            ("shell", "Shell", shell.as_str()),
+            ("claude", "Claude Code", "claude"),
+            ("codex", "Codex", "codex"),
+            ("grok", "Grok", "grok"),
+        ] {
+            agents.insert(
+                id.to_string(),
+                Agent {
+                    id: id.to_string(),
+                    label: label.to_string(),
+                    bin: bin.to_string(),
+                    args: Vec::new(),
+                    env: BTreeMap::new(),
+                    builtin: true,
+                },
+            );
+        }
+        for (id, c) in configured {
+            agents.insert(
+                id.clone(),
+                Agent {
+                    id: id.clone(),
+                    label: c.label.clone().unwrap_or_else(|| id.clone()),
+                    bin: c.bin.clone(),
+                    args: c.args.clone(),
+                    env: c.env.clone(),
+                    builtin: false,
+                },
+            );
+        }
+        AgentCatalog { agents }
+    }
+
+    /// The listing for `GET /v1/agents`, resolving each program now.
+    pub fn listing(&self) -> Vec<AgentListing> {
+        self.agents
+            .values()
+            .map(|a| AgentListing {
+                id: a.id.clone(),
+                label: a.label.clone(),
+                installed: resolve_program(&a.bin).is_some(),
+                bin: a.bin.clone(),
+                builtin: a.builtin,
+            })
+            .collect()
+    }
+
+    /// Whether `id` is a known agent (installed or not).
+    pub fn contains(&self, id: &str) -> bool {
+        self.agents.contains_key(id)
+    }
+
+    /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
+    /// its program does not resolve.
+    pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, DaemonError> {
+        let agent = self.agents.get(id).ok_or_else(|| {
+            DaemonError::new(
+                ErrorCode::Unsupported,
+                format!("no agent '{id}'; GET /v1/agents lists the agents this daemon knows"),
+            )
+            .with("agent", id)
+        })?;
+        let program = resolve_program(&agent.bin).ok_or_else(|| {
+            DaemonError::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "agent '{id}' is not installed: '{}' is not on PATH; install it or set its bin in config",
+                    agent.bin
+                ),
+            )
+            .with("agent", id)
+        })?;
+        Ok(LaunchPlan {
+            program,
+            args: agent.args.clone(),
+            env: agent.env.clone(),
+            cwd: cwd.to_path_buf(),
+        })
+    }
+}
+
+/// Resolves a program name the way a shell would: a name with a slash is taken as a path,
+/// anything else is searched on `PATH`. Only executable regular files count.
+pub fn resolve_program(bin: &str) -> Option<PathBuf> {
+    if bin.contains('/') {
+        let p = PathBuf::from(bin);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(bin))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_is_built_in_and_installed() {
+        let c = AgentCatalog::new(&BTreeMap::new());
+        let shell = c.listing().into_iter().find(|a| a.id == "shell").unwrap();
+        assert!(shell.installed);
+    }
+
+    #[test]
+    fn unknown_and_missing_agents_are_unsupported() {
+        let mut cfg = BTreeMap::new();
+        cfg.insert(
+            "ghost".to_string(),
+            AgentConfig {
+                bin: "definitely-not-a-program-atc".into(),
+                args: vec![],
+                env: BTreeMap::new(),
+                label: None,
+            },
+        );
+        let c = AgentCatalog::new(&cfg);
+        assert_eq!(c.plan("nope", Path::new("/")).unwrap_err().code, ErrorCode::Unsupported);
+        assert_eq!(c.plan("ghost", Path::new("/")).unwrap_err().code, ErrorCode::Unsupported);
+        assert!(!c.listing().iter().find(|a| a.id == "ghost").unwrap().installed);
+    }
+
+    #[test]
+    fn configured_agents_resolve_on_path() {
+        let mut cfg = BTreeMap::new();
+        cfg.insert(
+            "cat".to_string(),
+            AgentConfig {
+                bin: "cat".into(),
+                args: vec!["-u".into()],
+                env: BTreeMap::new(),
+                label: None,
+            },
+        );
+        let plan = AgentCatalog::new(&cfg).plan("cat", Path::new("/tmp")).unwrap();
+        assert!(plan.program.is_absolute());
+        assert_eq!(plan.args, vec!["-u"]);
+    }
+}

@@ -1,0 +1,304 @@
+//! Daemon configuration: the embedded default, the optional config file, and the checked
+//! [`Config`] the rest of the daemon reads.
+//!
+//! Loading is two steps (ripgrep's low/high split): serde into [`raw`] shapes, then
+//! validation into checked values. A config file that cannot be read or parsed never stops the
+//! daemon: it runs on the embedded default and reports the problem (path and parser detail,
+//! never the file's values) in its log and in `GET /v1/daemon`.
+
+pub mod raw;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The address the daemon listens on when nothing else is said.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7767";
+
+/// Sizes the daemon enforces.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Bytes a client may have queued before it is desynced (spec §11.3: 2 MiB).
+    pub queue_bytes: usize,
+    /// Bytes of recent output kept per session for exact resume (api.md: 1 MiB).
+    pub ring_bytes: usize,
+    /// Largest request body (api.md: 1 MiB).
+    pub body_cap_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            queue_bytes: 2 * 1024 * 1024,
+            ring_bytes: 1024 * 1024,
+            body_cap_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Every duration the actors use, in one place so tests can shorten them.
+#[derive(Debug, Clone)]
+pub struct Timings {
+    /// SIGHUP to SIGKILL (spec: 5 s).
+    pub kill_grace: Duration,
+    /// Resize recompute debounce (spec: 50 ms).
+    pub resize_debounce: Duration,
+    /// After the child is reaped, how long to keep reading output still buffered in the PTY
+    /// before reporting the exit (a grandchild holding the PTY open must not keep a dead
+    /// session alive).
+    pub exit_drain: Duration,
+    /// WebSocket ping interval.
+    pub ws_ping: Duration,
+    /// A WebSocket silent this long is dropped (its session is not touched).
+    pub ws_timeout: Duration,
+    /// How long shutdown waits for sessions to write their exit.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings {
+            kill_grace: Duration::from_secs(5),
+            resize_debounce: Duration::from_millis(50),
+            exit_drain: Duration::from_millis(250),
+            ws_ping: Duration::from_secs(15),
+            ws_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(8),
+        }
+    }
+}
+
+/// One configured agent, checked.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Program name or path.
+    pub bin: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+    /// Display label (defaults to the id).
+    pub label: Option<String>,
+}
+
+/// A problem found while loading the config; the daemon runs on regardless.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigProblem {
+    /// Where: `config` for the whole file, `agents.<id>` for one entry.
+    pub scope: String,
+    /// `config_unreadable`, `config_malformed`, `agent_invalid`.
+    pub problem: &'static str,
+    /// Parser or OS detail; never the file's values.
+    pub detail: String,
+    /// The file involved.
+    pub path: Option<PathBuf>,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Extra allowed WebSocket origins (exact match, e.g. `https://example.com`).
+    pub allowed_origins: Vec<String>,
+    /// Configured agents, by id.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// Sizes.
+    pub limits: Limits,
+    /// Durations.
+    pub timings: Timings,
+    /// What went wrong while loading, if anything.
+    pub problems: Vec<ConfigProblem>,
+    /// The file this came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN
+                .parse()
+                .expect("DEFAULT_LISTEN is a valid socket address"),
+            allowed_origins: Vec::new(),
+            agents: BTreeMap::new(),
+            limits: Limits::default(),
+            timings: Timings::default(),
+            problems: Vec::new(),
+            source: None,
+        }
+    }
+}
+
+impl Config {
+    /// Finds the config file: `explicit`, else `$ATC_CONFIG`, else
+    /// `$XDG_CONFIG_HOME/atc/config.json` (else `~/.config/atc/config.json`).
+    pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
+        if let Some(p) = explicit {
+            return Some(p.to_path_buf());
+        }
+        if let Some(p) = std::env::var_os("ATC_CONFIG").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+        Some(base.join("atc").join("config.json"))
+    }
+
+    /// Loads the file at `path`. A missing file is the embedded default; an explicitly named
+    /// missing file, an unreadable or a malformed one is the default plus a problem.
+    pub fn load(path: Option<&Path>, explicit: bool) -> Config {
+        let Some(path) = path else {
+            return Config::default();
+        };
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+                return Config::default()
+            }
+            Err(e) => {
+                return Config::default().with_problem(ConfigProblem {
+                    scope: "config".into(),
+                    problem: "config_unreadable",
+                    detail: e.kind().to_string(),
+                    path: Some(path.to_path_buf()),
+                })
+            }
+        };
+        let mut config = Config::from_json(&text);
+        config.source = Some(path.to_path_buf());
+        for p in &mut config.problems {
+            p.path = Some(path.to_path_buf());
+        }
+        config
+    }
+
+    /// Parses and validates config text.
+    pub fn from_json(text: &[u8]) -> Config {
+        match serde_json::from_slice::<raw::RawConfig>(text) {
+            Ok(raw) => Config::from_raw(raw),
+            Err(e) => Config::default().with_problem(ConfigProblem {
+                scope: "config".into(),
+                problem: "config_malformed",
+                // serde's messages name keys and positions, not values.
+                detail: format!("line {} column {}: {}", e.line(), e.column(), e.classify_detail()),
+                path: None,
+            }),
+        }
+    }
+
+    fn from_raw(raw: raw::RawConfig) -> Config {
+        let mut config = Config::default();
+        if let Some(listen) = raw.listen {
+            match listen.parse::<SocketAddr>() {
+                Ok(addr) => config.listen = addr,
+                Err(_) => config.problems.push(ConfigProblem {
+                    scope: "listen".into(),
+                    problem: "config_malformed",
+                    detail: "listen must be host:port with an IP address".into(),
+                    path: None,
+                }),
+            }
+        }
+        config.allowed_origins = raw.allowed_origins;
+        for (id, agent) in raw.agents {
+            if agent.bin.trim().is_empty() || id.is_empty() {
+                config.problems.push(ConfigProblem {
+                    scope: format!("agents.{id}"),
+                    problem: "agent_invalid",
+                    detail: "an agent needs a non-empty id and bin".into(),
+                    path: None,
+                });
+                continue;
+            }
+            config.agents.insert(
+                id,
+                AgentConfig {
+                    bin: agent.bin,
+                    args: agent.args,
+                    env: agent.env,
+                    label: agent.label,
+                },
+            );
+        }
+        let l = raw.limits;
+        let defaults = Limits::default();
+        config.limits = Limits {
+            queue_bytes: l.queue_bytes.unwrap_or(defaults.queue_bytes).max(64 * 1024),
+            ring_bytes: l.ring_bytes.unwrap_or(defaults.ring_bytes).max(4 * 1024),
+            body_cap_bytes: l.body_cap_bytes.unwrap_or(defaults.body_cap_bytes).max(1024),
+        };
+        if let Some(ms) = l.kill_grace_ms {
+            config.timings.kill_grace = Duration::from_millis(ms);
+        }
+        if let Some(ms) = l.resize_debounce_ms {
+            config.timings.resize_debounce = Duration::from_millis(ms);
+        }
+        config
+    }
+
+    fn with_problem(mut self, problem: ConfigProblem) -> Config {
+        self.problems.push(problem);
+        self
+    }
+}
+
+/// serde_json's error text can quote a string value it choked on; keep only the category and
+/// the part before any quote so config values never reach a log.
+trait ClassifyDetail {
+    fn classify_detail(&self) -> String;
+}
+
+impl ClassifyDetail for serde_json::Error {
+    fn classify_detail(&self) -> String {
+        let text = self.to_string();
+        let cut = text.find(['"', '`']).unwrap_or(text.len());
+        let head = text[..cut].trim_end();
+        // Unknown-field errors name the key in backticks; keys are not secrets, keep them.
+        if let Some(rest) = text.strip_prefix("unknown field `") {
+            let key: String = rest.chars().take_while(|c| *c != '`').collect();
+            return format!("unknown field '{key}'");
+        }
+        format!("{:?}: {head}", self.classify())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_config_matches_embedded_default() {
+        let text = include_str!("../../config.example.json");
+        let example = Config::from_json(text.as_bytes());
+        assert!(example.problems.is_empty(), "{:?}", example.problems);
+        let default = Config::default();
+        assert_eq!(example.listen, default.listen);
+        assert_eq!(example.limits.queue_bytes, default.limits.queue_bytes);
+        assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
+        assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
+        assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
+        assert_eq!(example.timings.resize_debounce, default.timings.resize_debounce);
+        assert!(example.agents.contains_key("cat"));
+    }
+
+    #[test]
+    fn malformed_config_falls_back_and_hides_values() {
+        let c = Config::from_json(br#"{"listen": "secret-value-here"#);
+        assert_eq!(c.problems.len(), 1);
+        assert_eq!(c.problems[0].problem, "config_malformed");
+        assert!(!c.problems[0].detail.contains("secret"));
+        assert_eq!(c.listen, Config::default().listen);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let c = Config::from_json(br#"{"limts": {}}"#);
+        assert!(c.problems[0].detail.contains("limts"), "{:?}", c.problems);
+    }
+}

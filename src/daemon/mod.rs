@@ -1,0 +1,228 @@
+//! Starting and stopping the daemon: the order of spec §1.3 and §1.4.
+//!
+//! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, binds the
+//! listener, starts the actors and the HTTP server, then writes `daemon.json`. It returns a
+//! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
+//! `main.rs` drives until a signal or `POST /v1/daemon/quit`.
+
+pub mod state_dir;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use actix_web::dev::ServerHandle;
+use tokio::sync::mpsc;
+
+use crate::agents::AgentCatalog;
+use crate::config::Config;
+use crate::providers::local_pty::LocalPty;
+use crate::server::{self, AppState};
+use crate::sessions::manager::{ManagerParts, SessionManager};
+use crate::sessions::messages::ShutdownAll;
+use crate::sessions::session::SessionDeps;
+use crate::store::StateStore;
+use state_dir::{DaemonInfo, StateDir};
+
+/// How long a starting daemon waits for a stopping one to release the lock (spec §1.3).
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// What to start a daemon with.
+pub struct DaemonOptions {
+    /// The state dir.
+    pub state_dir: PathBuf,
+    /// Checked configuration.
+    pub config: Config,
+    /// Overrides config `listen`.
+    pub listen: Option<SocketAddr>,
+    /// A listener already bound (tests bind port 0); wins over `listen`.
+    pub listener: Option<TcpListener>,
+    /// Permit a non-loopback listen address.
+    pub allow_remote: bool,
+    /// HTTP worker threads.
+    pub workers: usize,
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Lock, token or daemon.json trouble.
+    #[error(transparent)]
+    StateDir(#[from] state_dir::StateDirError),
+    /// The store could not be opened or migrated.
+    #[error("could not open the state database: {0}")]
+    Store(#[from] crate::store::StoreError),
+    /// Bind failure.
+    #[error("could not listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A non-loopback address without `--allow-remote`.
+    #[error("refusing to listen on non-loopback address {0}: the daemon types into shells; pass --allow-remote if you really mean it")]
+    RemoteRefused(SocketAddr),
+}
+
+/// A running daemon.
+pub struct DaemonHandle {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its bearer token.
+    pub token: String,
+    /// Its state dir.
+    pub state_dir: PathBuf,
+    /// Its stable id.
+    pub daemon_id: uuid::Uuid,
+    server: ServerHandle,
+    manager: Addr<SessionManager>,
+    store: StateStore,
+    dir: StateDir,
+    quit_rx: mpsc::UnboundedReceiver<()>,
+}
+
+/// The daemon.
+pub struct Daemon;
+
+impl Daemon {
+    /// Starts a daemon on the current actix system.
+    pub async fn start(opts: DaemonOptions) -> Result<DaemonHandle, StartError> {
+        let dir_path = opts.state_dir.clone();
+        let dir = tokio::task::spawn_blocking(move || StateDir::take(&dir_path, LOCK_WAIT))
+            .await
+            .map_err(|e| {
+                StartError::StateDir(state_dir::StateDirError::Io {
+                    dir: opts.state_dir.display().to_string(),
+                    source: std::io::Error::other(e.to_string()),
+                })
+            })??;
+        let token = dir.token()?;
+        let store = StateStore::open(&dir.db_path()).await?;
+        let daemon_id = store.daemon_id().await?;
+        let rows = store.load_fleet().await?;
+        let config = opts.config;
+        for p in &config.problems {
+            tracing::error!(scope = %p.scope, problem = p.problem, detail = %p.detail,
+                path = ?p.path, "config problem; running on defaults for this part");
+        }
+
+        let listener = match opts.listener {
+            Some(l) => l,
+            None => {
+                let addr = opts.listen.unwrap_or(config.listen);
+                if !addr.ip().is_loopback() && !opts.allow_remote {
+                    return Err(StartError::RemoteRefused(addr));
+                }
+                TcpListener::bind(addr).map_err(|source| StartError::Bind { addr, source })?
+            }
+        };
+        let addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind {
+                addr: opts.listen.unwrap_or(config.listen),
+                source,
+            })?;
+        if !addr.ip().is_loopback() {
+            tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
+        }
+
+        let catalog = Arc::new(AgentCatalog::new(&config.agents));
+        let provider = Arc::new(LocalPty {
+            exit_drain: config.timings.exit_drain,
+        });
+        let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
+        let (limits, timings) = (config.limits.clone(), config.timings.clone());
+        let manager = SessionManager::start_with(move |me| ManagerParts {
+            deps: SessionDeps {
+                store: deps_store,
+                provider,
+                catalog: deps_catalog.clone(),
+                manager: me,
+                limits,
+                timings,
+            },
+            catalog: deps_catalog,
+            rows,
+        });
+
+        let (quit_tx, quit_rx) = mpsc::unbounded_channel();
+        let state = AppState {
+            manager: manager.clone(),
+            store: store.clone(),
+            catalog,
+            token: token.clone(),
+            daemon_id,
+            limits: config.limits.clone(),
+            timings: config.timings.clone(),
+            allowed_origins: config.allowed_origins.clone(),
+            listen: addr,
+            state_dir: dir.path().to_path_buf(),
+            config_problems: config.problems.clone(),
+            quit: quit_tx,
+        };
+        let server = server::serve(listener, state, opts.workers.max(1))
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let server_handle = server.handle();
+        actix_rt::spawn(server);
+
+        dir.write_info(&DaemonInfo {
+            pid: std::process::id(),
+            listen: addr.to_string(),
+            url: format!("http://{addr}"),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        })?;
+        tracing::info!(%addr, state_dir = %dir.path().display(),
+            token_file = %dir.token_path().display(), "atc daemon listening");
+
+        Ok(DaemonHandle {
+            addr,
+            token,
+            state_dir: dir.path().to_path_buf(),
+            daemon_id,
+            server: server_handle,
+            manager,
+            store,
+            dir,
+            quit_rx,
+        })
+    }
+}
+
+impl DaemonHandle {
+    /// Waits for SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops.
+    pub async fn run_until_stopped(mut self) {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(t), Ok(i)) => (t, i),
+            _ => {
+                tracing::error!("could not install signal handlers; stop the daemon with POST /v1/daemon/quit");
+                self.quit_rx.recv().await;
+                return self.stop().await;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+            _ = self.quit_rx.recv() => tracing::info!("quit requested: shutting down"),
+        }
+        self.stop().await;
+    }
+
+    /// Graceful stop: stop accepting, hang up every local harness and record its exit, close
+    /// client sockets, flush and close the store, remove `daemon.json`, release the lock.
+    pub async fn stop(self) {
+        self.server.pause().await;
+        if let Err(e) = self.manager.send(ShutdownAll).await {
+            tracing::error!(error = %e, "session manager gone before shutdown");
+        }
+        self.server.stop(true).await;
+        if let Err(e) = self.store.close().await {
+            tracing::error!(error = %e, "closing the store failed");
+        }
+        self.dir.remove_info();
+        tracing::info!("atc daemon stopped");
+    }
+}

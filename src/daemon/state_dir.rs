@@ -1,0 +1,202 @@
+//! The state directory: where it is, the lock that makes one daemon its owner, the token file,
+//! and `daemon.json`, which tells clients where the daemon listens.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The default state dir: `$XDG_STATE_HOME/atc`, else `~/.local/state/atc`.
+pub fn default_state_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("atc"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/atc"))
+}
+
+/// What `daemon.json` holds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    /// The daemon's pid.
+    pub pid: u32,
+    /// `host:port` it listens on.
+    pub listen: String,
+    /// Base URL for clients.
+    pub url: String,
+    /// Build version.
+    pub version: String,
+}
+
+/// Why the state dir could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum StateDirError {
+    /// Another daemon holds the lock.
+    #[error("another atc daemon (pid {pid}) already runs on state dir {dir}; stop it first or pass --state-dir")]
+    Locked {
+        /// Its pid, from daemon.json (0 when unknown).
+        pid: u32,
+        /// The dir.
+        dir: String,
+    },
+    /// Filesystem trouble.
+    #[error("state dir {dir}: {source}")]
+    Io {
+        /// The path involved.
+        dir: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> StateDirError + '_ {
+    move |source| StateDirError::Io {
+        dir: dir.display().to_string(),
+        source,
+    }
+}
+
+/// An owned state dir: holding this value holds the lock.
+pub struct StateDir {
+    dir: PathBuf,
+    /// Keeps the flock; never deleted from disk (spec §1.1).
+    _lock: File,
+}
+
+impl StateDir {
+    /// Creates the dir (0700) and takes the exclusive lock, waiting up to `wait` for a daemon
+    /// that is stopping.
+    pub fn take(dir: &Path, wait: Duration) -> Result<StateDir, StateDirError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io(dir))?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(dir.join("daemon.lock"))
+            .map_err(io(dir))?;
+        let deadline = Instant::now() + wait;
+        loop {
+            match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => {
+                    let pid = read_info(dir).map(|i| i.pid).unwrap_or(0);
+                    return Err(StateDirError::Locked {
+                        pid,
+                        dir: dir.display().to_string(),
+                    });
+                }
+                Err(e) => return Err(io(dir)(e.into())),
+            }
+        }
+        Ok(StateDir {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The SQLite file.
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.join("atc.db")
+    }
+
+    /// The token file's path.
+    pub fn token_path(&self) -> PathBuf {
+        self.dir.join("token")
+    }
+
+    /// Reads the token, creating it (32 random bytes as hex, mode 0600) on first start.
+    pub fn token(&self) -> Result<String, StateDirError> {
+        let path = self.token_path();
+        match std::fs::read_to_string(&path) {
+            Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&self.dir)(e)),
+        }
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
+        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(&self.dir))?;
+        f.write_all(format!("{token}\n").as_bytes())
+            .map_err(io(&self.dir))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io(&self.dir))?;
+        Ok(token)
+    }
+
+    /// Writes `daemon.json` atomically (temp file, then rename).
+    pub fn write_info(&self, info: &DaemonInfo) -> Result<(), StateDirError> {
+        let tmp = self.dir.join("daemon.json.tmp");
+        let text = serde_json::to_vec_pretty(info)
+            .map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
+        std::fs::write(&tmp, text).map_err(io(&self.dir))?;
+        std::fs::rename(&tmp, self.dir.join("daemon.json")).map_err(io(&self.dir))
+    }
+
+    /// Removes `daemon.json` on a clean stop.
+    pub fn remove_info(&self) {
+        // Already gone is fine.
+        let _ = std::fs::remove_file(self.dir.join("daemon.json"));
+    }
+}
+
+/// Reads `daemon.json` from a state dir.
+pub fn read_info(dir: &Path) -> Option<DaemonInfo> {
+    let text = std::fs::read(dir.join("daemon.json")).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_minted_once_with_mode_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = StateDir::take(dir.path(), Duration::ZERO).unwrap();
+        let t = sd.token().unwrap();
+        assert_eq!(t.len(), 64);
+        assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(sd.token().unwrap(), t);
+        let mode = std::fs::metadata(sd.token_path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_second_owner_is_refused_with_the_first_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = StateDir::take(dir.path(), Duration::ZERO).unwrap();
+        first
+            .write_info(&DaemonInfo {
+                pid: 4242,
+                listen: "127.0.0.1:1".into(),
+                url: "http://127.0.0.1:1".into(),
+                version: "x".into(),
+            })
+            .unwrap();
+        match StateDir::take(dir.path(), Duration::from_millis(100)) {
+            Err(StateDirError::Locked { pid, .. }) => assert_eq!(pid, 4242),
+            other => panic!("expected Locked, got {:?}", other.err()),
+        }
+        drop(first);
+        assert!(StateDir::take(dir.path(), Duration::ZERO).is_ok());
+    }
+}

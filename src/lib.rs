@@ -1,0 +1,26 @@
+//! atc: a daemon that hosts coding-agent CLIs in pseudo-terminals and serves them to HTTP and
+//! WebSocket clients, plus the `atc` command-line clients.
+//!
+//! Read it layer by layer, from the wire inwards:
+//!
+//! - [`server`]: actix-web routes, the attach and events WebSockets, auth. Handlers only turn
+//!   requests into messages.
+//! - [`sessions`]: the `SessionManager` supervisor and one `Session` actor per session, which
+//!   owns the screen model, the output ring and the attached clients' bounded queues.
+//! - [`providers`]: where processes run. `local-pty` owns a child and its PTY in one actor.
+//! - [`store`]: SQLite through sqlx; the only module that names a table.
+//! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and the
+//!   shapes and error codes clients see.
+//! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
+//!
+//! The daemon can be started in-process ([`daemon::Daemon::start`]) on any listener, which is
+//! how the integration tests run the real thing on port 0.
+
+pub mod agents;
+pub mod config;
+pub mod daemon;
+pub mod protocol;
+pub mod providers;
+pub mod server;
+pub mod sessions;
+pub mod store;

@@ -1,0 +1,106 @@
+//! The `atc` command: `atc daemon` runs the daemon in the foreground; every other subcommand
+//! is a client of a running daemon. This file only parses flags and dispatches.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use atc::config::Config;
+use atc::daemon::{Daemon, DaemonOptions};
+
+#[derive(Parser)]
+#[command(name = "atc", version, about = "Host coding-agent CLIs in terminals and serve them over HTTP/WebSocket")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon in the foreground (systemd Type=simple).
+    Daemon(DaemonArgs),
+}
+
+#[derive(clap::Args)]
+struct DaemonArgs {
+    /// Address to listen on (default 127.0.0.1:7767, or config `listen`).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// State directory (default $XDG_STATE_HOME/atc, else ~/.local/state/atc).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Config file (default $ATC_CONFIG, else $XDG_CONFIG_HOME/atc/config.json).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Log format: text for terminals, json for journald and log shippers.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Allow a non-loopback --listen address.
+    #[arg(long)]
+    allow_remote: bool,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn run_daemon(args: DaemonArgs) -> ExitCode {
+    init_logging(args.log_format);
+    let Some(state_dir) = args
+        .state_dir
+        .or_else(atc::daemon::state_dir::default_state_dir)
+    else {
+        eprintln!("atc: no state dir: set HOME or XDG_STATE_HOME, or pass --state-dir");
+        return ExitCode::FAILURE;
+    };
+    let config_path = Config::locate(args.config.as_deref());
+    let config = Config::load(config_path.as_deref(), args.config.is_some());
+    let opts = DaemonOptions {
+        state_dir,
+        config,
+        listen: args.listen,
+        listener: None,
+        allow_remote: args.allow_remote,
+        workers: args.workers,
+    };
+    let system = actix_rt::System::new();
+    system.block_on(async move {
+        match Daemon::start(opts).await {
+            Ok(handle) => {
+                handle.run_until_stopped().await;
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                eprintln!("atc: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Daemon(args) => run_daemon(args),
+    }
+}

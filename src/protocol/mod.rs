@@ -1,0 +1,9 @@
+//! What crosses the wire: the closed error-code set and its HTTP mapping (`error`), the JSON
+//! shapes clients see (`wire`), and the checked extraction of request parameters (`params`).
+//! Nothing here knows about actors; the server and the sessions both speak these types.
+
+pub mod error;
+pub mod params;
+pub mod wire;
+
+pub use error::{DaemonError, ErrorCode};

@@ -1,0 +1,196 @@
+//! Checked extraction of request parameters.
+//!
+//! Bodies are parsed once into a JSON object and each field is read through a typed accessor
+//! that names the field in its `bad_args` refusal. Serde's own derive errors do not name the
+//! field for type mismatches, which is why we do not deserialize request bodies straight into
+//! structs. Unknown fields are ignored, as the spec asks of every wire type.
+
+use serde_json::{Map, Value};
+
+use super::DaemonError;
+
+/// Smallest and largest terminal dimension a client may ask for.
+pub const DIM_RANGE: std::ops::RangeInclusive<u64> = 1..=4096;
+
+/// A terminal size in character cells, both within [`DIM_RANGE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TermSize {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+impl TermSize {
+    /// The size used when a client gives none.
+    pub const DEFAULT: TermSize = TermSize { cols: 80, rows: 24 };
+
+    /// The cell-wise minimum of two sizes (the rule for several attached clients).
+    pub fn min(self, other: TermSize) -> TermSize {
+        TermSize {
+            cols: self.cols.min(other.cols),
+            rows: self.rows.min(other.rows),
+        }
+    }
+}
+
+/// The fields of one request body (or query string), read with field-naming validation.
+#[derive(Debug, Default)]
+pub struct Params {
+    fields: Map<String, Value>,
+}
+
+impl Params {
+    /// Parses a JSON body. An empty body counts as `{}` so `POST .../kill` needs no body.
+    pub fn from_body(bytes: &[u8]) -> Result<Params, DaemonError> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Params::default());
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Object(fields)) => Ok(Params { fields }),
+            Ok(_) => Err(DaemonError::bad_arg(
+                "body",
+                "request body must be a JSON object",
+            )),
+            Err(e) => Err(DaemonError::bad_arg(
+                "body",
+                format!("request body is not valid JSON ({e})"),
+            )),
+        }
+    }
+
+    /// Wraps query-string pairs; every value is a string and numeric accessors parse it.
+    pub fn from_query(pairs: impl IntoIterator<Item = (String, String)>) -> Params {
+        Params {
+            fields: pairs
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name).filter(|v| !v.is_null())
+    }
+
+    /// An optional string field.
+    pub fn opt_str(&self, name: &str) -> Result<Option<&str>, DaemonError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(DaemonError::bad_arg(
+                name,
+                format!("'{name}' must be a string"),
+            )),
+        }
+    }
+
+    /// An optional boolean field.
+    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, DaemonError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+            Some(_) => Err(DaemonError::bad_arg(
+                name,
+                format!("'{name}' must be true or false"),
+            )),
+        }
+    }
+
+    /// An optional non-negative integer (JSON number or, from a query string, decimal text).
+    pub fn opt_u64(&self, name: &str) -> Result<Option<u64>, DaemonError> {
+        let bad = || DaemonError::bad_arg(name, format!("'{name}' must be a non-negative integer"));
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(bad),
+            Some(Value::String(s)) => s.parse::<u64>().map(Some).map_err(|_| bad()),
+            Some(_) => Err(bad()),
+        }
+    }
+
+    /// One terminal dimension, within [`DIM_RANGE`].
+    pub fn opt_dim(&self, name: &str) -> Result<Option<u16>, DaemonError> {
+        let out_of_range = || {
+            DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"))
+        };
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if DIM_RANGE.contains(&v) => Ok(Some(v as u16)),
+                _ => Err(out_of_range()),
+            },
+            Some(Value::String(s)) => match s.parse::<u64>() {
+                Ok(v) if DIM_RANGE.contains(&v) => Ok(Some(v as u16)),
+                _ => Err(out_of_range()),
+            },
+            Some(_) => Err(out_of_range()),
+        }
+    }
+
+    /// `cols` and `rows` together; either may be absent and falls back to `default`.
+    pub fn size_or(&self, default: TermSize) -> Result<TermSize, DaemonError> {
+        Ok(TermSize {
+            cols: self.opt_dim("cols")?.unwrap_or(default.cols),
+            rows: self.opt_dim("rows")?.unwrap_or(default.rows),
+        })
+    }
+
+    /// `cols` and `rows`, both required.
+    pub fn size(&self) -> Result<TermSize, DaemonError> {
+        let cols = self
+            .opt_dim("cols")?
+            .ok_or_else(|| DaemonError::bad_arg("cols", "'cols' is required"))?;
+        let rows = self
+            .opt_dim("rows")?
+            .ok_or_else(|| DaemonError::bad_arg("rows", "'rows' is required"))?;
+        Ok(TermSize { cols, rows })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(e: DaemonError) -> String {
+        e.data["field"].as_str().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn malformed_json_names_the_body() {
+        let e = Params::from_body(b"{nope").unwrap_err();
+        assert_eq!(field_of(e), "body");
+        let e = Params::from_body(b"[1]").unwrap_err();
+        assert_eq!(field_of(e), "body");
+    }
+
+    #[test]
+    fn empty_body_is_an_empty_object() {
+        let p = Params::from_body(b"  ").unwrap();
+        assert_eq!(p.opt_str("name").unwrap(), None);
+    }
+
+    #[test]
+    fn dims_outside_range_name_the_field() {
+        for bad in [r#"{"cols":0}"#, r#"{"cols":4097}"#, r#"{"cols":"x"}"#, r#"{"cols":-1}"#, r#"{"cols":1.5}"#] {
+            let p = Params::from_body(bad.as_bytes()).unwrap();
+            assert_eq!(field_of(p.opt_dim("cols").unwrap_err()), "cols", "{bad}");
+        }
+        let p = Params::from_body(br#"{"cols":4096,"rows":1}"#).unwrap();
+        assert_eq!(p.size().unwrap(), TermSize { cols: 4096, rows: 1 });
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let p = Params::from_body(br#"{"name":5,"pinned":"yes"}"#).unwrap();
+        assert_eq!(field_of(p.opt_str("name").unwrap_err()), "name");
+        assert_eq!(field_of(p.opt_bool("pinned").unwrap_err()), "pinned");
+    }
+
+    #[test]
+    fn query_values_parse_as_numbers() {
+        let p = Params::from_query([("cols".into(), "100".into()), ("from".into(), "7".into())]);
+        assert_eq!(p.opt_dim("cols").unwrap(), Some(100));
+        assert_eq!(p.opt_u64("from").unwrap(), Some(7));
+    }
+}

@@ -1,0 +1,290 @@
+//! `local-pty`: sessions whose process runs on this machine in a pseudo-terminal.
+//!
+//! One [`LocalPtyHarness`] actor per process owns the child and its PTY. The PTY's read half
+//! is a stream added to the actor's context; each chunk goes on whole to the session as
+//! [`OutputArrived`], and the next read waits until the session has taken it. Input and
+//! resizes go through one ordered writer task, apart from reads, so a child that stops reading
+//! its stdin never stalls its output (zellij's `pty_writer` makes the same split). Kill is
+//! SIGHUP to the process group, then SIGKILL when the grace runs out. The child is always
+//! reaped, and exactly one [`HarnessExited`] is sent, after the last output chunk.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rustix::process::{Pid, Signal};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+use tokio_util::io::ReaderStream;
+
+use super::{
+    Capabilities, ExecutionProvider, HarnessEvents, HarnessExited, HarnessHandle, Hangup,
+    OutputArrived, ProviderError, ResizeTerminal, StartSpec, WriteInput,
+};
+use crate::protocol::params::TermSize;
+use crate::protocol::{DaemonError, ErrorCode};
+
+/// Largest read from the PTY handed on as one chunk.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Input bytes allowed to wait for a child that is not reading its stdin. Beyond this, input
+/// is refused with `too_slow` rather than buffered without bound or dropped silently.
+const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
+
+/// The `local-pty` provider.
+pub struct LocalPty {
+    /// After the child is reaped, how long to keep draining output before reporting the exit.
+    pub exit_drain: Duration,
+}
+
+impl ExecutionProvider for LocalPty {
+    fn kind(&self) -> &'static str {
+        "local-pty"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            spawn: true,
+            attach: true,
+            input: true,
+            resize: true,
+            kill: true,
+        }
+    }
+
+    fn start(&self, spec: StartSpec, events: HarnessEvents) -> Result<HarnessHandle, ProviderError> {
+        let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain)?;
+        Ok(HarnessHandle {
+            input: addr.clone().recipient(),
+            resize: addr.clone().recipient(),
+            hangup: addr.recipient(),
+        })
+    }
+}
+
+enum WriterCmd {
+    Write(Bytes),
+    Resize(TermSize),
+}
+
+/// One local process in a PTY.
+pub struct LocalPtyHarness {
+    pid: Option<Pid>,
+    events: HarnessEvents,
+    writer: mpsc::UnboundedSender<WriterCmd>,
+    /// Input bytes handed to the writer and not yet written.
+    input_backlog: Arc<AtomicUsize>,
+    reader: Option<pty_process::OwnedReadPty>,
+    child: Option<tokio::process::Child>,
+    /// Set once the child is reaped.
+    status: Option<HarnessExited>,
+    output_done: bool,
+    reported: bool,
+    exit_drain: Duration,
+    kill_timer: Option<SpawnHandle>,
+}
+
+impl LocalPtyHarness {
+    fn spawn(
+        spec: StartSpec,
+        events: HarnessEvents,
+        exit_drain: Duration,
+    ) -> Result<Addr<LocalPtyHarness>, ProviderError> {
+        let plan = &spec.plan;
+        if !plan.cwd.is_dir() {
+            return Err(ProviderError::BadCwd(plan.cwd.display().to_string()));
+        }
+        let (pty, pts) = pty_process::open()?;
+        pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
+        let child = pty_process::Command::new(&plan.program)
+            .args(&plan.args)
+            .current_dir(&plan.cwd)
+            .envs(&plan.env)
+            .env("TERM", "xterm-256color")
+            .env("ATC_SESSION_ID", spec.session_id.to_string())
+            .spawn(pts)?;
+        let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
+        let (read, write) = pty.into_split();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        actix_rt::spawn(run_writer(write, rx, backlog.clone()));
+        Ok(LocalPtyHarness {
+            pid,
+            events,
+            writer: tx,
+            input_backlog: backlog,
+            reader: Some(read),
+            child: Some(child),
+            status: None,
+            output_done: false,
+            reported: false,
+            exit_drain,
+            kill_timer: None,
+        }
+        .start())
+    }
+
+    fn signal(&self, sig: Signal) {
+        if let Some(pid) = self.pid {
+            // ESRCH means the group is already gone, which is what we wanted.
+            if let Err(e) = rustix::process::kill_process_group(pid, sig) {
+                if e != rustix::io::Errno::SRCH {
+                    tracing::warn!(pid = pid.as_raw_nonzero().get(), error = %e, "signal failed");
+                }
+            }
+        }
+    }
+
+    fn maybe_report(&mut self, ctx: &mut Context<Self>) {
+        if self.reported || !self.output_done {
+            return;
+        }
+        let Some(status) = self.status else { return };
+        self.reported = true;
+        self.events.exited.do_send(status);
+        ctx.stop();
+    }
+
+    fn on_reaped(&mut self, status: std::io::Result<std::process::ExitStatus>, ctx: &mut Context<Self>) {
+        use std::os::unix::process::ExitStatusExt;
+        self.pid = None;
+        if let Some(t) = self.kill_timer.take() {
+            ctx.cancel_future(t);
+        }
+        self.status = Some(match status {
+            Ok(s) => HarnessExited {
+                code: s.code(),
+                signal: s.signal(),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "waiting for the child failed");
+                HarnessExited {
+                    code: None,
+                    signal: None,
+                }
+            }
+        });
+        if self.output_done {
+            self.maybe_report(ctx);
+        } else {
+            // A grandchild may hold the PTY open forever; stop reading after the drain window.
+            ctx.run_later(self.exit_drain, |act, ctx| {
+                act.output_done = true;
+                act.maybe_report(ctx);
+            });
+        }
+    }
+}
+
+impl Actor for LocalPtyHarness {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(reader) = self.reader.take() {
+            ctx.add_stream(ReaderStream::with_capacity(reader, READ_CHUNK));
+        }
+        if let Some(mut child) = self.child.take() {
+            ctx.spawn(
+                async move { child.wait().await }
+                    .into_actor(self)
+                    .map(|status, act, ctx| act.on_reaped(status, ctx)),
+            );
+        }
+    }
+}
+
+impl StreamHandler<std::io::Result<Bytes>> for LocalPtyHarness {
+    fn handle(&mut self, item: std::io::Result<Bytes>, ctx: &mut Self::Context) {
+        match item {
+            Ok(bytes) if !self.output_done => {
+                // Waiting for the session paces the reader: a session that falls behind slows
+                // this stream down instead of filling its mailbox.
+                ctx.wait(
+                    self.events
+                        .output
+                        .send(OutputArrived(bytes))
+                        .into_actor(self)
+                        .map(|_, _, _| ()),
+                );
+            }
+            Ok(_) => {}
+            // EIO is how Linux says every slave fd closed: the normal end of output.
+            Err(_) => self.output_done = true,
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        self.output_done = true;
+        self.maybe_report(ctx);
+    }
+}
+
+impl Handler<WriteInput> for LocalPtyHarness {
+    type Result = Result<(), DaemonError>;
+
+    fn handle(&mut self, msg: WriteInput, _: &mut Self::Context) -> Self::Result {
+        let len = msg.0.len();
+        if self.input_backlog.load(Ordering::Acquire) + len > INPUT_BACKLOG_BYTES {
+            return Err(DaemonError::new(
+                ErrorCode::TooSlow,
+                "the process is not reading its input; retry once it has caught up",
+            ));
+        }
+        self.input_backlog.fetch_add(len, Ordering::AcqRel);
+        self.writer
+            .send(WriterCmd::Write(msg.0))
+            .map_err(|_| DaemonError::new(ErrorCode::SessionDead, "the process has exited"))
+    }
+}
+
+impl Handler<ResizeTerminal> for LocalPtyHarness {
+    type Result = ();
+
+    fn handle(&mut self, msg: ResizeTerminal, _: &mut Self::Context) {
+        // A closed writer means the process is gone; its exit notice is on the way.
+        let _ = self.writer.send(WriterCmd::Resize(msg.0));
+    }
+}
+
+impl Handler<Hangup> for LocalPtyHarness {
+    type Result = ();
+
+    fn handle(&mut self, msg: Hangup, ctx: &mut Self::Context) {
+        if self.pid.is_none() || self.kill_timer.is_some() {
+            return;
+        }
+        if msg.grace.is_zero() {
+            self.signal(Signal::KILL);
+            return;
+        }
+        self.signal(Signal::HUP);
+        self.kill_timer = Some(ctx.run_later(msg.grace, |act, _| act.signal(Signal::KILL)));
+    }
+}
+
+async fn run_writer(
+    mut pty: pty_process::OwnedWritePty,
+    mut rx: mpsc::UnboundedReceiver<WriterCmd>,
+    backlog: Arc<AtomicUsize>,
+) {
+    let mut broken = false;
+    while let Some(cmd) = rx.recv().await {
+        match cmd {
+            WriterCmd::Write(bytes) => {
+                // After a failed write the process is gone; keep draining so the backlog count
+                // stays true until the harness stops.
+                if !broken && pty.write_all(&bytes).await.is_err() {
+                    broken = true;
+                }
+                backlog.fetch_sub(bytes.len(), Ordering::AcqRel);
+            }
+            WriterCmd::Resize(size) => {
+                if !broken {
+                    let _ = pty.resize(pty_process::Size::new(size.rows, size.cols));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Execution providers: where a session's process runs, behind one trait.
+//!
+//! A provider starts a harness and hands back a [`HarnessHandle`]: recipients for the commands
+//! a session sends its harness. The harness reports back through [`HarnessEvents`], so this
+//! module never imports `sessions/` and a test can pass a probe actor in their place.
+//!
+//! Only `local-pty` exists in this issue. Targets, the capability refusal chain and the `imp`
+//! provider come next; [`Capabilities`] is where they will plug in.
+
+pub mod local_pty;
+
+use actix::prelude::*;
+use bytes::Bytes;
+
+use crate::agents::LaunchPlan;
+use crate::protocol::params::TermSize;
+use crate::protocol::{DaemonError, ErrorCode};
+
+/// Bytes a harness read from its process. Sent by the harness to its session; the reply is
+/// awaited, so a session that falls behind slows the reader instead of growing a mailbox.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OutputArrived(pub Bytes);
+
+/// The harness's process is gone and all its output has been delivered. Sent exactly once.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct HarnessExited {
+    /// Exit status, when it exited.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+}
+
+/// Write these bytes to the process's terminal, whole. Sent by the session.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct WriteInput(pub Bytes);
+
+/// Resize the process's terminal. Sent by the session only when the size changes.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ResizeTerminal(pub TermSize);
+
+/// End the process: SIGHUP now, SIGKILL once `grace` runs out (zero: SIGKILL at once).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Hangup {
+    /// Time between the two signals.
+    pub grace: std::time::Duration,
+}
+
+/// Where a harness reports.
+#[derive(Clone)]
+pub struct HarnessEvents {
+    /// Output chunks, in order.
+    pub output: Recipient<OutputArrived>,
+    /// The one exit notice.
+    pub exited: Recipient<HarnessExited>,
+}
+
+/// How a session talks to its harness.
+#[derive(Clone)]
+pub struct HarnessHandle {
+    /// Input bytes.
+    pub input: Recipient<WriteInput>,
+    /// Size changes.
+    pub resize: Recipient<ResizeTerminal>,
+    /// Kill.
+    pub hangup: Recipient<Hangup>,
+}
+
+/// What a harness is started with.
+#[derive(Debug, Clone)]
+pub struct StartSpec {
+    /// The session it belongs to (goes into `ATC_SESSION_ID`).
+    pub session_id: uuid::Uuid,
+    /// Program, argv, environment and cwd.
+    pub plan: LaunchPlan,
+    /// Initial terminal size.
+    pub size: TermSize,
+}
+
+/// What a provider can do; the refusal chain of the targets issue reads these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Start a harness.
+    pub spawn: bool,
+    /// Attach clients.
+    pub attach: bool,
+    /// Write input.
+    pub input: bool,
+    /// Resize the terminal.
+    pub resize: bool,
+    /// Kill a harness.
+    pub kill: bool,
+}
+
+/// A place sessions can run.
+pub trait ExecutionProvider {
+    /// The provider's kind, e.g. `local-pty`.
+    fn kind(&self) -> &'static str;
+    /// What it can do.
+    fn capabilities(&self) -> Capabilities;
+    /// Starts a harness on the current arbiter. A refusal here means nothing was started.
+    fn start(&self, spec: StartSpec, events: HarnessEvents) -> Result<HarnessHandle, ProviderError>;
+}
+
+/// Why a harness could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The working directory is missing or not a directory.
+    #[error("working directory {0} does not exist or is not a directory")]
+    BadCwd(String),
+    /// The OS refused (no PTYs left, exec failed, ...).
+    #[error("could not start the process: {0}")]
+    Os(#[from] std::io::Error),
+    /// pty-process failed.
+    #[error("could not open a terminal: {0}")]
+    Pty(#[from] pty_process::Error),
+}
+
+impl From<ProviderError> for DaemonError {
+    fn from(e: ProviderError) -> Self {
+        match e {
+            ProviderError::BadCwd(_) => DaemonError::bad_arg("cwd", e.to_string()),
+            ProviderError::Os(_) | ProviderError::Pty(_) => DaemonError::new(
+                ErrorCode::Internal,
+                format!("{e}; check the daemon's limits (open files, PTYs) and its log"),
+            ),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The attach socket: `GET /v1/sessions/{id}/attach`. One [`AttachClient`] actor per
+//! connection decodes what the client sends and forwards it to the session; what the session
+//! sends comes out of the client's bounded queue through the response body. The actor is kept
+//! thin (decode, forward) so a move to another WebSocket crate stays inside `server/`.
+
+use std::time::Instant;
+
+use actix::prelude::*;
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use serde::Deserialize;
+
+use super::ws_transport::{Inbound, InboundMessages, OutboundStream};
+use super::{auth, lookup, next_client_id, AppState};
+use crate::config::Timings;
+use crate::protocol::params::{Params, TermSize, DIM_RANGE};
+use crate::protocol::wire::AttachFrame;
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
+use crate::sessions::messages::{Attach, ClientId, ClientResized, Detach, Input, ResumeFrom};
+use crate::sessions::session::Session;
+
+/// Upgrades the request and attaches the new client to the session.
+pub async fn attach(
+    req: HttpRequest,
+    path: web::Path<String>,
+    query: web::Query<Vec<(String, String)>>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    auth::check_origin(&req, &state.allowed_origins)?;
+    let params = Params::from_query(query.into_inner());
+    let size = match (params.opt_dim("cols")?, params.opt_dim("rows")?) {
+        (Some(cols), Some(rows)) => Some(TermSize { cols, rows }),
+        (None, None) => None,
+        (None, Some(_)) => return Err(DaemonError::bad_arg("cols", "give cols with rows")),
+        (Some(_), None) => return Err(DaemonError::bad_arg("rows", "give rows with cols")),
+    };
+    let resume = match (params.opt_str("stream")?, params.opt_u64("from")?) {
+        (Some(stream), Some(from)) => Some(ResumeFrom {
+            stream: stream.to_string(),
+            from,
+        }),
+        _ => None,
+    };
+    let found = lookup(&state, &path).await?;
+    if !found.descriptor.alive {
+        return Err(DaemonError::session_dead(&found.descriptor.id.to_string()));
+    }
+    let mut response = actix_web_actors::ws::handshake(&req).map_err(|e| {
+        DaemonError::new(ErrorCode::BadArgs, format!("not a WebSocket upgrade: {e}"))
+            .with("field", "upgrade")
+    })?;
+    let client = next_client_id();
+    let (queue, rx) = client_queue(state.limits.queue_bytes);
+    found
+        .addr
+        .send(Attach {
+            client,
+            queue: queue.clone(),
+            size,
+            resume,
+        })
+        .await
+        .map_err(|_| DaemonError::session_dead(&found.descriptor.id.to_string()))??;
+    let session = found.addr.clone();
+    AttachClient {
+        client,
+        session: found.addr,
+        queue,
+        last_heard: Instant::now(),
+        timings: state.timings.clone(),
+        payload: Some(InboundMessages::new(payload, state.limits.body_cap_bytes)),
+    }
+    .start();
+    let on_drained = Box::new(move || {
+        session.do_send(crate::sessions::messages::ClientDrained { client });
+    });
+    Ok(response.streaming(OutboundStream::new(rx, on_drained)))
+}
+
+/// One attached client connection.
+struct AttachClient {
+    client: ClientId,
+    session: Addr<Session>,
+    queue: ClientQueue,
+    last_heard: Instant,
+    timings: Timings,
+    payload: Option<InboundMessages<web::Payload>>,
+}
+
+#[derive(Deserialize)]
+struct ControlFrame {
+    #[serde(rename = "type")]
+    kind: String,
+    cols: Option<u64>,
+    rows: Option<u64>,
+}
+
+impl AttachClient {
+    fn refuse(&self, e: DaemonError) {
+        self.queue.push_text(
+            AttachFrame::Error {
+                code: e.code.as_str(),
+                message: e.message,
+            }
+            .to_text(),
+        );
+    }
+
+    fn on_text(&mut self, text: &[u8]) {
+        let frame = match serde_json::from_slice::<ControlFrame>(text) {
+            Ok(f) => f,
+            Err(_) => {
+                return self.refuse(DaemonError::bad_arg(
+                    "type",
+                    "text frames must be JSON like {\"type\":\"resize\",\"cols\":80,\"rows\":24}",
+                ))
+            }
+        };
+        if frame.kind != "resize" {
+            return self.refuse(DaemonError::bad_arg(
+                "type",
+                format!("unknown frame type '{}'; send input as binary frames", frame.kind),
+            ));
+        }
+        let dim = |v: Option<u64>, name: &str| match v {
+            Some(n) if DIM_RANGE.contains(&n) => Ok(n as u16),
+            _ => Err(DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"))),
+        };
+        match (dim(frame.cols, "cols"), dim(frame.rows, "rows")) {
+            (Ok(cols), Ok(rows)) => self.session.do_send(ClientResized {
+                client: self.client,
+                size: TermSize { cols, rows },
+            }),
+            (Err(e), _) | (_, Err(e)) => self.refuse(e),
+        }
+    }
+
+    fn on_binary(&mut self, bytes: Bytes, ctx: &mut Context<Self>) {
+        // Wait for the write before reading the next frame: input stays in order and a child
+        // that does not read its stdin slows this client down instead of filling memory.
+        ctx.wait(
+            self.session
+                .send(Input(bytes))
+                .into_actor(self)
+                .map(|res, act, _| match res {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => act.refuse(e),
+                    Err(_) => act.refuse(DaemonError::new(
+                        ErrorCode::SessionDead,
+                        "the session is gone",
+                    )),
+                }),
+        );
+    }
+}
+
+impl Actor for AttachClient {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(payload) = self.payload.take() {
+            ctx.add_stream(payload);
+        }
+        ctx.run_interval(self.timings.ws_ping, |act, ctx| {
+            if act.last_heard.elapsed() > act.timings.ws_timeout {
+                tracing::info!(client = act.client, "attached client went silent; dropping it");
+                act.queue.push(Outgoing::Close);
+                ctx.stop();
+            } else {
+                act.queue.push(Outgoing::Ping);
+            }
+        });
+    }
+
+    fn stopping(&mut self, _: &mut Self::Context) -> Running {
+        // Every way this actor ends detaches the client, and nothing more.
+        self.session.do_send(Detach {
+            client: self.client,
+        });
+        Running::Stop
+    }
+}
+
+impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachClient {
+    fn handle(
+        &mut self,
+        item: Result<Inbound, actix_http::ws::ProtocolError>,
+        ctx: &mut Self::Context,
+    ) {
+        self.last_heard = Instant::now();
+        match item {
+            Ok(Inbound::Binary(bytes)) => self.on_binary(bytes, ctx),
+            Ok(Inbound::Text(text)) => self.on_text(&text),
+            Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),
+            Ok(Inbound::Pong) => {}
+            Ok(Inbound::Close) => {
+                self.queue.push(Outgoing::Close);
+                ctx.stop();
+            }
+            Err(e) => {
+                tracing::warn!(client = self.client, error = %e, "attach socket protocol error");
+                self.queue.push(Outgoing::Close);
+                ctx.stop();
+            }
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}

@@ -1,0 +1,102 @@
+//! The events socket: `GET /v1/events`. A snapshot of `session.added` frames, then every
+//! fleet event as JSON text. Anything the client sends is ignored except pings and close. A
+//! subscriber that falls a queue behind is disconnected and reconnects for a fresh snapshot.
+
+use std::time::Instant;
+
+use actix::prelude::*;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::ws_transport::{Inbound, InboundMessages, OutboundStream};
+use super::{auth, next_client_id, AppState};
+use crate::config::Timings;
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
+use crate::sessions::manager::SessionManager;
+use crate::sessions::messages::{ClientId, Subscribe, Unsubscribe};
+
+/// Upgrades the request and subscribes it.
+pub async fn events(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    auth::check_origin(&req, &state.allowed_origins)?;
+    let mut response = actix_web_actors::ws::handshake(&req).map_err(|e| {
+        DaemonError::new(ErrorCode::BadArgs, format!("not a WebSocket upgrade: {e}"))
+            .with("field", "upgrade")
+    })?;
+    let client = next_client_id();
+    let (queue, rx) = client_queue(state.limits.queue_bytes);
+    state
+        .manager
+        .send(Subscribe {
+            client,
+            queue: queue.clone(),
+        })
+        .await
+        .map_err(|_| DaemonError::internal())?;
+    EventsClient {
+        client,
+        manager: state.manager.clone(),
+        queue,
+        last_heard: Instant::now(),
+        timings: state.timings.clone(),
+        payload: Some(InboundMessages::new(payload, 64 * 1024)),
+    }
+    .start();
+    // Events never desync: an overflowing subscriber is closed instead.
+    Ok(response.streaming(OutboundStream::new(rx, Box::new(|| {}))))
+}
+
+struct EventsClient {
+    client: ClientId,
+    manager: Addr<SessionManager>,
+    queue: ClientQueue,
+    last_heard: Instant,
+    timings: Timings,
+    payload: Option<InboundMessages<web::Payload>>,
+}
+
+impl Actor for EventsClient {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(payload) = self.payload.take() {
+            ctx.add_stream(payload);
+        }
+        ctx.run_interval(self.timings.ws_ping, |act, ctx| {
+            if act.last_heard.elapsed() > act.timings.ws_timeout || act.queue.is_closed() {
+                act.queue.push(Outgoing::Close);
+                ctx.stop();
+            } else {
+                act.queue.push(Outgoing::Ping);
+            }
+        });
+    }
+
+    fn stopping(&mut self, _: &mut Self::Context) -> Running {
+        self.manager.do_send(Unsubscribe {
+            client: self.client,
+        });
+        Running::Stop
+    }
+}
+
+impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for EventsClient {
+    fn handle(&mut self, item: Result<Inbound, actix_http::ws::ProtocolError>, ctx: &mut Self::Context) {
+        self.last_heard = Instant::now();
+        match item {
+            Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),
+            Ok(Inbound::Close) | Err(_) => {
+                self.queue.push(Outgoing::Close);
+                ctx.stop();
+            }
+            Ok(_) => {}
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}

@@ -1,0 +1,140 @@
+//! The HTTP and WebSocket front: routes, the attach and events sockets, auth. Handlers only
+//! translate requests into messages for the actors that own the state (zellij's `route.rs`).
+
+mod attach;
+mod auth;
+mod events;
+mod routes;
+mod ws_transport;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use actix::Addr;
+use actix_web::body::{BoxBody, EitherBody};
+use actix_web::dev::{Server, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{web, App, HttpServer, ResponseError};
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::agents::AgentCatalog;
+use crate::config::{ConfigProblem, Limits, Timings};
+use crate::protocol::DaemonError;
+use crate::sessions::manager::SessionManager;
+use crate::sessions::messages::{Found, Lookup};
+use crate::store::StateStore;
+
+/// What every handler can reach. Read-only; the state itself lives in actors.
+pub struct AppState {
+    /// The supervisor.
+    pub manager: Addr<SessionManager>,
+    /// For fleet and dirs reads.
+    pub store: StateStore,
+    /// Agents.
+    pub catalog: Arc<AgentCatalog>,
+    /// The bearer token.
+    pub token: String,
+    /// Stable daemon id.
+    pub daemon_id: Uuid,
+    /// Sizes.
+    pub limits: Limits,
+    /// Durations.
+    pub timings: Timings,
+    /// Extra allowed Origins.
+    pub allowed_origins: Vec<String>,
+    /// Where we listen.
+    pub listen: SocketAddr,
+    /// The state dir.
+    pub state_dir: PathBuf,
+    /// Problems found in the config file.
+    pub config_problems: Vec<ConfigProblem>,
+    /// Asks the daemon to stop (`POST /v1/daemon/quit`).
+    pub quit: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
+
+/// A daemon-wide unique id for a socket connection.
+pub fn next_client_id() -> u64 {
+    NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Finds a session by id or name.
+pub async fn lookup(state: &AppState, key: &str) -> Result<Found, DaemonError> {
+    state
+        .manager
+        .send(Lookup(key.to_string()))
+        .await
+        .map_err(|_| DaemonError::internal())?
+}
+
+/// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).
+pub fn serve(listener: TcpListener, state: AppState, workers: usize) -> std::io::Result<Server> {
+    let state = web::Data::new(state);
+    let server = HttpServer::new(move || {
+        let state = state.clone();
+        App::new()
+            .app_data(state.clone())
+            .app_data(web::QueryConfig::default().error_handler(|e, _| {
+                DaemonError::bad_arg("query", format!("bad query string: {e}")).into()
+            }))
+            .configure(routes::configure)
+            .default_service(web::to(routes::not_found))
+            .wrap_fn(move |req, srv| {
+                use actix_web::dev::Service;
+                let request_id = format!("r{}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed));
+                let span = tracing::info_span!("request", id = %request_id,
+                    method = %req.method(), path = %req.path());
+                let refused = if auth::is_public(req.path()) {
+                    None
+                } else {
+                    auth::check_token(&req, &state.token).err()
+                };
+                if let Some(e) = refused {
+                    {
+                        tracing::warn!(parent: &span, code = e.code.as_str(), "request refused");
+                        let resp = req.into_response(e.error_response());
+                        return Box::pin(async move {
+                            Ok(with_request_id(resp.map_into_right_body(), &request_id))
+                        })
+                            as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
+                    }
+                }
+                let fut = srv.call(req);
+                Box::pin(
+                    async move {
+                        let resp = fut.await?;
+                        let status = resp.status();
+                        if status.is_server_error() {
+                            tracing::error!(status = status.as_u16(), "request failed");
+                        } else {
+                            tracing::debug!(status = status.as_u16(), "request done");
+                        }
+                        Ok(with_request_id(resp.map_into_left_body(), &request_id))
+                    }
+                    .instrument(span),
+                )
+            })
+    })
+    .workers(workers)
+    .disable_signals()
+    .shutdown_timeout(2)
+    .listen(listener)?
+    .run();
+    Ok(server)
+}
+
+fn with_request_id<B>(
+    mut resp: ServiceResponse<EitherBody<B, BoxBody>>,
+    id: &str,
+) -> ServiceResponse<EitherBody<B, BoxBody>> {
+    if let Ok(v) = HeaderValue::from_str(id) {
+        resp.headers_mut()
+            .insert(HeaderName::from_static("x-request-id"), v);
+    }
+    resp
+}

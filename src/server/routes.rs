@@ -1,0 +1,294 @@
+//! HTTP routes. Each handler reads its parameters through [`Params`], asks the actor that owns
+//! the state, and shapes the answer; no handler keeps state of its own.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::json;
+
+use super::{lookup, AppState};
+use crate::protocol::params::{Params, TermSize};
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::sessions::messages::*;
+
+/// Registers every route under `/v1`.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/v1")
+            .route("/health", web::get().to(health))
+            .route("/daemon", web::get().to(daemon))
+            .route("/daemon/quit", web::post().to(quit))
+            .route("/agents", web::get().to(agents))
+            .route("/sessions", web::get().to(list))
+            .route("/sessions", web::post().to(spawn))
+            .route("/sessions/{id}", web::get().to(get))
+            .route("/sessions/{id}", web::patch().to(update))
+            .route("/sessions/{id}", web::delete().to(forget))
+            .route("/sessions/{id}/input", web::post().to(input))
+            .route("/sessions/{id}/submit", web::post().to(submit))
+            .route("/sessions/{id}/resize", web::post().to(resize))
+            .route("/sessions/{id}/ack", web::post().to(ack))
+            .route("/sessions/{id}/screen", web::get().to(screen))
+            .route("/sessions/{id}/kill", web::post().to(kill))
+            .route("/sessions/{id}/revive", web::post().to(revive))
+            .route("/sessions/{id}/attach", web::get().to(super::attach::attach))
+            .route("/fleet", web::get().to(fleet))
+            .route("/fleet/restore", web::post().to(restore))
+            .route("/dirs", web::get().to(dirs))
+            .route("/events", web::get().to(super::events::events)),
+    );
+}
+
+/// Reads a request body, refusing more than the configured cap.
+async fn read_body(mut payload: web::Payload, cap: usize) -> Result<Bytes, DaemonError> {
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk
+            .map_err(|e| DaemonError::bad_arg("body", format!("could not read the body: {e}")))?;
+        if body.len() + chunk.len() > cap {
+            return Err(DaemonError::bad_arg(
+                "body",
+                format!("request body exceeds the {cap}-byte limit"),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+async fn params(payload: web::Payload, state: &AppState) -> Result<Params, DaemonError> {
+    Params::from_body(&read_body(payload, state.limits.body_cap_bytes).await?)
+}
+
+fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, DaemonError> {
+    r.map_err(|e| {
+        tracing::error!(error = %e, "actor mailbox failed");
+        DaemonError::internal()
+    })
+}
+
+async fn health(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "daemonId": state.daemon_id,
+    }))
+}
+
+async fn daemon(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "build": concat!("atc/", env!("CARGO_PKG_VERSION")),
+        "daemonId": state.daemon_id,
+        "pid": std::process::id(),
+        "listen": state.listen.to_string(),
+        "stateDir": state.state_dir,
+        "limits": state.limits,
+        "features": ["session.forget", "session.submit", "daemon.id"],
+        "lastUsedAgent": "claude",
+        "configProblems": state.config_problems,
+    }))
+}
+
+async fn quit(state: web::Data<AppState>) -> HttpResponse {
+    tracing::info!("quit requested over HTTP");
+    // The receiver lives as long as the daemon; a send can only fail while it is stopping.
+    let _ = state.quit.send(());
+    HttpResponse::Ok().json(json!({}))
+}
+
+async fn agents(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "agents": state.catalog.listing() }))
+}
+
+async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let sessions = mailbox(state.manager.send(ListSessions).await)?;
+    Ok(HttpResponse::Ok().json(json!({ "sessions": sessions })))
+}
+
+async fn spawn(payload: web::Payload, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let p = params(payload, &state).await?;
+    let agent = p.opt_str("agent")?.unwrap_or("claude");
+    if agent.is_empty() {
+        return Err(DaemonError::bad_arg("agent", "'agent' must not be empty"));
+    }
+    let cwd = p
+        .opt_str("cwd")?
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| DaemonError::bad_arg("cwd", "'cwd' is required: an absolute directory"))?;
+    let name = match p.opt_str("name")? {
+        Some(n) if n.trim().is_empty() => None,
+        Some(n) if n.len() > 200 || n.chars().any(char::is_control) => {
+            return Err(DaemonError::bad_arg(
+                "name",
+                "name must be at most 200 characters without control characters",
+            ))
+        }
+        other => other.map(|n| n.trim().to_string()),
+    };
+    let size = p.size_or(TermSize::DEFAULT)?;
+    let session = mailbox(
+        state
+            .manager
+            .send(Spawn {
+                agent: agent.to_string(),
+                cwd: cwd.to_string(),
+                name,
+                size,
+            })
+            .await,
+    )??;
+    Ok(HttpResponse::Created().json(json!({ "session": session })))
+}
+
+async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let found = lookup(&state, &path).await?;
+    Ok(HttpResponse::Ok().json(json!({ "session": found.descriptor })))
+}
+
+async fn update(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let p = params(payload, &state).await?;
+    let msg = Update {
+        name: p.opt_str("name")?.map(str::to_string),
+        pinned: p.opt_bool("pinned")?,
+    };
+    let found = lookup(&state, &path).await?;
+    let session = mailbox(found.addr.send(msg).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+async fn forget(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let found = lookup(&state, &path).await?;
+    mailbox(found.addr.send(Forget).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })))
+}
+
+async fn input(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let raw = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/octet-stream"));
+    let body = read_body(payload, state.limits.body_cap_bytes).await?;
+    let bytes = if raw {
+        body
+    } else {
+        let p = Params::from_body(&body)?;
+        let data = p
+            .opt_str("data")?
+            .ok_or_else(|| DaemonError::bad_arg("data", "'data' (text to type) is required"))?;
+        Bytes::copy_from_slice(data.as_bytes())
+    };
+    let found = lookup(&state, &path).await?;
+    mailbox(found.addr.send(Input(bytes)).await)??;
+    Ok(HttpResponse::Ok().json(json!({})))
+}
+
+async fn submit(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let p = params(payload, &state).await?;
+    let text = p
+        .opt_str("text")?
+        .ok_or_else(|| DaemonError::bad_arg("text", "'text' is required"))?
+        .to_string();
+    let found = lookup(&state, &path).await?;
+    mailbox(found.addr.send(Submit(text)).await)??;
+    Ok(HttpResponse::Ok().json(json!({})))
+}
+
+async fn resize(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let size = params(payload, &state).await?.size()?;
+    let found = lookup(&state, &path).await?;
+    let size = mailbox(found.addr.send(ResizeSession(size)).await)??;
+    Ok(HttpResponse::Ok().json(size))
+}
+
+async fn ack(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let found = lookup(&state, &path).await?;
+    let session = mailbox(found.addr.send(Ack).await)?;
+    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+async fn screen(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let found = lookup(&state, &path).await?;
+    let screen = mailbox(found.addr.send(GetScreen).await)?;
+    Ok(HttpResponse::Ok().json(screen))
+}
+
+async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let found = lookup(&state, &path).await?;
+    let session = mailbox(found.addr.send(Kill).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+async fn revive(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let p = params(payload, &state).await?;
+    let size = match (p.opt_dim("cols")?, p.opt_dim("rows")?) {
+        (None, None) => None,
+        _ => Some(p.size()?),
+    };
+    let found = lookup(&state, &path).await?;
+    let session = mailbox(found.addr.send(Revive { size }).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let rows = state.store.load_fleet().await.map_err(|e| {
+        tracing::error!(error = %e, "could not read the fleet");
+        DaemonError::internal()
+    })?;
+    let rows: Vec<_> = rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "sessionId": r.session_id, "name": r.name, "namedBy": r.named_by, "cwd": r.cwd,
+                "pinned": r.pinned, "lastAttached": r.last_attached, "agent": r.agent,
+                "args": r.args, "exited": r.exited, "exitCode": r.exit_code,
+                "exitSignal": r.exit_signal, "exitReason": r.exit_reason,
+                "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "fleet": rows })))
+}
+
+async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let restored = mailbox(state.manager.send(RestoreFleet).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "restored": restored })))
+}
+
+async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let dirs = state.store.recent_dirs(50).await.map_err(|e| {
+        tracing::error!(error = %e, "could not read spawn history");
+        DaemonError::internal()
+    })?;
+    Ok(HttpResponse::Ok().json(json!({ "dirs": dirs })))
+}
+
+/// Anything not routed.
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, DaemonError> {
+    Err(DaemonError::new(
+        ErrorCode::UnknownMethod,
+        format!("no route {} {}; see the API in README", req.method(), req.path()),
+    ))
+}

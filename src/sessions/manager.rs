@@ -1,0 +1,329 @@
+//! `SessionManager`: the supervisor. It owns the map of sessions, spawns new ones, registers
+//! the persisted fleet at start, revives it on request, and fans fleet events out to the
+//! events sockets. Each session reports what changed through [`FleetNotice`]; the manager
+//! keeps the last descriptor of each so listing never waits on a thousand mailboxes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use uuid::Uuid;
+
+use super::client_queue::{ClientQueue, Outgoing};
+use super::messages::*;
+use super::session::{now_ms, Session, SessionDeps, SessionRecord};
+use crate::agents::AgentCatalog;
+use crate::protocol::wire::{Descriptor, ExitReason, FleetEvent, NamedBy};
+use crate::protocol::DaemonError;
+use crate::store::FleetRow;
+
+struct Entry {
+    addr: Addr<Session>,
+    descriptor: Descriptor,
+}
+
+/// The supervisor of all sessions.
+pub struct SessionManager {
+    sessions: HashMap<Uuid, Entry>,
+    /// Spawn order, so lists are stable (oldest first).
+    order: Vec<Uuid>,
+    subscribers: HashMap<ClientId, ClientQueue>,
+    /// Backlog at which an events subscriber is cut off (it reconnects for a fresh snapshot).
+    subscriber_cap: usize,
+    catalog: Arc<AgentCatalog>,
+    /// Dependencies handed to each session; its `manager` recipient is filled in `started`.
+    deps: Option<SessionDeps>,
+    pending_rows: Vec<FleetRow>,
+    restoring: bool,
+}
+
+/// What the manager is built from.
+pub struct ManagerParts {
+    /// Dependencies of every session, except the manager recipient.
+    pub deps: SessionDeps,
+    /// The agent catalog.
+    pub catalog: Arc<AgentCatalog>,
+    /// Rows loaded from the store at start.
+    pub rows: Vec<FleetRow>,
+}
+
+impl SessionManager {
+    /// Starts the manager; `build` gets the manager's own recipient to put in session deps.
+    pub fn start_with(build: impl FnOnce(Recipient<FleetNotice>) -> ManagerParts) -> Addr<SessionManager> {
+        SessionManager::create(|ctx| {
+            let parts = build(ctx.address().recipient());
+            let subscriber_cap = parts.deps.limits.queue_bytes;
+            SessionManager {
+                sessions: HashMap::new(),
+                order: Vec::new(),
+                subscribers: HashMap::new(),
+                subscriber_cap,
+                catalog: parts.catalog,
+                deps: Some(parts.deps),
+                pending_rows: parts.rows,
+                restoring: false,
+            }
+        })
+    }
+
+    fn deps(&self) -> SessionDeps {
+        self.deps
+            .clone()
+            .expect("deps are set at construction and never taken")
+    }
+
+    fn insert(&mut self, addr: Addr<Session>, descriptor: Descriptor) {
+        let id = descriptor.id;
+        if self.sessions.insert(id, Entry { addr, descriptor }).is_none() {
+            self.order.push(id);
+        }
+    }
+
+    fn broadcast(&mut self, event: &FleetEvent) {
+        let text = event.to_text();
+        let cap = self.subscriber_cap;
+        self.subscribers.retain(|id, q| {
+            if q.is_closed() {
+                return false;
+            }
+            if q.backlog() + text.len() > cap {
+                tracing::warn!(subscriber = id, "events subscriber fell behind; disconnecting it");
+                q.push(Outgoing::Close);
+                return false;
+            }
+            q.push_text(text.clone());
+            true
+        });
+    }
+
+    fn lookup(&self, key: &str) -> Result<&Entry, DaemonError> {
+        if let Ok(id) = Uuid::parse_str(key) {
+            if let Some(e) = self.sessions.get(&id) {
+                return Ok(e);
+            }
+        }
+        let mut named = self.sessions.values().filter(|e| e.descriptor.name == key);
+        match (named.next(), named.next()) {
+            (Some(e), None) => Ok(e),
+            (Some(_), Some(_)) => Err(DaemonError::bad_arg(
+                "session",
+                format!("more than one session is named '{key}'; use its id"),
+            )),
+            _ => Err(DaemonError::no_such_session(key)),
+        }
+    }
+
+    fn spawn(&mut self, msg: Spawn) -> Result<Descriptor, DaemonError> {
+        let cwd = Path::new(&msg.cwd);
+        if !cwd.is_absolute() {
+            return Err(DaemonError::bad_arg("cwd", "cwd must be an absolute path"));
+        }
+        if !cwd.is_dir() {
+            return Err(DaemonError::bad_arg(
+                "cwd",
+                format!("cwd '{}' is not an existing directory", msg.cwd),
+            ));
+        }
+        let plan = self.catalog.plan(&msg.agent, cwd)?;
+        let (name, named_by) = match msg.name {
+            Some(n) => (n, NamedBy::User),
+            None => (
+                cwd.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "/".into()),
+                NamedBy::Auto,
+            ),
+        };
+        let created_at = now_ms();
+        let record = SessionRecord {
+            id: Uuid::new_v4(),
+            name,
+            named_by,
+            agent: msg.agent,
+            args: plan.args.clone(),
+            cwd: msg.cwd,
+            pinned: false,
+            created_at,
+            last_attached_at: None,
+            size: msg.size,
+            exit: None,
+        };
+        let deps = self.deps();
+        let store = deps.store.clone();
+        let (addr, descriptor) = Session::spawn(record, plan, deps)?;
+        store.record_spawn_dir(&descriptor.cwd, created_at);
+        tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
+        self.insert(addr, descriptor.clone());
+        Ok(descriptor)
+    }
+}
+
+impl Actor for SessionManager {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Self::Context) {
+        let deps = self.deps();
+        for row in std::mem::take(&mut self.pending_rows) {
+            let record = SessionRecord::from_row(row);
+            let (addr, descriptor) = Session::restore(record, deps.clone());
+            self.insert(addr, descriptor);
+        }
+        if !self.sessions.is_empty() {
+            tracing::info!(sessions = self.sessions.len(), "fleet loaded");
+        }
+    }
+}
+
+impl Handler<Spawn> for SessionManager {
+    type Result = Result<Descriptor, DaemonError>;
+
+    fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
+        self.spawn(msg)
+    }
+}
+
+impl Handler<Lookup> for SessionManager {
+    type Result = Result<Found, DaemonError>;
+
+    fn handle(&mut self, msg: Lookup, _: &mut Self::Context) -> Self::Result {
+        let e = self.lookup(&msg.0)?;
+        Ok(Found {
+            addr: e.addr.clone(),
+            descriptor: e.descriptor.clone(),
+        })
+    }
+}
+
+impl Handler<ListSessions> for SessionManager {
+    type Result = MessageResult<ListSessions>;
+
+    fn handle(&mut self, _: ListSessions, _: &mut Self::Context) -> Self::Result {
+        MessageResult(
+            self.order
+                .iter()
+                .filter_map(|id| self.sessions.get(id))
+                .map(|e| e.descriptor.clone())
+                .collect(),
+        )
+    }
+}
+
+impl Handler<FleetNotice> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: FleetNotice, _: &mut Self::Context) {
+        match &msg.0 {
+            FleetEvent::Added { session } | FleetEvent::State { session } => {
+                if let Some(e) = self.sessions.get_mut(&session.id) {
+                    e.descriptor = (**session).clone();
+                }
+            }
+            FleetEvent::Renamed { s, name, named_by } => {
+                if let Some(e) = self.sessions.get_mut(s) {
+                    e.descriptor.name = name.clone();
+                    e.descriptor.named_by = *named_by;
+                }
+            }
+            FleetEvent::Resized { s, cols, rows } => {
+                if let Some(e) = self.sessions.get_mut(s) {
+                    e.descriptor.cols = *cols;
+                    e.descriptor.rows = *rows;
+                }
+            }
+            FleetEvent::Removed { s } => {
+                self.sessions.remove(s);
+                self.order.retain(|id| id != s);
+            }
+        }
+        self.broadcast(&msg.0);
+    }
+}
+
+impl Handler<Subscribe> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) {
+        for id in &self.order {
+            if let Some(e) = self.sessions.get(id) {
+                msg.queue.push_text(
+                    FleetEvent::Added {
+                        session: Box::new(e.descriptor.clone()),
+                    }
+                    .to_text(),
+                );
+            }
+        }
+        self.subscribers.insert(msg.client, msg.queue);
+    }
+}
+
+impl Handler<Unsubscribe> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Self::Context) {
+        self.subscribers.remove(&msg.client);
+    }
+}
+
+impl Handler<RestoreFleet> for SessionManager {
+    type Result = ResponseActFuture<Self, Result<usize, DaemonError>>;
+
+    fn handle(&mut self, _: RestoreFleet, _: &mut Self::Context) -> Self::Result {
+        if self.restoring {
+            return Box::pin(fut::ready(Err(DaemonError::new(
+                crate::protocol::ErrorCode::BadArgs,
+                "a fleet restore is already running; wait for it to finish",
+            )
+            .with("field", "fleet"))));
+        }
+        let mut queue: Vec<(i64, Addr<Session>)> = self
+            .sessions
+            .values()
+            .filter(|e| !e.descriptor.alive && e.descriptor.exit_reason == Some(ExitReason::DaemonStopped))
+            .map(|e| (e.descriptor.created_at, e.addr.clone()))
+            .collect();
+        // Newest first.
+        queue.sort_by(|a, b| b.0.cmp(&a.0));
+        self.restoring = true;
+        Box::pin(
+            async move {
+                let mut restored = 0;
+                // One at a time: each revive is awaited before the next starts.
+                for (_, addr) in queue {
+                    match addr.send(Revive { size: None }).await {
+                        Ok(Ok(_)) => restored += 1,
+                        Ok(Err(e)) => tracing::warn!(error = %e, "restore: revive refused"),
+                        Err(e) => tracing::warn!(error = %e, "restore: session gone"),
+                    }
+                }
+                restored
+            }
+            .into_actor(self)
+            .map(|n, act, _| {
+                act.restoring = false;
+                tracing::info!(restored = n, "fleet restored");
+                Ok(n)
+            }),
+        )
+    }
+}
+
+impl Handler<ShutdownAll> for SessionManager {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: ShutdownAll, _: &mut Self::Context) -> Self::Result {
+        let addrs: Vec<Addr<Session>> = self.sessions.values().map(|e| e.addr.clone()).collect();
+        for q in self.subscribers.values() {
+            q.push(Outgoing::Close);
+        }
+        self.subscribers.clear();
+        let grace = self.deps().timings.shutdown_grace;
+        Box::pin(async move {
+            let all = futures_util::future::join_all(addrs.iter().map(|a| a.send(Shutdown)));
+            if tokio::time::timeout(grace, all).await.is_err() {
+                tracing::warn!("some sessions did not record their exit before the shutdown deadline");
+            }
+        })
+    }
+}

@@ -1,0 +1,194 @@
+//! Messages of the session actors: what the server and the manager ask of a `Session`, and
+//! what a `Session` tells the manager. One type per intent; the reply type says what the
+//! caller learns.
+
+use actix::prelude::*;
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::client_queue::ClientQueue;
+use super::screen::ScreenText;
+use crate::protocol::params::TermSize;
+use crate::protocol::wire::{Descriptor, FleetEvent};
+use crate::protocol::DaemonError;
+
+/// Identifies one attached client connection within the daemon.
+pub type ClientId = u64;
+
+/// Where an attaching client wants its byte stream to start.
+#[derive(Debug, Clone)]
+pub struct ResumeFrom {
+    /// The stream id the client saw.
+    pub stream: String,
+    /// The offset of the first byte it has not seen.
+    pub from: u64,
+}
+
+/// Attach a client: register it, apply the new size, then send `attached` and the replay into
+/// its queue. Sent by the attach socket actor. Fails with `session_dead` without a harness.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct Attach {
+    /// The connection.
+    pub client: ClientId,
+    /// Its outbound queue.
+    pub queue: ClientQueue,
+    /// The size it reported, if any.
+    pub size: Option<TermSize>,
+    /// Exact resume, if it asked for one.
+    pub resume: Option<ResumeFrom>,
+}
+
+/// The client's socket closed. Never kills or answers anything.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Detach {
+    /// The connection.
+    pub client: ClientId,
+}
+
+/// Write bytes to the session's process, whole. From the attach socket or `POST .../input`.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct Input(pub Bytes);
+
+/// Type text and press Enter the way the session's agent expects (`POST .../submit`).
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct Submit(pub String);
+
+/// An attached client reported its size; the session size is recomputed after the debounce.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ClientResized {
+    /// The connection.
+    pub client: ClientId,
+    /// Its size.
+    pub size: TermSize,
+}
+
+/// Resize for a client that is not attached by WebSocket (`POST .../resize`); applied now.
+#[derive(Message)]
+#[rtype(result = "Result<TermSize, DaemonError>")]
+pub struct ResizeSession(pub TermSize);
+
+/// The client's backlog drained after a desync: send `desync`, `resynced` and a repaint.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ClientDrained {
+    /// The connection.
+    pub client: ClientId,
+}
+
+/// Clear the unread flag.
+#[derive(Message)]
+#[rtype(result = "Descriptor")]
+pub struct Ack;
+
+/// Rename and/or pin.
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct Update {
+    /// New name.
+    pub name: Option<String>,
+    /// New pinned flag.
+    pub pinned: Option<bool>,
+}
+
+/// The visible screen as text.
+#[derive(Message)]
+#[rtype(result = "ScreenText")]
+pub struct GetScreen;
+
+/// End the process (SIGHUP, SIGKILL after the grace). Answers once the exit is recorded.
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct Kill;
+
+/// Start a new process for the same agent, cwd and args under the same id.
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct Revive {
+    /// Size for the new process; the last size when absent.
+    pub size: Option<TermSize>,
+}
+
+/// Remove the session: kill its process if any, delete its row, stop the actor.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct Forget;
+
+/// Daemon shutdown: hang up the process, record its exit as `daemon_stopped`, flush the row.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+/// Sent by a session to the manager whenever something clients can see changed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FleetNotice(pub FleetEvent);
+
+/// Lookup reply of the manager: the session's actor and its last known descriptor.
+pub struct Found {
+    /// The actor.
+    pub addr: Addr<super::session::Session>,
+    /// The descriptor as last reported.
+    pub descriptor: Descriptor,
+}
+
+/// Find a session by id or exact name.
+#[derive(Message)]
+#[rtype(result = "Result<Found, DaemonError>")]
+pub struct Lookup(pub String);
+
+/// All sessions, oldest first.
+#[derive(Message)]
+#[rtype(result = "Vec<Descriptor>")]
+pub struct ListSessions;
+
+/// Spawn a new session.
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct Spawn {
+    /// Agent id.
+    pub agent: String,
+    /// Working directory (absolute).
+    pub cwd: String,
+    /// Name; the cwd's basename when absent.
+    pub name: Option<String>,
+    /// Initial size.
+    pub size: TermSize,
+}
+
+/// Revive every session that died with an old daemon, one at a time, newest first.
+#[derive(Message)]
+#[rtype(result = "Result<usize, DaemonError>")]
+pub struct RestoreFleet;
+
+/// Subscribe an events socket: a snapshot of `session.added` frames, then every fleet event.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// The subscriber.
+    pub client: ClientId,
+    /// Its queue.
+    pub queue: ClientQueue,
+}
+
+/// An events socket closed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    /// The subscriber.
+    pub client: ClientId,
+}
+
+/// Stop every session and flush the store (daemon shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ShutdownAll;
+
+/// Remove a session from the manager's map (sent by the session once it stopped for good).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Forgotten(pub Uuid);

@@ -1,0 +1,10 @@
+//! Sessions: the supervisor ([`manager`]), one actor per session ([`session`]), their
+//! messages, and the pieces a session owns: the screen model, the output ring and the bounded
+//! queue of each attached client.
+
+pub mod client_queue;
+pub mod manager;
+pub mod messages;
+pub mod ring;
+pub mod screen;
+pub mod session;

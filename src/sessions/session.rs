@@ -1,0 +1,777 @@
+//! One `Session` actor per session: its descriptor and state, screen model, output ring with
+//! offsets, and attached clients with their bounded queues. It is the only writer of its row
+//! in the store. It never touches a PTY or a socket: its harness and its clients' socket
+//! writers do that and reach it by message.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::client_queue::{ClientQueue, Outgoing};
+use super::messages::*;
+use super::ring::OutputRing;
+use super::screen::ScreenModel;
+use crate::agents::AgentCatalog;
+use crate::config::{Limits, Timings};
+use crate::protocol::params::TermSize;
+use crate::protocol::wire::{
+    AttachFrame, Descriptor, ExitReason, FleetEvent, NamedBy, SessionState,
+};
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::{
+    ExecutionProvider, HarnessEvents, HarnessExited, HarnessHandle, Hangup, OutputArrived,
+    ResizeTerminal, StartSpec, WriteInput,
+};
+use crate::store::{FleetRow, StateStore};
+
+/// What every session shares with its siblings: the store, the provider, limits and timings.
+#[derive(Clone)]
+pub struct SessionDeps {
+    /// Where rows go.
+    pub store: StateStore,
+    /// Starts harnesses.
+    pub provider: Arc<dyn ExecutionProvider>,
+    /// Resolves agents on revive.
+    pub catalog: Arc<AgentCatalog>,
+    /// Where notices go.
+    pub manager: Recipient<FleetNotice>,
+    /// Sizes.
+    pub limits: Limits,
+    /// Durations.
+    pub timings: Timings,
+}
+
+/// The parts of a session that persist, as loaded from or written to its row.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    /// Session id.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Who named it.
+    pub named_by: NamedBy,
+    /// Agent id.
+    pub agent: String,
+    /// argv after the program.
+    pub args: Vec<String>,
+    /// Working directory.
+    pub cwd: String,
+    /// Pinned.
+    pub pinned: bool,
+    /// Epoch ms.
+    pub created_at: i64,
+    /// Epoch ms.
+    pub last_attached_at: Option<i64>,
+    /// Last size.
+    pub size: TermSize,
+    /// Exit of the last process, when there is none now.
+    pub exit: Option<ExitInfo>,
+}
+
+/// How the last process ended.
+#[derive(Debug, Clone, Copy)]
+pub struct ExitInfo {
+    /// Exit status.
+    pub code: Option<i32>,
+    /// Signal.
+    pub signal: Option<i32>,
+    /// Why.
+    pub reason: ExitReason,
+}
+
+impl SessionRecord {
+    /// Reads a fleet row. A row whose process was alive belonged to a daemon that stopped
+    /// without recording the exit: it reads as exited with reason `daemon_stopped`.
+    pub fn from_row(row: FleetRow) -> SessionRecord {
+        let exit = if row.exited {
+            ExitInfo {
+                code: row.exit_code,
+                signal: row.exit_signal,
+                reason: row
+                    .exit_reason
+                    .as_deref()
+                    .map(ExitReason::parse)
+                    .unwrap_or(ExitReason::Exited),
+            }
+        } else {
+            ExitInfo {
+                code: None,
+                signal: None,
+                reason: ExitReason::DaemonStopped,
+            }
+        };
+        SessionRecord {
+            id: row.session_id,
+            name: row.name,
+            named_by: if row.named_by == "user" {
+                NamedBy::User
+            } else {
+                NamedBy::Auto
+            },
+            agent: row.agent,
+            args: row.args,
+            cwd: row.cwd,
+            pinned: row.pinned,
+            created_at: row.created_at,
+            last_attached_at: row.last_attached,
+            size: TermSize {
+                cols: row.cols.clamp(1, 4096),
+                rows: row.rows.clamp(1, 4096),
+            },
+            exit: Some(exit),
+        }
+    }
+
+    fn to_row(&self) -> FleetRow {
+        FleetRow {
+            session_id: self.id,
+            name: self.name.clone(),
+            named_by: match self.named_by {
+                NamedBy::Auto => "auto".into(),
+                NamedBy::User => "user".into(),
+            },
+            cwd: self.cwd.clone(),
+            pinned: self.pinned,
+            last_attached: self.last_attached_at,
+            agent: self.agent.clone(),
+            args: self.args.clone(),
+            exited: self.exit.is_some(),
+            exit_code: self.exit.and_then(|e| e.code),
+            exit_signal: self.exit.and_then(|e| e.signal),
+            exit_reason: self.exit.map(|e| e.reason.as_str().to_string()),
+            cols: self.size.cols,
+            rows: self.size.rows,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// One attached client.
+struct ClientSlot {
+    queue: ClientQueue,
+    size: Option<TermSize>,
+    /// Bytes dropped since the backlog overflowed; `None` while in sync.
+    dropped: Option<u64>,
+}
+
+/// Why the process is being ended, which decides the recorded exit reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Killed,
+    DaemonStopping,
+}
+
+/// One session.
+pub struct Session {
+    record: SessionRecord,
+    deps: SessionDeps,
+    stream: String,
+    screen: ScreenModel,
+    ring: OutputRing,
+    clients: HashMap<ClientId, ClientSlot>,
+    harness: Option<HarnessHandle>,
+    ending: Option<Ending>,
+    unread: bool,
+    last_msg: String,
+    resize_timer: Option<SpawnHandle>,
+    /// Callers waiting for the current process to end (kill, shutdown).
+    exit_waiters: Vec<oneshot::Sender<()>>,
+}
+
+/// Epoch milliseconds now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Session {
+    /// Starts a session with a fresh harness. Nothing is started (and no actor exists) when
+    /// the harness cannot start.
+    pub fn spawn(
+        record: SessionRecord,
+        plan: crate::agents::LaunchPlan,
+        deps: SessionDeps,
+    ) -> Result<(Addr<Session>, Descriptor), DaemonError> {
+        let ctx = Context::new();
+        let harness = deps.provider.start(
+            StartSpec {
+                session_id: record.id,
+                plan,
+                size: record.size,
+            },
+            events_for(&ctx.address()),
+        )?;
+        let mut session = Session::new(record, deps);
+        session.harness = Some(harness);
+        session.last_msg = "started".into();
+        let descriptor = session.descriptor();
+        session.persist();
+        session.notify(FleetEvent::Added {
+            session: Box::new(descriptor.clone()),
+        });
+        Ok((ctx.run(session), descriptor))
+    }
+
+    /// Registers a session loaded from the store, without a process.
+    pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
+        let mut session = Session::new(record, deps);
+        session.last_msg = match session.record.exit.map(|e| e.reason) {
+            Some(ExitReason::DaemonStopped) => "daemon stopped".into(),
+            _ => "process exited".into(),
+        };
+        // Rows loaded alive are rewritten as exited so the store agrees with the listing.
+        session.persist();
+        let descriptor = session.descriptor();
+        (session.start(), descriptor)
+    }
+
+    fn new(record: SessionRecord, deps: SessionDeps) -> Session {
+        Session {
+            stream: Uuid::new_v4().simple().to_string()[..12].to_string(),
+            screen: ScreenModel::new(record.size),
+            ring: OutputRing::new(deps.limits.ring_bytes),
+            clients: HashMap::new(),
+            harness: None,
+            ending: None,
+            unread: false,
+            last_msg: String::new(),
+            resize_timer: None,
+            exit_waiters: Vec::new(),
+            record,
+            deps,
+        }
+    }
+
+    fn descriptor(&self) -> Descriptor {
+        let alive = self.harness.is_some();
+        let exit = if alive { None } else { self.record.exit };
+        Descriptor {
+            id: self.record.id,
+            name: self.record.name.clone(),
+            named_by: self.record.named_by,
+            agent: self.record.agent.clone(),
+            cwd: self.record.cwd.clone(),
+            state: if alive {
+                SessionState::Running
+            } else {
+                SessionState::Exited
+            },
+            unread: self.unread,
+            last_msg: self.last_msg.clone(),
+            alive,
+            exit_code: exit.and_then(|e| e.code),
+            exit_signal: exit.and_then(|e| e.signal),
+            exit_reason: exit.map(|e| e.reason),
+            pinned: self.record.pinned,
+            cols: self.record.size.cols,
+            rows: self.record.size.rows,
+            created_at: self.record.created_at,
+            last_attached_at: self.record.last_attached_at,
+            kind: "pty",
+            stream: self.stream.clone(),
+        }
+    }
+
+    /// Queues the row write; it lands after every earlier write of this session.
+    fn persist(&self) -> oneshot::Receiver<Result<(), crate::store::StoreError>> {
+        self.deps.store.upsert_session(self.record.to_row())
+    }
+
+    fn notify(&self, event: FleetEvent) {
+        self.deps.manager.do_send(FleetNotice(event));
+    }
+
+    fn notify_state(&self) {
+        let d = self.descriptor();
+        let frame = AttachFrame::State {
+            session: Box::new(d.clone()),
+        }
+        .to_text();
+        for c in self.clients.values() {
+            c.queue.push_text(frame.clone());
+        }
+        self.notify(FleetEvent::State {
+            session: Box::new(d),
+        });
+    }
+
+    fn broadcast_text(&self, frame: &AttachFrame) {
+        let text = frame.to_text();
+        for c in self.clients.values() {
+            c.queue.push_text(text.clone());
+        }
+    }
+
+    fn effective_size(&self) -> Option<TermSize> {
+        self.clients
+            .values()
+            .filter_map(|c| c.size)
+            .reduce(TermSize::min)
+    }
+
+    /// Applies a new size to the PTY and the screen model if it differs, and tells everyone.
+    fn apply_size(&mut self, size: TermSize) {
+        if size == self.record.size {
+            return;
+        }
+        self.record.size = size;
+        self.screen.resize(size);
+        if let Some(h) = &self.harness {
+            h.resize.do_send(ResizeTerminal(size));
+        }
+        self.broadcast_text(&AttachFrame::Resized {
+            cols: size.cols,
+            rows: size.rows,
+        });
+        self.notify(FleetEvent::Resized {
+            s: self.record.id,
+            cols: size.cols,
+            rows: size.rows,
+        });
+    }
+
+    fn schedule_resize(&mut self, ctx: &mut Context<Self>) {
+        if let Some(t) = self.resize_timer.take() {
+            ctx.cancel_future(t);
+        }
+        self.resize_timer = Some(ctx.run_later(self.deps.timings.resize_debounce, |act, _| {
+            act.resize_timer = None;
+            if let Some(size) = act.effective_size() {
+                act.apply_size(size);
+            }
+        }));
+    }
+
+    fn attach(&mut self, msg: Attach) -> Result<(), DaemonError> {
+        if self.harness.is_none() {
+            return Err(DaemonError::session_dead(&self.record.id.to_string()));
+        }
+        self.clients.insert(
+            msg.client,
+            ClientSlot {
+                queue: msg.queue.clone(),
+                size: msg.size,
+                dropped: None,
+            },
+        );
+        // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
+        if let Some(size) = self.effective_size() {
+            self.apply_size(size);
+        }
+        let resumed = msg
+            .resume
+            .filter(|r| r.stream == self.stream)
+            .and_then(|r| self.ring.since(r.from).map(|bytes| (r.from, bytes)));
+        let size = self.record.size;
+        match resumed {
+            Some((from, bytes)) => {
+                msg.queue.push_text(
+                    AttachFrame::Attached {
+                        session: self.record.id,
+                        stream: self.stream.clone(),
+                        cols: size.cols,
+                        rows: size.rows,
+                        offset: from,
+                        prelude: 0,
+                        replay: "resume",
+                    }
+                    .to_text(),
+                );
+                if !bytes.is_empty() {
+                    msg.queue.push(Outgoing::Binary(Bytes::from(bytes)));
+                }
+            }
+            None => {
+                let repaint = self.screen.repaint();
+                msg.queue.push_text(
+                    AttachFrame::Attached {
+                        session: self.record.id,
+                        stream: self.stream.clone(),
+                        cols: size.cols,
+                        rows: size.rows,
+                        offset: self.ring.end(),
+                        prelude: repaint.len(),
+                        replay: "screen",
+                    }
+                    .to_text(),
+                );
+                msg.queue.push(Outgoing::Binary(Bytes::from(repaint)));
+            }
+        }
+        self.unread = false;
+        self.record.last_attached_at = Some(now_ms());
+        self.persist();
+        self.notify_state();
+        Ok(())
+    }
+
+    fn on_output(&mut self, bytes: Bytes) {
+        self.screen.process(&bytes);
+        self.ring.push(&bytes);
+        for slot in self.clients.values_mut() {
+            match &mut slot.dropped {
+                Some(n) => *n += bytes.len() as u64,
+                None => {
+                    if !slot.queue.push_output(bytes.clone()) {
+                        slot.dropped = Some(bytes.len() as u64);
+                    }
+                }
+            }
+        }
+    }
+
+    fn resync(&mut self, client: ClientId) {
+        let Some(slot) = self.clients.get_mut(&client) else { return };
+        let Some(dropped) = slot.dropped.take() else { return };
+        let queue = slot.queue.clone();
+        queue.push_text(AttachFrame::Desync { dropped }.to_text());
+        let repaint = self.screen.repaint();
+        queue.push_text(
+            AttachFrame::Resynced {
+                offset: self.ring.end(),
+                prelude: repaint.len(),
+            }
+            .to_text(),
+        );
+        queue.push(Outgoing::Binary(Bytes::from(repaint)));
+        tracing::debug!(session = %self.record.id, client, dropped, "client resynced");
+    }
+
+    fn on_exited(&mut self, status: HarnessExited) {
+        self.harness = None;
+        let reason = match self.ending.take() {
+            Some(Ending::Killed) => ExitReason::Killed,
+            Some(Ending::DaemonStopping) => ExitReason::DaemonStopped,
+            None => ExitReason::Exited,
+        };
+        self.record.exit = Some(ExitInfo {
+            code: status.code,
+            signal: status.signal,
+            reason,
+        });
+        self.unread = true;
+        self.last_msg = match reason {
+            ExitReason::Killed => "killed".into(),
+            ExitReason::DaemonStopped => "daemon stopped".into(),
+            ExitReason::Exited | ExitReason::SpawnFailed => "process exited".into(),
+        };
+        tracing::info!(session = %self.record.id, code = ?status.code, signal = ?status.signal,
+            reason = reason.as_str(), "process ended");
+        let detail = match (status.code, status.signal) {
+            (Some(c), _) => format!("exited with status {c}"),
+            (None, Some(s)) => format!("ended by signal {s}"),
+            (None, None) => "ended".to_string(),
+        };
+        let exit = AttachFrame::Exit {
+            code: status.code,
+            signal: status.signal,
+            reason,
+            detail,
+        }
+        .to_text();
+        for (_, slot) in self.clients.drain() {
+            slot.queue.push_text(exit.clone());
+            slot.queue.push(Outgoing::Close);
+        }
+        let written = self.persist();
+        self.notify_state();
+        let waiters = std::mem::take(&mut self.exit_waiters);
+        // Answer kill and shutdown only once the row saying so is durable.
+        actix_rt::spawn(async move {
+            let _ = written.await;
+            for w in waiters {
+                let _ = w.send(());
+            }
+        });
+    }
+
+    /// Ends the process and returns a receiver that fires once its exit is written.
+    fn end_process(&mut self, ending: Ending, grace: Duration) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        match &self.harness {
+            Some(h) => {
+                self.ending.get_or_insert(ending);
+                self.exit_waiters.push(tx);
+                h.hangup.do_send(Hangup { grace });
+            }
+            None => {
+                let _ = tx.send(());
+            }
+        }
+        rx
+    }
+
+    fn revive(&mut self, size: Option<TermSize>, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
+        if self.harness.is_some() {
+            return Err(DaemonError::new(
+                ErrorCode::NoSuchSession,
+                format!(
+                    "session '{}' is still running; only an exited session can be revived",
+                    self.record.id
+                ),
+            )
+            .with("session", self.record.id.to_string()));
+        }
+        let mut plan = self
+            .deps
+            .catalog
+            .plan(&self.record.agent, std::path::Path::new(&self.record.cwd))?;
+        plan.args = self.record.args.clone();
+        if let Some(size) = size {
+            self.record.size = size;
+            self.screen.resize(size);
+        }
+        let harness = self.deps.provider.start(
+            StartSpec {
+                session_id: self.record.id,
+                plan,
+                size: self.record.size,
+            },
+            events_for(&ctx.address()),
+        )?;
+        self.harness = Some(harness);
+        self.ending = None;
+        self.record.exit = None;
+        self.last_msg = "revived".into();
+        self.persist();
+        self.notify_state();
+        tracing::info!(session = %self.record.id, "session revived");
+        Ok(())
+    }
+}
+
+fn events_for(addr: &Addr<Session>) -> HarnessEvents {
+    HarnessEvents {
+        output: addr.clone().recipient(),
+        exited: addr.clone().recipient(),
+    }
+}
+
+impl Actor for Session {
+    type Context = Context<Self>;
+}
+
+impl Handler<OutputArrived> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) {
+        self.on_output(msg.0);
+    }
+}
+
+impl Handler<HarnessExited> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: HarnessExited, _: &mut Self::Context) {
+        self.on_exited(msg);
+    }
+}
+
+impl Handler<Attach> for Session {
+    type Result = Result<(), DaemonError>;
+
+    fn handle(&mut self, msg: Attach, _: &mut Self::Context) -> Self::Result {
+        self.attach(msg)
+    }
+}
+
+impl Handler<Detach> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: Detach, ctx: &mut Self::Context) {
+        if self.clients.remove(&msg.client).is_some() {
+            self.schedule_resize(ctx);
+        }
+    }
+}
+
+impl Handler<Input> for Session {
+    type Result = ResponseFuture<Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
+        let id = self.record.id.to_string();
+        let Some(h) = self.harness.clone() else {
+            return Box::pin(async move { Err(DaemonError::session_dead(&id)) });
+        };
+        Box::pin(async move {
+            match h.input.send(WriteInput(msg.0)).await {
+                Ok(r) => r,
+                Err(_) => Err(DaemonError::session_dead(&id)),
+            }
+        })
+    }
+}
+
+impl Handler<Submit> for Session {
+    type Result = ResponseFuture<Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: Submit, ctx: &mut Self::Context) -> Self::Result {
+        // Claude takes the line and a newline in one write; every other agent gets the text
+        // then Enter as a carriage return, as a terminal would send it (spec §3.6).
+        let line = match self.record.agent.as_str() {
+            "claude" => format!("{}\n", msg.0),
+            _ => format!("{}\r", msg.0),
+        };
+        <Self as Handler<Input>>::handle(self, Input(Bytes::from(line)), ctx)
+    }
+}
+
+impl Handler<ClientResized> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
+        if let Some(slot) = self.clients.get_mut(&msg.client) {
+            slot.size = Some(msg.size);
+            self.schedule_resize(ctx);
+        }
+    }
+}
+
+impl Handler<ResizeSession> for Session {
+    type Result = Result<TermSize, DaemonError>;
+
+    fn handle(&mut self, msg: ResizeSession, _: &mut Self::Context) -> Self::Result {
+        self.apply_size(msg.0);
+        self.persist();
+        Ok(self.record.size)
+    }
+}
+
+impl Handler<ClientDrained> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClientDrained, _: &mut Self::Context) {
+        self.resync(msg.client);
+    }
+}
+
+impl Handler<Ack> for Session {
+    type Result = MessageResult<Ack>;
+
+    fn handle(&mut self, _: Ack, _: &mut Self::Context) -> Self::Result {
+        if self.unread {
+            self.unread = false;
+            self.notify_state();
+        }
+        MessageResult(self.descriptor())
+    }
+}
+
+impl Handler<Update> for Session {
+    type Result = Result<Descriptor, DaemonError>;
+
+    fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
+        if let Some(name) = msg.name {
+            let name = name.trim().to_string();
+            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+                return Err(DaemonError::bad_arg(
+                    "name",
+                    "name must be 1-200 characters without control characters",
+                ));
+            }
+            if name != self.record.name {
+                self.record.name = name.clone();
+                self.record.named_by = NamedBy::User;
+                self.notify(FleetEvent::Renamed {
+                    s: self.record.id,
+                    name,
+                    named_by: NamedBy::User,
+                });
+            }
+        }
+        if let Some(pinned) = msg.pinned {
+            self.record.pinned = pinned;
+        }
+        self.persist();
+        self.notify_state();
+        Ok(self.descriptor())
+    }
+}
+
+impl Handler<GetScreen> for Session {
+    type Result = MessageResult<GetScreen>;
+
+    fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
+        MessageResult::<GetScreen>(self.screen.text())
+    }
+}
+
+impl Handler<Kill> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
+        if self.harness.is_some() {
+            self.last_msg = "killing".into();
+        }
+        let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
+        Box::pin(
+            async move {
+                let _ = done.await;
+            }
+            .into_actor(self)
+            .map(|_, act, _| Ok(act.descriptor())),
+        )
+    }
+}
+
+impl Handler<Revive> for Session {
+    type Result = Result<Descriptor, DaemonError>;
+
+    fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
+        self.revive(msg.size, ctx)?;
+        Ok(self.descriptor())
+    }
+}
+
+impl Handler<Forget> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
+        // Forgetting does not wait out a grace: the session is going away for good.
+        let done = self.end_process(Ending::Killed, Duration::ZERO);
+        for (_, slot) in self.clients.drain() {
+            slot.queue.push(Outgoing::Close);
+        }
+        let id = self.record.id;
+        let store = self.deps.store.clone();
+        Box::pin(
+            async move {
+                let _ = done.await;
+                match store.delete_session(id).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => {
+                        tracing::error!(session = %id, error = %e, "could not delete the row");
+                        Err(DaemonError::internal())
+                    }
+                    Err(_) => Err(DaemonError::internal()),
+                }
+            }
+            .into_actor(self)
+            .map(|res, act, ctx| {
+                if res.is_ok() {
+                    act.notify(FleetEvent::Removed { s: act.record.id });
+                    ctx.stop();
+                }
+                res
+            }),
+        )
+    }
+}
+
+impl Handler<Shutdown> for Session {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Self::Context) -> Self::Result {
+        let done = self.end_process(Ending::DaemonStopping, self.deps.timings.kill_grace);
+        Box::pin(async move {
+            let _ = done.await;
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! The `fleet` table: one row per session, the columns of spec §10 that apply to local
+//! sessions. Columns for later issues (model, effort, target, ...) exist in the schema and are
+//! left at their defaults until those issues write them.
+
+use sqlx::sqlite::SqlitePool;
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// One persisted session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRow {
+    /// Session id.
+    pub session_id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// `auto` or `user`.
+    pub named_by: String,
+    /// Working directory.
+    pub cwd: String,
+    /// Pinned flag.
+    pub pinned: bool,
+    /// Epoch ms of the last attach.
+    pub last_attached: Option<i64>,
+    /// Agent id.
+    pub agent: String,
+    /// argv after the program, as spawned.
+    pub args: Vec<String>,
+    /// The process is gone.
+    pub exited: bool,
+    /// Its exit status.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub exit_signal: Option<i32>,
+    /// Why it is gone (`exited`, `killed`, `daemon_stopped`, `spawn_failed`).
+    pub exit_reason: Option<String>,
+    /// Last size.
+    pub cols: u16,
+    /// Last size.
+    pub rows: u16,
+    /// Epoch ms.
+    pub created_at: i64,
+}
+
+pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
+    let args = serde_json::to_string(&row.args).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    sqlx::query(
+        "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
+                            exited, exit_code, exit_signal, exit_reason, cols, rows, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (session_id) DO UPDATE SET
+            name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
+            pinned = excluded.pinned, last_attached = excluded.last_attached,
+            agent = excluded.agent, args = excluded.args, exited = excluded.exited,
+            exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
+            exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows",
+    )
+    .bind(row.session_id.to_string())
+    .bind(&row.name)
+    .bind(&row.named_by)
+    .bind(&row.cwd)
+    .bind(row.pinned)
+    .bind(row.last_attached)
+    .bind(&row.agent)
+    .bind(args)
+    .bind(row.exited)
+    .bind(row.exit_code)
+    .bind(row.exit_signal)
+    .bind(&row.exit_reason)
+    .bind(row.cols)
+    .bind(row.rows)
+    .bind(row.created_at)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
+                exit_code, exit_signal, exit_reason, cols, rows, created_at
+         FROM fleet ORDER BY created_at, session_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let id: String = r.try_get("session_id")?;
+        let Ok(session_id) = Uuid::parse_str(&id) else {
+            tracing::warn!(row = %id, "skipping fleet row with a malformed session id");
+            continue;
+        };
+        let args: String = r.try_get("args")?;
+        out.push(FleetRow {
+            session_id,
+            name: r.try_get("name")?,
+            named_by: r.try_get("named_by")?,
+            cwd: r.try_get("cwd")?,
+            pinned: r.try_get("pinned")?,
+            last_attached: r.try_get("last_attached")?,
+            agent: r.try_get("agent")?,
+            args: serde_json::from_str(&args).unwrap_or_default(),
+            exited: r.try_get("exited")?,
+            exit_code: r.try_get("exit_code")?,
+            exit_signal: r.try_get("exit_signal")?,
+            exit_reason: r.try_get("exit_reason")?,
+            cols: r.try_get("cols")?,
+            rows: r.try_get("rows")?,
+            created_at: r.try_get("created_at")?,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,277 @@
+//! `StateStore`: the daemon's SQLite file, through sqlx. All SQL lives here.
+//!
+//! Reads go straight to the pool. Writes go through one queue drained by a single task, a
+//! write at a time, so writes issued by one actor land in the order it issued them and the
+//! database sees one writer (spec §1.1: single connection, all writes serialized). A caller
+//! that must know its write is durable (kill, forget) awaits the returned receiver; others let
+//! it run in the background and the writer logs failures.
+
+mod fleet;
+
+use std::path::Path;
+use std::str::FromStr;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+pub use fleet::FleetRow;
+
+/// Failures of the store. None reach a client as text: they map to `internal`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// sqlx or SQLite failed.
+    #[error("database error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+    /// A migration failed to apply.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The writer task is gone (the store was closed).
+    #[error("the store is closed")]
+    Closed,
+    /// A stored value did not parse.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// One queued write.
+enum WriteOp {
+    UpsertSession(Box<FleetRow>),
+    DeleteSession(Uuid),
+    SpawnDir { cwd: String, at: i64 },
+    SetPref { key: String, value: String },
+    /// Everything queued before it is written; then the pool closes.
+    Close,
+}
+
+/// Handle to the store; cheap to clone, shared by the actors that persist things.
+#[derive(Clone)]
+pub struct StateStore {
+    pool: SqlitePool,
+    writes: mpsc::UnboundedSender<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+}
+
+impl StateStore {
+    /// Opens (creating if needed) the database at `path`, applies the embedded migrations and
+    /// starts the writer task on the current runtime.
+    pub async fn open(path: &Path) -> Result<StateStore, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(std::time::Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run_writer(pool.clone(), rx));
+        Ok(StateStore { pool, writes: tx })
+    }
+
+    fn enqueue(&self, op: WriteOp) -> oneshot::Receiver<Result<(), StoreError>> {
+        let (tx, rx) = oneshot::channel();
+        if let Err(mpsc::error::SendError((_, tx))) = self.writes.send((op, tx)) {
+            // The writer is gone; answer the caller ourselves.
+            let _ = tx.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
+    /// The daemon id, minted once as a UUID and stable forever after.
+    pub async fn daemon_id(&self) -> Result<Uuid, StoreError> {
+        if let Some(v) = self.pref("daemon_id").await? {
+            return Uuid::parse_str(&v).map_err(|_| StoreError::Corrupt("prefs.daemon_id".into()));
+        }
+        let id = Uuid::new_v4();
+        sqlx::query("INSERT OR IGNORE INTO prefs (key, value) VALUES ('daemon_id', ?)")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        // Read back: a concurrent first start could have won the insert.
+        let v = self.pref("daemon_id").await?.unwrap_or_default();
+        Uuid::parse_str(&v).map_err(|_| StoreError::Corrupt("prefs.daemon_id".into()))
+    }
+
+    /// One preference value.
+    pub async fn pref(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT value FROM prefs WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Queues a preference write.
+    pub fn set_pref(&self, key: &str, value: &str) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::SetPref {
+            key: key.to_string(),
+            value: value.to_string(),
+        })
+    }
+
+    /// Queues a full write of one fleet row.
+    pub fn upsert_session(&self, row: FleetRow) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::UpsertSession(Box::new(row)))
+    }
+
+    /// Queues the deletion of one fleet row.
+    pub fn delete_session(&self, id: Uuid) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::DeleteSession(id))
+    }
+
+    /// Queues a spawn-history entry for `cwd`.
+    pub fn record_spawn_dir(&self, cwd: &str, at: i64) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::SpawnDir {
+            cwd: cwd.to_string(),
+            at,
+        })
+    }
+
+    /// Every fleet row, oldest first.
+    pub async fn load_fleet(&self) -> Result<Vec<FleetRow>, StoreError> {
+        fleet::load_all(&self.pool).await
+    }
+
+    /// Recent spawn directories, most recent first.
+    pub async fn recent_dirs(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT cwd FROM spawn_history ORDER BY last_spawn DESC LIMIT ?")
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Writes everything queued, then closes the pool.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        let done = self.enqueue(WriteOp::Close);
+        done.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+async fn run_writer(
+    pool: SqlitePool,
+    mut rx: mpsc::UnboundedReceiver<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+) {
+    while let Some((op, done)) = rx.recv().await {
+        let closing = matches!(op, WriteOp::Close);
+        let result = apply(&pool, op).await;
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "store write failed");
+        }
+        // The caller may not be waiting (a background write); that is fine.
+        let _ = done.send(result);
+        if closing {
+            break;
+        }
+    }
+}
+
+async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
+    match op {
+        WriteOp::UpsertSession(row) => fleet::upsert(pool, &row).await,
+        WriteOp::DeleteSession(id) => {
+            sqlx::query("DELETE FROM fleet WHERE session_id = ?")
+                .bind(id.to_string())
+                .execute(pool)
+                .await?;
+            Ok(())
+        }
+        WriteOp::SpawnDir { cwd, at } => {
+            sqlx::query(
+                "INSERT INTO spawn_history (cwd, last_spawn) VALUES (?, ?)
+                 ON CONFLICT (cwd) DO UPDATE SET last_spawn = excluded.last_spawn",
+            )
+            .bind(cwd)
+            .bind(at)
+            .execute(pool)
+            .await?;
+            Ok(())
+        }
+        WriteOp::SetPref { key, value } => {
+            sqlx::query(
+                "INSERT INTO prefs (key, value) VALUES (?, ?)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .bind(key)
+            .bind(value)
+            .execute(pool)
+            .await?;
+            Ok(())
+        }
+        WriteOp::Close => {
+            pool.close().await;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: Uuid, name: &str) -> FleetRow {
+        FleetRow {
+            session_id: id,
+            name: name.into(),
+            named_by: "auto".into(),
+            cwd: "/tmp".into(),
+            pinned: false,
+            last_attached: None,
+            agent: "shell".into(),
+            args: vec!["-i".into()],
+            exited: false,
+            exit_code: None,
+            exit_signal: None,
+            exit_reason: None,
+            cols: 80,
+            rows: 24,
+            created_at: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_round_trip_and_writes_keep_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let id = Uuid::new_v4();
+        store.upsert_session(row(id, "first"));
+        let mut second = row(id, "second");
+        second.exited = true;
+        second.exit_code = Some(3);
+        second.exit_reason = Some("exited".into());
+        store.upsert_session(second).await.unwrap().unwrap();
+        let rows = store.load_fleet().await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].name, "second");
+        assert_eq!(rows[0].exit_code, Some(3));
+        assert_eq!(rows[0].args, vec!["-i".to_string()]);
+        store.delete_session(id).await.unwrap().unwrap();
+        assert!(store.load_fleet().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn daemon_id_is_minted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("atc.db");
+        let first = {
+            let store = StateStore::open(&path).await.unwrap();
+            let id = store.daemon_id().await.unwrap();
+            store.close().await.unwrap();
+            id
+        };
+        let store = StateStore::open(&path).await.unwrap();
+        assert_eq!(store.daemon_id().await.unwrap(), first);
+    }
+
+    #[tokio::test]
+    async fn spawn_dirs_are_deduped_most_recent_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        store.record_spawn_dir("/a", 1);
+        store.record_spawn_dir("/b", 2);
+        store.record_spawn_dir("/a", 3).await.unwrap().unwrap();
+        assert_eq!(store.recent_dirs(10).await.unwrap(), vec!["/a", "/b"]);
+    }
+}
