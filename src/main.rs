@@ -11,8 +11,16 @@ use atc::config::Config;
 use atc::daemon::{Daemon, DaemonOptions};
 
 #[derive(Parser)]
-#[command(name = "atc", version, about = "Host coding-agent CLIs in terminals and serve them over HTTP/WebSocket")]
+#[command(
+    name = "atc",
+    version,
+    about = "Host coding-agent CLIs in terminals and serve them over HTTP/WebSocket"
+)]
 struct Cli {
+    /// State directory (default $XDG_STATE_HOME/atc, else ~/.local/state/atc). The daemon keeps
+    /// its database, token and daemon.json there; clients find the daemon through it.
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -21,6 +29,8 @@ struct Cli {
 enum Command {
     /// Run the daemon in the foreground (systemd Type=simple).
     Daemon(DaemonArgs),
+    #[command(flatten)]
+    Client(atc::cli::ClientCommand),
 }
 
 #[derive(clap::Args)]
@@ -28,9 +38,6 @@ struct DaemonArgs {
     /// Address to listen on (default 127.0.0.1:7767, or config `listen`).
     #[arg(long)]
     listen: Option<SocketAddr>,
-    /// State directory (default $XDG_STATE_HOME/atc, else ~/.local/state/atc).
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
     /// Config file (default $ATC_CONFIG, else $XDG_CONFIG_HOME/atc/config.json).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -63,12 +70,9 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-fn run_daemon(args: DaemonArgs) -> ExitCode {
+fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     init_logging(args.log_format);
-    let Some(state_dir) = args
-        .state_dir
-        .or_else(atc::daemon::state_dir::default_state_dir)
-    else {
+    let Some(state_dir) = state_dir.or_else(atc::daemon::state_dir::default_state_dir) else {
         eprintln!("atc: no state dir: set HOME or XDG_STATE_HOME, or pass --state-dir");
         return ExitCode::FAILURE;
     };
@@ -101,6 +105,15 @@ fn run_daemon(args: DaemonArgs) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Daemon(args) => run_daemon(args),
+        Command::Daemon(args) => run_daemon(args, cli.state_dir),
+        Command::Client(cmd) => {
+            match actix_rt::System::new().block_on(atc::cli::run(cmd, cli.state_dir)) {
+                Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                Err(err) => {
+                    eprintln!("atc: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }

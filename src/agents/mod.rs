@@ -199,9 +199,21 @@ mod tests {
             },
         );
         let c = AgentCatalog::new(&cfg);
-        assert_eq!(c.plan("nope", Path::new("/")).unwrap_err().code, ErrorCode::Unsupported);
-        assert_eq!(c.plan("ghost", Path::new("/")).unwrap_err().code, ErrorCode::Unsupported);
-        assert!(!c.listing().iter().find(|a| a.id == "ghost").unwrap().installed);
+        assert_eq!(
+            c.plan("nope", Path::new("/")).unwrap_err().code,
+            ErrorCode::Unsupported
+        );
+        assert_eq!(
+            c.plan("ghost", Path::new("/")).unwrap_err().code,
+            ErrorCode::Unsupported
+        );
+        assert!(
+            !c.listing()
+                .iter()
+                .find(|a| a.id == "ghost")
+                .unwrap()
+                .installed
+        );
     }
 
     #[test]
@@ -216,7 +228,9 @@ mod tests {
                 label: None,
             },
         );
-        let plan = AgentCatalog::new(&cfg).plan("cat", Path::new("/tmp")).unwrap();
+        let plan = AgentCatalog::new(&cfg)
+            .plan("cat", Path::new("/tmp"))
+            .unwrap();
         assert!(plan.program.is_absolute());
         assert_eq!(plan.args, vec!["-u"]);
     }

@@ -186,7 +186,12 @@ impl Config {
                 scope: "config".into(),
                 problem: "config_malformed",
                 // serde's messages name keys and positions, not values.
-                detail: format!("line {} column {}: {}", e.line(), e.column(), e.classify_detail()),
+                detail: format!(
+                    "line {} column {}: {}",
+                    e.line(),
+                    e.column(),
+                    e.classify_detail()
+                ),
                 path: None,
             }),
         }
@@ -231,7 +236,10 @@ impl Config {
         config.limits = Limits {
             queue_bytes: l.queue_bytes.unwrap_or(defaults.queue_bytes).max(64 * 1024),
             ring_bytes: l.ring_bytes.unwrap_or(defaults.ring_bytes).max(4 * 1024),
-            body_cap_bytes: l.body_cap_bytes.unwrap_or(defaults.body_cap_bytes).max(1024),
+            body_cap_bytes: l
+                .body_cap_bytes
+                .unwrap_or(defaults.body_cap_bytes)
+                .max(1024),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -283,7 +291,10 @@ mod tests {
         assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
         assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
-        assert_eq!(example.timings.resize_debounce, default.timings.resize_debounce);
+        assert_eq!(
+            example.timings.resize_debounce,
+            default.timings.resize_debounce
+        );
         assert!(example.agents.contains_key("cat"));
     }
 

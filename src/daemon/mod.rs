@@ -119,12 +119,10 @@ impl Daemon {
                 TcpListener::bind(addr).map_err(|source| StartError::Bind { addr, source })?
             }
         };
-        let addr = listener
-            .local_addr()
-            .map_err(|source| StartError::Bind {
-                addr: opts.listen.unwrap_or(config.listen),
-                source,
-            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: opts.listen.unwrap_or(config.listen),
+            source,
+        })?;
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
         }
@@ -195,10 +193,15 @@ impl DaemonHandle {
     /// Waits for SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops.
     pub async fn run_until_stopped(mut self) {
         use tokio::signal::unix::{signal, SignalKind};
-        let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        let (mut term, mut int) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
             (Ok(t), Ok(i)) => (t, i),
             _ => {
-                tracing::error!("could not install signal handlers; stop the daemon with POST /v1/daemon/quit");
+                tracing::error!(
+                    "could not install signal handlers; stop the daemon with POST /v1/daemon/quit"
+                );
                 self.quit_rx.recv().await;
                 return self.stop().await;
             }

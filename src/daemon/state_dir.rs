@@ -11,10 +11,20 @@ use serde::{Deserialize, Serialize};
 
 /// The default state dir: `$XDG_STATE_HOME/atc`, else `~/.local/state/atc`.
 pub fn default_state_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+    state_dir_from_env(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+/// The default-state-dir rule with the environment passed in: a non-empty `XDG_STATE_HOME`
+/// wins, else `$HOME/.local/state/atc`. Clients use the same rule to find the daemon.
+pub fn state_dir_from_env(
+    xdg_state_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    if let Some(x) = xdg_state_home.filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(x).join("atc"));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/atc"))
+    home.filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/state/atc"))
 }
 
 /// What `daemon.json` holds.
@@ -126,7 +136,8 @@ impl StateDir {
             Err(e) => return Err(io(&self.dir)(e)),
         }
         let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
+        getrandom::fill(&mut raw)
+            .map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         let mut f = OpenOptions::new()
             .create(true)
@@ -176,7 +187,10 @@ mod tests {
         assert_eq!(t.len(), 64);
         assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(sd.token().unwrap(), t);
-        let mode = std::fs::metadata(sd.token_path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(sd.token_path())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 

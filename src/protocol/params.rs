@@ -111,9 +111,8 @@ impl Params {
 
     /// One terminal dimension, within [`DIM_RANGE`].
     pub fn opt_dim(&self, name: &str) -> Result<Option<u16>, DaemonError> {
-        let out_of_range = || {
-            DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"))
-        };
+        let out_of_range =
+            || DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"));
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_u64() {
@@ -172,12 +171,24 @@ mod tests {
 
     #[test]
     fn dims_outside_range_name_the_field() {
-        for bad in [r#"{"cols":0}"#, r#"{"cols":4097}"#, r#"{"cols":"x"}"#, r#"{"cols":-1}"#, r#"{"cols":1.5}"#] {
+        for bad in [
+            r#"{"cols":0}"#,
+            r#"{"cols":4097}"#,
+            r#"{"cols":"x"}"#,
+            r#"{"cols":-1}"#,
+            r#"{"cols":1.5}"#,
+        ] {
             let p = Params::from_body(bad.as_bytes()).unwrap();
             assert_eq!(field_of(p.opt_dim("cols").unwrap_err()), "cols", "{bad}");
         }
         let p = Params::from_body(br#"{"cols":4096,"rows":1}"#).unwrap();
-        assert_eq!(p.size().unwrap(), TermSize { cols: 4096, rows: 1 });
+        assert_eq!(
+            p.size().unwrap(),
+            TermSize {
+                cols: 4096,
+                rows: 1
+            }
+        );
     }
 
     #[test]

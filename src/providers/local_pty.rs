@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::io::ReaderStream;
 
 use super::{
-    Capabilities, ExecutionProvider, HarnessEvents, HarnessExited, HarnessHandle, Hangup,
+    Capabilities, ExecutionProvider, Hangup, HarnessEvents, HarnessExited, HarnessHandle,
     OutputArrived, ProviderError, ResizeTerminal, StartSpec, WriteInput,
 };
 use crate::protocol::params::TermSize;
@@ -54,7 +54,11 @@ impl ExecutionProvider for LocalPty {
         }
     }
 
-    fn start(&self, spec: StartSpec, events: HarnessEvents) -> Result<HarnessHandle, ProviderError> {
+    fn start(
+        &self,
+        spec: StartSpec,
+        events: HarnessEvents,
+    ) -> Result<HarnessHandle, ProviderError> {
         let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain)?;
         Ok(HarnessHandle {
             input: addr.clone().recipient(),
@@ -147,7 +151,11 @@ impl LocalPtyHarness {
         ctx.stop();
     }
 
-    fn on_reaped(&mut self, status: std::io::Result<std::process::ExitStatus>, ctx: &mut Context<Self>) {
+    fn on_reaped(
+        &mut self,
+        status: std::io::Result<std::process::ExitStatus>,
+        ctx: &mut Context<Self>,
+    ) {
         use std::os::unix::process::ExitStatusExt;
         self.pid = None;
         if let Some(t) = self.kill_timer.take() {

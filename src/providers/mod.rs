@@ -103,7 +103,8 @@ pub trait ExecutionProvider {
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
     /// Starts a harness on the current arbiter. A refusal here means nothing was started.
-    fn start(&self, spec: StartSpec, events: HarnessEvents) -> Result<HarnessHandle, ProviderError>;
+    fn start(&self, spec: StartSpec, events: HarnessEvents)
+        -> Result<HarnessHandle, ProviderError>;
 }
 
 /// Why a harness could not start.

@@ -109,24 +109,29 @@ impl AttachClient {
     }
 
     fn on_text(&mut self, text: &[u8]) {
-        let frame = match serde_json::from_slice::<ControlFrame>(text) {
-            Ok(f) => f,
-            Err(_) => {
-                return self.refuse(DaemonError::bad_arg(
+        let frame =
+            match serde_json::from_slice::<ControlFrame>(text) {
+                Ok(f) => f,
+                Err(_) => return self.refuse(DaemonError::bad_arg(
                     "type",
                     "text frames must be JSON like {\"type\":\"resize\",\"cols\":80,\"rows\":24}",
-                ))
-            }
-        };
+                )),
+            };
         if frame.kind != "resize" {
             return self.refuse(DaemonError::bad_arg(
                 "type",
-                format!("unknown frame type '{}'; send input as binary frames", frame.kind),
+                format!(
+                    "unknown frame type '{}'; send input as binary frames",
+                    frame.kind
+                ),
             ));
         }
         let dim = |v: Option<u64>, name: &str| match v {
             Some(n) if DIM_RANGE.contains(&n) => Ok(n as u16),
-            _ => Err(DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"))),
+            _ => Err(DaemonError::bad_arg(
+                name,
+                format!("'{name}' must be an integer from 1 to 4096"),
+            )),
         };
         match (dim(frame.cols, "cols"), dim(frame.rows, "rows")) {
             (Ok(cols), Ok(rows)) => self.session.do_send(ClientResized {
@@ -165,7 +170,10 @@ impl Actor for AttachClient {
         }
         ctx.run_interval(self.timings.ws_ping, |act, ctx| {
             if act.last_heard.elapsed() > act.timings.ws_timeout {
-                tracing::info!(client = act.client, "attached client went silent; dropping it");
+                tracing::info!(
+                    client = act.client,
+                    "attached client went silent; dropping it"
+                );
                 act.queue.push(Outgoing::Close);
                 ctx.stop();
             } else {
@@ -200,7 +208,14 @@ impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachCli
                 ctx.stop();
             }
             Err(e) => {
-                tracing::warn!(client = self.client, error = %e, "attach socket protocol error");
+                // An I/O error here is almost always the connection ending under us (the
+                // body finished after an exit, or the peer vanished); only a real protocol
+                // violation is the peer's fault.
+                if matches!(e, actix_http::ws::ProtocolError::Io(_)) {
+                    tracing::debug!(client = self.client, error = %e, "attach socket ended");
+                } else {
+                    tracing::warn!(client = self.client, error = %e, "attach socket protocol error");
+                }
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }

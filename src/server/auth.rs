@@ -38,7 +38,9 @@ pub fn check_token(req: &actix_web::dev::ServiceRequest, token: &str) -> Result<
 fn unauthorized(why: &str) -> DaemonError {
     DaemonError::new(
         ErrorCode::Unauthorized,
-        format!("{why}: send 'Authorization: Bearer <token>' with the token from <state dir>/token"),
+        format!(
+            "{why}: send 'Authorization: Bearer <token>' with the token from <state dir>/token"
+        ),
     )
 }
 
@@ -100,7 +102,12 @@ mod tests {
         assert!(check_origin(&req(None), &allowed).is_ok());
         assert!(check_origin(&req(Some("http://127.0.0.1:7767")), &allowed).is_ok());
         assert!(check_origin(&req(Some("https://ui.example")), &allowed).is_ok());
-        for bad in ["http://evil.example", "http://127.0.0.1:9999", "null", "file://"] {
+        for bad in [
+            "http://evil.example",
+            "http://127.0.0.1:9999",
+            "null",
+            "file://",
+        ] {
             let e = check_origin(&req(Some(bad)), &allowed).unwrap_err();
             assert_eq!(e.code, ErrorCode::ForbiddenOrigin, "{bad}");
         }

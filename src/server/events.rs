@@ -84,7 +84,11 @@ impl Actor for EventsClient {
 }
 
 impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for EventsClient {
-    fn handle(&mut self, item: Result<Inbound, actix_http::ws::ProtocolError>, ctx: &mut Self::Context) {
+    fn handle(
+        &mut self,
+        item: Result<Inbound, actix_http::ws::ProtocolError>,
+        ctx: &mut Self::Context,
+    ) {
         self.last_heard = Instant::now();
         match item {
             Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),

@@ -32,7 +32,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/sessions/{id}/screen", web::get().to(screen))
             .route("/sessions/{id}/kill", web::post().to(kill))
             .route("/sessions/{id}/revive", web::post().to(revive))
-            .route("/sessions/{id}/attach", web::get().to(super::attach::attach))
+            .route(
+                "/sessions/{id}/attach",
+                web::get().to(super::attach::attach),
+            )
             .route("/fleet", web::get().to(fleet))
             .route("/fleet/restore", web::post().to(restore))
             .route("/dirs", web::get().to(dirs))
@@ -106,7 +109,10 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
     Ok(HttpResponse::Ok().json(json!({ "sessions": sessions })))
 }
 
-async fn spawn(payload: web::Payload, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn spawn(
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let p = params(payload, &state).await?;
     let agent = p.opt_str("agent")?.unwrap_or("claude");
     if agent.is_empty() {
@@ -141,7 +147,10 @@ async fn spawn(payload: web::Payload, state: web::Data<AppState>) -> Result<Http
     Ok(HttpResponse::Created().json(json!({ "session": session })))
 }
 
-async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn get(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     Ok(HttpResponse::Ok().json(json!({ "session": found.descriptor })))
 }
@@ -161,7 +170,10 @@ async fn update(
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
 
-async fn forget(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn forget(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Forget).await)??;
     Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })))
@@ -219,19 +231,28 @@ async fn resize(
     Ok(HttpResponse::Ok().json(size))
 }
 
-async fn ack(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn ack(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Ack).await)?;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
 
-async fn screen(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn screen(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)?;
     Ok(HttpResponse::Ok().json(screen))
 }
 
-async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn kill(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Kill).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
@@ -289,6 +310,10 @@ async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, DaemonError> {
     Err(DaemonError::new(
         ErrorCode::UnknownMethod,
-        format!("no route {} {}; see the API in README", req.method(), req.path()),
+        format!(
+            "no route {} {}; see the API in README",
+            req.method(),
+            req.path()
+        ),
     ))
 }

@@ -131,7 +131,11 @@ impl QueueReceiver {
     pub fn poll_pop(&mut self, cx: &mut Context<'_>) -> Poll<Option<Popped>> {
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(frame)) => {
-                let left = self.shared.backlog.fetch_sub(frame.cost(), Ordering::AcqRel) - frame.cost();
+                let left = self
+                    .shared
+                    .backlog
+                    .fetch_sub(frame.cost(), Ordering::AcqRel)
+                    - frame.cost();
                 let drained_after_desync =
                     left == 0 && self.shared.desynced.swap(false, Ordering::AcqRel);
                 Poll::Ready(Some(Popped {

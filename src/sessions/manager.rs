@@ -50,7 +50,9 @@ pub struct ManagerParts {
 
 impl SessionManager {
     /// Starts the manager; `build` gets the manager's own recipient to put in session deps.
-    pub fn start_with(build: impl FnOnce(Recipient<FleetNotice>) -> ManagerParts) -> Addr<SessionManager> {
+    pub fn start_with(
+        build: impl FnOnce(Recipient<FleetNotice>) -> ManagerParts,
+    ) -> Addr<SessionManager> {
         SessionManager::create(|ctx| {
             let parts = build(ctx.address().recipient());
             let subscriber_cap = parts.deps.limits.queue_bytes;
@@ -75,7 +77,11 @@ impl SessionManager {
 
     fn insert(&mut self, addr: Addr<Session>, descriptor: Descriptor) {
         let id = descriptor.id;
-        if self.sessions.insert(id, Entry { addr, descriptor }).is_none() {
+        if self
+            .sessions
+            .insert(id, Entry { addr, descriptor })
+            .is_none()
+        {
             self.order.push(id);
         }
     }
@@ -88,7 +94,10 @@ impl SessionManager {
                 return false;
             }
             if q.backlog() + text.len() > cap {
-                tracing::warn!(subscriber = id, "events subscriber fell behind; disconnecting it");
+                tracing::warn!(
+                    subscriber = id,
+                    "events subscriber fell behind; disconnecting it"
+                );
                 q.push(Outgoing::Close);
                 return false;
             }
@@ -280,11 +289,13 @@ impl Handler<RestoreFleet> for SessionManager {
         let mut queue: Vec<(i64, Addr<Session>)> = self
             .sessions
             .values()
-            .filter(|e| !e.descriptor.alive && e.descriptor.exit_reason == Some(ExitReason::DaemonStopped))
+            .filter(|e| {
+                !e.descriptor.alive && e.descriptor.exit_reason == Some(ExitReason::DaemonStopped)
+            })
             .map(|e| (e.descriptor.created_at, e.addr.clone()))
             .collect();
         // Newest first.
-        queue.sort_by(|a, b| b.0.cmp(&a.0));
+        queue.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
         self.restoring = true;
         Box::pin(
             async move {
@@ -322,7 +333,9 @@ impl Handler<ShutdownAll> for SessionManager {
         Box::pin(async move {
             let all = futures_util::future::join_all(addrs.iter().map(|a| a.send(Shutdown)));
             if tokio::time::timeout(grace, all).await.is_err() {
-                tracing::warn!("some sessions did not record their exit before the shutdown deadline");
+                tracing::warn!(
+                    "some sessions did not record their exit before the shutdown deadline"
+                );
             }
         })
     }

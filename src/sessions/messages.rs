@@ -4,7 +4,6 @@
 
 use actix::prelude::*;
 use bytes::Bytes;
-use uuid::Uuid;
 
 use super::client_queue::ClientQueue;
 use super::screen::ScreenText;
@@ -187,8 +186,3 @@ pub struct Unsubscribe {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ShutdownAll;
-
-/// Remove a session from the manager's map (sent by the session once it stopped for good).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Forgotten(pub Uuid);

@@ -56,8 +56,17 @@ impl ScreenModel {
     /// Bytes that, written to a terminal of the same size, reproduce this screen: reset and
     /// clear, the contents with attributes, the cursor and the input modes.
     pub fn repaint(&self) -> Vec<u8> {
-        let mut out = b"\x1b[0m\x1b[2J\x1b[H".to_vec();
-        out.extend_from_slice(self.parser.screen().state_formatted().as_bytes());
+        let screen = self.parser.screen();
+        // vt100's state does not carry which screen buffer is active; say it first, so a
+        // client that reattaches while a full-screen program runs returns to the main screen
+        // when that program exits.
+        let mut out = if screen.alternate_screen() {
+            b"\x1b[?1049h".to_vec()
+        } else {
+            b"\x1b[?1049l".to_vec()
+        };
+        out.extend_from_slice(b"\x1b[0m\x1b[2J\x1b[H");
+        out.extend_from_slice(screen.state_formatted().as_bytes());
         out
     }
 
@@ -106,6 +115,18 @@ mod tests {
         copy.process(&s.repaint());
         assert_eq!(copy.text().text, s.text().text);
         assert_eq!(copy.text().cursor.col, s.text().cursor.col);
+    }
+
+    #[test]
+    fn repaint_says_which_screen_buffer_is_active() {
+        let mut s = ScreenModel::new(TermSize { cols: 20, rows: 5 });
+        assert!(s.repaint().starts_with(b"\x1b[?1049l"));
+        s.process(b"\x1b[?1049hfull screen");
+        assert!(s.repaint().starts_with(b"\x1b[?1049h"));
+        let mut copy = ScreenModel::new(TermSize { cols: 20, rows: 5 });
+        copy.process(&s.repaint());
+        assert!(copy.parser.screen().alternate_screen());
+        assert_eq!(copy.text().text, "full screen");
     }
 
     #[test]

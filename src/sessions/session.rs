@@ -24,7 +24,7 @@ use crate::protocol::wire::{
 };
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
-    ExecutionProvider, HarnessEvents, HarnessExited, HarnessHandle, Hangup, OutputArrived,
+    ExecutionProvider, Hangup, HarnessEvents, HarnessExited, HarnessHandle, OutputArrived,
     ResizeTerminal, StartSpec, WriteInput,
 };
 use crate::store::{FleetRow, StateStore};
@@ -428,8 +428,12 @@ impl Session {
     }
 
     fn resync(&mut self, client: ClientId) {
-        let Some(slot) = self.clients.get_mut(&client) else { return };
-        let Some(dropped) = slot.dropped.take() else { return };
+        let Some(slot) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let Some(dropped) = slot.dropped.take() else {
+            return;
+        };
         let queue = slot.queue.clone();
         queue.push_text(AttachFrame::Desync { dropped }.to_text());
         let repaint = self.screen.repaint();
@@ -508,7 +512,11 @@ impl Session {
         rx
     }
 
-    fn revive(&mut self, size: Option<TermSize>, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
+    fn revive(
+        &mut self,
+        size: Option<TermSize>,
+        ctx: &mut Context<Self>,
+    ) -> Result<(), DaemonError> {
         if self.harness.is_some() {
             return Err(DaemonError::new(
                 ErrorCode::NoSuchSession,

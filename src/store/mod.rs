@@ -38,8 +38,16 @@ pub enum StoreError {
 enum WriteOp {
     UpsertSession(Box<FleetRow>),
     DeleteSession(Uuid),
-    SpawnDir { cwd: String, at: i64 },
-    SetPref { key: String, value: String },
+    SpawnDir {
+        cwd: String,
+        at: i64,
+    },
+    SetPref {
+        key: String,
+        value: String,
+    },
+    /// Everything queued before it is written; nothing else happens.
+    Barrier,
     /// Everything queued before it is written; then the pool closes.
     Close,
 }
@@ -121,20 +129,33 @@ impl StateStore {
     }
 
     /// Queues a spawn-history entry for `cwd`.
-    pub fn record_spawn_dir(&self, cwd: &str, at: i64) -> oneshot::Receiver<Result<(), StoreError>> {
+    pub fn record_spawn_dir(
+        &self,
+        cwd: &str,
+        at: i64,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::SpawnDir {
             cwd: cwd.to_string(),
             at,
         })
     }
 
-    /// Every fleet row, oldest first.
+    /// Waits until every write queued so far has landed, so a read that follows sees them.
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.enqueue(WriteOp::Barrier)
+            .await
+            .map_err(|_| StoreError::Closed)?
+    }
+
+    /// Every fleet row, oldest first, including writes queued before this call.
     pub async fn load_fleet(&self) -> Result<Vec<FleetRow>, StoreError> {
+        self.flush().await?;
         fleet::load_all(&self.pool).await
     }
 
-    /// Recent spawn directories, most recent first.
+    /// Recent spawn directories, most recent first, including writes queued before this call.
     pub async fn recent_dirs(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+        self.flush().await?;
         Ok(
             sqlx::query_scalar("SELECT cwd FROM spawn_history ORDER BY last_spawn DESC LIMIT ?")
                 .bind(limit)
@@ -200,6 +221,7 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
             .await?;
             Ok(())
         }
+        WriteOp::Barrier => Ok(()),
         WriteOp::Close => {
             pool.close().await;
             Ok(())

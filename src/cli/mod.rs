@@ -1,0 +1,58 @@
+//! The client subcommands of `atc` (everything but `daemon`, `hook-report` and `bench`): one
+//! file per command owning its arguments and its effect, with this module only declaring the
+//! clap enum and dispatching. Every command finds the daemon through the state dir
+//! (`client::DaemonClient::discover`) and must run inside an actix system, because `awc`
+//! does.
+
+pub mod attach;
+pub mod forget;
+pub mod kill;
+pub mod ls;
+pub mod output;
+pub mod revive;
+pub mod screen;
+pub mod spawn;
+pub mod terminal;
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::client::DaemonClient;
+
+/// The client subcommands, meant to be flattened into `main.rs`'s command enum next to
+/// `daemon`, `hook-report` and `bench` (`#[command(flatten)] Client(ClientCommand)`).
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// List sessions (`--json` for the daemon's raw answer).
+    Ls(ls::LsArgs),
+    /// Start a session and print its id.
+    Spawn(spawn::SpawnArgs),
+    /// Connect this terminal to a session; Ctrl-\ detaches.
+    Attach(attach::AttachArgs),
+    /// Print a session's visible screen as text.
+    Screen(screen::ScreenArgs),
+    /// End a session's process (SIGHUP, then SIGKILL after a grace period).
+    Kill(kill::KillArgs),
+    /// Start a fresh process that resumes an exited session in place.
+    Revive(revive::ReviveArgs),
+    /// Remove a session from the daemon (killing it if it still runs).
+    Forget(forget::ForgetArgs),
+}
+
+/// Runs one client command against the daemon found in `state_dir` (default: see
+/// `client::default_state_dir`). Returns the process exit code; an `Err` should be printed
+/// by the caller (with `{:#}`) and exit 1. By the time this returns, `attach` has restored
+/// the terminal, so the caller may print freely.
+pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Result<i32> {
+    let client = DaemonClient::discover(state_dir)?;
+    match cmd {
+        ClientCommand::Ls(args) => ls::run(&client, args).await,
+        ClientCommand::Spawn(args) => spawn::run(&client, args).await,
+        ClientCommand::Attach(args) => attach::run(&client, args).await,
+        ClientCommand::Screen(args) => screen::run(&client, args).await,
+        ClientCommand::Kill(args) => kill::run(&client, args).await,
+        ClientCommand::Revive(args) => revive::run(&client, args).await,
+        ClientCommand::Forget(args) => forget::run(&client, args).await,
+    }
+}

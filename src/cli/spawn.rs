@@ -1,0 +1,168 @@
+//! `atc spawn`: starts a session and prints its id on stdout, so scripts can chain
+//! `id=$(atc spawn ...)`. The working directory defaults to the current one, made absolute
+//! (the daemon requires an absolute path); the size is this terminal's, or 80x24 when stdout
+//! is not a terminal. Options the user did not give are left out of the request so the
+//! daemon's own defaults apply.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::{output, terminal};
+use crate::client::{routes, session, DaemonClient};
+
+/// Arguments of `atc spawn`.
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// Agent to run, e.g. `claude` or `shell` (default: the daemon's default agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Where to run it, a target name from the daemon's config (default: local).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Working directory (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Session name (default: the daemon picks one from the directory name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Model override passed to the agent.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Effort override passed to the agent, e.g. `high`.
+    #[arg(long)]
+    pub effort: Option<String>,
+}
+
+/// Spawns the session and prints its id. Warnings from the daemon go to stderr.
+pub async fn run(client: &DaemonClient, args: SpawnArgs) -> anyhow::Result<i32> {
+    let cwd = absolute_cwd(args.cwd.as_deref())?;
+    let size = terminal::stdout_size().unwrap_or(terminal::FALLBACK_SIZE);
+    let body = spawn_body(&args, &cwd, size);
+    let answer = client.post_json(routes::SESSIONS, &body).await?;
+    let created = session::parse_one(&answer)?;
+    for warning in warnings(&answer) {
+        output::note(&format!("warning: {warning}"));
+    }
+    output::print(&format!("{}\n", created.id))?;
+    Ok(0)
+}
+
+/// The directory to spawn in as an absolute UTF-8 string (JSON cannot carry other paths).
+fn absolute_cwd(given: Option<&Path>) -> anyhow::Result<String> {
+    let path = match given {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_dir().map_err(|err| {
+            anyhow::anyhow!("cannot read the current directory ({err}); pass --cwd DIR")
+        })?,
+    };
+    let absolute = std::path::absolute(&path)
+        .map_err(|err| anyhow::anyhow!("cannot make {} absolute: {err}", path.display()))?;
+    absolute.to_str().map(str::to_string).ok_or_else(|| {
+        anyhow::anyhow!(
+            "the directory {} is not valid UTF-8, which the daemon cannot accept; \
+             pass --cwd with a UTF-8 path",
+            absolute.display()
+        )
+    })
+}
+
+/// The `POST /v1/sessions` body: `cwd` and the size always, everything else only when given.
+pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Value {
+    let mut body = json!({ "cwd": cwd, "cols": size.cols, "rows": size.rows });
+    let optional = [
+        ("agent", &args.agent),
+        ("target", &args.target),
+        ("name", &args.name),
+        ("model", &args.model),
+        ("effort", &args.effort),
+    ];
+    if let Some(map) = body.as_object_mut() {
+        for (key, value) in optional {
+            if let Some(value) = value {
+                map.insert(key.to_string(), Value::String(value.clone()));
+            }
+        }
+    }
+    body
+}
+
+/// The spawn answer's `warnings`, as text whether the daemon sends strings or objects with a
+/// `message`.
+fn warnings(answer: &Value) -> Vec<String> {
+    let Some(list) = answer.get("warnings").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|w| match w {
+            Value::String(text) => text.clone(),
+            other => other
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| other.to_string(), str::to_string),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> SpawnArgs {
+        SpawnArgs {
+            agent: None,
+            target: None,
+            cwd: None,
+            name: None,
+            model: None,
+            effort: None,
+        }
+    }
+
+    #[test]
+    fn body_leaves_out_what_was_not_given() {
+        let body = spawn_body(
+            &args(),
+            "/w",
+            terminal::TermSize {
+                cols: 100,
+                rows: 30,
+            },
+        );
+        assert_eq!(body, json!({"cwd": "/w", "cols": 100, "rows": 30}));
+    }
+
+    #[test]
+    fn body_passes_given_options_through() {
+        let given = SpawnArgs {
+            agent: Some("claude".into()),
+            target: Some("box".into()),
+            name: Some("n".into()),
+            model: Some("opus".into()),
+            effort: Some("high".into()),
+            ..args()
+        };
+        let body = spawn_body(&given, "/w", terminal::FALLBACK_SIZE);
+        assert_eq!(
+            body,
+            json!({"cwd": "/w", "cols": 80, "rows": 24, "agent": "claude", "target": "box",
+                   "name": "n", "model": "opus", "effort": "high"})
+        );
+    }
+
+    #[test]
+    fn relative_cwd_is_made_absolute() -> anyhow::Result<()> {
+        let cwd = absolute_cwd(Some(Path::new("some/dir")))?;
+        assert!(Path::new(&cwd).is_absolute());
+        assert!(cwd.ends_with("some/dir"));
+        Ok(())
+    }
+
+    #[test]
+    fn warnings_accept_strings_and_objects() {
+        let answer = json!({"warnings": ["a", {"code": "x", "message": "b"}]});
+        assert_eq!(warnings(&answer), vec!["a".to_string(), "b".to_string()]);
+        assert!(warnings(&json!({})).is_empty());
+    }
+}

@@ -1,0 +1,228 @@
+//! The CLI's connection to a running daemon: [`DaemonClient`] finds it through the state dir
+//! (`discovery`), sends authenticated HTTP/1.1 requests and opens WebSockets with `awc`, and
+//! turns every failure into a [`ClientError`] whose message says what to do next.
+//!
+//! It knows the transport (paths in `routes`, the error envelope in `error`) and the session
+//! lookup rule (`session`), not what any command does with the answers; that is `cli/`'s job.
+//! `awc` needs an actix system, so every async method here must run inside one
+//! (`actix_rt::System::new().block_on(..)`).
+
+pub mod discovery;
+pub mod error;
+pub mod routes;
+pub mod session;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use actix_codec::Framed;
+use awc::error::{SendRequestError, WsClientError};
+use awc::http::{Method, Version};
+use awc::BoxedSocket;
+use serde_json::Value;
+
+pub use discovery::default_state_dir;
+pub use error::{ApiError, ClientError};
+pub use session::SessionSummary;
+
+/// An open attach or events WebSocket, as `awc` hands it out: a `Stream` of
+/// `awc::ws::Frame` and a `Sink` of `awc::ws::Message`.
+pub type WsConnection = Framed<BoxedSocket, awc::ws::Codec>;
+
+/// Largest response body read from the daemon. Session lists and screens are far below this;
+/// the cap only keeps a confused peer from exhausting memory.
+const BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Largest single WebSocket frame accepted. The repaint prelude after attach is sent as one or
+/// a few frames and can exceed awc's 64 KiB default on a large screen.
+const WS_MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// Bound on one request/response exchange. Everything the CLI asks returns promptly (kill is
+/// answered before the process is gone), so hitting this means the daemon is wedged.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A daemon found through a state dir, ready to take requests. Cheap to keep for the whole
+/// command; it holds one `awc` connection pool and is not `Send` (awc is single-threaded).
+pub struct DaemonClient {
+    base_url: String,
+    token: String,
+    http: awc::Client,
+}
+
+impl DaemonClient {
+    /// Finds the daemon whose files are in `state_dir` (default: [`default_state_dir`]).
+    /// Only reads `daemon.json` and `token`; an unreachable address shows up on the first
+    /// request as [`ClientError::Unreachable`], which says to start the daemon.
+    pub fn discover(state_dir: Option<PathBuf>) -> anyhow::Result<DaemonClient> {
+        let state_dir = match state_dir {
+            Some(dir) => dir,
+            None => default_state_dir()?,
+        };
+        Self::discover_in(&state_dir)
+    }
+
+    fn discover_in(state_dir: &Path) -> anyhow::Result<DaemonClient> {
+        let found = discovery::read_state_dir(state_dir)?;
+        Ok(DaemonClient::new(found.base_url, found.token))
+    }
+
+    /// A client for a daemon whose address and token are already known (tests, in-process
+    /// use). `base_url` is like `http://127.0.0.1:7767`, without `/v1`.
+    pub fn new(base_url: String, token: String) -> DaemonClient {
+        let http = awc::Client::builder()
+            .max_http_version(Version::HTTP_11)
+            .timeout(REQUEST_TIMEOUT)
+            .finish();
+        DaemonClient {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            token,
+            http,
+        }
+    }
+
+    /// The daemon's base URL, for messages.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `GET path` (e.g. `/v1/sessions`) and the JSON answer.
+    pub async fn get_json(&self, path: &str) -> Result<Value, ClientError> {
+        self.request(Method::GET, path, None).await
+    }
+
+    /// `POST path` with a JSON body and the JSON answer.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        self.request(Method::POST, path, Some(body)).await
+    }
+
+    /// `PATCH path` with a JSON body and the JSON answer.
+    pub async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        self.request(Method::PATCH, path, Some(body)).await
+    }
+
+    /// `DELETE path` and the JSON answer.
+    pub async fn delete(&self, path: &str) -> Result<Value, ClientError> {
+        self.request(Method::DELETE, path, None).await
+    }
+
+    /// One authenticated exchange. A success with an empty body reads as `{}`; a failure with
+    /// the daemon's error envelope becomes [`ClientError::Api`] with its code and message.
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ClientError> {
+        let url = format!("{}{path}", self.base_url);
+        let request = self.http.request(method, &url).bearer_auth(&self.token);
+        let sent = match body {
+            Some(body) => request.send_json(body).await,
+            None => request.send().await,
+        };
+        let mut response = sent.map_err(|err| self.send_error(err))?;
+        let status = response.status();
+        let bytes =
+            response
+                .body()
+                .limit(BODY_LIMIT)
+                .await
+                .map_err(|err| ClientError::Transport {
+                    url: self.base_url.clone(),
+                    cause: format!("reading the response to {path}: {err}"),
+                })?;
+        if !status.is_success() {
+            return Err(ApiError::from_response(status.as_u16(), &bytes).into());
+        }
+        if bytes.is_empty() {
+            return Ok(Value::Object(serde_json::Map::new()));
+        }
+        serde_json::from_slice(&bytes).map_err(|err| ClientError::BadResponse {
+            cause: err.to_string(),
+        })
+    }
+
+    /// Maps awc's send failure: failing to connect at all means the daemon is gone (the
+    /// message says to start it); anything after connecting is a transport failure.
+    fn send_error(&self, err: SendRequestError) -> ClientError {
+        match err {
+            SendRequestError::Connect(cause) => ClientError::Unreachable {
+                url: self.base_url.clone(),
+                cause: cause.to_string(),
+            },
+            other => ClientError::Transport {
+                url: self.base_url.clone(),
+                cause: other.to_string(),
+            },
+        }
+    }
+
+    /// Opens a WebSocket to `path_and_query` (e.g. `routes::attach(..)`) with the bearer token
+    /// in the `Authorization` header and no `Origin`, which the daemon accepts from
+    /// non-browser clients. The caller must answer `Ping` frames and send `Close` when done.
+    pub async fn ws_connect(&self, path_and_query: &str) -> Result<WsConnection, ClientError> {
+        let url = format!("{}{path_and_query}", self.base_url);
+        let connected = self
+            .http
+            .ws(url)
+            .bearer_auth(&self.token)
+            .max_frame_size(WS_MAX_FRAME)
+            .connect()
+            .await;
+        match connected {
+            Ok((_response, framed)) => Ok(framed),
+            Err(WsClientError::InvalidResponseStatus(status)) => Err(ClientError::UpgradeRefused {
+                path: path_and_query
+                    .split('?')
+                    .next()
+                    .unwrap_or(path_and_query)
+                    .to_string(),
+                status: status.as_u16(),
+            }),
+            Err(WsClientError::SendRequest(err)) => Err(self.send_error(err)),
+            Err(other) => Err(ClientError::Transport {
+                url: self.base_url.clone(),
+                cause: format!("WebSocket handshake failed: {other}"),
+            }),
+        }
+    }
+
+    /// All sessions, parsed.
+    pub async fn list_sessions(&self) -> anyhow::Result<Vec<SessionSummary>> {
+        let answer = self.get_json(routes::SESSIONS).await?;
+        Ok(session::parse_list(&answer)?)
+    }
+
+    /// Finds a session by uuid, exact name, or a unique prefix of its uuid (the short id
+    /// `atc ls` prints). Not finding it is an error that points at `atc ls`.
+    pub async fn find_session(&self, id_or_name: &str) -> anyhow::Result<SessionSummary> {
+        if id_or_name.trim().is_empty() {
+            anyhow::bail!("give a session id or name; see `atc ls`");
+        }
+        match self.get_json(&routes::session(id_or_name)).await {
+            Ok(answer) => Ok(session::parse_one(&answer)?),
+            Err(ClientError::Api(err)) if err.is_no_such_session() || err.status == 404 => {
+                let all = self.list_sessions().await?;
+                match session::match_id_prefix(&all, id_or_name) {
+                    session::PrefixMatch::One(found) => Ok(found.clone()),
+                    session::PrefixMatch::None => {
+                        anyhow::bail!("no session named {id_or_name}; see `atc ls`")
+                    }
+                    session::PrefixMatch::Many(found) => {
+                        let ids: Vec<&str> = found.iter().map(|s| s.id.as_str()).collect();
+                        anyhow::bail!(
+                            "{id_or_name} matches {} sessions ({}); type more of the id",
+                            ids.len(),
+                            ids.join(", ")
+                        )
+                    }
+                }
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The uuid of the session `id_or_name` names (see [`DaemonClient::find_session`]).
+    pub async fn resolve_session(&self, id_or_name: &str) -> anyhow::Result<String> {
+        Ok(self.find_session(id_or_name).await?.id)
+    }
+}

@@ -1,0 +1,75 @@
+//! The daemon's URL paths as the CLI builds them. Session names come from users and may hold
+//! spaces, slashes or non-ASCII text, so every user-supplied segment is percent-encoded here
+//! and nowhere else; callers pass the results to `DaemonClient` unchanged.
+
+use std::fmt::Write as _;
+
+/// `GET /v1/sessions`, `POST /v1/sessions`.
+pub const SESSIONS: &str = "/v1/sessions";
+
+/// `/v1/sessions/{id}`: the session itself (GET, PATCH, DELETE). `id` may be a uuid or a name.
+pub fn session(id: &str) -> String {
+    format!("{SESSIONS}/{}", encode_segment(id))
+}
+
+/// `/v1/sessions/{id}/{action}` for the per-session verbs (`kill`, `revive`, `screen`, ...).
+/// `action` is one of our own literals and is not encoded.
+pub fn session_action(id: &str, action: &str) -> String {
+    format!("{}/{action}", session(id))
+}
+
+/// `DELETE /v1/sessions/{id}?confirm=TOKEN`, the second step of a forget that destroys a host.
+pub fn forget_confirmed(id: &str, confirm_token: &str) -> String {
+    format!("{}?confirm={}", session(id), encode_segment(confirm_token))
+}
+
+/// The attach WebSocket for a session at the given client size.
+pub fn attach(id: &str, cols: u16, rows: u16) -> String {
+    format!("{}?cols={cols}&rows={rows}", session_action(id, "attach"))
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters. A segment that is exactly
+/// `.` or `..` is encoded too, since a router would otherwise treat it as a path step.
+pub fn encode_segment(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let dots_only = raw == "." || raw == "..";
+    for byte in raw.bytes() {
+        let unreserved = byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'~');
+        if unreserved || (byte == b'.' && !dots_only) {
+            out.push(char::from(byte));
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_passes_through() {
+        let id = "5f0c2a1e-8b7d-4c3e-9f10-0123456789ab";
+        assert_eq!(session(id), format!("/v1/sessions/{id}"));
+    }
+
+    #[test]
+    fn names_are_percent_encoded() {
+        assert_eq!(encode_segment("my task/2"), "my%20task%2F2");
+        assert_eq!(encode_segment("é"), "%C3%A9");
+        assert_eq!(encode_segment("v1.2"), "v1.2");
+        assert_eq!(encode_segment(".."), "%2E%2E");
+    }
+
+    #[test]
+    fn attach_carries_size() {
+        assert_eq!(
+            attach("a b", 80, 24),
+            "/v1/sessions/a%20b/attach?cols=80&rows=24"
+        );
+        assert_eq!(session_action("x", "kill"), "/v1/sessions/x/kill");
+        assert_eq!(forget_confirmed("x", "t+1"), "/v1/sessions/x?confirm=t%2B1");
+    }
+}

@@ -1,0 +1,288 @@
+//! The attach WebSocket: replay, resume, sizes, input, backpressure and exit.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::{id_of, test_config, Frame, TestDaemon};
+
+/// Renders bytes on a fresh vt100 screen of the given size and returns its text.
+fn render(bytes: &[u8], cols: u16, rows: u16) -> String {
+    let mut p = vt100::Parser::new(
+        std::num::NonZeroU16::new(rows).unwrap(),
+        std::num::NonZeroU16::new(cols).unwrap(),
+        0,
+    );
+    p.process(bytes);
+    let screen = p.screen();
+    let lines: Vec<String> = screen
+        .rows(0, cols)
+        .map(|r| r.trim_end().to_string())
+        .collect();
+    lines.join("\n").trim_end().to_string()
+}
+
+#[actix_rt::test]
+async fn typed_bytes_come_back_through_the_socket() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let (mut ws, attached, _) = d.attach(&id, "cols=80&rows=24").await;
+    assert_eq!(attached["replay"], "screen");
+    assert_eq!(attached["session"], id.as_str());
+    assert!(attached["stream"].as_str().is_some_and(|s| !s.is_empty()));
+    ws.send_binary(b"ping-\xce\xbb-pong\r").await;
+    // The tty echoes the line, then cat writes it back: raw bytes, UTF-8 intact.
+    let got = ws.read_until("ping-λ-pong\r\n".as_bytes()).await;
+    assert!(got.windows(2).any(|w| w == b"\r\n"));
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn resize_is_seen_inside_the_session() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut ws, attached, _) = d.attach(&id, "cols=100&rows=30").await;
+    assert_eq!(
+        (attached["cols"].as_u64(), attached["rows"].as_u64()),
+        (Some(100), Some(30))
+    );
+    ws.send_binary(b"stty size\r").await;
+    ws.read_until(b"30 100").await;
+    ws.send_json(json!({"type": "resize", "cols": 132, "rows": 43}))
+        .await;
+    let resized = ws.next_text("resized").await;
+    assert_eq!(
+        (resized["cols"].as_u64(), resized["rows"].as_u64()),
+        (Some(132), Some(43))
+    );
+    ws.send_binary(b"stty size\r").await;
+    ws.read_until(b"43 132").await;
+    let screen = d.wait_screen(&id, "43 132").await;
+    assert_eq!(
+        (screen["cols"].as_u64(), screen["rows"].as_u64()),
+        (Some(132), Some(43))
+    );
+    // HTTP resize for clients that are not attached.
+    let (status, size) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/resize"),
+            Some(json!({"cols": 70, "rows": 20})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(size, json!({"cols": 70, "rows": 20}));
+    ws.send_binary(b"stty size\r").await;
+    ws.read_until(b"20 70").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn session_size_is_the_minimum_over_clients() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut a, _, _) = d.attach(&id, "cols=120&rows=40").await;
+    let (mut b, attached_b, _) = d.attach(&id, "cols=90&rows=50").await;
+    assert_eq!(
+        (attached_b["cols"].as_u64(), attached_b["rows"].as_u64()),
+        (Some(90), Some(40))
+    );
+    let r = a.next_text("resized").await;
+    assert_eq!(
+        (r["cols"].as_u64(), r["rows"].as_u64()),
+        (Some(90), Some(40))
+    );
+    b.send_binary(b"stty size\r").await;
+    b.read_until(b"40 90").await;
+    // B shrinks further; both clients hear the new size once it settles.
+    b.send_json(json!({"type": "resize", "cols": 60, "rows": 45}))
+        .await;
+    let r = a.next_text("resized").await;
+    assert_eq!(
+        (r["cols"].as_u64(), r["rows"].as_u64()),
+        (Some(60), Some(40))
+    );
+    // When B leaves, A's size is the minimum again.
+    b.close().await;
+    let r = a.next_text("resized").await;
+    assert_eq!(
+        (r["cols"].as_u64(), r["rows"].as_u64()),
+        (Some(120), Some(40))
+    );
+    a.send_binary(b"stty size\r").await;
+    a.read_until(b"40 120").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn resume_by_offset_returns_exactly_the_missed_bytes() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    // A stays attached and sees everything from its start offset.
+    let (mut a, att_a, _) = d.attach(&id, "cols=80&rows=24").await;
+    let stream = att_a["stream"].as_str().unwrap().to_string();
+    let a_start = att_a["offset"].as_u64().unwrap();
+    // B reads a while, then disconnects at a known offset.
+    let (mut b, att_b, _) = d.attach(&id, "cols=80&rows=24").await;
+    let b_start = att_b["offset"].as_u64().unwrap();
+    b.send_binary(b"echo first-$((1+1))\r").await;
+    let b_seen = b.read_until(b"first-2\r\n").await;
+    let b_offset = b_start + b_seen.len() as u64;
+    b.close().await;
+    // More output while B is away.
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/submit"),
+        Some(json!({"text": "seq 1 200; echo done-$((3*3))"})),
+    )
+    .await;
+    let a_all = a.read_until(b"done-9\r\n").await;
+    // B resumes at its offset and must receive exactly A's bytes from that offset.
+    let (mut b2, att_b2, prelude) = d
+        .attach(
+            &id,
+            &format!("cols=80&rows=24&stream={stream}&from={b_offset}"),
+        )
+        .await;
+    assert_eq!(att_b2["replay"], "resume");
+    assert_eq!(att_b2["prelude"], 0);
+    assert!(prelude.is_empty());
+    assert_eq!(att_b2["offset"].as_u64(), Some(b_offset));
+    let skip = (b_offset - a_start) as usize;
+    let expected = &a_all[skip..];
+    let got = b2.read_exact(expected.len()).await;
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(expected)
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn fresh_attach_repaints_the_screen_instead_of_dumping_history() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/submit"),
+        Some(json!({"text": "seq 1 300; echo painted-$((2*5))"})),
+    )
+    .await;
+    let screen = d.wait_screen(&id, "painted-10").await;
+    let (_ws, attached, prelude) = d.attach(&id, "cols=80&rows=24").await;
+    assert_eq!(attached["replay"], "screen");
+    assert!(attached["prelude"].as_u64().unwrap() > 0);
+    // The repaint is the screen, not the 300 lines of history.
+    assert!(
+        prelude.len() < 8 * 1024,
+        "prelude is {} bytes",
+        prelude.len()
+    );
+    assert_eq!(
+        render(&prelude, 80, 24),
+        screen["text"].as_str().unwrap().trim_end()
+    );
+    // An unknown stream id or an offset outside the ring also gets a screen replay.
+    for q in [
+        "stream=nope&from=0",
+        &format!(
+            "stream={}&from=999999999",
+            attached["stream"].as_str().unwrap()
+        ),
+    ] {
+        let (_ws, att, prelude) = d.attach(&id, &format!("cols=80&rows=24&{q}")).await;
+        assert_eq!(att["replay"], "screen", "{q}");
+        assert_eq!(att["prelude"].as_u64(), Some(prelude.len() as u64));
+    }
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_slow_client_is_desynced_and_repainted_while_a_fast_one_gets_every_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config();
+    config.limits.queue_bytes = 256 * 1024;
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut fast, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    let (mut slow, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    const N: usize = 16_000_000;
+    // 'Z' (octal 132) appears nowhere in the command, so counting it counts the payload.
+    fast.send_binary(
+        format!("head -c {N} /dev/zero | tr '\\0' '\\132'; printf 'fin%s\\n' ished\r").as_bytes(),
+    )
+    .await;
+    let got = fast.read_until(b"finished").await;
+    let zs = got.iter().filter(|b| **b == b'Z').count();
+    assert_eq!(zs, N, "the fast client lost bytes");
+    // Only now does the slow client read: it must see a desync, then a repaint.
+    let desync = slow.next_text("desync").await;
+    assert!(desync["dropped"].as_u64().unwrap() > 0, "{desync}");
+    let resynced = slow.next_text("resynced").await;
+    let prelude = slow
+        .read_exact(resynced["prelude"].as_u64().unwrap() as usize)
+        .await;
+    let screen = d.wait_screen(&id, "finished").await;
+    assert_eq!(
+        render(&prelude, 80, 24),
+        screen["text"].as_str().unwrap().trim_end()
+    );
+    // And it is live again afterwards.
+    slow.send_binary(b"echo back-$((4+4))\r").await;
+    slow.read_until(b"back-8").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn exit_frame_then_normal_close_and_detach_never_kills() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    ws.close().await;
+    // Closing the socket only detached: the session still answers.
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/submit"),
+        Some(json!({"text": "echo still-$((1+2))"})),
+    )
+    .await;
+    d.wait_screen(&id, "still-3").await;
+    assert_eq!(d.session(&id).await["alive"], true);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    ws.send_binary(b"exit 5\r").await;
+    let exit = ws.next_text("exit").await;
+    assert_eq!(exit["code"], 5);
+    assert_eq!(exit["reason"], "exited");
+    loop {
+        match ws.next_within(Duration::from_secs(10)).await {
+            Some(Frame::Close) => break,
+            Some(_) => continue,
+            None => panic!("no close after exit; seen {:?}", ws.seen),
+        }
+    }
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn bad_control_frames_get_an_error_frame_and_the_socket_stays() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    ws.send_json(json!({"type": "resize", "cols": 0, "rows": 10}))
+        .await;
+    let e = ws.next_text("error").await;
+    assert_eq!(e["code"], "bad_args");
+    ws.send_json(json!({"type": "dance"})).await;
+    assert_eq!(ws.next_text("error").await["code"], "bad_args");
+    ws.send_binary(b"alive\r").await;
+    ws.read_until(b"alive").await;
+    // Bad query values are refused before the upgrade.
+    let (status, _) = d
+        .try_ws(&format!("/v1/sessions/{id}/attach?cols=0&rows=5"), None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(status, 400);
+    d.stop().await;
+}

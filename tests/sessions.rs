@@ -1,0 +1,254 @@
+//! Spawning, listing, typing into and reading sessions over HTTP, and the refusals a client
+//! sees on bad input.
+
+mod support;
+
+use serde_json::json;
+use support::{id_of, TestDaemon};
+
+#[actix_rt::test]
+async fn spawn_lists_and_echoes_through_the_screen() {
+    let d = TestDaemon::start().await;
+    let s = d.spawn("sh").await;
+    let id = id_of(&s);
+    assert_eq!(s["state"], "running");
+    assert_eq!(s["alive"], true);
+    assert_eq!(s["name"], "tmp");
+    assert_eq!(s["agent"], "sh");
+    assert!(uuid::Uuid::parse_str(&id).is_ok_and(|u| u.get_version_num() == 4));
+
+    let (status, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["sessions"][0]["id"], id.as_str());
+
+    let (status, _) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(json!({"text": "echo $((6*7))-ok"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let screen = d.wait_screen(&id, "42-ok").await;
+    assert_eq!(screen["cols"], 80);
+    assert_eq!(screen["rows"], 24);
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn raw_input_is_written_as_bytes() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (status, _) = d
+        .post_raw(
+            &format!("/v1/sessions/{id}/input"),
+            "application/octet-stream",
+            b"printf 'r%sw\\n' a\r".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 200);
+    d.wait_screen(&id, "raw").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn rename_pin_get_by_name_and_dirs() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let (status, body) = d
+        .call(
+            "PATCH",
+            &format!("/v1/sessions/{id}"),
+            Some(json!({"name": "worker-1", "pinned": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["session"]["name"], "worker-1");
+    assert_eq!(body["session"]["namedBy"], "user");
+    assert_eq!(body["session"]["pinned"], true);
+    let by_name = d.session("worker-1").await;
+    assert_eq!(by_name["id"], id.as_str());
+    let (_, dirs) = d.call("GET", "/v1/dirs", None).await;
+    assert_eq!(dirs["dirs"][0], "/tmp");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn bad_input_gets_bad_args_naming_the_field() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let cases = [
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": "cat"}),
+            "cwd",
+        ),
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": 7, "cwd": "/tmp"}),
+            "agent",
+        ),
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": "cat", "cwd": "relative"}),
+            "cwd",
+        ),
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": "cat", "cwd": "/tmp", "cols": 0}),
+            "cols",
+        ),
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": "cat", "cwd": "/tmp", "rows": 4097}),
+            "rows",
+        ),
+        (
+            "POST",
+            "/v1/sessions".to_string(),
+            json!({"agent": "cat", "cwd": "/tmp", "cols": "wide"}),
+            "cols",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{id}/resize"),
+            json!({"cols": 80, "rows": 0}),
+            "rows",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{id}/resize"),
+            json!({"cols": 80}),
+            "rows",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{id}/input"),
+            json!({"data": 5}),
+            "data",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{id}/submit"),
+            json!({}),
+            "text",
+        ),
+        (
+            "PATCH",
+            format!("/v1/sessions/{id}"),
+            json!({"pinned": "yes"}),
+            "pinned",
+        ),
+        (
+            "PATCH",
+            format!("/v1/sessions/{id}"),
+            json!({"name": ""}),
+            "name",
+        ),
+    ];
+    for (method, path, body, field) in cases {
+        let (status, err) = d.call(method, &path, Some(body.clone())).await;
+        assert_eq!(status, 400, "{method} {path} {body}: {err}");
+        assert_eq!(err["error"]["code"], "bad_args", "{body}");
+        assert_eq!(err["error"]["data"]["field"], field, "{body}: {err}");
+    }
+    // Malformed JSON and a non-object body name the body.
+    let (status, err) = d
+        .post_raw("/v1/sessions", "application/json", b"{\"agent\":".to_vec())
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(err["error"]["data"]["field"], "body");
+    let (status, err) = d
+        .post_raw("/v1/sessions", "application/json", b"[1,2]".to_vec())
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(err["error"]["data"]["field"], "body");
+    // Over the body cap.
+    let (status, err) = d
+        .post_raw(
+            &format!("/v1/sessions/{id}/input"),
+            "application/octet-stream",
+            vec![b'a'; 2 * 1024 * 1024],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(err["error"]["data"]["field"], "body");
+    // The session survived all of it.
+    assert_eq!(d.session(&id).await["alive"], true);
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn unknown_sessions_are_404_and_unknown_agents_422() {
+    let d = TestDaemon::start().await;
+    let missing = uuid::Uuid::new_v4().to_string();
+    for (method, path) in [
+        ("GET", format!("/v1/sessions/{missing}")),
+        ("GET", format!("/v1/sessions/{missing}/screen")),
+        ("POST", format!("/v1/sessions/{missing}/kill")),
+        ("POST", "/v1/sessions/no-such-name/revive".to_string()),
+        ("DELETE", format!("/v1/sessions/{missing}")),
+    ] {
+        let (status, err) = d.call(method, &path, None).await;
+        assert_eq!(status, 404, "{method} {path}: {err}");
+        assert_eq!(err["error"]["code"], "no_such_session");
+    }
+    for agent in ["nope", "ghost"] {
+        let (status, err) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": agent, "cwd": "/tmp"})),
+            )
+            .await;
+        assert_eq!(status, 422, "{agent}: {err}");
+        assert_eq!(err["error"]["code"], "unsupported");
+        assert_eq!(err["error"]["data"]["agent"], agent);
+    }
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(
+        list["sessions"].as_array().map(Vec::len),
+        Some(0),
+        "nothing was started"
+    );
+    let (status, err) = d.call("GET", "/v1/nowhere", None).await;
+    assert_eq!(status, 404);
+    assert_eq!(err["error"]["code"], "unknown_method");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn input_to_an_exited_session_is_session_dead() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/submit"),
+        Some(json!({"text": "exit 3"})),
+    )
+    .await;
+    let s = d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    assert_eq!(s["state"], "exited");
+    assert_eq!(s["exitCode"], 3);
+    assert_eq!(s["exitReason"], "exited");
+    for path in ["input", "submit"] {
+        let body = json!({"data": "x", "text": "x"});
+        let (status, err) = d
+            .call("POST", &format!("/v1/sessions/{id}/{path}"), Some(body))
+            .await;
+        assert_eq!(status, 409, "{path}: {err}");
+        assert_eq!(err["error"]["code"], "session_dead");
+    }
+    let (status, err) = d
+        .try_ws(&format!("/v1/sessions/{id}/attach"), None)
+        .await
+        .err()
+        .unwrap_or((0, String::new()));
+    assert_eq!(status, 409, "{err}");
+    d.stop().await;
+}

@@ -1,0 +1,414 @@
+//! Test support: the real daemon started in-process on `127.0.0.1:0` with a fresh state dir
+//! and short timings, an HTTP client for its API, and a WebSocket client for its sockets.
+//! Every wait has a deadline; nothing sleeps hoping a state arrived.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use actix_http::ws;
+use atc::config::{AgentConfig, Config};
+use atc::daemon::{Daemon, DaemonHandle, DaemonOptions};
+use awc::BoxedSocket;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+
+/// Generous bound for things that should happen quickly; it only bounds failure.
+pub const WITHIN: Duration = Duration::from_secs(10);
+
+/// Agents every test daemon knows besides the built-ins.
+pub fn test_agents() -> BTreeMap<String, AgentConfig> {
+    let mut agents = BTreeMap::new();
+    let agent = |bin: &str, args: &[&str]| AgentConfig {
+        bin: bin.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: BTreeMap::new(),
+        label: None,
+    };
+    agents.insert("cat".into(), agent("cat", &[]));
+    agents.insert("sh".into(), agent("/bin/sh", &[]));
+    // Ignores SIGHUP: only the SIGKILL after the grace can end it.
+    agents.insert(
+        "stubborn".into(),
+        agent(
+            "/bin/sh",
+            &["-c", "trap '' HUP; echo ready; while :; do sleep 1; done"],
+        ),
+    );
+    agents.insert(
+        "ghost".into(),
+        agent("definitely-not-installed-atc-test", &[]),
+    );
+    agents
+}
+
+/// The config tests run with: test agents, short timings.
+pub fn test_config() -> Config {
+    let mut c = Config {
+        agents: test_agents(),
+        ..Config::default()
+    };
+    c.timings.kill_grace = Duration::from_millis(300);
+    c.timings.exit_drain = Duration::from_millis(100);
+    c.timings.shutdown_grace = Duration::from_secs(3);
+    c
+}
+
+/// A daemon running in this test's actix system.
+pub struct TestDaemon {
+    pub handle: Option<DaemonHandle>,
+    pub url: String,
+    pub token: String,
+    pub state_dir: PathBuf,
+    /// Keeps the temp dir alive (None when the test owns the dir).
+    _tmp: Option<tempfile::TempDir>,
+    http: awc::Client,
+}
+
+impl TestDaemon {
+    /// A daemon with the test config and a fresh state dir.
+    pub async fn start() -> TestDaemon {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().to_path_buf();
+        let mut d = TestDaemon::start_on(&dir, test_config()).await;
+        d._tmp = Some(tmp);
+        d
+    }
+
+    /// A daemon on a given state dir and config.
+    pub async fn start_on(dir: &Path, config: Config) -> TestDaemon {
+        TestDaemon::try_start_on(dir, config)
+            .await
+            .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
+    }
+
+    /// Like `start_on`, returning the start error.
+    pub async fn try_start_on(
+        dir: &Path,
+        config: Config,
+    ) -> Result<TestDaemon, atc::daemon::StartError> {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+        let handle = Daemon::start(DaemonOptions {
+            state_dir: dir.to_path_buf(),
+            config,
+            listen: None,
+            listener: Some(listener),
+            allow_remote: false,
+            workers: 1,
+        })
+        .await?;
+        Ok(TestDaemon {
+            url: format!("http://{}", handle.addr),
+            token: handle.token.clone(),
+            state_dir: dir.to_path_buf(),
+            handle: Some(handle),
+            _tmp: None,
+            http: awc::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .finish(),
+        })
+    }
+
+    /// Graceful stop.
+    pub async fn stop(mut self) {
+        if let Some(h) = self.handle.take() {
+            h.stop().await;
+        }
+    }
+
+    /// Stops and hands back the state dir's owner so a new daemon can start on it.
+    pub async fn stop_keep_dir(mut self) -> Option<tempfile::TempDir> {
+        if let Some(h) = self.handle.take() {
+            h.stop().await;
+        }
+        self._tmp.take()
+    }
+
+    /// A request with the token.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_with(method, path, body, Some(&self.token)).await
+    }
+
+    /// A request with the given token (None: no Authorization header).
+    pub async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> (u16, Value) {
+        let method = awc::http::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = self.http.request(method, format!("{}{}", self.url, path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let mut resp = match body {
+            Some(b) => req.send_json(&b).await,
+            None => req.send().await,
+        }
+        .unwrap_or_else(|e| panic!("request {path} failed: {e}"));
+        let status = resp.status().as_u16();
+        let bytes = resp.body().limit(64 * 1024 * 1024).await.expect("body");
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, json)
+    }
+
+    /// Sends a raw body with a content type.
+    pub async fn post_raw(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+        let mut resp = self
+            .http
+            .post(format!("{}{}", self.url, path))
+            .bearer_auth(&self.token)
+            .insert_header(("Content-Type", content_type))
+            .send_body(body)
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let bytes = resp.body().await.expect("body");
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Spawns a session of `agent` in /tmp and returns its descriptor.
+    pub async fn spawn(&self, agent: &str) -> Value {
+        self.spawn_with(serde_json::json!({"agent": agent, "cwd": "/tmp"}))
+            .await
+    }
+
+    /// Spawns with a full body.
+    pub async fn spawn_with(&self, body: Value) -> Value {
+        let (status, json) = self.call("POST", "/v1/sessions", Some(body)).await;
+        assert_eq!(status, 201, "spawn failed: {json}");
+        json["session"].clone()
+    }
+
+    /// The current descriptor of a session.
+    pub async fn session(&self, id: &str) -> Value {
+        let (status, json) = self.call("GET", &format!("/v1/sessions/{id}"), None).await;
+        assert_eq!(status, 200, "get {id}: {json}");
+        json["session"].clone()
+    }
+
+    /// Polls the descriptor until `pred` holds, or panics with the last one seen.
+    pub async fn wait_session(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let d = self.session(id).await;
+            if pred(&d) {
+                return d;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("session {id} never became {what}; last descriptor: {d}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Polls the screen until its text contains `needle`.
+    pub async fn wait_screen(&self, id: &str, needle: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let (_, s) = self
+                .call("GET", &format!("/v1/sessions/{id}/screen"), None)
+                .await;
+            if s["text"].as_str().is_some_and(|t| t.contains(needle)) {
+                return s;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("screen of {id} never showed {needle:?}; last screen: {s}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Opens a WebSocket on `path_and_query` with the token header.
+    pub async fn ws(&self, path_and_query: &str) -> Ws {
+        self.try_ws(path_and_query, None)
+            .await
+            .unwrap_or_else(|(status, body)| panic!("ws {path_and_query} refused: {status} {body}"))
+    }
+
+    /// Opens a WebSocket, returning the HTTP refusal on failure.
+    pub async fn try_ws(
+        &self,
+        path_and_query: &str,
+        origin: Option<&str>,
+    ) -> Result<Ws, (u16, String)> {
+        let url = format!("{}{}", self.url.replace("http://", "ws://"), path_and_query);
+        let mut req = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .max_http_version(awc::http::Version::HTTP_11)
+            .finish()
+            .ws(url)
+            .max_frame_size(16 * 1024 * 1024)
+            .bearer_auth(&self.token);
+        if let Some(o) = origin {
+            req = req.origin(o);
+        }
+        match req.connect().await {
+            Ok((_, framed)) => Ok(Ws {
+                framed,
+                seen: Vec::new(),
+            }),
+            Err(awc::error::WsClientError::InvalidResponseStatus(s)) => {
+                Err((s.as_u16(), String::new()))
+            }
+            Err(e) => Err((0, e.to_string())),
+        }
+    }
+
+    /// Attaches to a session and reads the `attached` frame and its prelude.
+    pub async fn attach(&self, id: &str, query: &str) -> (Ws, Value, Vec<u8>) {
+        let mut ws = self.ws(&format!("/v1/sessions/{id}/attach?{query}")).await;
+        let attached = ws.next_text("attached").await;
+        let prelude_len = attached["prelude"].as_u64().unwrap_or(0) as usize;
+        let prelude = ws.read_exact(prelude_len).await;
+        (ws, attached, prelude)
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        // A test that panicked before stop(): the daemon dies with the test's system; its
+        // children get SIGHUP when their PTY masters close.
+    }
+}
+
+/// One frame from a socket.
+#[derive(Debug)]
+pub enum Frame {
+    Text(Value),
+    Binary(Bytes),
+    Close,
+}
+
+/// A WebSocket client with a log of what it saw (printed on failure).
+pub struct Ws {
+    framed: actix_codec::Framed<BoxedSocket, ws::Codec>,
+    pub seen: Vec<String>,
+}
+
+impl Ws {
+    /// The next frame within `within`, or None on timeout.
+    pub async fn next_within(&mut self, within: Duration) -> Option<Frame> {
+        loop {
+            let item = tokio::time::timeout(within, self.framed.next())
+                .await
+                .ok()?;
+            let frame = match item {
+                None => Frame::Close,
+                Some(Err(e)) => panic!("ws protocol error: {e}; seen: {:?}", self.seen),
+                Some(Ok(ws::Frame::Text(t))) => {
+                    Frame::Text(serde_json::from_slice(&t).expect("text frames are JSON"))
+                }
+                Some(Ok(ws::Frame::Binary(b))) => Frame::Binary(b),
+                Some(Ok(ws::Frame::Close(_))) => Frame::Close,
+                Some(Ok(ws::Frame::Ping(p))) => {
+                    let _ = self.framed.send(ws::Message::Pong(p)).await;
+                    continue;
+                }
+                Some(Ok(_)) => continue,
+            };
+            let note = match &frame {
+                Frame::Text(v) => v.to_string(),
+                Frame::Binary(b) => format!("<{} bytes>", b.len()),
+                Frame::Close => "<close>".into(),
+            };
+            self.seen.push(note);
+            if self.seen.len() > 50 {
+                self.seen.remove(0);
+            }
+            return Some(frame);
+        }
+    }
+
+    /// The next frame, within [`WITHIN`].
+    pub async fn next(&mut self) -> Frame {
+        match self.next_within(WITHIN).await {
+            Some(f) => f,
+            None => panic!("no frame within {WITHIN:?}; seen: {:?}", self.seen),
+        }
+    }
+
+    /// The next text frame of `kind`, skipping binary and other text frames.
+    pub async fn next_text(&mut self, kind: &str) -> Value {
+        loop {
+            match self.next().await {
+                Frame::Text(v) if v["type"] == kind => return v,
+                Frame::Close => panic!("closed while waiting for {kind}; seen: {:?}", self.seen),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads exactly `n` bytes of binary frames (text frames in between are an error).
+    pub async fn read_exact(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            match self.next().await {
+                Frame::Binary(b) => out.extend_from_slice(&b),
+                other => panic!("expected {n} bytes, got {other:?} after {}", out.len()),
+            }
+        }
+        assert_eq!(out.len(), n, "read past the expected byte count");
+        out
+    }
+
+    /// Reads binary frames until the accumulated bytes contain `needle`; returns them all.
+    pub async fn read_until(&mut self, needle: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            // Only the new bytes (and a needle's length before them) can complete a match.
+            let scan_from = out.len().saturating_sub(needle.len());
+            match self.next().await {
+                Frame::Binary(b) => out.extend_from_slice(&b),
+                Frame::Text(_) => {}
+                Frame::Close => panic!(
+                    "closed before {:?}; got {:?}",
+                    String::from_utf8_lossy(needle),
+                    String::from_utf8_lossy(&out)
+                ),
+            }
+            if out[scan_from..].windows(needle.len()).any(|w| w == needle) {
+                return out;
+            }
+        }
+    }
+
+    /// Sends input bytes.
+    pub async fn send_binary(&mut self, bytes: &[u8]) {
+        self.framed
+            .send(ws::Message::Binary(Bytes::copy_from_slice(bytes)))
+            .await
+            .expect("send binary");
+    }
+
+    /// Sends a JSON text frame.
+    pub async fn send_json(&mut self, v: Value) {
+        self.framed
+            .send(ws::Message::Text(v.to_string().into()))
+            .await
+            .expect("send text");
+    }
+
+    /// Closes the socket.
+    pub async fn close(mut self) {
+        let _ = self.framed.send(ws::Message::Close(None)).await;
+    }
+}
+
+/// A descriptor's id as a string.
+pub fn id_of(d: &Value) -> String {
+    d["id"].as_str().expect("descriptor has an id").to_string()
+}
