@@ -412,3 +412,51 @@ impl Ws {
 pub fn id_of(d: &Value) -> String {
     d["id"].as_str().expect("descriptor has an id").to_string()
 }
+
+impl TestDaemon {
+    /// A client of a daemon that runs elsewhere (the `atc` binary as a child process): no
+    /// handle, so `stop` does nothing; the test ends that daemon itself.
+    pub fn connect(url: &str, token: &str, state_dir: &Path) -> TestDaemon {
+        TestDaemon {
+            handle: None,
+            url: url.trim_end_matches('/').to_string(),
+            token: token.trim().to_string(),
+            state_dir: state_dir.to_path_buf(),
+            _tmp: None,
+            http: awc::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .finish(),
+        }
+    }
+}
+
+/// Opens a WebSocket at a full `ws://` URL with an optional bearer token and Origin, returning
+/// the HTTP refusal on failure.
+pub async fn ws_at(
+    url: &str,
+    bearer: Option<&str>,
+    origin: Option<&str>,
+) -> Result<Ws, (u16, String)> {
+    let mut req = awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .max_http_version(awc::http::Version::HTTP_11)
+        .finish()
+        .ws(url)
+        .max_frame_size(16 * 1024 * 1024);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    if let Some(o) = origin {
+        req = req.origin(o);
+    }
+    match req.connect().await {
+        Ok((_, framed)) => Ok(Ws {
+            framed,
+            seen: Vec::new(),
+        }),
+        Err(awc::error::WsClientError::InvalidResponseStatus(s)) => {
+            Err((s.as_u16(), String::new()))
+        }
+        Err(e) => Err((0, e.to_string())),
+    }
+}
