@@ -33,7 +33,7 @@ fn payload(bytes: usize) -> Vec<u8> {
             )
             .as_bytes(),
         );
-        if i % 8 == 0 {
+        if i.is_multiple_of(8) {
             out.extend_from_slice(
                 format!("\x1b[s\x1b[24;1H\x1b[2K\x1b[7m working… {i} tokens \x1b[0m\x1b[u")
                     .as_bytes(),
