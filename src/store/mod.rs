@@ -11,7 +11,9 @@ mod fleet;
 use std::path::Path;
 use std::str::FromStr;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -67,6 +69,10 @@ impl StateStore {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // WAL with NORMAL: a commit survives the daemon crashing (what a restart needs)
+            // without an fsync per write, which would cap spawns at the disk's sync rate.
+            // Only a power loss can take back the last few commits.
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(std::time::Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
