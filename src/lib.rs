@@ -13,12 +13,13 @@
 //!   shapes and error codes clients see.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
 //! - [`client`] and [`cli`]: the `atc` client commands, which find a daemon through its state
-//!   dir and speak its HTTP/WebSocket API like any other client.
+//!   dir and speak its HTTP/WebSocket API like any other client; [`bench`] is the load tool.
 //!
 //! The daemon can be started in-process ([`daemon::Daemon::start`]) on any listener, which is
 //! how the integration tests run the real thing on port 0.
 
 pub mod agents;
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -29,6 +29,8 @@ struct Cli {
 enum Command {
     /// Run the daemon in the foreground (systemd Type=simple).
     Daemon(DaemonArgs),
+    /// Load-test a running daemon; every figure comes with its bare-PTY ceiling.
+    Bench(atc::bench::BenchArgs),
     #[command(flatten)]
     Client(atc::cli::ClientCommand),
 }
@@ -102,10 +104,36 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     })
 }
 
+/// Runs the load tool; `Ok(true)` means it was interrupted by Ctrl-C.
+fn run_bench(args: atc::bench::BenchArgs, state_dir: Option<PathBuf>) -> anyhow::Result<bool> {
+    let (url, token) = if args.needs_daemon() {
+        let dir = match state_dir {
+            Some(dir) => dir,
+            None => atc::client::discovery::default_state_dir()?,
+        };
+        let found = atc::client::discovery::read_state_dir(&dir)?;
+        (found.base_url, found.token)
+    } else {
+        (String::new(), String::new())
+    };
+    let json = args.json;
+    let report = actix_rt::System::new().block_on(atc::bench::run(args, url, token))?;
+    atc::bench::print_report(&report, json)?;
+    Ok(report.interrupted())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Daemon(args) => run_daemon(args, cli.state_dir),
+        Command::Bench(args) => match run_bench(args, cli.state_dir) {
+            Ok(false) => ExitCode::SUCCESS,
+            Ok(true) => ExitCode::from(130),
+            Err(err) => {
+                eprintln!("atc: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Client(cmd) => {
             match actix_rt::System::new().block_on(atc::cli::run(cmd, cli.state_dir)) {
                 Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -1,0 +1,381 @@
+//! `atc bench`: the load tool. Against a running daemon it measures spawning (rate, latency,
+//! memory per session), the echo round trip through the attach WebSocket, one-client throughput,
+//! fan-out to several clients, and a slow client beside a fast one; and it measures the same
+//! operations on a bare PTY in this process, so each daemon figure comes with its ceiling from
+//! the same run.
+//!
+//! Layout: one module per phase (`spawn`, `echo`, `throughput`, `fanout`, `slow_client`,
+//! `bare_pty`); `delivery` is the payload procedure the three throughput-type phases share;
+//! `api` and `attach` are the bench's own thin HTTP and WebSocket clients; `stream` and `payload`
+//! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
+//! phase's sessions; `rss` reads the daemon's memory; `stats` and `report` make the figures.
+//!
+//! Everything runs on one actix System thread (awc is not `Send`): call [`run`] from inside
+//! `actix_rt::System::new().block_on(..)`. Every phase has a deadline and reports a timeout instead
+//! of hanging, and every daemon phase kills and forgets its sessions afterwards, timed out or not.
+
+mod api;
+mod attach;
+mod bare_pty;
+mod cleanup;
+mod delivery;
+mod echo;
+mod fanout;
+mod payload;
+mod phase;
+mod report;
+mod rss;
+mod slow_client;
+mod spawn;
+mod stats;
+mod stream;
+mod throughput;
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+pub use report::Report;
+
+use api::{DaemonApi, TermSize};
+use cleanup::SessionLedger;
+use payload::Payload;
+use phase::{run_bounded, Deadline, PhaseReport};
+use rss::DaemonPid;
+
+/// The built-in agent that runs the user's shell: the phases that type commands need one.
+const SHELL_AGENT: &str = "shell";
+
+/// Size of every session the bench spawns and every attach it makes; attaching at the spawn size
+/// keeps resizes (and the shell's redraws) out of the measurements.
+const TERMINAL: TermSize = TermSize {
+    cols: 120,
+    rows: 40,
+};
+
+/// Time allowed to end one phase's sessions; generous because a thousand kill + forget pairs go
+/// through the same daemon that was just loaded.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// Time allowed for the first `GET /v1/daemon`, before any phase starts.
+const HELLO_LIMIT: Duration = Duration::from_secs(10);
+
+/// A part of the run that can be selected with `--phases`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    /// Spawn N sessions with concurrency C.
+    Spawn,
+    /// Echo round trips through the attach WebSocket.
+    Echo,
+    /// One client reading the payload.
+    Throughput,
+    /// Several clients reading the same payload.
+    Fanout,
+    /// A slow client beside a fast one.
+    Slow,
+    /// The bare-PTY ceilings (spawn, echo, read), no daemon needed.
+    Bare,
+}
+
+impl Phase {
+    /// Every phase, in the order they run.
+    pub const ALL: [Phase; 6] = [
+        Phase::Spawn,
+        Phase::Echo,
+        Phase::Throughput,
+        Phase::Fanout,
+        Phase::Slow,
+        Phase::Bare,
+    ];
+}
+
+/// Command-line arguments of `atc bench`.
+///
+/// The spawn phase uses `--agent`; the others always use the built-in `shell` agent because they
+/// type commands. The issue's spawn figures are for `cat` sessions: for those, define an agent
+/// named `cat` in the daemon's config (`{"agents":{"cat":{"bin":"cat"}}}`) and pass `--agent cat`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Sessions the spawn phase creates (and the bare spawn ceiling cycles).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sessions: u32,
+    /// Spawn requests in flight at once (also used for cleanup).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
+    /// Agent the spawn phase spawns (an agent id from the daemon's config).
+    #[arg(long, default_value = SHELL_AGENT)]
+    pub agent: String,
+    /// Working directory of every spawned session (absolute, on the daemon's machine).
+    #[arg(long, default_value = "/tmp")]
+    pub cwd: String,
+    /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub payload_mib: u32,
+    /// Echo round trips timed.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub echo_count: u32,
+    /// Clients attached to one session in the fan-out phase.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub fanout_clients: u32,
+    /// Reading rate of the slow client, in MiB/s.
+    #[arg(long, default_value_t = 1.0)]
+    pub slow_rate_mib: f64,
+    /// Phases to run, comma-separated; they always run in the listed order.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
+    pub phases: Vec<Phase>,
+    /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub phase_timeout_secs: u64,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl BenchArgs {
+    /// Whether the selected phases talk to a daemon; with `--phases bare` alone the caller need
+    /// not find one (and may pass empty `url` and `token` to [`run`]).
+    pub fn needs_daemon(&self) -> bool {
+        self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+}
+
+/// The arguments, checked once; nothing downstream re-reads [`BenchArgs`].
+#[derive(Debug, Clone)]
+struct Plan {
+    /// Selected phases, deduplicated and in run order.
+    phases: Vec<Phase>,
+    sessions: u32,
+    concurrency: usize,
+    agent: String,
+    cwd: String,
+    payload: Payload,
+    echo_count: u32,
+    fanout_clients: u32,
+    slow_rate_mib: f64,
+    phase_limit: Duration,
+}
+
+impl Plan {
+    fn from_args(args: &BenchArgs) -> anyhow::Result<Plan> {
+        anyhow::ensure!(
+            args.slow_rate_mib.is_finite() && args.slow_rate_mib > 0.0,
+            "--slow-rate-mib must be a positive number of MiB/s, not {}",
+            args.slow_rate_mib
+        );
+        anyhow::ensure!(
+            args.cwd.starts_with('/'),
+            "--cwd must be an absolute directory, not {:?}",
+            args.cwd
+        );
+        anyhow::ensure!(!args.agent.is_empty(), "--agent must name an agent");
+        let mut phases = args.phases.clone();
+        phases.sort_unstable();
+        phases.dedup();
+        Ok(Plan {
+            phases,
+            sessions: args.sessions,
+            concurrency: args.concurrency as usize,
+            agent: args.agent.clone(),
+            cwd: args.cwd.clone(),
+            payload: Payload {
+                bytes: u64::from(args.payload_mib) << 20,
+            },
+            echo_count: args.echo_count,
+            fanout_clients: args.fanout_clients,
+            slow_rate_mib: args.slow_rate_mib,
+            phase_limit: Duration::from_secs(args.phase_timeout_secs),
+        })
+    }
+
+    fn has(&self, phase: Phase) -> bool {
+        self.phases.contains(&phase)
+    }
+
+    fn needs_daemon(&self) -> bool {
+        self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+}
+
+/// What every daemon phase needs: the client, the daemon's pid for RSS, the plan, and the run's
+/// id that prefixes session names.
+struct Context {
+    api: DaemonApi,
+    pid: Option<DaemonPid>,
+    plan: Plan,
+    run_id: String,
+}
+
+impl Context {
+    /// A ledger for one phase's sessions, named `bench-<run>-<phase>-<n>`.
+    fn ledger(&self, phase: &str) -> SessionLedger {
+        SessionLedger::new(format!("bench-{}-{phase}-", self.run_id))
+    }
+
+    /// Ends a phase's sessions and attaches the cleanup figures to its report.
+    async fn clean_up<T>(
+        &self,
+        ledger: &SessionLedger,
+        mut report: PhaseReport<T>,
+    ) -> PhaseReport<T> {
+        report.cleanup = Some(
+            ledger
+                .clean_up(&self.api, self.plan.concurrency, CLEANUP_LIMIT, self.pid)
+                .await,
+        );
+        report
+    }
+}
+
+/// Runs the selected phases against the daemon at `url` (e.g. `http://127.0.0.1:7767`) with
+/// `token`, and returns the report. Must run inside an actix System. Fails only when the run
+/// cannot start (bad arguments, daemon unreachable); a phase that fails or times out is recorded
+/// in the report and the run goes on. Ctrl-C interrupts the current phase, which still cleans up,
+/// and skips the rest; the report then has what was measured so far.
+pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<Report> {
+    let plan = Plan::from_args(&args)?;
+    let api = DaemonApi::new(&url, &token);
+    let needs_daemon = plan.needs_daemon();
+    let pid = if needs_daemon {
+        let info = Deadline::after(HELLO_LIMIT)
+            .within("asking the daemon for its pid", api.daemon_info())
+            .await?
+            .with_context(|| format!("cannot use the daemon at {url}"))?;
+        info.daemon_pid()
+    } else {
+        None
+    };
+    let cx = Context {
+        api,
+        pid,
+        run_id: run_id()?,
+        plan,
+    };
+    let mut report = Report::new(&cx, needs_daemon.then_some(url));
+    let limit = cx.plan.phase_limit;
+
+    if cx.plan.has(Phase::Spawn) && !report.interrupted() {
+        announce("spawn");
+        let ledger = cx.ledger("spawn");
+        let r = run_bounded(limit, |d| spawn::run(&cx, &ledger, d)).await;
+        report.spawn = Some(cx.clean_up(&ledger, r).await);
+    }
+    if cx.plan.has(Phase::Echo) && !report.interrupted() {
+        announce("echo");
+        let ledger = cx.ledger("echo");
+        let r = run_bounded(limit, |d| echo::run(&cx, &ledger, d)).await;
+        report.echo = Some(cx.clean_up(&ledger, r).await);
+    }
+    if cx.plan.has(Phase::Throughput) && !report.interrupted() {
+        announce("throughput");
+        let ledger = cx.ledger("throughput");
+        let r = run_bounded(limit, |d| throughput::run(&cx, &ledger, d)).await;
+        report.throughput = Some(cx.clean_up(&ledger, r).await);
+    }
+    if cx.plan.has(Phase::Fanout) && !report.interrupted() {
+        announce("fan-out");
+        let ledger = cx.ledger("fanout");
+        let r = run_bounded(limit, |d| fanout::run(&cx, &ledger, d)).await;
+        report.fanout = Some(cx.clean_up(&ledger, r).await);
+    }
+    if cx.plan.has(Phase::Slow) && !report.interrupted() {
+        announce("slow client");
+        let solo = report
+            .throughput
+            .as_ref()
+            .and_then(PhaseReport::figures)
+            .filter(|f| f.client.is_complete())
+            .map(|f| f.client.mib_per_sec);
+        let ledger = cx.ledger("slow");
+        let r = run_bounded(limit, |d| slow_client::run(&cx, &ledger, d, solo)).await;
+        report.slow_client = Some(cx.clean_up(&ledger, r).await);
+    }
+    let bare = cx.plan.has(Phase::Bare);
+    if bare && !report.interrupted() {
+        announce("bare PTY spawn");
+        let (n, c) = (cx.plan.sessions, cx.plan.concurrency);
+        report.bare_spawn = Some(run_bounded(limit, |d| bare_pty::spawn(n, c, d)).await);
+    }
+    if bare && !report.interrupted() {
+        announce("bare PTY echo");
+        let count = cx.plan.echo_count;
+        report.bare_echo = Some(run_bounded(limit, |d| bare_pty::echo(count, d)).await);
+    }
+    if bare && !report.interrupted() {
+        announce("bare PTY read");
+        let payload = cx.plan.payload;
+        report.bare_read = Some(run_bounded(limit, |d| bare_pty::read(payload, d)).await);
+    }
+    Ok(report)
+}
+
+/// Writes the report to stdout: JSON with `json`, else the table.
+pub fn print_report(report: &Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", report.to_json()?);
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+/// Progress on stderr, so a long run shows where it is without disturbing stdout (the report).
+fn announce(phase: &str) {
+    eprintln!("atc bench: {phase}…");
+}
+
+/// Eight hex digits that make this run's session names unique, so cleanup finds exactly its own.
+fn run_id() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("reading random bytes for the run id: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+    }
+
+    #[test]
+    fn defaults_match_the_issue() {
+        let a = parse(&[]).expect("defaults parse");
+        assert_eq!((a.sessions, a.concurrency, a.payload_mib), (1000, 16, 256));
+        assert_eq!((a.echo_count, a.fanout_clients), (2000, 8));
+        assert_eq!(a.agent, "shell");
+        assert_eq!(a.phases, Phase::ALL.to_vec());
+        assert!(a.needs_daemon());
+        let plan = Plan::from_args(&a).expect("defaults are valid");
+        assert_eq!(plan.payload.bytes, 268_435_456);
+    }
+
+    #[test]
+    fn phases_are_deduplicated_and_run_in_order() {
+        let a = parse(&["--phases", "bare,spawn,bare"]).expect("parses");
+        let plan = Plan::from_args(&a).expect("valid");
+        assert_eq!(plan.phases, vec![Phase::Spawn, Phase::Bare]);
+        let bare = parse(&["--phases", "bare"]).expect("parses");
+        assert!(!bare.needs_daemon());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse(&["--sessions", "0"]).is_err());
+        assert!(parse(&["--phases", "nope"]).is_err());
+        let a = parse(&["--slow-rate-mib", "0"]).expect("parses");
+        assert!(Plan::from_args(&a).is_err());
+        let a = parse(&["--cwd", "tmp"]).expect("parses");
+        assert!(Plan::from_args(&a).is_err());
+    }
+}

@@ -1,0 +1,738 @@
+//! The report of one bench run: what was asked for, and each phase's outcome and figures, as
+//! JSON (`--json`, the phases' figures verbatim) or as a table that puts every daemon figure
+//! beside its bare-PTY ceiling from the same run.
+//!
+//! The table is derived from the same [`Report`] value as the JSON, so the two cannot disagree;
+//! it only chooses units and which figures are worth a row. Errors and timeouts go into notes
+//! under the table to keep the columns narrow.
+
+use serde::Serialize;
+
+use super::bare_pty::{BareEchoFigures, BareReadFigures, BareSpawnFigures};
+use super::delivery::{ClientFigures, Ending};
+use super::echo::EchoFigures;
+use super::fanout::FanoutFigures;
+use super::phase::{Outcome, PhaseReport};
+use super::slow_client::SlowClientFigures;
+use super::spawn::SpawnFigures;
+use super::stats::{Latency, MIB};
+use super::throughput::ThroughputFigures;
+use super::{Context, Phase};
+
+/// What the run was asked to do.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    /// Daemon URL, when a daemon phase ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Daemon pid from `GET /v1/daemon`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub daemon_pid: Option<u32>,
+    /// Phases selected, in run order.
+    pub phases: Vec<Phase>,
+    /// Agent of the spawn phase.
+    pub agent: String,
+    /// Sessions spawned (and bare spawn cycles).
+    pub sessions: u32,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Payload of the throughput-type phases.
+    pub payload_bytes: u64,
+    /// Echo round trips.
+    pub echo_count: u32,
+    /// Fan-out clients.
+    pub fanout_clients: u32,
+    /// Slow client's rate.
+    pub slow_rate_mib_per_sec: f64,
+    /// Each phase's deadline.
+    pub phase_timeout_secs: f64,
+}
+
+/// Everything one run measured. Phases that were not selected are absent.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// What was asked for.
+    pub settings: Settings,
+    /// Spawn phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn: Option<PhaseReport<SpawnFigures>>,
+    /// Echo phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo: Option<PhaseReport<EchoFigures>>,
+    /// Throughput phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<PhaseReport<ThroughputFigures>>,
+    /// Fan-out phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<PhaseReport<FanoutFigures>>,
+    /// Slow-client phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_client: Option<PhaseReport<SlowClientFigures>>,
+    /// Bare PTY spawn ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_spawn: Option<PhaseReport<BareSpawnFigures>>,
+    /// Bare PTY echo ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_echo: Option<PhaseReport<BareEchoFigures>>,
+    /// Bare PTY read ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_read: Option<PhaseReport<BareReadFigures>>,
+}
+
+impl Report {
+    /// An empty report for the run `cx` describes; `url` when a daemon is used.
+    pub(super) fn new(cx: &Context, url: Option<String>) -> Report {
+        let p = &cx.plan;
+        Report {
+            settings: Settings {
+                url,
+                daemon_pid: cx.pid.map(|pid| pid.0),
+                phases: p.phases.clone(),
+                agent: p.agent.clone(),
+                sessions: p.sessions,
+                concurrency: p.concurrency,
+                payload_bytes: p.payload.bytes,
+                echo_count: p.echo_count,
+                fanout_clients: p.fanout_clients,
+                slow_rate_mib_per_sec: p.slow_rate_mib,
+                phase_timeout_secs: p.phase_limit.as_secs_f64(),
+            },
+            spawn: None,
+            echo: None,
+            throughput: None,
+            fanout: None,
+            slow_client: None,
+            bare_spawn: None,
+            bare_echo: None,
+            bare_read: None,
+        }
+    }
+
+    /// Whether the user interrupted one of the phases, so no further phase should start.
+    pub fn interrupted(&self) -> bool {
+        fn hit<T>(r: Option<&PhaseReport<T>>) -> bool {
+            r.is_some_and(PhaseReport::was_interrupted)
+        }
+        hit(self.spawn.as_ref())
+            || hit(self.echo.as_ref())
+            || hit(self.throughput.as_ref())
+            || hit(self.fanout.as_ref())
+            || hit(self.slow_client.as_ref())
+            || hit(self.bare_spawn.as_ref())
+            || hit(self.bare_echo.as_ref())
+            || hit(self.bare_read.as_ref())
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
+
+    /// The report as a table with notes, ready to print.
+    pub fn to_table(&self) -> String {
+        let mut t = Table::default();
+        let mut notes = Vec::new();
+        self.spawn_rows(&mut t, &mut notes);
+        self.echo_rows(&mut t, &mut notes);
+        self.throughput_rows(&mut t, &mut notes);
+        self.fanout_rows(&mut t, &mut notes);
+        self.slow_rows(&mut t, &mut notes);
+        note_outcome(&mut notes, "bare PTY spawn", self.bare_spawn.as_ref());
+        note_outcome(&mut notes, "bare PTY echo", self.bare_echo.as_ref());
+        note_outcome(&mut notes, "bare PTY read", self.bare_read.as_ref());
+
+        let mut out = self.headline();
+        out.push_str(&t.render());
+        if !notes.is_empty() {
+            out.push_str("\nnotes:\n");
+            for n in notes {
+                out.push_str(&format!("  {n}\n"));
+            }
+        }
+        out
+    }
+
+    fn headline(&self) -> String {
+        let s = &self.settings;
+        let mut h = String::from("atc bench");
+        if let Some(url) = &s.url {
+            h.push_str(&format!(" against {url}"));
+            if let Some(pid) = s.daemon_pid {
+                h.push_str(&format!(" (pid {pid})"));
+            }
+        }
+        h.push_str(&format!(
+            ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
+            s.sessions,
+            s.agent,
+            s.concurrency,
+            bytes(s.payload_bytes),
+            s.echo_count
+        ));
+        h.push('\n');
+        h
+    }
+
+    fn spawn_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, b) = (self.spawn.as_ref(), self.bare_spawn.as_ref());
+        if d.is_none() && b.is_none() {
+            return;
+        }
+        t.section("spawn");
+        t.row(
+            "spawns/s",
+            cell(d, |f| format!("{:.1}", f.spawns_per_sec)),
+            cell(b, |f| format!("{:.1}", f.spawns_per_sec)),
+        );
+        t.row(
+            "latency p50 / p99",
+            cell(d, |f| latency2(f.latency.as_ref())),
+            cell(b, |f| latency2(f.latency.as_ref())),
+        );
+        t.row(
+            "spawned / requested",
+            cell(d, |f| format!("{} / {}", f.spawned, f.requested)),
+            cell(b, |f| format!("{} / {}", f.spawned, f.requested)),
+        );
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → after",
+                cell(d, |f| {
+                    format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_after_kib))
+                }),
+                String::new(),
+            );
+            t.row(
+                "daemon RSS per session",
+                cell(d, |f| {
+                    f.rss_per_session_kib
+                        .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB"))
+                }),
+                String::new(),
+            );
+        }
+        if let Some(c) = d.and_then(|r| r.cleanup.as_ref()) {
+            t.row(
+                "cleanup (kill + DELETE)",
+                format!(
+                    "{} / {} in {}, RSS then {}",
+                    c.forgotten,
+                    c.sessions,
+                    millis(c.elapsed_ms),
+                    kib(c.rss_after_kib)
+                ),
+                String::new(),
+            );
+        }
+        if let Some(e) = d
+            .and_then(PhaseReport::figures)
+            .and_then(|f| f.first_error.as_ref())
+        {
+            notes.push(format!("spawn: first failure: {e}"));
+        }
+        if let Some(e) = b
+            .and_then(PhaseReport::figures)
+            .and_then(|f| f.first_error.as_ref())
+        {
+            notes.push(format!("bare PTY spawn: first failure: {e}"));
+        }
+        note_outcome(notes, "spawn", d);
+    }
+
+    fn echo_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, b) = (self.echo.as_ref(), self.bare_echo.as_ref());
+        if d.is_none() && b.is_none() {
+            return;
+        }
+        t.section("echo");
+        t.row(
+            "round trip p50 / p90 / p99",
+            cell(d, |f| latency3(f.latency.as_ref())),
+            cell(b, |f| latency3(f.latency.as_ref())),
+        );
+        if let Some(f) = d
+            .and_then(PhaseReport::figures)
+            .filter(|f| f.stray_bytes > 0)
+        {
+            notes.push(format!("echo: {} stray output bytes", f.stray_bytes));
+        }
+        note_outcome(notes, "echo", d);
+    }
+
+    fn throughput_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let d = self.throughput.as_ref();
+        if d.is_none() && self.bare_read.is_none() {
+            return;
+        }
+        t.section("throughput");
+        t.row(
+            "one client",
+            cell(d, |f| client_rate(&f.client)),
+            self.ceiling(),
+        );
+        if d.is_some() {
+            t.row("bytes lost", cell(d, |f| lost(&f.client)), String::new());
+            t.row(
+                "daemon RSS before → peak",
+                cell(d, |f| {
+                    format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_peak_kib))
+                }),
+                String::new(),
+            );
+        }
+        note_outcome(notes, "throughput", d);
+    }
+
+    fn fanout_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let d = self.fanout.as_ref();
+        if d.is_none() {
+            return;
+        }
+        t.section(&format!(
+            "fan-out ({} clients)",
+            self.settings.fanout_clients
+        ));
+        t.row(
+            "slowest / fastest client",
+            cell(d, |f| {
+                format!(
+                    "{:.1} / {:.1} MiB/s",
+                    f.slowest_mib_per_sec, f.fastest_mib_per_sec
+                )
+            }),
+            self.ceiling(),
+        );
+        t.row(
+            "bytes lost (all clients)",
+            cell(d, |f| {
+                let mut s = bytes(f.bytes_lost);
+                if f.complete_clients < f.clients.len() {
+                    s.push_str(&format!(
+                        " ({} of {} finished)",
+                        f.complete_clients,
+                        f.clients.len()
+                    ));
+                }
+                s
+            }),
+            String::new(),
+        );
+        t.row(
+            "daemon RSS before → peak",
+            cell(d, |f| {
+                format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_peak_kib))
+            }),
+            String::new(),
+        );
+        note_outcome(notes, "fan-out", d);
+    }
+
+    fn slow_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let d = self.slow_client.as_ref();
+        if d.is_none() {
+            return;
+        }
+        t.section(&format!(
+            "slow client ({} MiB/s)",
+            self.settings.slow_rate_mib_per_sec
+        ));
+        t.row(
+            "fast client beside it",
+            cell(d, |f| {
+                let mut s = client_rate(&f.fast);
+                if let Some(solo) = f.fast_solo_mib_per_sec {
+                    s.push_str(&format!(" (solo {solo:.1})"));
+                }
+                s
+            }),
+            self.ceiling(),
+        );
+        t.row(
+            "slow client",
+            cell(d, |f| {
+                let mut s = format!(
+                    "read {}, {} desyncs, {} dropped",
+                    bytes(f.slow.received_bytes),
+                    f.slow.desyncs,
+                    bytes(f.slow.dropped_bytes)
+                );
+                if let Ending::Closed(why) | Ending::Failed(why) = &f.slow.ending {
+                    s.push_str(&format!(", cut off: {why}"));
+                }
+                s
+            }),
+            String::new(),
+        );
+        t.row(
+            "daemon RSS growth (peak)",
+            cell(d, |f| {
+                f.rss_growth_kib.map_or_else(
+                    || "n/a".into(),
+                    |g| format!("{}{}", if g >= 0 { "+" } else { "" }, kib_f(g as f64)),
+                )
+            }),
+            String::new(),
+        );
+        note_outcome(notes, "slow client", d);
+    }
+
+    /// The bare-PTY read rate, the ceiling of every throughput-type row.
+    fn ceiling(&self) -> String {
+        cell(self.bare_read.as_ref(), |f| {
+            format!("{:.1} MiB/s", f.mib_per_sec)
+        })
+    }
+}
+
+/// A daemon phase's figure, or why there is none.
+fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> String {
+    match report {
+        None => "—".into(),
+        Some(r) => match (&r.figures, r.outcome) {
+            (Some(f), _) => show(f),
+            (None, Outcome::TimedOut) => "timed out".into(),
+            (None, Outcome::Interrupted) => "interrupted".into(),
+            (None, Outcome::Failed | Outcome::Ok) => "failed".into(),
+        },
+    }
+}
+
+/// Adds notes for a phase that did not end well, and for its cleanup.
+fn note_outcome<T>(notes: &mut Vec<String>, name: &str, report: Option<&PhaseReport<T>>) {
+    let Some(r) = report else { return };
+    if let Some(e) = &r.error {
+        let how = match r.outcome {
+            Outcome::TimedOut => "timed out",
+            Outcome::Interrupted => "stopped",
+            Outcome::Failed | Outcome::Ok => "failed",
+        };
+        notes.push(format!("{name}: {how}: {e}"));
+    }
+    if let Some(c) = &r.cleanup {
+        if c.failed > 0 || c.timed_out {
+            notes.push(format!(
+                "{name} cleanup: {} of {} sessions not ended{}{}",
+                c.sessions - c.forgotten,
+                c.sessions,
+                if c.timed_out { " (timed out)" } else { "" },
+                c.first_error
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!(": {e}"))
+            ));
+        }
+    }
+}
+
+fn client_rate(c: &ClientFigures) -> String {
+    match &c.ending {
+        Ending::Complete => format!("{:.1} MiB/s", c.mib_per_sec),
+        Ending::Stopped => format!("{:.1} MiB/s (stopped)", c.mib_per_sec),
+        Ending::TimedOut => format!("{:.1} MiB/s (timed out)", c.mib_per_sec),
+        Ending::Closed(_) | Ending::Failed(_) => {
+            format!("{:.1} MiB/s (ended early)", c.mib_per_sec)
+        }
+    }
+}
+
+fn lost(c: &ClientFigures) -> String {
+    c.lost_bytes.map_or_else(|| "unknown".into(), bytes)
+}
+
+fn latency2(l: Option<&Latency>) -> String {
+    l.map_or_else(
+        || "n/a".into(),
+        |l| format!("{} / {}", micros(l.p50_us), micros(l.p99_us)),
+    )
+}
+
+fn latency3(l: Option<&Latency>) -> String {
+    l.map_or_else(
+        || "n/a".into(),
+        |l| {
+            format!(
+                "{} / {} / {}",
+                micros(l.p50_us),
+                micros(l.p90_us),
+                micros(l.p99_us)
+            )
+        },
+    )
+}
+
+/// A duration given in microseconds, in the unit that keeps it readable.
+fn micros(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.0} µs")
+    } else {
+        millis(us / 1e3)
+    }
+}
+
+/// A duration given in milliseconds, in the unit that keeps it readable.
+fn millis(ms: f64) -> String {
+    if ms < 1e3 {
+        format!("{ms:.2} ms")
+    } else {
+        format!("{:.2} s", ms / 1e3)
+    }
+}
+
+fn kib(k: Option<u64>) -> String {
+    k.map_or_else(|| "n/a".into(), |k| kib_f(k as f64))
+}
+
+fn kib_f(k: f64) -> String {
+    if k.abs() < 1024.0 {
+        format!("{k:.0} KiB")
+    } else {
+        format!("{:.1} MiB", k / 1024.0)
+    }
+}
+
+fn bytes(b: u64) -> String {
+    if b < 1024 {
+        format!("{b} B")
+    } else if (b as f64) < MIB {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
+}
+
+/// A four-column table (phase, figure, via daemon, bare PTY) with a blank line between phases.
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 4]>,
+    section: Option<String>,
+}
+
+impl Table {
+    fn section(&mut self, name: &str) {
+        if !self.rows.is_empty() {
+            self.rows.push(Default::default());
+        }
+        self.section = Some(name.to_string());
+    }
+
+    fn row(&mut self, figure: &str, daemon: String, bare: String) {
+        let phase = self.section.take().unwrap_or_default();
+        self.rows.push([phase, figure.to_string(), daemon, bare]);
+    }
+
+    fn render(&self) -> String {
+        let header = ["phase", "figure", "via daemon", "bare PTY (ceiling)"].map(String::from);
+        let mut widths = header.clone().map(|h| h.chars().count());
+        for r in &self.rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in std::iter::once(&header).chain(&self.rows) {
+            let mut line = String::new();
+            for (c, w) in r.iter().zip(widths) {
+                line.push_str(&format!("{c:<w$}  "));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::cleanup::CleanupReport;
+
+    fn ok<T>(figures: T) -> Option<PhaseReport<T>> {
+        Some(PhaseReport {
+            outcome: Outcome::Ok,
+            elapsed_ms: 1.0,
+            error: None,
+            figures: Some(figures),
+            cleanup: None,
+        })
+    }
+
+    fn latency(p50: f64, p99: f64) -> Latency {
+        Latency {
+            count: 100,
+            min_us: p50 / 2.0,
+            p50_us: p50,
+            p90_us: (p50 + p99) / 2.0,
+            p99_us: p99,
+            max_us: p99 * 2.0,
+            mean_us: p50,
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            url: Some("http://127.0.0.1:7799".into()),
+            daemon_pid: Some(42),
+            phases: Phase::ALL.to_vec(),
+            agent: "cat".into(),
+            sessions: 1000,
+            concurrency: 16,
+            payload_bytes: 256 << 20,
+            echo_count: 2000,
+            fanout_clients: 8,
+            slow_rate_mib_per_sec: 1.0,
+            phase_timeout_secs: 120.0,
+        }
+    }
+
+    fn empty() -> Report {
+        Report {
+            settings: settings(),
+            spawn: None,
+            echo: None,
+            throughput: None,
+            fanout: None,
+            slow_client: None,
+            bare_spawn: None,
+            bare_echo: None,
+            bare_read: None,
+        }
+    }
+
+    #[test]
+    fn figures_sit_beside_their_ceilings() {
+        let mut r = empty();
+        let mut spawn = ok(SpawnFigures {
+            requested: 1000,
+            timed_out: false,
+            spawned: 1000,
+            failed: 0,
+            first_error: None,
+            elapsed_ms: 2500.0,
+            spawns_per_sec: 400.0,
+            latency: Some(latency(35_000.0, 80_000.0)),
+            rss_before_kib: Some(10_240),
+            rss_after_kib: Some(81_920),
+            rss_per_session_kib: Some(71.68),
+        });
+        if let Some(s) = spawn.as_mut() {
+            s.cleanup = Some(CleanupReport {
+                sessions: 1000,
+                forgotten: 1000,
+                elapsed_ms: 2100.0,
+                rss_after_kib: Some(20_480),
+                ..CleanupReport::default()
+            });
+        }
+        r.spawn = spawn;
+        r.bare_spawn = ok(BareSpawnFigures {
+            requested: 1000,
+            timed_out: false,
+            spawned: 1000,
+            failed: 0,
+            first_error: None,
+            elapsed_ms: 500.0,
+            spawns_per_sec: 2000.0,
+            latency: Some(latency(400.0, 1200.0)),
+        });
+        r.bare_echo = ok(BareEchoFigures {
+            round_trips: 2000,
+            latency: Some(latency(20.0, 40.0)),
+        });
+        let table = r.to_table();
+        assert!(
+            table.contains("against http://127.0.0.1:7799 (pid 42)"),
+            "{table}"
+        );
+        let line = |needle: &str| {
+            table
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} row in\n{table}"))
+                .to_string()
+        };
+        let rate = line("spawns/s");
+        assert!(rate.starts_with("spawn") && rate.contains("400.0") && rate.ends_with("2000.0"));
+        assert!(line("latency p50 / p99").contains("35.00 ms / 80.00 ms"));
+        assert!(line("latency p50 / p99").ends_with("400 µs / 1.20 ms"));
+        assert!(line("RSS before → after").contains("10.0 MiB → 80.0 MiB"));
+        assert!(line("per session").contains("71.7 KiB"));
+        assert!(line("cleanup").contains("1000 / 1000 in 2.10 s, RSS then 20.0 MiB"));
+        // The echo phase did not run: its daemon cell says so, the ceiling is still shown.
+        assert!(line("round trip").contains('—'));
+        assert!(line("round trip").ends_with("20 µs / 30 µs / 40 µs"));
+        assert!(!table.contains("notes:"));
+    }
+
+    #[test]
+    fn timeouts_and_losses_are_reported_not_hidden() {
+        let mut r = empty();
+        r.throughput = Some(PhaseReport {
+            outcome: Outcome::TimedOut,
+            elapsed_ms: 120_000.0,
+            error: Some("timed out while reading".into()),
+            figures: None,
+            cleanup: Some(CleanupReport {
+                sessions: 1,
+                forgotten: 0,
+                failed: 1,
+                first_error: Some("HTTP 500 internal".into()),
+                ..CleanupReport::default()
+            }),
+        });
+        let client = |rate: f64, lost: u64| ClientFigures {
+            received_bytes: (256 << 20) - lost,
+            lost_bytes: Some(lost),
+            mib_per_sec: rate,
+            elapsed_ms: 1.0,
+            desyncs: u32::from(lost > 0),
+            dropped_bytes: lost,
+            ending: Ending::Complete,
+        };
+        r.fanout = ok(FanoutFigures {
+            payload_bytes: 256 << 20,
+            clients: vec![client(90.0, 0), client(45.5, 3 << 20)],
+            slowest_mib_per_sec: 45.5,
+            fastest_mib_per_sec: 90.0,
+            complete_clients: 2,
+            bytes_lost: 3 << 20,
+            rss_before_kib: None,
+            rss_peak_kib: None,
+        });
+        r.bare_read = ok(BareReadFigures {
+            payload_bytes: 256 << 20,
+            received_bytes: 256 << 20,
+            elapsed_ms: 300.0,
+            mib_per_sec: 853.3,
+        });
+        let table = r.to_table();
+        assert!(table.contains("timed out"), "{table}");
+        assert!(table.contains("45.5 / 90.0 MiB/s"), "{table}");
+        assert!(table.contains("853.3 MiB/s"), "{table}");
+        assert!(table.contains("3.0 MiB"), "{table}");
+        assert!(table.contains("n/a → n/a"), "{table}");
+        assert!(
+            table.contains("throughput: timed out: timed out while reading"),
+            "{table}"
+        );
+        assert!(
+            table.contains("throughput cleanup: 1 of 1 sessions not ended: HTTP 500 internal"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn json_uses_camel_case_and_omits_unselected_phases() {
+        let mut r = empty();
+        r.bare_echo = ok(BareEchoFigures {
+            round_trips: 3,
+            latency: None,
+        });
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+        assert_eq!(v["settings"]["payloadBytes"], 268_435_456);
+        assert_eq!(v["bareEcho"]["outcome"], "ok");
+        assert_eq!(v["bareEcho"]["figures"]["roundTrips"], 3);
+        assert!(v.get("spawn").is_none());
+    }
+}
