@@ -82,6 +82,7 @@ pub struct DaemonHandle {
     store: StateStore,
     dir: StateDir,
     quit_rx: mpsc::UnboundedReceiver<()>,
+    screen_arbiter: actix::Arbiter,
 }
 
 /// The daemon.
@@ -133,6 +134,9 @@ impl Daemon {
         });
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
+        // Screen models are parsed on a thread of their own, beside the sessions' thread.
+        let screen_arbiter = actix::Arbiter::new();
+        let screen_handle = screen_arbiter.handle();
         let manager = SessionManager::start_with(move |me| ManagerParts {
             deps: SessionDeps {
                 store: deps_store,
@@ -141,6 +145,7 @@ impl Daemon {
                 manager: me,
                 limits,
                 timings,
+                screen_arbiter: screen_handle,
             },
             catalog: deps_catalog,
             rows,
@@ -185,6 +190,7 @@ impl Daemon {
             store,
             dir,
             quit_rx,
+            screen_arbiter,
         })
     }
 }
@@ -225,6 +231,7 @@ impl DaemonHandle {
         if let Err(e) = self.store.close().await {
             tracing::error!(error = %e, "closing the store failed");
         }
+        self.screen_arbiter.stop();
         self.dir.remove_info();
         tracing::info!("atc daemon stopped");
     }

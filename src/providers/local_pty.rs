@@ -26,9 +26,6 @@ use super::{
 use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
 
-/// Largest read from the PTY handed on as one chunk.
-const READ_CHUNK: usize = 64 * 1024;
-
 /// Input bytes allowed to wait for a child that is not reading its stdin. Beyond this, input
 /// is refused with `too_slow` rather than buffered without bound or dropped silently.
 const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
@@ -102,13 +99,16 @@ impl LocalPtyHarness {
         }
         let (pty, pts) = pty_process::open()?;
         pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
-        let child = pty_process::Command::new(&plan.program)
-            .args(&plan.args)
-            .current_dir(&plan.cwd)
-            .envs(&plan.env)
-            .env("TERM", "xterm-256color")
-            .env("ATC_SESSION_ID", spec.session_id.to_string())
-            .spawn(pts)?;
+        let child = match setsid_program() {
+            Some(setsid) => spawn_without_fork(setsid, &spec, pts)?,
+            None => pty_process::Command::new(&plan.program)
+                .args(&plan.args)
+                .current_dir(&plan.cwd)
+                .envs(&plan.env)
+                .env("TERM", "xterm-256color")
+                .env("ATC_SESSION_ID", spec.session_id.to_string())
+                .spawn(pts)?,
+        };
         let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
         let (read, write) = pty.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -132,8 +132,13 @@ impl LocalPtyHarness {
 
     fn signal(&self, sig: Signal) {
         if let Some(pid) = self.pid {
-            // ESRCH means the group is already gone, which is what we wanted.
-            if let Err(e) = rustix::process::kill_process_group(pid, sig) {
+            // ESRCH for the group: either everything is gone, or the child has not reached
+            // its `setsid` yet and still sits in our group; signal it alone then.
+            let sent = match rustix::process::kill_process_group(pid, sig) {
+                Err(rustix::io::Errno::SRCH) => rustix::process::kill_process(pid, sig),
+                other => other,
+            };
+            if let Err(e) = sent {
                 if e != rustix::io::Errno::SRCH {
                     tracing::warn!(pid = pid.as_raw_nonzero().get(), error = %e, "signal failed");
                 }
@@ -191,7 +196,7 @@ impl Actor for LocalPtyHarness {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if let Some(reader) = self.reader.take() {
-            ctx.add_stream(ReaderStream::with_capacity(reader, READ_CHUNK));
+            ctx.add_stream(ReaderStream::with_capacity(reader, super::MAX_OUTPUT_CHUNK));
         }
         if let Some(mut child) = self.child.take() {
             ctx.spawn(
@@ -270,6 +275,49 @@ impl Handler<Hangup> for LocalPtyHarness {
         self.signal(Signal::HUP);
         self.kill_timer = Some(ctx.run_later(msg.grace, |act, _| act.signal(Signal::KILL)));
     }
+}
+
+/// util-linux `setsid`, if this machine has it.
+fn setsid_program() -> Option<&'static std::path::Path> {
+    static SETSID: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    SETSID
+        .get_or_init(|| crate::agents::resolve_program("setsid"))
+        .as_deref()
+}
+
+/// Starts the child without copying the daemon's page tables.
+///
+/// pty-process makes the child a session leader with a `pre_exec` hook, which forces a full
+/// `fork`; with a thousand sessions the daemon's memory makes every fork cost milliseconds
+/// (measured: page-table copy and teardown were ~70% of the daemon's CPU during a spawn
+/// storm). Without hooks, std spawns with `posix_spawn` (a vfork-style clone), and
+/// `setsid --ctty` does the session-leader and controlling-terminal setup in the child
+/// instead. The child is not a process-group leader, so `setsid` execs the agent in place and
+/// the pid we track is the agent's.
+fn spawn_without_fork(
+    setsid: &std::path::Path,
+    spec: &StartSpec,
+    pts: pty_process::Pts,
+) -> Result<tokio::process::Child, ProviderError> {
+    use std::os::fd::AsFd;
+    let stdio = || -> std::io::Result<std::process::Stdio> {
+        Ok(std::process::Stdio::from(pts.as_fd().try_clone_to_owned()?))
+    };
+    let plan = &spec.plan;
+    let child = tokio::process::Command::new(setsid)
+        .arg("--ctty")
+        .arg("--")
+        .arg(&plan.program)
+        .args(&plan.args)
+        .current_dir(&plan.cwd)
+        .envs(&plan.env)
+        .env("TERM", "xterm-256color")
+        .env("ATC_SESSION_ID", spec.session_id.to_string())
+        .stdin(stdio()?)
+        .stdout(stdio()?)
+        .stderr(stdio()?)
+        .spawn()?;
+    Ok(child)
 }
 
 async fn run_writer(

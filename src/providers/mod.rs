@@ -9,6 +9,10 @@
 
 pub mod local_pty;
 
+/// Largest output chunk a harness hands to its session at once. Sessions size their screen
+/// model's backlog in these.
+pub const MAX_OUTPUT_CHUNK: usize = 64 * 1024;
+
 use actix::prelude::*;
 use bytes::Bytes;
 

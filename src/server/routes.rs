@@ -245,7 +245,7 @@ async fn screen(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
-    let screen = mailbox(found.addr.send(GetScreen).await)?;
+    let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
 }
 

@@ -96,7 +96,7 @@ pub struct Update {
 
 /// The visible screen as text.
 #[derive(Message)]
-#[rtype(result = "ScreenText")]
+#[rtype(result = "Result<ScreenText, DaemonError>")]
 pub struct GetScreen;
 
 /// End the process (SIGHUP, SIGKILL after the grace). Answers once the exit is recorded.

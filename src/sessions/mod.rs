@@ -7,4 +7,5 @@ pub mod manager;
 pub mod messages;
 pub mod ring;
 pub mod screen;
+pub mod screen_worker;
 pub mod session;

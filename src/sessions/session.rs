@@ -15,7 +15,10 @@ use uuid::Uuid;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
 use super::ring::OutputRing;
-use super::screen::ScreenModel;
+use super::screen::ScreenText;
+use super::screen_worker::{
+    Feed, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
+};
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
 use crate::protocol::params::TermSize;
@@ -44,6 +47,8 @@ pub struct SessionDeps {
     pub limits: Limits,
     /// Durations.
     pub timings: Timings,
+    /// The thread where every session's screen model is parsed.
+    pub screen_arbiter: actix::ArbiterHandle,
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -151,12 +156,26 @@ impl SessionRecord {
     }
 }
 
+/// Where an attached client's byte stream stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// Every output byte is queued for it.
+    Live,
+    /// Its backlog overflowed: output is counted, not queued, until the backlog drains.
+    Dropping(u64),
+    /// Waiting for a screen snapshot: output is not queued (the ring replays it after the
+    /// repaint). `dropped` is set when this repaint follows a desync.
+    Repainting {
+        /// Bytes dropped before the repaint, for the `desync` notice.
+        dropped: Option<u64>,
+    },
+}
+
 /// One attached client.
 struct ClientSlot {
     queue: ClientQueue,
     size: Option<TermSize>,
-    /// Bytes dropped since the backlog overflowed; `None` while in sync.
-    dropped: Option<u64>,
+    delivery: Delivery,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -171,7 +190,7 @@ pub struct Session {
     record: SessionRecord,
     deps: SessionDeps,
     stream: String,
-    screen: ScreenModel,
+    screen: Addr<ScreenWorker>,
     ring: OutputRing,
     clients: HashMap<ClientId, ClientSlot>,
     harness: Option<HarnessHandle>,
@@ -235,7 +254,16 @@ impl Session {
     fn new(record: SessionRecord, deps: SessionDeps) -> Session {
         Session {
             stream: Uuid::new_v4().simple().to_string()[..12].to_string(),
-            screen: ScreenModel::new(record.size),
+            screen: {
+                let size = record.size;
+                // The model may lag the ring by at most half of it, so a snapshot's offset is
+                // always still in the ring when the session replays from it.
+                let mailbox =
+                    (deps.limits.ring_bytes / (2 * crate::providers::MAX_OUTPUT_CHUNK)).max(1);
+                ScreenWorker::start_in_arbiter(&deps.screen_arbiter, move |_| {
+                    ScreenWorker::new(size, 0, mailbox)
+                })
+            },
             ring: OutputRing::new(deps.limits.ring_bytes),
             clients: HashMap::new(),
             harness: None,
@@ -322,7 +350,7 @@ impl Session {
             return;
         }
         self.record.size = size;
-        self.screen.resize(size);
+        self.screen.do_send(ResizeScreen(size));
         if let Some(h) = &self.harness {
             h.resize.do_send(ResizeTerminal(size));
         }
@@ -349,29 +377,33 @@ impl Session {
         }));
     }
 
-    fn attach(&mut self, msg: Attach) -> Result<(), DaemonError> {
+    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
         if self.harness.is_none() {
             return Err(DaemonError::session_dead(&self.record.id.to_string()));
         }
+        let resumed = msg
+            .resume
+            .filter(|r| r.stream == self.stream)
+            .and_then(|r| self.ring.since(r.from).map(|bytes| (r.from, bytes)));
+        let delivery = match resumed {
+            Some(_) => Delivery::Live,
+            None => Delivery::Repainting { dropped: None },
+        };
         self.clients.insert(
             msg.client,
             ClientSlot {
                 queue: msg.queue.clone(),
                 size: msg.size,
-                dropped: None,
+                delivery,
             },
         );
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         if let Some(size) = self.effective_size() {
             self.apply_size(size);
         }
-        let resumed = msg
-            .resume
-            .filter(|r| r.stream == self.stream)
-            .and_then(|r| self.ring.since(r.from).map(|bytes| (r.from, bytes)));
-        let size = self.record.size;
         match resumed {
             Some((from, bytes)) => {
+                let size = self.record.size;
                 msg.queue.push_text(
                     AttachFrame::Attached {
                         session: self.record.id,
@@ -388,22 +420,7 @@ impl Session {
                     msg.queue.push(Outgoing::Binary(Bytes::from(bytes)));
                 }
             }
-            None => {
-                let repaint = self.screen.repaint();
-                msg.queue.push_text(
-                    AttachFrame::Attached {
-                        session: self.record.id,
-                        stream: self.stream.clone(),
-                        cols: size.cols,
-                        rows: size.rows,
-                        offset: self.ring.end(),
-                        prelude: repaint.len(),
-                        replay: "screen",
-                    }
-                    .to_text(),
-                );
-                msg.queue.push(Outgoing::Binary(Bytes::from(repaint)));
-            }
+            None => self.request_repaint(msg.client, ctx),
         }
         self.unread = false;
         self.record.last_attached_at = Some(now_ms());
@@ -412,40 +429,100 @@ impl Session {
         Ok(())
     }
 
-    fn on_output(&mut self, bytes: Bytes) {
-        self.screen.process(&bytes);
-        self.ring.push(&bytes);
+    /// Asks the screen worker for a snapshot; the client gets it (and the ring's bytes after
+    /// it) when the answer comes back.
+    fn request_repaint(&mut self, client: ClientId, ctx: &mut Context<Self>) {
+        ctx.spawn(self.screen.send(TakeSnapshot).into_actor(self).map(
+            move |res, act, _| match res {
+                Ok(snapshot) => act.finish_repaint(client, snapshot),
+                Err(e) => {
+                    tracing::error!(session = %act.record.id, error = %e, "screen worker gone")
+                }
+            },
+        ));
+    }
+
+    /// Sends a client its repaint, then the ring's bytes from the snapshot's offset, and
+    /// makes it live.
+    fn finish_repaint(&mut self, client: ClientId, snapshot: Snapshot) {
+        let size = self.record.size;
+        let (id, stream) = (self.record.id, self.stream.clone());
+        let tail = self.ring.since(snapshot.offset);
+        let Some(slot) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let Delivery::Repainting { dropped } = slot.delivery else {
+            return;
+        };
+        let prelude = snapshot.repaint.len();
+        let queue = slot.queue.clone();
+        match dropped {
+            None => queue.push_text(
+                AttachFrame::Attached {
+                    session: id,
+                    stream,
+                    cols: size.cols,
+                    rows: size.rows,
+                    offset: snapshot.offset,
+                    prelude,
+                    replay: "screen",
+                }
+                .to_text(),
+            ),
+            Some(dropped) => {
+                queue.push_text(AttachFrame::Desync { dropped }.to_text());
+                queue.push_text(
+                    AttachFrame::Resynced {
+                        offset: snapshot.offset,
+                        prelude,
+                    }
+                    .to_text(),
+                );
+                tracing::debug!(session = %id, client, dropped, "client resynced");
+            }
+        }
+        queue.push(Outgoing::Binary(Bytes::from(snapshot.repaint)));
+        slot.delivery = Delivery::Live;
+        match tail {
+            Some(bytes) if !bytes.is_empty() => {
+                let len = bytes.len() as u64;
+                if !queue.push_output(Bytes::from(bytes)) {
+                    slot.delivery = Delivery::Dropping(len);
+                }
+            }
+            Some(_) => {}
+            // The bounded screen mailbox keeps the model within half a ring of the output.
+            None => tracing::error!(session = %id, "screen snapshot older than the ring"),
+        }
+    }
+
+    fn on_output(&mut self, bytes: &Bytes) {
+        self.ring.push(bytes);
         for slot in self.clients.values_mut() {
-            match &mut slot.dropped {
-                Some(n) => *n += bytes.len() as u64,
-                None => {
+            match &mut slot.delivery {
+                Delivery::Live => {
                     if !slot.queue.push_output(bytes.clone()) {
-                        slot.dropped = Some(bytes.len() as u64);
+                        slot.delivery = Delivery::Dropping(bytes.len() as u64);
                     }
                 }
+                Delivery::Dropping(n) => *n += bytes.len() as u64,
+                // The ring replays these after the repaint.
+                Delivery::Repainting { .. } => {}
             }
         }
     }
 
-    fn resync(&mut self, client: ClientId) {
+    fn resync(&mut self, client: ClientId, ctx: &mut Context<Self>) {
         let Some(slot) = self.clients.get_mut(&client) else {
             return;
         };
-        let Some(dropped) = slot.dropped.take() else {
+        let Delivery::Dropping(dropped) = slot.delivery else {
             return;
         };
-        let queue = slot.queue.clone();
-        queue.push_text(AttachFrame::Desync { dropped }.to_text());
-        let repaint = self.screen.repaint();
-        queue.push_text(
-            AttachFrame::Resynced {
-                offset: self.ring.end(),
-                prelude: repaint.len(),
-            }
-            .to_text(),
-        );
-        queue.push(Outgoing::Binary(Bytes::from(repaint)));
-        tracing::debug!(session = %self.record.id, client, dropped, "client resynced");
+        slot.delivery = Delivery::Repainting {
+            dropped: Some(dropped),
+        };
+        self.request_repaint(client, ctx);
     }
 
     fn on_exited(&mut self, status: HarnessExited) {
@@ -534,7 +611,7 @@ impl Session {
         plan.args = self.record.args.clone();
         if let Some(size) = size {
             self.record.size = size;
-            self.screen.resize(size);
+            self.screen.do_send(ResizeScreen(size));
         }
         let harness = self.deps.provider.start(
             StartSpec {
@@ -567,10 +644,23 @@ impl Actor for Session {
 }
 
 impl Handler<OutputArrived> for Session {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) {
-        self.on_output(msg.0);
+    fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) -> Self::Result {
+        self.on_output(&msg.0);
+        // Clients have the bytes already; the screen model parses them on its own thread.
+        // Only when its mailbox is full does the harness wait, which paces the PTY reader.
+        match self.screen.try_send(Feed(msg.0)) {
+            Ok(()) => Box::pin(std::future::ready(())),
+            Err(SendError::Full(feed)) => {
+                let screen = self.screen.clone();
+                Box::pin(async move {
+                    // A closed worker means the session is stopping; nothing to pace.
+                    let _ = screen.send(feed).await;
+                })
+            }
+            Err(SendError::Closed(_)) => Box::pin(std::future::ready(())),
+        }
     }
 }
 
@@ -585,8 +675,8 @@ impl Handler<HarnessExited> for Session {
 impl Handler<Attach> for Session {
     type Result = Result<(), DaemonError>;
 
-    fn handle(&mut self, msg: Attach, _: &mut Self::Context) -> Self::Result {
-        self.attach(msg)
+    fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) -> Self::Result {
+        self.attach(msg, ctx)
     }
 }
 
@@ -655,8 +745,8 @@ impl Handler<ResizeSession> for Session {
 impl Handler<ClientDrained> for Session {
     type Result = ();
 
-    fn handle(&mut self, msg: ClientDrained, _: &mut Self::Context) {
-        self.resync(msg.client);
+    fn handle(&mut self, msg: ClientDrained, ctx: &mut Self::Context) {
+        self.resync(msg.client, ctx);
     }
 }
 
@@ -704,10 +794,16 @@ impl Handler<Update> for Session {
 }
 
 impl Handler<GetScreen> for Session {
-    type Result = MessageResult<GetScreen>;
+    type Result = ResponseFuture<Result<ScreenText, DaemonError>>;
 
     fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
-        MessageResult::<GetScreen>(self.screen.text())
+        let screen = self.screen.clone();
+        Box::pin(async move {
+            screen
+                .send(ScreenAsText)
+                .await
+                .map_err(|_| DaemonError::internal())
+        })
     }
 }
 

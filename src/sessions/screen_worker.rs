@@ -1,0 +1,107 @@
+//! `ScreenWorker`: one per session, holding its [`ScreenModel`], on the daemon's screen
+//! arbiter (a thread of its own).
+//!
+//! Parsing terminal output is the most expensive thing a session does (measured: about two
+//! thirds of the session thread's time at full PTY speed). Doing it on another thread lets the
+//! session forward output to clients while the previous chunk is being parsed. Exactness is
+//! kept with offsets: the worker counts the bytes it has parsed, and every snapshot says at
+//! which offset it was taken, so the session sends the repaint and then the ring's bytes from
+//! that offset. The worker's mailbox is bounded; a full mailbox slows the PTY reader, so the
+//! model never lags the ring by more than the ring holds.
+
+use actix::prelude::*;
+use bytes::Bytes;
+
+use super::screen::{ScreenModel, ScreenText};
+use crate::protocol::params::TermSize;
+
+/// Parse these output bytes (in order). Sent by the session for every chunk.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Feed(pub Bytes);
+
+/// Follow a size change, in order with the output around it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ResizeScreen(pub TermSize);
+
+/// A repaint of the screen and the stream offset it corresponds to.
+#[derive(Message)]
+#[rtype(result = "Snapshot")]
+pub struct TakeSnapshot;
+
+/// The visible screen as text.
+#[derive(Message)]
+#[rtype(result = "ScreenText")]
+pub struct ScreenAsText;
+
+/// What [`TakeSnapshot`] answers.
+pub struct Snapshot {
+    /// Bytes that repaint the screen.
+    pub repaint: Vec<u8>,
+    /// The offset of the first byte the repaint does not include.
+    pub offset: u64,
+}
+
+/// One session's screen model.
+pub struct ScreenWorker {
+    model: ScreenModel,
+    /// Stream offset of the next byte to parse.
+    parsed: u64,
+    mailbox: usize,
+}
+
+impl ScreenWorker {
+    /// A worker whose model starts at `offset` of the stream, with room for `mailbox` chunks.
+    pub fn new(size: TermSize, offset: u64, mailbox: usize) -> ScreenWorker {
+        ScreenWorker {
+            model: ScreenModel::new(size),
+            parsed: offset,
+            mailbox,
+        }
+    }
+}
+
+impl Actor for ScreenWorker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(self.mailbox);
+    }
+}
+
+impl Handler<Feed> for ScreenWorker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Feed, _: &mut Self::Context) {
+        self.model.process(&msg.0);
+        self.parsed += msg.0.len() as u64;
+    }
+}
+
+impl Handler<ResizeScreen> for ScreenWorker {
+    type Result = ();
+
+    fn handle(&mut self, msg: ResizeScreen, _: &mut Self::Context) {
+        self.model.resize(msg.0);
+    }
+}
+
+impl Handler<TakeSnapshot> for ScreenWorker {
+    type Result = MessageResult<TakeSnapshot>;
+
+    fn handle(&mut self, _: TakeSnapshot, _: &mut Self::Context) -> Self::Result {
+        MessageResult(Snapshot {
+            repaint: self.model.repaint(),
+            offset: self.parsed,
+        })
+    }
+}
+
+impl Handler<ScreenAsText> for ScreenWorker {
+    type Result = MessageResult<ScreenAsText>;
+
+    fn handle(&mut self, _: ScreenAsText, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.model.text())
+    }
+}
