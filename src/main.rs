@@ -49,8 +49,9 @@ struct DaemonArgs {
     /// Allow a non-loopback --listen address.
     #[arg(long)]
     allow_remote: bool,
-    /// HTTP worker threads.
-    #[arg(long, default_value_t = 2)]
+    /// HTTP worker threads. Sessions live on the first one, so 1 (the default) keeps a
+    /// keystroke and its echo on one thread; more only helps many concurrent API clients.
+    #[arg(long, default_value_t = 1)]
     workers: usize,
 }
 

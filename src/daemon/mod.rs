@@ -137,23 +137,10 @@ impl Daemon {
         // Screen models are parsed on a thread of their own, beside the sessions' thread.
         let screen_arbiter = actix::Arbiter::new();
         let screen_handle = screen_arbiter.handle();
-        let manager = SessionManager::start_with(move |me| ManagerParts {
-            deps: SessionDeps {
-                store: deps_store,
-                provider,
-                catalog: deps_catalog.clone(),
-                manager: me,
-                limits,
-                timings,
-                screen_arbiter: screen_handle,
-            },
-            catalog: deps_catalog,
-            rows,
-        });
-
         let (quit_tx, quit_rx) = mpsc::unbounded_channel();
         let state = AppState {
-            manager: manager.clone(),
+            // Filled in on the worker thread, below.
+            manager: None,
             store: store.clone(),
             catalog,
             token: token.clone(),
@@ -166,10 +153,56 @@ impl Daemon {
             config_problems: config.problems.clone(),
             quit: quit_tx,
         };
-        let server = server::serve(listener, state, opts.workers.max(1))
+        // The session manager, and with it every session and harness, lives on the HTTP
+        // worker's thread: a keystroke then goes from socket to PTY and its echo back without
+        // crossing threads (measured: each hop costs tens of microseconds here). The worker
+        // factory runs on that thread, so it starts the manager the first time it runs and
+        // hands the address back. The mutexes are a one-time handoff at start, not shared
+        // domain state.
+        let parts = Arc::new(std::sync::Mutex::new(Some(move |me| ManagerParts {
+            deps: SessionDeps {
+                store: deps_store,
+                provider,
+                catalog: deps_catalog.clone(),
+                manager: me,
+                limits,
+                timings,
+                screen_arbiter: screen_handle,
+            },
+            catalog: deps_catalog,
+            rows,
+        })));
+        let started = Arc::new(std::sync::OnceLock::<Addr<SessionManager>>::new());
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let ready_tx = Arc::new(std::sync::Mutex::new(Some(ready_tx)));
+        let make_state = move || {
+            let manager = started
+                .get_or_init(|| {
+                    let build = parts
+                        .lock()
+                        .ok()
+                        .and_then(|mut p| p.take())
+                        .expect("the manager is built once, by the first worker");
+                    SessionManager::start_with(build)
+                })
+                .clone();
+            if let Some(tx) = ready_tx.lock().ok().and_then(|mut t| t.take()) {
+                // The receiver waits in Daemon::start below.
+                let _ = tx.send(manager.clone());
+            }
+            AppState {
+                manager: Some(manager),
+                ..state.clone()
+            }
+        };
+        let server = server::serve(listener, make_state, opts.workers.max(1))
             .map_err(|source| StartError::Bind { addr, source })?;
         let server_handle = server.handle();
         actix_rt::spawn(server);
+        let manager = ready_rx.await.map_err(|_| StartError::Bind {
+            addr,
+            source: std::io::Error::other("the HTTP worker did not start"),
+        })?;
 
         dir.write_info(&DaemonInfo {
             pid: std::process::id(),

@@ -11,7 +11,7 @@ pub mod local_pty;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen
 /// model's backlog in these.
-pub const MAX_OUTPUT_CHUNK: usize = 64 * 1024;
+pub const MAX_OUTPUT_CHUNK: usize = 16 * 1024;
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -101,7 +101,7 @@ pub struct Capabilities {
 }
 
 /// A place sessions can run.
-pub trait ExecutionProvider {
+pub trait ExecutionProvider: Send + Sync {
     /// The provider's kind, e.g. `local-pty`.
     fn kind(&self) -> &'static str;
     /// What it can do.

@@ -29,7 +29,7 @@ pub async fn events(
     let client = next_client_id();
     let (queue, rx) = client_queue(state.limits.queue_bytes);
     state
-        .manager
+        .manager()?
         .send(Subscribe {
             client,
             queue: queue.clone(),
@@ -38,7 +38,7 @@ pub async fn events(
         .map_err(|_| DaemonError::internal())?;
     EventsClient {
         client,
-        manager: state.manager.clone(),
+        manager: state.manager()?.clone(),
         queue,
         last_heard: Instant::now(),
         timings: state.timings.clone(),

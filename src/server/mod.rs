@@ -28,9 +28,10 @@ use crate::sessions::messages::{Found, Lookup};
 use crate::store::StateStore;
 
 /// What every handler can reach. Read-only; the state itself lives in actors.
+#[derive(Clone)]
 pub struct AppState {
-    /// The supervisor.
-    pub manager: Addr<SessionManager>,
+    /// The supervisor; set once the worker that hosts it has started.
+    pub manager: Option<Addr<SessionManager>>,
     /// For fleet and dirs reads.
     pub store: StateStore,
     /// Agents.
@@ -63,20 +64,31 @@ pub fn next_client_id() -> u64 {
     NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
 }
 
+impl AppState {
+    /// The supervisor.
+    pub fn manager(&self) -> Result<&Addr<SessionManager>, DaemonError> {
+        self.manager.as_ref().ok_or_else(DaemonError::internal)
+    }
+}
+
 /// Finds a session by id or name.
 pub async fn lookup(state: &AppState, key: &str) -> Result<Found, DaemonError> {
     state
-        .manager
+        .manager()?
         .send(Lookup(key.to_string()))
         .await
         .map_err(|_| DaemonError::internal())?
 }
 
 /// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).
-pub fn serve(listener: TcpListener, state: AppState, workers: usize) -> std::io::Result<Server> {
-    let state = web::Data::new(state);
+/// `make_state` runs once per worker, on the worker's thread.
+pub fn serve(
+    listener: TcpListener,
+    make_state: impl Fn() -> AppState + Send + Clone + 'static,
+    workers: usize,
+) -> std::io::Result<Server> {
     let server = HttpServer::new(move || {
-        let state = state.clone();
+        let state = web::Data::new(make_state());
         App::new()
             .app_data(state.clone())
             .app_data(web::QueryConfig::default().error_handler(|e, _| {

@@ -105,7 +105,7 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
-    let sessions = mailbox(state.manager.send(ListSessions).await)?;
+    let sessions = mailbox(state.manager()?.send(ListSessions).await)?;
     Ok(HttpResponse::Ok().json(json!({ "sessions": sessions })))
 }
 
@@ -135,7 +135,7 @@ async fn spawn(
     let size = p.size_or(TermSize::DEFAULT)?;
     let session = mailbox(
         state
-            .manager
+            .manager()?
             .send(Spawn {
                 agent: agent.to_string(),
                 cwd: cwd.to_string(),
@@ -294,7 +294,7 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
 }
 
 async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
-    let restored = mailbox(state.manager.send(RestoreFleet).await)??;
+    let restored = mailbox(state.manager()?.send(RestoreFleet).await)??;
     Ok(HttpResponse::Ok().json(json!({ "restored": restored })))
 }
 
