@@ -10,7 +10,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::ws_transport::{Inbound, InboundMessages, OutboundStream};
+use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
 use crate::protocol::params::{Params, TermSize, DIM_RANGE};
@@ -161,6 +161,16 @@ impl AttachClient {
     }
 }
 
+impl SocketPeer for AttachClient {
+    fn last_heard(&self) -> Instant {
+        self.last_heard
+    }
+
+    fn queue(&self) -> &ClientQueue {
+        &self.queue
+    }
+}
+
 impl Actor for AttachClient {
     type Context = Context<Self>;
 
@@ -168,18 +178,7 @@ impl Actor for AttachClient {
         if let Some(payload) = self.payload.take() {
             ctx.add_stream(payload);
         }
-        ctx.run_interval(self.timings.ws_ping, |act, ctx| {
-            if act.last_heard.elapsed() > act.timings.ws_timeout {
-                tracing::info!(
-                    client = act.client,
-                    "attached client went silent; dropping it"
-                );
-                act.queue.push(Outgoing::Close);
-                ctx.stop();
-            } else {
-                act.queue.push(Outgoing::Ping);
-            }
-        });
+        keep_alive(ctx, &self.timings);
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::ws_transport::{Inbound, InboundMessages, OutboundStream};
+use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
 use super::{auth, next_client_id, AppState};
 use crate::config::Timings;
 use crate::protocol::{DaemonError, ErrorCode};
@@ -58,6 +58,16 @@ struct EventsClient {
     payload: Option<InboundMessages<web::Payload>>,
 }
 
+impl SocketPeer for EventsClient {
+    fn last_heard(&self) -> Instant {
+        self.last_heard
+    }
+
+    fn queue(&self) -> &ClientQueue {
+        &self.queue
+    }
+}
+
 impl Actor for EventsClient {
     type Context = Context<Self>;
 
@@ -65,14 +75,7 @@ impl Actor for EventsClient {
         if let Some(payload) = self.payload.take() {
             ctx.add_stream(payload);
         }
-        ctx.run_interval(self.timings.ws_ping, |act, ctx| {
-            if act.last_heard.elapsed() > act.timings.ws_timeout || act.queue.is_closed() {
-                act.queue.push(Outgoing::Close);
-                ctx.stop();
-            } else {
-                act.queue.push(Outgoing::Ping);
-            }
-        });
+        keep_alive(ctx, &self.timings);
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {

@@ -16,7 +16,8 @@ use actix_web::error::PayloadError;
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
-use crate::sessions::client_queue::{Outgoing, QueueReceiver};
+use crate::config::Timings;
+use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
 
 /// Encoded bytes handed to actix-http per poll, at most; bounds what sits outside our queue.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -200,4 +201,28 @@ where
             }
         }
     }
+}
+
+/// A socket actor the heartbeat can watch: when it last heard from its peer, and its queue.
+pub trait SocketPeer: actix::Actor<Context = actix::Context<Self>> {
+    /// When the peer last sent anything (any frame counts as a sign of life).
+    fn last_heard(&self) -> std::time::Instant;
+    /// The connection's outbound queue.
+    fn queue(&self) -> &ClientQueue;
+}
+
+/// Pings the peer every `ws_ping` and stops the actor (closing the socket) once it has been
+/// silent for `ws_timeout` or its socket writer is gone. Stopping only ends this connection.
+pub fn keep_alive<A: SocketPeer>(ctx: &mut actix::Context<A>, timings: &Timings) {
+    use actix::{ActorContext, AsyncContext};
+    let timeout = timings.ws_timeout;
+    ctx.run_interval(timings.ws_ping, move |act, ctx| {
+        if act.last_heard().elapsed() > timeout || act.queue().is_closed() {
+            tracing::info!("socket peer went silent; dropping the connection");
+            act.queue().push(Outgoing::Close);
+            ctx.stop();
+        } else {
+            act.queue().push(Outgoing::Ping);
+        }
+    });
 }

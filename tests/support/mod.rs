@@ -246,26 +246,7 @@ impl TestDaemon {
         origin: Option<&str>,
     ) -> Result<Ws, (u16, String)> {
         let url = format!("{}{}", self.url.replace("http://", "ws://"), path_and_query);
-        let mut req = awc::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .max_http_version(awc::http::Version::HTTP_11)
-            .finish()
-            .ws(url)
-            .max_frame_size(16 * 1024 * 1024)
-            .bearer_auth(&self.token);
-        if let Some(o) = origin {
-            req = req.origin(o);
-        }
-        match req.connect().await {
-            Ok((_, framed)) => Ok(Ws {
-                framed,
-                seen: Vec::new(),
-            }),
-            Err(awc::error::WsClientError::InvalidResponseStatus(s)) => {
-                Err((s.as_u16(), String::new()))
-            }
-            Err(e) => Err((0, e.to_string())),
-        }
+        ws_at(&url, Some(&self.token), origin).await
     }
 
     /// Attaches to a session and reads the `attached` frame and its prelude.
