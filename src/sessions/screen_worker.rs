@@ -8,6 +8,10 @@
 //! which offset it was taken, so the session sends the repaint and then the ring's bytes from
 //! that offset. The worker's mailbox is bounded; a full mailbox slows the PTY reader, so the
 //! model never lags the ring by more than the ring holds.
+//!
+//! The model is created with the first output: its cell grid is most of an idle session's
+//! memory (32 bytes a cell: 150 KiB at 120×40), and a session that has printed nothing has
+//! a blank screen that costs nothing to describe.
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -45,7 +49,9 @@ pub struct Snapshot {
 
 /// One session's screen model.
 pub struct ScreenWorker {
-    model: ScreenModel,
+    /// `None` until the first output.
+    model: Option<ScreenModel>,
+    size: TermSize,
     /// Stream offset of the next byte to parse.
     parsed: u64,
     mailbox: usize,
@@ -55,7 +61,8 @@ impl ScreenWorker {
     /// A worker whose model starts at `offset` of the stream, with room for `mailbox` chunks.
     pub fn new(size: TermSize, offset: u64, mailbox: usize) -> ScreenWorker {
         ScreenWorker {
-            model: ScreenModel::new(size),
+            model: None,
+            size,
             parsed: offset,
             mailbox,
         }
@@ -74,7 +81,10 @@ impl Handler<Feed> for ScreenWorker {
     type Result = ();
 
     fn handle(&mut self, msg: Feed, _: &mut Self::Context) {
-        self.model.process(&msg.0);
+        let size = self.size;
+        self.model
+            .get_or_insert_with(|| ScreenModel::new(size))
+            .process(&msg.0);
         self.parsed += msg.0.len() as u64;
     }
 }
@@ -83,7 +93,10 @@ impl Handler<ResizeScreen> for ScreenWorker {
     type Result = ();
 
     fn handle(&mut self, msg: ResizeScreen, _: &mut Self::Context) {
-        self.model.resize(msg.0);
+        self.size = msg.0;
+        if let Some(model) = &mut self.model {
+            model.resize(msg.0);
+        }
     }
 }
 
@@ -91,8 +104,12 @@ impl Handler<TakeSnapshot> for ScreenWorker {
     type Result = MessageResult<TakeSnapshot>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Self::Context) -> Self::Result {
+        let repaint = match &self.model {
+            Some(model) => model.repaint(),
+            None => ScreenModel::new(self.size).repaint(),
+        };
         MessageResult(Snapshot {
-            repaint: self.model.repaint(),
+            repaint,
             offset: self.parsed,
         })
     }
@@ -102,6 +119,9 @@ impl Handler<ScreenAsText> for ScreenWorker {
     type Result = MessageResult<ScreenAsText>;
 
     fn handle(&mut self, _: ScreenAsText, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.model.text())
+        MessageResult(match &self.model {
+            Some(model) => model.text(),
+            None => ScreenModel::new(self.size).text(),
+        })
     }
 }
