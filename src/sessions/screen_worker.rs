@@ -125,3 +125,26 @@ impl Handler<ScreenAsText> for ScreenWorker {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[actix_rt::test]
+    async fn a_silent_session_has_a_blank_screen_and_offsets_count_fed_bytes() {
+        let size = TermSize { cols: 30, rows: 4 };
+        let worker = ScreenWorker::new(size, 0, 4).start();
+        let blank = worker.send(ScreenAsText).await.unwrap();
+        assert_eq!((blank.text.as_str(), blank.cols, blank.rows), ("", 30, 4));
+        let snap = worker.send(TakeSnapshot).await.unwrap();
+        assert_eq!(snap.offset, 0);
+        assert!(!snap.repaint.is_empty());
+        worker.send(Feed(Bytes::from_static(b"hello"))).await.unwrap();
+        worker.send(ResizeScreen(TermSize { cols: 40, rows: 5 })).await.unwrap();
+        worker.send(Feed(Bytes::from_static(b" world"))).await.unwrap();
+        let snap = worker.send(TakeSnapshot).await.unwrap();
+        assert_eq!(snap.offset, 11);
+        let text = worker.send(ScreenAsText).await.unwrap();
+        assert_eq!((text.text.as_str(), text.cols, text.rows), ("hello world", 40, 5));
+    }
+}
