@@ -469,3 +469,31 @@ async fn agents_lists_which_programs_are_installed() {
     assert_eq!(ghost["bin"], "definitely-not-installed-atc-test");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_non_loopback_listen_address_needs_allow_remote() {
+    use atc::daemon::{Daemon, DaemonOptions, StartError};
+    let tmp = tempfile::tempdir().unwrap();
+    let options = |allow_remote| DaemonOptions {
+        state_dir: tmp.path().to_path_buf(),
+        config: test_config(),
+        listen: Some("0.0.0.0:0".parse().unwrap()),
+        listener: None,
+        allow_remote,
+        workers: 1,
+    };
+    match Daemon::start(options(false)).await {
+        Err(StartError::RemoteRefused(addr)) => assert!(addr.ip().is_unspecified()),
+        Err(e) => panic!("expected RemoteRefused, got {e}"),
+        Ok(_) => panic!("a non-loopback address started without --allow-remote"),
+    }
+    assert!(
+        !tmp.path().join("daemon.json").exists(),
+        "a refused start must not advertise itself"
+    );
+    let handle = Daemon::start(options(true))
+        .await
+        .expect("with --allow-remote it starts");
+    assert!(handle.addr.ip().is_unspecified());
+    handle.stop().await;
+}

@@ -32,8 +32,8 @@ pub struct SessionManager {
     /// Backlog at which an events subscriber is cut off (it reconnects for a fresh snapshot).
     subscriber_cap: usize,
     catalog: Arc<AgentCatalog>,
-    /// Dependencies handed to each session; its `manager` recipient is filled in `started`.
-    deps: Option<SessionDeps>,
+    /// Dependencies handed to each session (their `manager` recipient points here).
+    deps: SessionDeps,
     pending_rows: Vec<FleetRow>,
     restoring: bool,
 }
@@ -62,17 +62,11 @@ impl SessionManager {
                 subscribers: HashMap::new(),
                 subscriber_cap,
                 catalog: parts.catalog,
-                deps: Some(parts.deps),
+                deps: parts.deps,
                 pending_rows: parts.rows,
                 restoring: false,
             }
         })
-    }
-
-    fn deps(&self) -> SessionDeps {
-        self.deps
-            .clone()
-            .expect("deps are set at construction and never taken")
     }
 
     fn insert(&mut self, addr: Addr<Session>, descriptor: Descriptor) {
@@ -158,7 +152,7 @@ impl SessionManager {
             size: msg.size,
             exit: None,
         };
-        let deps = self.deps();
+        let deps = self.deps.clone();
         let store = deps.store.clone();
         let (addr, descriptor) = Session::spawn(record, plan, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
@@ -172,7 +166,7 @@ impl Actor for SessionManager {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Self::Context) {
-        let deps = self.deps();
+        let deps = self.deps.clone();
         for row in std::mem::take(&mut self.pending_rows) {
             let record = SessionRecord::from_row(row);
             let (addr, descriptor) = Session::restore(record, deps.clone());
@@ -329,7 +323,7 @@ impl Handler<ShutdownAll> for SessionManager {
             q.push(Outgoing::Close);
         }
         self.subscribers.clear();
-        let grace = self.deps().timings.shutdown_grace;
+        let grace = self.deps.timings.shutdown_grace;
         Box::pin(async move {
             let all = futures_util::future::join_all(addrs.iter().map(|a| a.send(Shutdown)));
             if tokio::time::timeout(grace, all).await.is_err() {

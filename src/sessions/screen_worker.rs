@@ -139,12 +139,24 @@ mod tests {
         let snap = worker.send(TakeSnapshot).await.unwrap();
         assert_eq!(snap.offset, 0);
         assert!(!snap.repaint.is_empty());
-        worker.send(Feed(Bytes::from_static(b"hello"))).await.unwrap();
-        worker.send(ResizeScreen(TermSize { cols: 40, rows: 5 })).await.unwrap();
-        worker.send(Feed(Bytes::from_static(b" world"))).await.unwrap();
+        worker
+            .send(Feed(Bytes::from_static(b"hello")))
+            .await
+            .unwrap();
+        worker
+            .send(ResizeScreen(TermSize { cols: 40, rows: 5 }))
+            .await
+            .unwrap();
+        worker
+            .send(Feed(Bytes::from_static(b" world")))
+            .await
+            .unwrap();
         let snap = worker.send(TakeSnapshot).await.unwrap();
         assert_eq!(snap.offset, 11);
         let text = worker.send(ScreenAsText).await.unwrap();
-        assert_eq!((text.text.as_str(), text.cols, text.rows), ("hello world", 40, 5));
+        assert_eq!(
+            (text.text.as_str(), text.cols, text.rows),
+            ("hello world", 40, 5)
+        );
     }
 }
