@@ -254,26 +254,28 @@ async fn kill_ends_a_process_that_honours_sighup_by_sighup_without_waiting_out_t
 /// The spec says a kill of a dead local session forgets it; the daemon answers the
 /// descriptor and keeps the session, its exit unchanged. This test pins what the code does.
 #[actix_rt::test]
-async fn kill_of_an_exited_session_answers_its_descriptor_and_keeps_it() {
+async fn kill_of_an_exited_session_forgets_it() {
     let d = TestDaemon::start().await;
     let id = id_of(&d.spawn("sh").await);
+    let other = id_of(&d.spawn("sh").await);
     exit_session(&d, &id, 4).await;
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/kill"), None)
         .await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(body["forgotten"], true, "{body}");
     let s = &body["session"];
     assert_eq!(s["id"], id.as_str());
-    assert_eq!(s["alive"], false, "{s}");
-    // The recorded exit is not relabelled as a kill.
+    // The last descriptor still tells how it ended.
     assert_eq!(s["exitReason"], "exited", "{s}");
     assert_eq!(s["exitCode"], 4, "{s}");
-    // Still there: listed, gettable, and in the fleet.
-    assert_eq!(d.session(&id).await["exitReason"], "exited");
-    let (_, list) = d.call("GET", "/v1/sessions", None).await;
-    listed(&list, &id);
+    // Gone: not gettable, not listed, not in the fleet; the other session is untouched.
+    let (status, err) = d.call("GET", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 404, "{err}");
+    assert_eq!(err["error"]["code"], "no_such_session");
     let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
-    assert_eq!(fleet_ids(&fleet), vec![id.clone()]);
+    assert_eq!(fleet_ids(&fleet), vec![other.clone()]);
+    assert_eq!(d.session(&other).await["alive"], true);
     d.stop().await;
 }
 

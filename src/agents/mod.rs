@@ -140,7 +140,7 @@ impl AgentCatalog {
             DaemonError::new(
                 ErrorCode::Unsupported,
                 format!(
-                    "agent '{id}' is not installed: '{}' is not on PATH; install it or set its bin in config",
+                    "agent '{id}' is not installed: '{}' is not on PATH; install it, set its bin in config, or pick another agent (GET /v1/agents lists them; 'shell' is always there)",
                     agent.bin
                 ),
             )

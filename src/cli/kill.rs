@@ -1,6 +1,7 @@
-//! `atc kill ID|NAME`: asks the daemon to end the session's harness (SIGHUP, then SIGKILL
-//! after the grace period). The answer comes before the process is gone; the exit shows up
-//! later as a state change (`atc ls`). The session itself stays and can be revived.
+//! `atc kill ID|NAME`: asks the daemon to end the session's process (SIGHUP, then SIGKILL
+//! after the grace period). The daemon answers once the process is gone and its exit is
+//! recorded; the session stays and can be revived. Killing a session that is already dead
+//! forgets it (spec §3.7), and the daemon says so with `forgotten: true`.
 
 use clap::Args;
 
@@ -17,14 +18,30 @@ pub struct KillArgs {
 /// Sends the kill and confirms on stderr.
 pub async fn run(client: &DaemonClient, args: KillArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
-    client
+    let answer = client
         .post_json(
             &routes::session_action(&session.id, "kill"),
             &serde_json::json!({}),
         )
         .await?;
+    if answer["forgotten"] == true {
+        output::note(&format!(
+            "{} ({}) was already dead; forgot it",
+            session.label(),
+            session.short_id()
+        ));
+        return Ok(0);
+    }
+    let how = match (
+        &answer["session"]["exitSignal"],
+        &answer["session"]["exitCode"],
+    ) {
+        (serde_json::Value::Number(sig), _) => format!("ended by signal {sig}"),
+        (_, serde_json::Value::Number(code)) => format!("exited with status {code}"),
+        _ => "ended".to_string(),
+    };
     output::note(&format!(
-        "killing {} ({}); `atc revive {}` starts it again",
+        "killed {} ({}): {how}; `atc revive {}` starts it again",
         session.label(),
         session.short_id(),
         session.short_id()

@@ -254,6 +254,14 @@ async fn kill(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
+    // Spec §3.7: killing a local session that is already dead forgets it.
+    if !found.descriptor.alive {
+        mailbox(found.addr.send(Forget).await)??;
+        return Ok(HttpResponse::Ok().json(json!({
+            "session": found.descriptor,
+            "forgotten": true,
+        })));
+    }
     let session = mailbox(found.addr.send(Kill).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
