@@ -12,57 +12,34 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use futures_util::StreamExt as _;
 use pty_process::{Command, Pty, Size};
 use rustix::termios::{tcgetattr, tcsetattr, OptionalActions};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
 
+use super::echo::{time_round_trips, RoundTrip};
 use super::payload::{Fed, Payload, PayloadProgress};
 use super::phase::{Deadline, Figures, Outcome};
-use super::stats::{mib_per_second, millis, per_second, Latency};
+use super::spawn::{spawn_batch, SpawnBatch};
+use super::stats::{mib_per_second, millis, Latency};
 use super::TERMINAL;
 
 /// Read buffer for the PTY; larger than the kernel hands out per read, so one read is one chunk.
 const READ_BUF: usize = 64 << 10;
 
-/// What the bare spawn ceiling measured.
+/// What the bare spawn ceiling measured: the spawn phase's batch, with cycles (open, spawn,
+/// kill, reap) for spawns; the rate covers whole cycles, the latency the open + spawn part.
 #[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(transparent)]
 pub struct BareSpawnFigures {
-    /// Cycles asked for.
-    pub requested: u64,
-    /// Whether the deadline passed first; the figures then cover the cycles done.
-    pub timed_out: bool,
-    /// Cycles that spawned `cat`.
-    pub spawned: u64,
-    /// Cycles that failed to open or spawn.
-    pub failed: u64,
-    /// The first failure, for the report.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_error: Option<String>,
-    /// Wall time of all cycles.
-    pub elapsed_ms: f64,
-    /// Completed cycles (open, spawn, kill, reap) per second.
-    pub spawns_per_sec: f64,
-    /// Latency of open + spawn.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Latency>,
+    /// The cycles.
+    pub batch: SpawnBatch,
 }
 
 impl Figures for BareSpawnFigures {
     fn shortfall(&self) -> Option<(Outcome, String)> {
-        self.timed_out.then(|| {
-            let done = self.spawned + self.failed;
-            (
-                Outcome::TimedOut,
-                format!(
-                    "{done} of {} cycles done before the deadline",
-                    self.requested
-                ),
-            )
-        })
+        self.batch.shortfall("cycles done")
     }
 }
 
@@ -109,40 +86,15 @@ pub async fn spawn(
     concurrency: usize,
     deadline: Deadline,
 ) -> anyhow::Result<BareSpawnFigures> {
-    let mut latencies: Vec<Duration> = Vec::with_capacity(count as usize);
-    let mut failed = 0u64;
-    let mut first_error: Option<String> = None;
-    let started = Instant::now();
-    let batch = futures_util::stream::iter(0..count)
-        .map(|_| spawn_cycle())
-        .buffer_unordered(concurrency.max(1))
-        .for_each(|cycle| {
-            match cycle {
-                Ok(latency) => latencies.push(latency),
-                Err(e) => {
-                    failed += 1;
-                    first_error.get_or_insert_with(|| format!("{e:#}"));
-                }
-            }
-            async {}
-        });
-    // At the deadline the batch is dropped and the cycles done so far are still reported.
-    let timed_out = deadline
-        .within("spawning cat on bare PTYs", batch)
-        .await
-        .is_err();
-    let elapsed = started.elapsed();
-    let spawned = latencies.len() as u64;
-    Ok(BareSpawnFigures {
-        requested: u64::from(count),
-        timed_out,
-        spawned,
-        failed,
-        first_error,
-        elapsed_ms: millis(elapsed),
-        spawns_per_sec: per_second(spawned, elapsed),
-        latency: Latency::from_samples(&mut latencies),
-    })
+    let batch = spawn_batch(
+        count,
+        concurrency,
+        deadline,
+        "spawning cat on bare PTYs",
+        |_| async { spawn_cycle().await.map_err(|e| format!("{e:#}")) },
+    )
+    .await;
+    Ok(BareSpawnFigures { batch })
 }
 
 /// One open + spawn (timed) + kill + reap (untimed) cycle.
@@ -162,7 +114,11 @@ async fn spawn_cycle() -> anyhow::Result<Duration> {
 
 /// Echo ceiling: `count` one-byte round trips through a raw `cat`.
 pub async fn echo(count: u32, deadline: Deadline) -> anyhow::Result<BareEchoFigures> {
-    let (mut pty, pts) = open_pty()?;
+    let (pty, pts) = open_pty()?;
+    let mut echo = PtyEcho {
+        pty,
+        buf: [0u8; 256],
+    };
     // The same terminal mode as `stty raw -echo` in the daemon's echo phase, set before `cat`
     // starts so no byte is ever cooked or echoed by the line discipline.
     let mut mode = tcgetattr(&pts).context("reading the PTY's mode")?;
@@ -173,44 +129,40 @@ pub async fn echo(count: u32, deadline: Deadline) -> anyhow::Result<BareEchoFigu
         .spawn(pts)
         .context("spawning cat")?;
 
-    let mut buf = [0u8; 256];
-    deadline
-        .within(
-            "waiting for cat to echo",
-            bare_round_trip(&mut pty, b'.', &mut buf),
-        )
-        .await??;
-    let mut samples = Vec::with_capacity(count as usize);
-    for byte in b"abcdefghijklmnopqrstuvwxyz"
-        .iter()
-        .cycle()
-        .take(count as usize)
-    {
-        let rtt = deadline
-            .within(
-                "timing bare echo round trips",
-                bare_round_trip(&mut pty, *byte, &mut buf),
-            )
-            .await??;
-        samples.push(rtt);
-    }
+    let mut samples =
+        time_round_trips(&mut echo, count, deadline, "timing bare echo round trips").await?;
     Ok(BareEchoFigures {
         round_trips: count,
         latency: Latency::from_samples(&mut samples),
     })
 }
 
-/// Writes `byte` and reads until it comes back.
-async fn bare_round_trip(pty: &mut Pty, byte: u8, buf: &mut [u8]) -> anyhow::Result<Duration> {
-    let sent = Instant::now();
-    pty.write_all(&[byte]).await.context("writing to the PTY")?;
-    loop {
-        let n = pty.read(buf).await.context("reading the PTY")?;
-        if n == 0 {
-            bail!("cat closed the PTY");
-        }
-        if buf.iter().take(n).any(|b| *b == byte) {
-            return Ok(sent.elapsed());
+/// The bare end: a raw `cat` on a PTY of this process.
+struct PtyEcho {
+    pty: Pty,
+    buf: [u8; 256],
+}
+
+impl RoundTrip for PtyEcho {
+    /// Writes `byte` and reads until it comes back.
+    async fn round_trip(&mut self, byte: u8) -> anyhow::Result<Duration> {
+        let sent = Instant::now();
+        self.pty
+            .write_all(&[byte])
+            .await
+            .context("writing to the PTY")?;
+        loop {
+            let n = self
+                .pty
+                .read(&mut self.buf)
+                .await
+                .context("reading the PTY")?;
+            if n == 0 {
+                bail!("cat closed the PTY");
+            }
+            if self.buf.iter().take(n).any(|b| *b == byte) {
+                return Ok(sent.elapsed());
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{SessionId, SpawnRequest};
+use super::api::SessionId;
 use super::attach::{AttachClient, Event};
 use super::cleanup::SessionLedger;
 use super::payload::{self, Fed, Payload, PayloadProgress};
@@ -25,7 +25,7 @@ use super::phase::{Deadline, Outcome};
 use super::rss::PeakSampler;
 use super::stats::{mib_per_second, millis};
 use super::stream::ControlFrame;
-use super::{Context, SHELL_AGENT, TERMINAL};
+use super::{Context, TERMINAL};
 
 /// One reader to attach.
 #[derive(Debug, Clone, Copy)]
@@ -137,18 +137,7 @@ pub async fn deliver(
     let sampler = cx.pid.map(PeakSampler::start);
     let rss_before_kib = sampler.as_ref().and_then(PeakSampler::peak_kib);
 
-    let name = ledger.next_name();
-    let spawn = SpawnRequest {
-        agent: SHELL_AGENT,
-        cwd: &cx.plan.cwd,
-        name: &name,
-        cols: TERMINAL.cols,
-        rows: TERMINAL.rows,
-    };
-    let id = deadline
-        .within("spawning the shell session", cx.api.spawn(&spawn))
-        .await??;
-    ledger.record(id.clone());
+    let id = cx.spawn_shell(ledger, deadline).await?;
 
     let mut clients = Vec::with_capacity(readers.len());
     let mut first = AttachClient::connect(&cx.api, &id, TERMINAL, deadline).await?;

@@ -14,14 +14,13 @@ use bytes::Bytes;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::api::SpawnRequest;
 use super::attach::{AttachClient, Event};
 use super::cleanup::SessionLedger;
 use super::payload;
 use super::phase::{Deadline, Figures};
 use super::stats::Latency;
 use super::stream::ControlFrame;
-use super::{Context, SHELL_AGENT, TERMINAL};
+use super::{Context, TERMINAL};
 
 /// The bytes sent, one per trip in turn; printable so a stray one is readable in a screen dump.
 const ALPHABET: &[u8; 26] = b"abcdefghijklmnopqrstuvwxyz";
@@ -47,18 +46,7 @@ pub async fn run(
     ledger: &SessionLedger,
     deadline: Deadline,
 ) -> anyhow::Result<EchoFigures> {
-    let name = ledger.next_name();
-    let spawn = SpawnRequest {
-        agent: SHELL_AGENT,
-        cwd: &cx.plan.cwd,
-        name: &name,
-        cols: TERMINAL.cols,
-        rows: TERMINAL.rows,
-    };
-    let id = deadline
-        .within("spawning the shell session", cx.api.spawn(&spawn))
-        .await??;
-    ledger.record(id.clone());
+    let id = cx.spawn_shell(ledger, deadline).await?;
     let mut client = AttachClient::connect(&cx.api, &id, TERMINAL, deadline).await?;
 
     client.send(Bytes::from(payload::ready_line())).await?;
@@ -76,61 +64,90 @@ pub async fn run(
         )
         .await??;
 
-    let mut stray_bytes = 0u64;
-    // One untimed trip: it comes back only once `cat` has started reading.
-    deadline
-        .within(
-            "waiting for cat to echo",
-            round_trip(&mut client, b'.', &mut stray_bytes),
-        )
-        .await??;
-    stray_bytes = 0;
-
-    let mut samples: Vec<Duration> = Vec::with_capacity(cx.plan.echo_count as usize);
-    for byte in ALPHABET.iter().cycle().take(cx.plan.echo_count as usize) {
-        let rtt = deadline
-            .within(
-                "timing echo round trips",
-                round_trip(&mut client, *byte, &mut stray_bytes),
-            )
-            .await??;
-        samples.push(rtt);
-    }
-    client.close().await;
+    let mut echo = AttachEcho {
+        client,
+        stray_bytes: 0,
+    };
+    let mut samples = time_round_trips(
+        &mut echo,
+        cx.plan.echo_count,
+        deadline,
+        "timing echo round trips",
+    )
+    .await?;
+    echo.client.close().await;
     Ok(EchoFigures {
         round_trips: cx.plan.echo_count,
         latency: Latency::from_samples(&mut samples),
-        stray_bytes,
+        stray_bytes: echo.stray_bytes,
     })
 }
 
-/// Sends `byte` and waits until it comes back; bytes that arrive with or before it other than
-/// the echo itself are added to `stray`.
-async fn round_trip(
-    client: &mut AttachClient,
-    byte: u8,
-    stray: &mut u64,
-) -> anyhow::Result<Duration> {
-    let sent = Instant::now();
-    client.send(Bytes::copy_from_slice(&[byte])).await?;
-    loop {
-        match client.next().await? {
-            Event::Live { bytes, .. } => {
-                if bytes.contains(&byte) {
-                    let rtt = sent.elapsed();
-                    *stray += (bytes.len() - 1) as u64;
-                    return Ok(rtt);
+/// One end of an echo measurement: a raw `cat` that sends back each byte it gets.
+pub trait RoundTrip {
+    /// Sends `byte` and returns the time until it came back.
+    async fn round_trip(&mut self, byte: u8) -> anyhow::Result<Duration>;
+
+    /// Called once the untimed first trip is back, before the timed ones.
+    fn start_timing(&mut self) {}
+}
+
+/// The echo measurement, the same for the daemon and its bare-PTY ceiling: one untimed trip
+/// (it comes back only once `cat` has started reading), then `count` timed one-byte trips, one
+/// after another so they never queue behind each other; `what` names the timed wait.
+pub async fn time_round_trips(
+    echo: &mut impl RoundTrip,
+    count: u32,
+    deadline: Deadline,
+    what: &'static str,
+) -> anyhow::Result<Vec<Duration>> {
+    deadline
+        .within("waiting for cat to echo", echo.round_trip(b'.'))
+        .await??;
+    echo.start_timing();
+    let mut samples: Vec<Duration> = Vec::with_capacity(count as usize);
+    for byte in ALPHABET.iter().cycle().take(count as usize) {
+        let rtt = deadline.within(what, echo.round_trip(*byte)).await??;
+        samples.push(rtt);
+    }
+    Ok(samples)
+}
+
+/// The daemon's end: a `cat` in a session, reached through the attach WebSocket.
+struct AttachEcho {
+    client: AttachClient,
+    /// Output bytes of the timed trips that were not the echo being waited for.
+    stray_bytes: u64,
+}
+
+impl RoundTrip for AttachEcho {
+    /// Bytes that arrive with or before the echo, other than the echo itself, are stray.
+    async fn round_trip(&mut self, byte: u8) -> anyhow::Result<Duration> {
+        let sent = Instant::now();
+        self.client.send(Bytes::copy_from_slice(&[byte])).await?;
+        loop {
+            match self.client.next().await? {
+                Event::Live { bytes, .. } => {
+                    if bytes.contains(&byte) {
+                        let rtt = sent.elapsed();
+                        self.stray_bytes += (bytes.len() - 1) as u64;
+                        return Ok(rtt);
+                    }
+                    self.stray_bytes += bytes.len() as u64;
                 }
-                *stray += bytes.len() as u64;
+                Event::Control(ControlFrame::Exit { reason }) => {
+                    bail!(
+                        "session exited ({}) during the echo phase",
+                        reason.unwrap_or_default()
+                    )
+                }
+                Event::Closed(why) => bail!("attach WebSocket {why} during the echo phase"),
+                Event::Control(_) => {}
             }
-            Event::Control(ControlFrame::Exit { reason }) => {
-                bail!(
-                    "session exited ({}) during the echo phase",
-                    reason.unwrap_or_default()
-                )
-            }
-            Event::Closed(why) => bail!("attach WebSocket {why} during the echo phase"),
-            Event::Control(_) => {}
         }
+    }
+
+    fn start_timing(&mut self) {
+        self.stray_bytes = 0;
     }
 }

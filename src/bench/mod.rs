@@ -31,17 +31,19 @@ mod stats;
 mod stream;
 mod throughput;
 
+use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures_util::future::{FutureExt as _, LocalBoxFuture};
 use serde::Serialize;
 
 pub use report::Report;
 
-use api::{DaemonApi, TermSize};
+use api::{DaemonApi, SessionId, SpawnRequest, TermSize};
 use cleanup::SessionLedger;
 use payload::Payload;
-use phase::{run_bounded, Deadline, PhaseReport};
+use phase::{run_bounded, Deadline, Figures, PhaseReport};
 use rss::DaemonPid;
 
 /// The built-in agent that runs the user's shell: the phases that type commands need one.
@@ -213,6 +215,54 @@ impl Context {
         SessionLedger::new(format!("bench-{}-{phase}-", self.run_id))
     }
 
+    /// Spawns a `shell` session at the bench's terminal size, named and recorded in `ledger`.
+    async fn spawn_shell(
+        &self,
+        ledger: &SessionLedger,
+        deadline: Deadline,
+    ) -> anyhow::Result<SessionId> {
+        let name = ledger.next_name();
+        let spawn = SpawnRequest {
+            agent: SHELL_AGENT,
+            cwd: &self.plan.cwd,
+            name: &name,
+            cols: TERMINAL.cols,
+            rows: TERMINAL.rows,
+        };
+        let id = deadline
+            .within("spawning the shell session", self.api.spawn(&spawn))
+            .await??;
+        ledger.record(id.clone());
+        Ok(id)
+    }
+
+    /// Announces a phase and runs its body under the phase limit.
+    async fn bounded<T, F, Fut>(&self, label: &str, body: F) -> PhaseReport<T>
+    where
+        T: Figures,
+        F: FnOnce(Deadline) -> Fut,
+        Fut: Future<Output = anyhow::Result<T>>,
+    {
+        announce(label);
+        run_bounded(self.plan.phase_limit, body).await
+    }
+
+    /// Runs a daemon phase: announced as `label`, with a ledger of its own named for `key`,
+    /// bounded, and its sessions ended afterwards however it ended.
+    async fn daemon_phase<T, F>(&self, label: &str, key: &str, body: F) -> PhaseReport<T>
+    where
+        T: Figures,
+        F: for<'a> FnOnce(
+            &'a Context,
+            &'a SessionLedger,
+            Deadline,
+        ) -> LocalBoxFuture<'a, anyhow::Result<T>>,
+    {
+        let ledger = self.ledger(key);
+        let r = self.bounded(label, |d| body(self, &ledger, d)).await;
+        self.clean_up(&ledger, r).await
+    }
+
     /// Ends a phase's sessions and attaches the cleanup figures to its report.
     async fn clean_up<T>(
         &self,
@@ -253,59 +303,64 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         plan,
     };
     let mut report = Report::new(&cx, needs_daemon.then_some(url));
-    let limit = cx.plan.phase_limit;
 
     if cx.plan.has(Phase::Spawn) && !report.interrupted() {
-        announce("spawn");
-        let ledger = cx.ledger("spawn");
-        let r = run_bounded(limit, |d| spawn::run(&cx, &ledger, d)).await;
-        report.spawn = Some(cx.clean_up(&ledger, r).await);
+        let r = cx.daemon_phase("spawn", "spawn", |cx, ledger, d| {
+            spawn::run(cx, ledger, d).boxed_local()
+        });
+        report.spawn = Some(r.await);
     }
     if cx.plan.has(Phase::Echo) && !report.interrupted() {
-        announce("echo");
-        let ledger = cx.ledger("echo");
-        let r = run_bounded(limit, |d| echo::run(&cx, &ledger, d)).await;
-        report.echo = Some(cx.clean_up(&ledger, r).await);
+        let r = cx.daemon_phase("echo", "echo", |cx, ledger, d| {
+            echo::run(cx, ledger, d).boxed_local()
+        });
+        report.echo = Some(r.await);
     }
     if cx.plan.has(Phase::Throughput) && !report.interrupted() {
-        announce("throughput");
-        let ledger = cx.ledger("throughput");
-        let r = run_bounded(limit, |d| throughput::run(&cx, &ledger, d)).await;
-        report.throughput = Some(cx.clean_up(&ledger, r).await);
+        let r = cx.daemon_phase("throughput", "throughput", |cx, ledger, d| {
+            throughput::run(cx, ledger, d).boxed_local()
+        });
+        report.throughput = Some(r.await);
     }
     if cx.plan.has(Phase::Fanout) && !report.interrupted() {
-        announce("fan-out");
-        let ledger = cx.ledger("fanout");
-        let r = run_bounded(limit, |d| fanout::run(&cx, &ledger, d)).await;
-        report.fanout = Some(cx.clean_up(&ledger, r).await);
+        let r = cx.daemon_phase("fan-out", "fanout", |cx, ledger, d| {
+            fanout::run(cx, ledger, d).boxed_local()
+        });
+        report.fanout = Some(r.await);
     }
     if cx.plan.has(Phase::Slow) && !report.interrupted() {
-        announce("slow client");
         let solo = report
             .throughput
             .as_ref()
             .and_then(PhaseReport::figures)
             .filter(|f| f.client.is_complete())
             .map(|f| f.client.mib_per_sec);
-        let ledger = cx.ledger("slow");
-        let r = run_bounded(limit, |d| slow_client::run(&cx, &ledger, d, solo)).await;
-        report.slow_client = Some(cx.clean_up(&ledger, r).await);
+        let r = cx.daemon_phase("slow client", "slow", move |cx, ledger, d| {
+            slow_client::run(cx, ledger, d, solo).boxed_local()
+        });
+        report.slow_client = Some(r.await);
     }
     let bare = cx.plan.has(Phase::Bare);
     if bare && !report.interrupted() {
-        announce("bare PTY spawn");
         let (n, c) = (cx.plan.sessions, cx.plan.concurrency);
-        report.bare_spawn = Some(run_bounded(limit, |d| bare_pty::spawn(n, c, d)).await);
+        report.bare_spawn = Some(
+            cx.bounded("bare PTY spawn", |d| bare_pty::spawn(n, c, d))
+                .await,
+        );
     }
     if bare && !report.interrupted() {
-        announce("bare PTY echo");
         let count = cx.plan.echo_count;
-        report.bare_echo = Some(run_bounded(limit, |d| bare_pty::echo(count, d)).await);
+        report.bare_echo = Some(
+            cx.bounded("bare PTY echo", |d| bare_pty::echo(count, d))
+                .await,
+        );
     }
     if bare && !report.interrupted() {
-        announce("bare PTY read");
         let payload = cx.plan.payload;
-        report.bare_read = Some(run_bounded(limit, |d| bare_pty::read(payload, d)).await);
+        report.bare_read = Some(
+            cx.bounded("bare PTY read", |d| bare_pty::read(payload, d))
+                .await,
+        );
     }
     Ok(report)
 }

@@ -14,7 +14,7 @@ use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
 use super::phase::{Outcome, PhaseReport};
 use super::slow_client::SlowClientFigures;
-use super::spawn::SpawnFigures;
+use super::spawn::{SpawnBatch, SpawnFigures};
 use super::stats::{Latency, MIB};
 use super::throughput::ThroughputFigures;
 use super::{Context, Phase};
@@ -181,27 +181,23 @@ impl Report {
             return;
         }
         t.section("spawn");
-        t.row(
-            "spawns/s",
-            cell(d, |f| format!("{:.1}", f.spawns_per_sec)),
-            cell(b, |f| format!("{:.1}", f.spawns_per_sec)),
-        );
-        t.row(
-            "latency p50 / p99",
-            cell(d, |f| latency2(f.latency.as_ref())),
-            cell(b, |f| latency2(f.latency.as_ref())),
-        );
-        t.row(
-            "spawned / requested",
-            cell(d, |f| format!("{} / {}", f.spawned, f.requested)),
-            cell(b, |f| format!("{} / {}", f.spawned, f.requested)),
-        );
+        // The daemon batch and its bare-PTY ceiling have the same figures, side by side.
+        let batch_row = |t: &mut Table, figure: &str, show: fn(&SpawnBatch) -> String| {
+            t.row(
+                figure,
+                cell(d, |f| show(&f.batch)),
+                cell(b, |f| show(&f.batch)),
+            );
+        };
+        batch_row(t, "spawns/s", |s| format!("{:.1}", s.spawns_per_sec));
+        batch_row(t, "latency p50 / p99", |s| latency2(s.latency.as_ref()));
+        batch_row(t, "spawned / requested", |s| {
+            format!("{} / {}", s.spawned, s.requested)
+        });
         if d.is_some() {
             t.row(
                 "daemon RSS before → after",
-                cell(d, |f| {
-                    format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_after_kib))
-                }),
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_after_kib)),
                 String::new(),
             );
             t.row(
@@ -226,17 +222,17 @@ impl Report {
                 String::new(),
             );
         }
-        if let Some(e) = d
-            .and_then(PhaseReport::figures)
-            .and_then(|f| f.first_error.as_ref())
-        {
-            notes.push(format!("spawn: first failure: {e}"));
-        }
-        if let Some(e) = b
-            .and_then(PhaseReport::figures)
-            .and_then(|f| f.first_error.as_ref())
-        {
-            notes.push(format!("bare PTY spawn: first failure: {e}"));
+        let batches = [
+            ("spawn", d.and_then(PhaseReport::figures).map(|f| &f.batch)),
+            (
+                "bare PTY spawn",
+                b.and_then(PhaseReport::figures).map(|f| &f.batch),
+            ),
+        ];
+        for (name, batch) in batches {
+            if let Some(e) = batch.and_then(|s| s.first_error.as_ref()) {
+                notes.push(format!("{name}: first failure: {e}"));
+            }
         }
         note_outcome(notes, "spawn", d);
     }
@@ -276,9 +272,7 @@ impl Report {
             t.row("bytes lost", cell(d, |f| lost(&f.client)), String::new());
             t.row(
                 "daemon RSS before → peak",
-                cell(d, |f| {
-                    format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_peak_kib))
-                }),
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
                 String::new(),
             );
         }
@@ -321,9 +315,7 @@ impl Report {
         );
         t.row(
             "daemon RSS before → peak",
-            cell(d, |f| {
-                format!("{} → {}", kib(f.rss_before_kib), kib(f.rss_peak_kib))
-            }),
+            cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
             String::new(),
         );
         note_outcome(notes, "fan-out", d);
@@ -479,6 +471,11 @@ fn millis(ms: f64) -> String {
     }
 }
 
+/// The daemon's RSS at two points, "before → after".
+fn rss_change(before: Option<u64>, after: Option<u64>) -> String {
+    format!("{} → {}", kib(before), kib(after))
+}
+
 fn kib(k: Option<u64>) -> String {
     k.map_or_else(|| "n/a".into(), |k| kib_f(k as f64))
 }
@@ -603,14 +600,16 @@ mod tests {
     fn figures_sit_beside_their_ceilings() {
         let mut r = empty();
         let mut spawn = ok(SpawnFigures {
-            requested: 1000,
-            timed_out: false,
-            spawned: 1000,
-            failed: 0,
-            first_error: None,
-            elapsed_ms: 2500.0,
-            spawns_per_sec: 400.0,
-            latency: Some(latency(35_000.0, 80_000.0)),
+            batch: SpawnBatch {
+                requested: 1000,
+                timed_out: false,
+                spawned: 1000,
+                failed: 0,
+                first_error: None,
+                elapsed_ms: 2500.0,
+                spawns_per_sec: 400.0,
+                latency: Some(latency(35_000.0, 80_000.0)),
+            },
             rss_before_kib: Some(10_240),
             rss_after_kib: Some(81_920),
             rss_per_session_kib: Some(71.68),
@@ -626,14 +625,16 @@ mod tests {
         }
         r.spawn = spawn;
         r.bare_spawn = ok(BareSpawnFigures {
-            requested: 1000,
-            timed_out: false,
-            spawned: 1000,
-            failed: 0,
-            first_error: None,
-            elapsed_ms: 500.0,
-            spawns_per_sec: 2000.0,
-            latency: Some(latency(400.0, 1200.0)),
+            batch: SpawnBatch {
+                requested: 1000,
+                timed_out: false,
+                spawned: 1000,
+                failed: 0,
+                first_error: None,
+                elapsed_ms: 500.0,
+                spawns_per_sec: 2000.0,
+                latency: Some(latency(400.0, 1200.0)),
+            },
         });
         r.bare_echo = ok(BareEchoFigures {
             round_trips: 2000,
@@ -734,5 +735,50 @@ mod tests {
         assert_eq!(v["bareEcho"]["outcome"], "ok");
         assert_eq!(v["bareEcho"]["figures"]["roundTrips"], 3);
         assert!(v.get("spawn").is_none());
+    }
+
+    #[test]
+    fn spawn_batches_serialize_flat() {
+        let batch = SpawnBatch {
+            requested: 2,
+            timed_out: false,
+            spawned: 2,
+            failed: 0,
+            first_error: None,
+            elapsed_ms: 4.0,
+            spawns_per_sec: 500.0,
+            latency: None,
+        };
+        let mut r = empty();
+        r.spawn = ok(SpawnFigures {
+            batch: batch.clone(),
+            rss_before_kib: Some(1),
+            rss_after_kib: None,
+            rss_per_session_kib: None,
+        });
+        r.bare_spawn = ok(BareSpawnFigures { batch });
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+        let keys = |phase: &str| -> Vec<String> {
+            v[phase]["figures"]
+                .as_object()
+                .expect("figures")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        // The batch's fields sit directly in the figures (keys come back sorted).
+        let mut batch_keys = vec![
+            "elapsedMs",
+            "failed",
+            "requested",
+            "spawned",
+            "spawnsPerSec",
+            "timedOut",
+        ];
+        assert_eq!(keys("bareSpawn"), batch_keys);
+        batch_keys.push("rssBeforeKib");
+        batch_keys.sort_unstable();
+        assert_eq!(keys("spawn"), batch_keys);
     }
 }

@@ -7,6 +7,7 @@
 //! memory comes back is the cleanup's `rssAfterKib`, read once they are all forgotten. At the
 //! deadline the figures cover the spawns answered so far and the phase reports a timeout.
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -20,29 +21,103 @@ use super::rss::DaemonPid;
 use super::stats::{millis, per_second, round3, Latency};
 use super::{Context, TERMINAL};
 
-/// What the spawn phase measured.
+/// What a batch of spawns measured: the spawn phase's figures, and those of its bare-PTY
+/// ceiling, which repeats the batch on bare PTYs.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SpawnFigures {
+pub struct SpawnBatch {
     /// Spawns asked for.
     pub requested: u64,
     /// Whether the deadline passed before every spawn was answered; the figures then cover the
     /// answered ones.
     pub timed_out: bool,
-    /// Spawns the daemon confirmed.
+    /// Spawns that succeeded.
     pub spawned: u64,
-    /// Spawns it refused or that failed in transport.
+    /// Spawns that were refused or failed.
     pub failed: u64,
     /// The first failure, for the report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
-    /// Wall time from the first request to the last answer.
+    /// Wall time from the first attempt to the last answer.
     pub elapsed_ms: f64,
-    /// Confirmed spawns per second.
+    /// Successful spawns per second.
     pub spawns_per_sec: f64,
-    /// Latency of the confirmed spawns.
+    /// Latency of the successful spawns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+}
+
+impl SpawnBatch {
+    /// A timeout when the deadline cut the batch short, saying how far it got; `answered` names
+    /// what counts as done (e.g. "spawns answered").
+    pub fn shortfall(&self, answered: &str) -> Option<(Outcome, String)> {
+        self.timed_out.then(|| {
+            let done = self.spawned + self.failed;
+            (
+                Outcome::TimedOut,
+                format!(
+                    "{done} of {} {answered} before the deadline",
+                    self.requested
+                ),
+            )
+        })
+    }
+}
+
+/// Runs `count` spawn attempts, `concurrency` at a time, until they are all answered or
+/// `deadline` passes (`what` names the wait); each attempt returns its latency or why it failed.
+/// At the deadline the attempts still in flight are dropped and the figures cover those answered.
+pub async fn spawn_batch<F, Fut>(
+    count: u32,
+    concurrency: usize,
+    deadline: Deadline,
+    what: &'static str,
+    attempt: F,
+) -> SpawnBatch
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<Duration, String>>,
+{
+    let mut latencies: Vec<Duration> = Vec::with_capacity(count as usize);
+    let mut failed = 0u64;
+    let mut first_error: Option<String> = None;
+    let started = Instant::now();
+    let batch = futures_util::stream::iter(0..count)
+        .map(attempt)
+        .buffer_unordered(concurrency.max(1))
+        .for_each(|answer| {
+            match answer {
+                Ok(latency) => latencies.push(latency),
+                Err(e) => {
+                    failed += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+            async {}
+        });
+    let timed_out = deadline.within(what, batch).await.is_err();
+    let elapsed = started.elapsed();
+    let spawned = latencies.len() as u64;
+    SpawnBatch {
+        requested: u64::from(count),
+        timed_out,
+        spawned,
+        failed,
+        first_error,
+        elapsed_ms: millis(elapsed),
+        spawns_per_sec: per_second(spawned, elapsed),
+        latency: Latency::from_samples(&mut latencies),
+    }
+}
+
+/// What the spawn phase measured.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnFigures {
+    /// Spawns the daemon confirmed (or refused, or that failed in transport), their rate and
+    /// latency from send to answer.
+    #[serde(flatten)]
+    pub batch: SpawnBatch,
     /// Daemon RSS before the first spawn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_before_kib: Option<u64>,
@@ -56,16 +131,7 @@ pub struct SpawnFigures {
 
 impl Figures for SpawnFigures {
     fn shortfall(&self) -> Option<(Outcome, String)> {
-        self.timed_out.then(|| {
-            let answered = self.spawned + self.failed;
-            (
-                Outcome::TimedOut,
-                format!(
-                    "{answered} of {} spawns answered before the deadline",
-                    self.requested
-                ),
-            )
-        })
+        self.batch.shortfall("spawns answered")
     }
 }
 
@@ -75,15 +141,13 @@ pub async fn run(
     ledger: &SessionLedger,
     deadline: Deadline,
 ) -> anyhow::Result<SpawnFigures> {
-    let requested = u64::from(cx.plan.sessions);
     let rss_before_kib = cx.pid.and_then(DaemonPid::rss_kib);
-    let mut latencies: Vec<Duration> = Vec::with_capacity(cx.plan.sessions as usize);
-    let mut failed = 0u64;
-    let mut first_error: Option<String> = None;
-
-    let started = Instant::now();
-    let batch = futures_util::stream::iter(0..cx.plan.sessions)
-        .map(|_| {
+    let batch = spawn_batch(
+        cx.plan.sessions,
+        cx.plan.concurrency,
+        deadline,
+        "spawning sessions",
+        |_| {
             let name = ledger.next_name();
             async move {
                 let req = SpawnRequest {
@@ -95,44 +159,24 @@ pub async fn run(
                 };
                 let sent = Instant::now();
                 let answer = cx.api.spawn(&req).await;
-                (sent.elapsed(), answer)
+                let latency = sent.elapsed();
+                let id = answer.map_err(|e| e.to_string())?;
+                ledger.record(id);
+                Ok(latency)
             }
-        })
-        .buffer_unordered(cx.plan.concurrency)
-        .for_each(|(latency, answer)| {
-            match answer {
-                Ok(id) => {
-                    ledger.record(id);
-                    latencies.push(latency);
-                }
-                Err(e) => {
-                    failed += 1;
-                    first_error.get_or_insert_with(|| e.to_string());
-                }
-            }
-            async {}
-        });
-    // At the deadline the batch is dropped and what was answered so far is still reported.
-    let timed_out = deadline.within("spawning sessions", batch).await.is_err();
-    let elapsed = started.elapsed();
+        },
+    )
+    .await;
 
     let rss_after_kib = cx.pid.and_then(DaemonPid::rss_kib);
-    let spawned = latencies.len() as u64;
     let rss_per_session_kib = match (rss_before_kib, rss_after_kib) {
-        (Some(before), Some(after)) if spawned > 0 => {
-            Some(round3((after as f64 - before as f64) / spawned as f64))
-        }
+        (Some(before), Some(after)) if batch.spawned > 0 => Some(round3(
+            (after as f64 - before as f64) / batch.spawned as f64,
+        )),
         _ => None,
     };
     Ok(SpawnFigures {
-        requested,
-        timed_out,
-        spawned,
-        failed,
-        first_error,
-        elapsed_ms: millis(elapsed),
-        spawns_per_sec: per_second(spawned, elapsed),
-        latency: Latency::from_samples(&mut latencies),
+        batch,
         rss_before_kib,
         rss_after_kib,
         rss_per_session_kib,
