@@ -30,7 +30,11 @@ pub fn test_agents() -> BTreeMap<String, AgentConfig> {
         label: None,
     };
     agents.insert("cat".into(), agent("cat", &[]));
-    agents.insert("sh".into(), agent("/bin/sh", &[]));
+    // No prompt: output then ends exactly where a command's output ends, so a screen read
+    // after a marker cannot race the next prompt.
+    let mut sh = agent("/bin/sh", &[]);
+    sh.env.insert("PS1".into(), String::new());
+    agents.insert("sh".into(), sh);
     // Ignores SIGHUP: only the SIGKILL after the grace can end it.
     agents.insert(
         "stubborn".into(),
@@ -343,6 +347,19 @@ impl Ws {
             }
         }
         assert_eq!(out.len(), n, "read past the expected byte count");
+        out
+    }
+
+    /// Reads whole binary frames until at least `n` bytes arrived; returns them all.
+    pub async fn read_at_least(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            match self.next().await {
+                Frame::Binary(b) => out.extend_from_slice(&b),
+                Frame::Text(_) => {}
+                Frame::Close => panic!("closed after {} of {n} bytes", out.len()),
+            }
+        }
         out
     }
 
