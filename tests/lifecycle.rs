@@ -251,8 +251,8 @@ async fn kill_ends_a_process_that_honours_sighup_by_sighup_without_waiting_out_t
     d.stop().await;
 }
 
-/// The spec says a kill of a dead local session forgets it; the daemon answers the
-/// descriptor and keeps the session, its exit unchanged. This test pins what the code does.
+/// Spec §3.7: a kill of a dead session on a target that cannot destroy hosts forgets it; the
+/// answer still carries its last descriptor, so the caller learns how it had ended.
 #[actix_rt::test]
 async fn kill_of_an_exited_session_forgets_it() {
     let d = TestDaemon::start().await;
