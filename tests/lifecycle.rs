@@ -662,3 +662,26 @@ async fn forget_of_a_live_session_ends_its_process_and_drops_it_everywhere() {
     assert_eq!(d.session(&keep).await["alive"], true);
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn last_used_agent_comes_from_prefs_and_defaults_to_claude() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), test_config()).await;
+    let (_, info) = d.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["lastUsedAgent"], "claude", "{info}");
+    d.stop().await;
+    // What a hook report will write once it exists; written here straight into the store.
+    let store = atc::store::StateStore::open(&tmp.path().join("atc.db"))
+        .await
+        .unwrap();
+    store
+        .set_pref("last_used_agent", "codex")
+        .await
+        .unwrap()
+        .unwrap();
+    store.close().await.unwrap();
+    let d = TestDaemon::start_on(tmp.path(), test_config()).await;
+    let (_, info) = d.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["lastUsedAgent"], "codex", "{info}");
+    d.stop().await;
+}

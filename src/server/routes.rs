@@ -79,8 +79,19 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
     }))
 }
 
-async fn daemon(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({
+async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs;
+    // `claude` until one has (hook reports, which write it, arrive with the next issue).
+    let last_used_agent = state
+        .store
+        .pref("last_used_agent")
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "could not read prefs");
+            DaemonError::internal()
+        })?
+        .unwrap_or_else(|| "claude".to_string());
+    Ok(HttpResponse::Ok().json(json!({
         "build": concat!("atc/", env!("CARGO_PKG_VERSION")),
         "daemonId": state.daemon_id,
         "pid": std::process::id(),
@@ -88,9 +99,9 @@ async fn daemon(state: web::Data<AppState>) -> HttpResponse {
         "stateDir": state.state_dir,
         "limits": state.limits,
         "features": ["session.forget", "session.submit", "daemon.id"],
-        "lastUsedAgent": "claude",
+        "lastUsedAgent": last_used_agent,
         "configProblems": state.config_problems,
-    }))
+    })))
 }
 
 async fn quit(state: web::Data<AppState>) -> HttpResponse {
