@@ -252,3 +252,50 @@ async fn input_to_an_exited_session_is_session_dead() {
     assert_eq!(status, 409, "{err}");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn submit_types_the_line_the_way_each_agent_expects() {
+    use atc::config::AgentConfig;
+    // Stand-ins under the built-in ids: a raw terminal that shows every byte it gets (cat -A),
+    // one of them with bracketed paste switched on the way Codex does it.
+    let raw_cat = |paste: bool| AgentConfig {
+        bin: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                "{}stty raw -echo; echo ready; exec cat -A",
+                if paste { "printf '\\033[?2004h'; " } else { "" }
+            ),
+        ],
+        env: Default::default(),
+        label: None,
+    };
+    let mut config = support::test_config();
+    config.agents.insert("codex".into(), raw_cat(true));
+    config.agents.insert("grok".into(), raw_cat(false));
+    config.agents.insert("claude".into(), raw_cat(false));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    for (agent, typed) in [
+        ("codex", "^[[200~say hi^[[201~^M"),
+        ("grok", "say hi^M"),
+        ("claude", "say hi$"),
+    ] {
+        let id = id_of(&d.spawn(agent).await);
+        d.wait_screen(&id, "ready").await;
+        let (status, body) = d
+            .call(
+                "POST",
+                &format!("/v1/sessions/{id}/submit"),
+                Some(json!({"text": "say hi"})),
+            )
+            .await;
+        assert_eq!(status, 200, "{agent}: {body}");
+        let screen = d.wait_screen(&id, typed).await;
+        assert!(
+            !screen["text"].as_str().unwrap().contains("say hi^M^"),
+            "{agent} got more than one Enter: {screen}"
+        );
+    }
+    d.stop().await;
+}

@@ -155,6 +155,36 @@ impl AgentCatalog {
     }
 }
 
+/// How `submit` types a line into an agent (spec §3.6). Each element is one write; all of one
+/// submit are issued together so no other client's input lands between them.
+///
+/// Claude takes the text and a newline in one write. Codex and Grok get the text as a
+/// bracketed paste when the terminal has asked for one (DEC mode 2004), with any paste markers
+/// inside the text removed so it cannot end the paste early, then Enter as a separate write.
+/// Every other agent (shells, configured commands) gets the text and a carriage return, which
+/// is what a terminal sends for Enter.
+pub fn line_plan(agent: &str, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>> {
+    const PASTE_START: &str = "\x1b[200~";
+    const PASTE_END: &str = "\x1b[201~";
+    match agent {
+        "claude" => vec![format!("{text}\n").into_bytes()],
+        "codex" | "grok" if bracketed_paste => {
+            let clean = text.replace(PASTE_START, "").replace(PASTE_END, "");
+            vec![
+                format!("{PASTE_START}{clean}{PASTE_END}").into_bytes(),
+                b"\r".to_vec(),
+            ]
+        }
+        "codex" | "grok" => vec![text.as_bytes().to_vec(), b"\r".to_vec()],
+        _ => vec![format!("{text}\r").into_bytes()],
+    }
+}
+
+/// Whether `line_plan` for this agent depends on the terminal's bracketed-paste mode.
+pub fn line_plan_reads_paste_mode(agent: &str) -> bool {
+    matches!(agent, "codex" | "grok")
+}
+
 /// Resolves a program name the way a shell would: a name with a slash is taken as a path,
 /// anything else is searched on `PATH`. Only executable regular files count.
 pub fn resolve_program(bin: &str) -> Option<PathBuf> {
@@ -214,6 +244,22 @@ mod tests {
                 .unwrap()
                 .installed
         );
+    }
+
+    #[test]
+    fn line_plans_follow_each_agent() {
+        assert_eq!(line_plan("claude", "hi", true), vec![b"hi\n".to_vec()]);
+        assert_eq!(line_plan("shell", "hi", true), vec![b"hi\r".to_vec()]);
+        assert_eq!(
+            line_plan("codex", "hi", false),
+            vec![b"hi".to_vec(), b"\r".to_vec()]
+        );
+        assert_eq!(
+            line_plan("grok", "a\x1b[201~b\x1b[200~", true),
+            vec![b"\x1b[200~ab\x1b[201~".to_vec(), b"\r".to_vec()]
+        );
+        assert!(line_plan_reads_paste_mode("codex"));
+        assert!(!line_plan_reads_paste_mode("claude"));
     }
 
     #[test]

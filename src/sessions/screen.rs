@@ -70,6 +70,11 @@ impl ScreenModel {
         out
     }
 
+    /// Whether the program asked for bracketed paste (DEC mode 2004).
+    pub fn bracketed_paste(&self) -> bool {
+        self.parser.screen().bracketed_paste()
+    }
+
     /// The visible text and cursor.
     pub fn text(&self) -> ScreenText {
         let screen = self.parser.screen();

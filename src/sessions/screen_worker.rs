@@ -39,6 +39,11 @@ pub struct TakeSnapshot;
 #[rtype(result = "ScreenText")]
 pub struct ScreenAsText;
 
+/// Whether the program asked for bracketed paste, as of the output parsed so far.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct PasteMode;
+
 /// What [`TakeSnapshot`] answers.
 pub struct Snapshot {
     /// Bytes that repaint the screen.
@@ -112,6 +117,16 @@ impl Handler<TakeSnapshot> for ScreenWorker {
             repaint,
             offset: self.parsed,
         })
+    }
+}
+
+impl Handler<PasteMode> for ScreenWorker {
+    type Result = bool;
+
+    fn handle(&mut self, _: PasteMode, _: &mut Self::Context) -> bool {
+        self.model
+            .as_ref()
+            .is_some_and(ScreenModel::bracketed_paste)
     }
 }
 

@@ -17,7 +17,7 @@ use super::messages::*;
 use super::ring::OutputRing;
 use super::screen::ScreenText;
 use super::screen_worker::{
-    Feed, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
+    Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
 };
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
@@ -573,6 +573,30 @@ impl Session {
         });
     }
 
+    /// Issues every write to the harness now, in order, so nothing lands between them, and
+    /// resolves once all are written.
+    fn write_together(
+        &self,
+        writes: Vec<Vec<u8>>,
+    ) -> impl std::future::Future<Output = Result<(), DaemonError>> + 'static {
+        let id = self.record.id.to_string();
+        let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
+            writes
+                .into_iter()
+                .map(|w| h.input.send(WriteInput(Bytes::from(w))))
+                .collect()
+        });
+        async move {
+            let Some(sent) = sent else {
+                return Err(DaemonError::session_dead(&id));
+            };
+            for write in sent {
+                write.await.map_err(|_| DaemonError::session_dead(&id))??;
+            }
+            Ok(())
+        }
+    }
+
     /// Ends the process and returns a receiver that fires once its exit is written.
     fn end_process(&mut self, ending: Ending, grace: Duration) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
@@ -708,16 +732,23 @@ impl Handler<Input> for Session {
 }
 
 impl Handler<Submit> for Session {
-    type Result = ResponseFuture<Result<(), DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
-    fn handle(&mut self, msg: Submit, ctx: &mut Self::Context) -> Self::Result {
-        // Claude takes the line and a newline in one write; every other agent gets the text
-        // then Enter as a carriage return, as a terminal would send it (spec §3.6).
-        let line = match self.record.agent.as_str() {
-            "claude" => format!("{}\n", msg.0),
-            _ => format!("{}\r", msg.0),
-        };
-        <Self as Handler<Input>>::handle(self, Input(Bytes::from(line)), ctx)
+    fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
+        let agent = self.record.agent.clone();
+        if !crate::agents::line_plan_reads_paste_mode(&agent) {
+            let writes = crate::agents::line_plan(&agent, &msg.0, false);
+            return Box::pin(fut::wrap_future(self.write_together(writes)));
+        }
+        let screen = self.screen.clone();
+        Box::pin(
+            async move { screen.send(PasteMode).await.unwrap_or(false) }
+                .into_actor(self)
+                .then(move |bracketed, act, _| {
+                    let writes = crate::agents::line_plan(&agent, &msg.0, bracketed);
+                    fut::wrap_future(act.write_together(writes))
+                }),
+        )
     }
 }
 
