@@ -299,3 +299,58 @@ async fn submit_types_the_line_the_way_each_agent_expects() {
     }
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn each_session_gets_a_read_only_record_file_removed_on_forget() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let path = d.state_dir.join("records").join(format!("{id}.json"));
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/submit"),
+        Some(json!({"text": "echo \"rec=$ATC_SESSION_RECORD\""})),
+    )
+    .await;
+    d.wait_screen(&id, &format!("rec={}", path.display())).await;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(record["format"], "atc.session-record");
+    assert_eq!(record["session"]["id"], id.as_str());
+    let (_, health) = d.call("GET", "/v1/health", None).await;
+    assert_eq!(record["daemonID"], health["daemonId"]);
+    let (status, _) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 200);
+    assert!(!path.exists(), "forget leaves the record behind");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn status_json_counts_the_fleet() {
+    let d = TestDaemon::start().await;
+    let a = id_of(&d.spawn("cat").await);
+    id_of(&d.spawn("cat").await);
+    d.call("POST", &format!("/v1/sessions/{a}/kill"), None)
+        .await;
+    let path = d.state_dir.join("status.json");
+    let deadline = std::time::Instant::now() + support::WITHIN;
+    loop {
+        let status: Option<serde_json::Value> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(s) = &status {
+            if s["running"] == 1 && s["exited"] == 1 {
+                assert_eq!(s["needs_you"], 0);
+                assert_eq!(s["needsYouName"], serde_json::Value::Null);
+                break;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "status.json never counted 1 running and 1 exited: {status:?}"
+        );
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    d.stop().await;
+}

@@ -57,6 +57,8 @@ pub struct Timings {
     pub ws_timeout: Duration,
     /// How long shutdown waits for sessions to write their exit.
     pub shutdown_grace: Duration,
+    /// `status.json` is rewritten at most this often.
+    pub status_write: Duration,
 }
 
 impl Default for Timings {
@@ -68,6 +70,7 @@ impl Default for Timings {
             ws_ping: Duration::from_secs(15),
             ws_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(8),
+            status_write: Duration::from_millis(50),
         }
     }
 }

@@ -134,6 +134,7 @@ impl Daemon {
         });
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
+        let dir_path_for_deps = dir.path().to_path_buf();
         // Screen models are parsed on a thread of their own, beside the sessions' thread.
         let screen_arbiter = actix::Arbiter::new();
         let screen_handle = screen_arbiter.handle();
@@ -168,6 +169,8 @@ impl Daemon {
                 limits,
                 timings,
                 screen_arbiter: screen_handle,
+                state_dir: dir_path_for_deps,
+                daemon_id,
             },
             catalog: deps_catalog,
             rows,

@@ -36,6 +36,8 @@ pub struct SessionManager {
     deps: SessionDeps,
     pending_rows: Vec<FleetRow>,
     restoring: bool,
+    /// A `status.json` rewrite is scheduled.
+    status_pending: bool,
 }
 
 /// What the manager is built from.
@@ -65,6 +67,7 @@ impl SessionManager {
                 deps: parts.deps,
                 pending_rows: parts.rows,
                 restoring: false,
+                status_pending: false,
             }
         })
     }
@@ -97,6 +100,28 @@ impl SessionManager {
             }
             q.push_text(text.clone());
             true
+        });
+    }
+
+    /// Schedules a `status.json` rewrite; changes within the debounce share one write.
+    fn schedule_status(&mut self, ctx: &mut Context<Self>) {
+        if self.status_pending {
+            return;
+        }
+        self.status_pending = true;
+        ctx.run_later(self.deps.timings.status_write, |act, _| {
+            act.status_pending = false;
+            let status = super::status_file::FleetStatus::of(
+                act.order
+                    .iter()
+                    .filter_map(|id| act.sessions.get(id))
+                    .map(|e| &e.descriptor),
+            );
+            // A ~100-byte file at most once per debounce: cheap enough to write in place, and
+            // writing here keeps successive versions in order.
+            if let Err(e) = super::status_file::write(&act.deps.state_dir, &status) {
+                tracing::warn!(error = %e, "could not write status.json");
+            }
         });
     }
 
@@ -165,7 +190,7 @@ impl SessionManager {
 impl Actor for SessionManager {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Self::Context) {
+    fn started(&mut self, ctx: &mut Self::Context) {
         let deps = self.deps.clone();
         for row in std::mem::take(&mut self.pending_rows) {
             let record = SessionRecord::from_row(row);
@@ -175,6 +200,7 @@ impl Actor for SessionManager {
         if !self.sessions.is_empty() {
             tracing::info!(sessions = self.sessions.len(), "fleet loaded");
         }
+        self.schedule_status(ctx);
     }
 }
 
@@ -215,7 +241,7 @@ impl Handler<ListSessions> for SessionManager {
 impl Handler<FleetNotice> for SessionManager {
     type Result = ();
 
-    fn handle(&mut self, msg: FleetNotice, _: &mut Self::Context) {
+    fn handle(&mut self, msg: FleetNotice, ctx: &mut Self::Context) {
         match &msg.0 {
             FleetEvent::Added { session } | FleetEvent::State { session } => {
                 if let Some(e) = self.sessions.get_mut(&session.id) {
@@ -240,6 +266,7 @@ impl Handler<FleetNotice> for SessionManager {
             }
         }
         self.broadcast(&msg.0);
+        self.schedule_status(ctx);
     }
 }
 

@@ -5,7 +5,9 @@
 pub mod client_queue;
 pub mod manager;
 pub mod messages;
+pub mod record_file;
 pub mod ring;
 pub mod screen;
 pub mod screen_worker;
 pub mod session;
+pub mod status_file;

@@ -49,6 +49,10 @@ pub struct SessionDeps {
     pub timings: Timings,
     /// The thread where every session's screen model is parsed.
     pub screen_arbiter: actix::ArbiterHandle,
+    /// The state dir (session records live under it).
+    pub state_dir: std::path::PathBuf,
+    /// This daemon's id, for session records.
+    pub daemon_id: Uuid,
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -215,9 +219,10 @@ impl Session {
     /// the harness cannot start.
     pub fn spawn(
         record: SessionRecord,
-        plan: crate::agents::LaunchPlan,
+        mut plan: crate::agents::LaunchPlan,
         deps: SessionDeps,
     ) -> Result<(Addr<Session>, Descriptor), DaemonError> {
+        write_record_file(&record, &deps, &mut plan);
         let ctx = Context::new();
         let harness = deps.provider.start(
             StartSpec {
@@ -633,6 +638,7 @@ impl Session {
             .catalog
             .plan(&self.record.agent, std::path::Path::new(&self.record.cwd))?;
         plan.args = self.record.args.clone();
+        write_record_file(&self.record, &self.deps, &mut plan);
         if let Some(size) = size {
             self.record.size = size;
             self.screen.do_send(ResizeScreen(size));
@@ -653,6 +659,34 @@ impl Session {
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");
         Ok(())
+    }
+}
+
+/// Writes the session record file before a harness starts and points the harness at it. A
+/// record that cannot be written is logged and left out: it informs tools inside the session,
+/// it must not stop the session from starting.
+fn write_record_file(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+    plan: &mut crate::agents::LaunchPlan,
+) {
+    let session = serde_json::json!({
+        "id": record.id,
+        "name": record.name,
+        "agent": record.agent,
+        "cwd": record.cwd,
+        "args": record.args,
+        "createdAt": record.created_at,
+    });
+    let contents = super::record_file::contents(session, &deps.daemon_id, now_ms());
+    match super::record_file::write(&deps.state_dir, &record.id, &contents) {
+        Ok(path) => {
+            plan.env
+                .insert("ATC_SESSION_RECORD".into(), path.display().to_string());
+        }
+        Err(e) => {
+            tracing::warn!(session = %record.id, error = %e, "could not write the session record")
+        }
     }
 }
 
@@ -876,9 +910,11 @@ impl Handler<Forget> for Session {
         }
         let id = self.record.id;
         let store = self.deps.store.clone();
+        let state_dir = self.deps.state_dir.clone();
         Box::pin(
             async move {
                 let _ = done.await;
+                super::record_file::remove(&state_dir, &id);
                 match store.delete_session(id).await {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {

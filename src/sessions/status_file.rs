@@ -1,0 +1,111 @@
+//! `<state>/status.json` (spec §1.1): fleet counts for statusline reporters inside sessions
+//! that do not speak the API. Rewritten after fleet changes, at most once per debounce.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::protocol::wire::{Descriptor, SessionState};
+
+/// What the file holds.
+#[derive(Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetStatus {
+    /// Sessions whose agent is working.
+    pub running: usize,
+    /// Sessions waiting for the user.
+    #[serde(rename = "needs_you")]
+    pub needs_you: usize,
+    /// Sessions whose turn is done.
+    pub done: usize,
+    /// Sessions without a process.
+    pub exited: usize,
+    /// Sessions waiting for the user that nobody has looked at yet (`needs_you` and unread).
+    pub urgent: usize,
+    /// Name of the first `needs_you` session in list order.
+    pub needs_you_name: Option<String>,
+}
+
+impl FleetStatus {
+    /// Counts a list of sessions, in list order.
+    pub fn of<'a>(sessions: impl IntoIterator<Item = &'a Descriptor>) -> FleetStatus {
+        let mut s = FleetStatus::default();
+        for d in sessions {
+            match d.state {
+                SessionState::Running => s.running += 1,
+                SessionState::NeedsYou => {
+                    s.needs_you += 1;
+                    if d.unread {
+                        s.urgent += 1;
+                    }
+                    if s.needs_you_name.is_none() {
+                        s.needs_you_name = Some(d.name.clone());
+                    }
+                }
+                SessionState::Done => s.done += 1,
+                SessionState::Exited => s.exited += 1,
+            }
+        }
+        s
+    }
+}
+
+/// Writes the file atomically (temp file, then rename).
+pub fn write(state_dir: &Path, status: &FleetStatus) -> std::io::Result<()> {
+    let tmp = state_dir.join("status.json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec(status).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::rename(&tmp, state_dir.join("status.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::wire::NamedBy;
+
+    fn session(name: &str, state: SessionState, unread: bool) -> Descriptor {
+        Descriptor {
+            id: uuid::Uuid::new_v4(),
+            name: name.into(),
+            named_by: NamedBy::Auto,
+            agent: "shell".into(),
+            cwd: "/".into(),
+            state,
+            unread,
+            last_msg: String::new(),
+            alive: state != SessionState::Exited,
+            exit_code: None,
+            exit_signal: None,
+            exit_reason: None,
+            pinned: false,
+            cols: 80,
+            rows: 24,
+            created_at: 0,
+            last_attached_at: None,
+            kind: "pty",
+            stream: String::new(),
+        }
+    }
+
+    #[test]
+    fn counts_states_urgency_and_the_first_waiting_name() {
+        let fleet = [
+            session("a", SessionState::Running, false),
+            session("b", SessionState::NeedsYou, false),
+            session("c", SessionState::NeedsYou, true),
+            session("d", SessionState::Done, true),
+            session("e", SessionState::Exited, true),
+        ];
+        let s = FleetStatus::of(&fleet);
+        assert_eq!(
+            (s.running, s.needs_you, s.done, s.exited, s.urgent),
+            (1, 2, 1, 1, 1)
+        );
+        assert_eq!(s.needs_you_name.as_deref(), Some("b"));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["needs_you"], 2);
+        assert_eq!(json["needsYouName"], "b");
+    }
+}
