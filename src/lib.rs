@@ -9,11 +9,12 @@
 //!   owns the screen model, the output ring and the attached clients' bounded queues.
 //! - [`providers`]: where processes run. `local-pty` owns a child and its PTY in one actor.
 //! - [`store`]: SQLite through sqlx; the only module that names a table.
+//! - [`ledger`]: the idempotency ledger, so a retried spawn never runs twice.
 //! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and the
 //!   shapes and error codes clients see.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
 //! - [`client`] and [`cli`]: the `atc` client commands, which find a daemon through its state
-//!   dir and speak its HTTP/WebSocket API like any other client; [`bench`] is the load tool.
+//!   dir and speak its HTTP/WebSocket API like any other client; [`bench`](mod@bench) is the load tool.
 //!
 //! The daemon can be started in-process ([`daemon::Daemon::start`]) on any listener, which is
 //! how the integration tests run the real thing on port 0.
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod ledger;
 pub mod protocol;
 pub mod providers;
 pub mod server;

@@ -59,6 +59,10 @@ pub struct Timings {
     pub shutdown_grace: Duration,
     /// `status.json` is rewritten at most this often.
     pub status_write: Duration,
+    /// Completed idempotency keys older than this are deleted (spec §7.5: 24 h).
+    pub idempotency_retention: Duration,
+    /// How often the sweep runs (spec: hourly).
+    pub idempotency_sweep: Duration,
 }
 
 impl Default for Timings {
@@ -71,6 +75,8 @@ impl Default for Timings {
             ws_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(8),
             status_write: Duration::from_millis(50),
+            idempotency_retention: Duration::from_secs(24 * 3600),
+            idempotency_sweep: Duration::from_secs(3600),
         }
     }
 }

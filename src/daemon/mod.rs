@@ -12,12 +12,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Actor, Addr};
 use actix_web::dev::ServerHandle;
 use tokio::sync::mpsc;
 
 use crate::agents::AgentCatalog;
 use crate::config::Config;
+use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::providers::local_pty::LocalPty;
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
@@ -104,6 +105,20 @@ impl Daemon {
         let store = StateStore::open(&dir.db_path()).await?;
         let daemon_id = store.daemon_id().await?;
         let rows = store.load_fleet().await?;
+        // Spec §7.5, before serving: claims a dead daemon left in progress become
+        // outcome_unknown (or completed, when their session row exists); old keys go.
+        let (unknown, completed) = store
+            .idempotency_reconcile(crate::sessions::session::now_ms())
+            .await?;
+        if unknown + completed > 0 {
+            tracing::warn!(
+                unknown,
+                completed,
+                "idempotency keys left in progress by the last daemon reconciled"
+            );
+        }
+        crate::ledger::idempotency_ledger::sweep(&store, opts.config.timings.idempotency_retention)
+            .await;
         let config = opts.config;
         for p in &config.problems {
             tracing::error!(scope = %p.scope, problem = p.problem, detail = %p.detail,
@@ -142,6 +157,7 @@ impl Daemon {
         let state = AppState {
             // Filled in on the worker thread, below.
             manager: None,
+            ledger: None,
             store: store.clone(),
             catalog,
             token: token.clone(),
@@ -175,18 +191,30 @@ impl Daemon {
             catalog: deps_catalog,
             rows,
         })));
-        let started = Arc::new(std::sync::OnceLock::<Addr<SessionManager>>::new());
+        let started = Arc::new(std::sync::OnceLock::<(
+            Addr<SessionManager>,
+            Addr<IdempotencyLedger>,
+        )>::new());
+        let (ledger_store, ledger_timings) = (store.clone(), config.timings.clone());
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let ready_tx = Arc::new(std::sync::Mutex::new(Some(ready_tx)));
         let make_state = move || {
-            let manager = started
+            let (manager, ledger) = started
                 .get_or_init(|| {
                     let build = parts
                         .lock()
                         .ok()
                         .and_then(|mut p| p.take())
                         .expect("the manager is built once, by the first worker");
-                    SessionManager::start_with(build)
+                    let manager = SessionManager::start_with(build);
+                    let ledger = IdempotencyLedger::new(
+                        manager.clone(),
+                        ledger_store.clone(),
+                        ledger_timings.idempotency_retention,
+                        ledger_timings.idempotency_sweep,
+                    )
+                    .start();
+                    (manager, ledger)
                 })
                 .clone();
             if let Some(tx) = ready_tx.lock().ok().and_then(|mut t| t.take()) {
@@ -195,6 +223,7 @@ impl Daemon {
             }
             AppState {
                 manager: Some(manager),
+                ledger: Some(ledger),
                 ..state.clone()
             }
         };

@@ -35,10 +35,12 @@ pub enum ErrorCode {
     TargetUnavailable,
     /// A permission request was already resolved (reserved).
     AlreadyAnswered,
-    /// Same idempotency key, different payload (reserved).
+    /// Same idempotency key, different payload.
     IdempotencyConflict,
-    /// A keyed effect may or may not have happened (reserved).
+    /// A keyed effect may or may not have happened; `data.effectRef` names it.
     OutcomeUnknown,
+    /// `Idempotency-Replay-Only` for a key the daemon does not hold.
+    IdempotencyKeyUnknown,
     /// The client cannot keep up (reserved for headless sessions).
     TooSlow,
     /// No such route or method.
@@ -65,6 +67,7 @@ impl ErrorCode {
             ErrorCode::AlreadyAnswered => "already_answered",
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::OutcomeUnknown => "outcome_unknown",
+            ErrorCode::IdempotencyKeyUnknown => "idempotency_key_unknown",
             ErrorCode::TooSlow => "too_slow",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
@@ -78,9 +81,10 @@ impl ErrorCode {
             ErrorCode::BadArgs => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
             ErrorCode::ForbiddenOrigin => StatusCode::FORBIDDEN,
-            ErrorCode::NoSuchSession | ErrorCode::UnknownTarget | ErrorCode::UnknownMethod => {
-                StatusCode::NOT_FOUND
-            }
+            ErrorCode::NoSuchSession
+            | ErrorCode::UnknownTarget
+            | ErrorCode::UnknownMethod
+            | ErrorCode::IdempotencyKeyUnknown => StatusCode::NOT_FOUND,
             ErrorCode::SessionDead
             | ErrorCode::AlreadyAnswered
             | ErrorCode::IdempotencyConflict

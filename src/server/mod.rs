@@ -32,6 +32,8 @@ use crate::store::StateStore;
 pub struct AppState {
     /// The supervisor; set once the worker that hosts it has started.
     pub manager: Option<Addr<SessionManager>>,
+    /// The idempotency ledger, started beside the manager.
+    pub ledger: Option<Addr<crate::ledger::idempotency_ledger::IdempotencyLedger>>,
     /// For fleet and dirs reads.
     pub store: StateStore,
     /// Agents.
@@ -68,6 +70,13 @@ impl AppState {
     /// The supervisor.
     pub fn manager(&self) -> Result<&Addr<SessionManager>, DaemonError> {
         self.manager.as_ref().ok_or_else(DaemonError::internal)
+    }
+
+    /// The idempotency ledger.
+    pub fn ledger(
+        &self,
+    ) -> Result<&Addr<crate::ledger::idempotency_ledger::IdempotencyLedger>, DaemonError> {
+        self.ledger.as_ref().ok_or_else(DaemonError::internal)
     }
 }
 

@@ -8,9 +8,12 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use super::{lookup, AppState};
+use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
+use crate::ledger::key_lock::RunSpawn;
 use crate::protocol::params::{Params, TermSize};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::sessions::messages::*;
+use crate::store::KeyId;
 
 /// Registers every route under `/v1`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -121,6 +124,7 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
 }
 
 async fn spawn(
+    req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
@@ -144,18 +148,66 @@ async fn spawn(
         other => other.map(|n| n.trim().to_string()),
     };
     let size = p.size_or(TermSize::DEFAULT)?;
-    let session = mailbox(
-        state
-            .manager()?
-            .send(Spawn {
-                agent: agent.to_string(),
-                cwd: cwd.to_string(),
-                name,
-                size,
-            })
-            .await,
+    let spawn = Spawn {
+        id: None,
+        agent: agent.to_string(),
+        cwd: cwd.to_string(),
+        name,
+        size,
+    };
+    let Some(key) = idempotency_key(&req)? else {
+        let session = mailbox(state.manager()?.send(spawn).await)??;
+        return Ok(HttpResponse::Created().json(json!({ "session": session })));
+    };
+    let canonical = crate::ledger::spawn_payload(&spawn);
+    let replay_only = req
+        .headers()
+        .get("Idempotency-Replay-Only")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let key = KeyId {
+        principal: "local".into(),
+        operation: "session.spawn".into(),
+        key,
+    };
+    let ledger = state.ledger()?.clone();
+    let lock = mailbox(ledger.send(Acquire(key.clone())).await)?;
+    let _guard = KeyGuard::new(ledger, key.clone());
+    let answer = mailbox(
+        lock.send(RunSpawn {
+            key,
+            payload_hash: crate::ledger::payload_hash(&canonical),
+            replay_only,
+            spawn,
+        })
+        .await,
     )??;
-    Ok(HttpResponse::Created().json(json!({ "session": session })))
+    let body = json!({ "session": answer.session });
+    Ok(if answer.replayed {
+        HttpResponse::Ok()
+            .insert_header(("Idempotent-Replayed", "true"))
+            .json(body)
+    } else {
+        HttpResponse::Created().json(body)
+    })
+}
+
+/// The `Idempotency-Key` header, if any: 1–200 characters.
+fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, DaemonError> {
+    let Some(v) = req.headers().get("Idempotency-Key") else {
+        return Ok(None);
+    };
+    let bad = || {
+        DaemonError::bad_arg(
+            "idempotencyKey",
+            "Idempotency-Key must be 1-200 visible characters",
+        )
+    };
+    let key = v.to_str().map_err(|_| bad())?;
+    if key.is_empty() || key.chars().count() > 200 {
+        return Err(bad());
+    }
+    Ok(Some(key.to_string()))
 }
 
 async fn get(

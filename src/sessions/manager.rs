@@ -165,7 +165,7 @@ impl SessionManager {
         };
         let created_at = now_ms();
         let record = SessionRecord {
-            id: Uuid::new_v4(),
+            id: msg.id.unwrap_or_else(Uuid::new_v4),
             name,
             named_by,
             agent: msg.agent,

@@ -149,6 +149,9 @@ pub struct ListSessions;
 #[derive(Message)]
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct Spawn {
+    /// The session id, when the caller minted it first (an idempotent spawn records it in its
+    /// claim before anything starts); a fresh one otherwise.
+    pub id: Option<uuid::Uuid>,
     /// Agent id.
     pub agent: String,
     /// Working directory (absolute).

@@ -7,6 +7,7 @@
 //! it run in the background and the writer logs failures.
 
 mod fleet;
+pub mod idempotency;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -18,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 pub use fleet::FleetRow;
+pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
 
 /// Failures of the store. None reach a client as text: they map to `internal`.
 #[derive(Debug, thiserror::Error)]
@@ -146,8 +148,9 @@ impl StateStore {
         })
     }
 
-    /// Waits until every write queued so far has landed, so a read that follows sees them.
-    async fn flush(&self) -> Result<(), StoreError> {
+    /// Waits until every write queued so far has landed, so a read that follows sees them
+    /// (and a caller that must know its earlier writes are durable can say so).
+    pub async fn flush(&self) -> Result<(), StoreError> {
         self.enqueue(WriteOp::Barrier)
             .await
             .map_err(|_| StoreError::Closed)?
@@ -168,6 +171,50 @@ impl StateStore {
                 .fetch_all(&self.pool)
                 .await?,
         )
+    }
+
+    /// The key's row, if held.
+    pub async fn idempotency_get(&self, id: &KeyId) -> Result<Option<KeyRow>, StoreError> {
+        idempotency::get(&self.pool, id).await
+    }
+
+    /// Inserts an in-progress claim unless the key is held; answers which.
+    pub async fn idempotency_claim(
+        &self,
+        id: &KeyId,
+        payload_hash: &str,
+        effect_ref: &str,
+        now: i64,
+    ) -> Result<Claim, StoreError> {
+        idempotency::claim(&self.pool, id, payload_hash, effect_ref, now).await
+    }
+
+    /// Marks a claim completed (with its result and effect target) or outcome_unknown.
+    pub async fn idempotency_finish(
+        &self,
+        id: &KeyId,
+        state: KeyState,
+        result: Option<&str>,
+        effect_target: Option<(&str, &str)>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        idempotency::finish(&self.pool, id, state, result, effect_target, now).await
+    }
+
+    /// Drops a claim whose effect failed cleanly, so a retry runs fresh.
+    pub async fn idempotency_release(&self, id: &KeyId) -> Result<(), StoreError> {
+        idempotency::release(&self.pool, id).await
+    }
+
+    /// Start-up reconciliation; answers (made outcome_unknown, then completed).
+    pub async fn idempotency_reconcile(&self, now: i64) -> Result<(u64, u64), StoreError> {
+        self.flush().await?;
+        idempotency::reconcile(&self.pool, now).await
+    }
+
+    /// Deletes completed keys older than `cutoff`; answers how many.
+    pub async fn idempotency_sweep(&self, cutoff: i64) -> Result<u64, StoreError> {
+        idempotency::sweep(&self.pool, cutoff).await
     }
 
     /// Writes everything queued, then closes the pool.

@@ -1,0 +1,192 @@
+//! `KeyLock`: one per live (principal, operation, key). It runs the requests under its key
+//! one at a time (each handler is an `AtomicResponse`, so the next request waits until the
+//! previous one has claimed, spawned, settled and completed), which is what makes two
+//! concurrent retries start exactly one session.
+
+use actix::prelude::*;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::sessions::manager::SessionManager;
+use crate::sessions::messages::{Lookup, Spawn};
+use crate::sessions::session::now_ms;
+use crate::store::{Claim, KeyId, KeyRow, KeyState, StateStore};
+
+/// Run a keyed spawn. Sent by the spawn route through the key's lock.
+#[derive(Message)]
+#[rtype(result = "Result<KeyedAnswer, DaemonError>")]
+pub struct RunSpawn {
+    /// The key.
+    pub key: KeyId,
+    /// SHA-256 of the canonical payload.
+    pub payload_hash: String,
+    /// Answer only from the ledger; never run the effect.
+    pub replay_only: bool,
+    /// The spawn to run (its `id` is minted here).
+    pub spawn: Spawn,
+}
+
+/// What a keyed request answers.
+#[derive(Debug)]
+pub struct KeyedAnswer {
+    /// The session (current descriptor on a replay, else the new one), as JSON.
+    pub session: Value,
+    /// Whether this answer replays an earlier effect.
+    pub replayed: bool,
+}
+
+/// Serializes the requests of one key.
+pub struct KeyLock {
+    manager: Addr<SessionManager>,
+    store: StateStore,
+}
+
+impl KeyLock {
+    /// A lock for one key.
+    pub fn new(manager: Addr<SessionManager>, store: StateStore) -> KeyLock {
+        KeyLock { manager, store }
+    }
+}
+
+impl Actor for KeyLock {
+    type Context = Context<Self>;
+}
+
+fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> DaemonError {
+    // Never the payload: operation, key and step are enough to find the row.
+    tracing::error!(operation = %key.operation, key = %key.key, step, error = %e, "ledger step failed");
+    DaemonError::internal()
+}
+
+fn outcome_unknown(effect_ref: &str) -> DaemonError {
+    DaemonError::new(
+        ErrorCode::OutcomeUnknown,
+        "an earlier request under this key may or may not have spawned its session; check \
+         data.effectRef (GET /v1/sessions/{id}) and retry with a new key if it is not there",
+    )
+    .with("effectRef", effect_ref)
+}
+
+/// Answers a request for a key that is already held (spec §7.4 step 3).
+async fn answer_held(
+    manager: &Addr<SessionManager>,
+    row: KeyRow,
+    payload_hash: &str,
+) -> Result<KeyedAnswer, DaemonError> {
+    if row.payload_hash != payload_hash {
+        return Err(DaemonError::new(
+            ErrorCode::IdempotencyConflict,
+            "this idempotency key was used for a different request; use a new key",
+        ));
+    }
+    if row.state != KeyState::Completed {
+        return Err(outcome_unknown(&row.effect_ref));
+    }
+    if let Ok(Ok(found)) = manager.send(Lookup(row.effect_ref.clone())).await {
+        return Ok(KeyedAnswer {
+            session: serde_json::to_value(&found.descriptor).unwrap_or(Value::Null),
+            replayed: true,
+        });
+    }
+    if let Some(result) = row
+        .result
+        .as_deref()
+        .and_then(|r| serde_json::from_str(r).ok())
+    {
+        return Ok(KeyedAnswer {
+            session: result,
+            replayed: true,
+        });
+    }
+    Err(DaemonError::new(
+        ErrorCode::NoSuchSession,
+        "the session this key spawned is not listed; restore the fleet (POST /v1/fleet/restore)",
+    )
+    .with("effectRef", row.effect_ref))
+}
+
+impl Handler<RunSpawn> for KeyLock {
+    type Result = AtomicResponse<Self, Result<KeyedAnswer, DaemonError>>;
+
+    fn handle(&mut self, msg: RunSpawn, _: &mut Self::Context) -> Self::Result {
+        let (manager, store) = (self.manager.clone(), self.store.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                let RunSpawn {
+                    key,
+                    payload_hash,
+                    replay_only,
+                    mut spawn,
+                } = msg;
+                if replay_only {
+                    return match store.idempotency_get(&key).await {
+                        Ok(Some(row)) => answer_held(&manager, row, &payload_hash).await,
+                        Ok(None) => Err(DaemonError::new(
+                            ErrorCode::IdempotencyKeyUnknown,
+                            "this daemon holds no such idempotency key (never used, or swept \
+                             after 24 h); send the request without Idempotency-Replay-Only",
+                        )),
+                        Err(e) => Err(internal("lookup", &key, e)),
+                    };
+                }
+                let session_id = Uuid::new_v4();
+                let effect_ref = session_id.to_string();
+                match store
+                    .idempotency_claim(&key, &payload_hash, &effect_ref, now_ms())
+                    .await
+                {
+                    Ok(Claim::Claimed) => {}
+                    Ok(Claim::Held(row)) => return answer_held(&manager, row, &payload_hash).await,
+                    Err(e) => return Err(internal("claim", &key, e)),
+                }
+                spawn.id = Some(session_id);
+                let spawned = match manager.send(spawn).await {
+                    Ok(Ok(descriptor)) => descriptor,
+                    // Nothing started: drop the claim so a retry runs fresh.
+                    Ok(Err(refusal)) => {
+                        if let Err(e) = store.idempotency_release(&key).await {
+                            internal("release", &key, e);
+                        }
+                        return Err(refusal);
+                    }
+                    Err(e) => {
+                        if let Err(e) = store.idempotency_release(&key).await {
+                            internal("release", &key, e);
+                        }
+                        return Err(internal("spawn", &key, e));
+                    }
+                };
+                // Settle: the session's row must be durable before the key says completed.
+                let session = serde_json::to_value(&spawned).unwrap_or(Value::Null);
+                let settled = match store.flush().await {
+                    Ok(()) => {
+                        store
+                            .idempotency_finish(
+                                &key,
+                                KeyState::Completed,
+                                Some(&session.to_string()),
+                                None,
+                                now_ms(),
+                            )
+                            .await
+                    }
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = settled {
+                    internal("settle", &key, e);
+                    // The session may stand; the key must never run again.
+                    let _ = store
+                        .idempotency_finish(&key, KeyState::OutcomeUnknown, None, None, now_ms())
+                        .await;
+                    return Err(outcome_unknown(&effect_ref));
+                }
+                Ok(KeyedAnswer {
+                    session,
+                    replayed: false,
+                })
+            }
+            .into_actor(self),
+        ))
+    }
+}

@@ -1,0 +1,89 @@
+//! The idempotency ledger (spec §7): a retried spawn never runs twice.
+//!
+//! A request with an `Idempotency-Key` goes through the [`KeyLock`](key_lock::KeyLock) actor of
+//! its (principal, operation, key), which runs one request at a time: look the key up, claim it
+//! with the pre-minted session id, spawn, wait for the session's row to be durable, mark the
+//! key completed with the result. A retry finds the key completed and gets the current
+//! descriptor back; a different payload under the same key is a conflict; a key whose effect
+//! may or may not have happened (a daemon died between claim and completion) answers
+//! `outcome_unknown` forever. [`IdempotencyLedger`](idempotency_ledger::IdempotencyLedger) hands out the
+//! key locks and sweeps old completed keys.
+
+pub mod idempotency_ledger;
+pub mod key_lock;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The payload of a spawn as spec §7.3 hashes it: the parsed params with defaults applied and
+/// the key fields left out.
+pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
+    serde_json::json!({
+        "agent": spawn.agent,
+        "cwd": spawn.cwd,
+        "name": spawn.name,
+        "cols": spawn.size.cols,
+        "rows": spawn.size.rows,
+    })
+}
+
+/// SHA-256 (hex) of a payload serialized with object keys sorted at every depth (arrays keep
+/// their order), so two requests that mean the same thing hash the same.
+pub fn payload_hash(payload: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(payload, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_does_not_change_the_hash_but_values_and_array_order_do() {
+        let a = payload_hash(&json!({"b": 1, "a": {"y": [1, 2], "x": null}}));
+        let b = payload_hash(&json!({"a": {"x": null, "y": [1, 2]}, "b": 1}));
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 64);
+        assert_ne!(
+            a,
+            payload_hash(&json!({"a": {"x": null, "y": [2, 1]}, "b": 1}))
+        );
+        assert_ne!(
+            a,
+            payload_hash(&json!({"a": {"x": null, "y": [1, 2]}, "b": 2}))
+        );
+    }
+}
