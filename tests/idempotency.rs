@@ -143,6 +143,8 @@ fn cat_spawn_hash() -> String {
         cwd: "/tmp".into(),
         name: None,
         size: atc::protocol::params::TermSize::DEFAULT,
+        target: "local".into(),
+        target_identity: "local-pty:44136fa355b3678a".into(),
     }))
 }
 

@@ -7,6 +7,7 @@
 //! never the file's values) in its log and in `GET /v1/daemon`.
 
 pub mod raw;
+pub mod targets;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -122,6 +123,8 @@ pub struct Config {
     pub timings: Timings,
     /// What went wrong while loading, if anything.
     pub problems: Vec<ConfigProblem>,
+    /// Execution targets, their default and their problems.
+    pub targets: targets::Targets,
     /// The file this came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -137,6 +140,7 @@ impl Default for Config {
             limits: Limits::default(),
             timings: Timings::default(),
             problems: Vec::new(),
+            targets: targets::Targets::from_config(None, None, None),
             source: None,
         }
     }
@@ -220,6 +224,8 @@ impl Config {
             }
         }
         config.allowed_origins = raw.allowed_origins;
+        config.targets =
+            targets::Targets::from_config(raw.targets.as_ref(), raw.default_target.as_ref(), None);
         for (id, agent) in raw.agents {
             if agent.bin.trim().is_empty() || id.is_empty() {
                 config.problems.push(ConfigProblem {
@@ -261,6 +267,19 @@ impl Config {
     }
 
     fn with_problem(mut self, problem: ConfigProblem) -> Config {
+        // A file that cannot be used at all leaves no target usable (spec §4.1).
+        if problem.scope == "config" {
+            self.targets = targets::Targets::from_config(
+                None,
+                None,
+                Some(targets::TargetProblem {
+                    scope: targets::Scope::Config,
+                    target: None,
+                    problem: problem.problem.to_string(),
+                    detail: problem.detail.clone(),
+                }),
+            );
+        }
         self.problems.push(problem);
         self
     }
@@ -306,6 +325,8 @@ mod tests {
             default.timings.resize_debounce
         );
         assert!(example.agents.contains_key("cat"));
+        // An explicit `local` target over no options is the implicit one.
+        assert_eq!(example.targets.revision(), default.targets.revision());
     }
 
     #[test]

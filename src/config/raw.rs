@@ -17,6 +17,11 @@ pub struct RawConfig {
     pub agents: BTreeMap<String, RawAgent>,
     /// Sizes and durations.
     pub limits: RawLimits,
+    /// Execution targets by id, in config order; checked in `targets.rs` with scoped errors,
+    /// so any JSON value is accepted here.
+    pub targets: Option<RawTargets>,
+    /// The target spawns use when they name none.
+    pub default_target: Option<serde_json::Value>,
 }
 
 /// One configured agent.
@@ -47,4 +52,67 @@ pub struct RawLimits {
     pub body_cap_bytes: Option<usize>,
     /// Resize debounce in milliseconds.
     pub resize_debounce_ms: Option<u64>,
+}
+
+/// The `targets` value as written: an object's entries in file order (serde_json's own map
+/// sorts its keys, and the spec keeps config order), or anything else, which `targets.rs`
+/// reports as a scoped problem instead of failing the whole file.
+#[derive(Debug, Clone)]
+pub enum RawTargets {
+    /// `{ "id": {...}, ... }`, entries in order.
+    Entries(Vec<(String, serde_json::Value)>),
+    /// Not an object.
+    NotAnObject,
+}
+
+impl<'de> Deserialize<'de> for RawTargets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawTargets;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawTargets, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, serde_json::Value>()? {
+                    entries.push((k, v));
+                }
+                Ok(RawTargets::Entries(entries))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<RawTargets, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(RawTargets::NotAnObject)
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+            fn visit_unit<E>(self) -> Result<RawTargets, E> {
+                Ok(RawTargets::NotAnObject)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }

@@ -144,12 +144,19 @@ impl Daemon {
         }
 
         let catalog = Arc::new(AgentCatalog::new(&config.agents));
-        let provider = Arc::new(LocalPty {
+        let provider: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
         });
+        let state_provider = provider.clone();
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
+        let targets = Arc::new(config.targets.clone());
+        let deps_targets = targets.clone();
+        for p in targets.problems() {
+            tracing::error!(scope = ?p.scope, target = ?p.target, problem = %p.problem,
+                detail = %p.detail, "target configuration problem");
+        }
         // Screen models are parsed on a thread of their own, beside the sessions' thread.
         let screen_arbiter = actix::Arbiter::new();
         let screen_handle = screen_arbiter.handle();
@@ -169,6 +176,8 @@ impl Daemon {
             state_dir: dir.path().to_path_buf(),
             config_problems: config.problems.clone(),
             quit: quit_tx,
+            targets,
+            provider: state_provider,
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without
@@ -187,6 +196,7 @@ impl Daemon {
                 screen_arbiter: screen_handle,
                 state_dir: dir_path_for_deps,
                 daemon_id,
+                targets: deps_targets,
             },
             catalog: deps_catalog,
             rows,

@@ -12,8 +12,8 @@
 pub mod idempotency_ledger;
 pub mod key_lock;
 
+use crate::protocol::canonical;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The payload of a spawn as spec §7.3 hashes it: the parsed params with defaults applied and
 /// the key fields left out.
@@ -24,46 +24,13 @@ pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
         "name": spawn.name,
         "cols": spawn.size.cols,
         "rows": spawn.size.rows,
+        "target": spawn.target,
     })
 }
 
-/// SHA-256 (hex) of a payload serialized with object keys sorted at every depth (arrays keep
-/// their order), so two requests that mean the same thing hash the same.
+/// SHA-256 (hex) of a payload in canonical form (spec §7.3); see [`canonical`].
 pub fn payload_hash(payload: &Value) -> String {
-    let mut canonical = String::new();
-    write_canonical(payload, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    canonical::sha256_hex(payload)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! shapes clients see (`wire`), and the checked extraction of request parameters (`params`).
 //! Nothing here knows about actors; the server and the sessions both speak these types.
 
+pub mod canonical;
 pub mod error;
 pub mod params;
 pub mod wire;

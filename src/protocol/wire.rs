@@ -109,6 +109,23 @@ pub struct Descriptor {
     pub kind: &'static str,
     /// Output stream id (changes only when a daemon restart resets the counter).
     pub stream: String,
+    /// Where it runs.
+    pub locator: Locator,
+    /// The identity of its target when it was spawned; the refusal chain compares it with the
+    /// target's current one. Not on the wire.
+    #[serde(skip)]
+    pub target_identity: String,
+}
+
+/// Where a session runs (spec §3.2).
+#[derive(Debug, Clone, Serialize)]
+pub struct Locator {
+    /// The daemon that owns it.
+    #[serde(rename = "daemonID")]
+    pub daemon_id: Uuid,
+    /// Its target's id.
+    #[serde(rename = "targetID")]
+    pub target_id: String,
 }
 
 impl Descriptor {

@@ -85,8 +85,34 @@ pub struct StartSpec {
     pub size: TermSize,
 }
 
-/// What a provider can do; the refusal chain of the targets issue reads these.
+/// One thing a provider may or may not be able to do (spec §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capability {
+    /// Start a harness.
+    Spawn,
+    /// Stream output to clients.
+    Attach,
+    /// Write keystrokes.
+    Input,
+    /// End a harness.
+    Kill,
+}
+
+impl Capability {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Spawn => "spawn",
+            Capability::Attach => "attach",
+            Capability::Input => "input",
+            Capability::Kill => "kill",
+        }
+    }
+}
+
+/// What a provider can do; the refusal chain reads these. Capabilities of later issues
+/// (transfer, run, headless, suspend, destroy) join when something provides them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Capabilities {
     /// Start a harness.
     pub spawn: bool,
@@ -98,6 +124,18 @@ pub struct Capabilities {
     pub resize: bool,
     /// Kill a harness.
     pub kill: bool,
+}
+
+impl Capabilities {
+    /// Whether `c` is among them.
+    pub fn has(self, c: Capability) -> bool {
+        match c {
+            Capability::Spawn => self.spawn,
+            Capability::Attach => self.attach,
+            Capability::Input => self.input,
+            Capability::Kill => self.kill,
+        }
+    }
 }
 
 /// A place sessions can run.

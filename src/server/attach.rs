@@ -44,6 +44,7 @@ pub async fn attach(
         _ => None,
     };
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, crate::providers::Capability::Attach)?;
     if !found.descriptor.alive {
         return Err(DaemonError::session_dead(&found.descriptor.id.to_string()));
     }

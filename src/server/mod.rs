@@ -56,6 +56,10 @@ pub struct AppState {
     pub config_problems: Vec<ConfigProblem>,
     /// Asks the daemon to stop (`POST /v1/daemon/quit`).
     pub quit: tokio::sync::mpsc::UnboundedSender<()>,
+    /// Execution targets and the refusal chain.
+    pub targets: Arc<crate::config::targets::Targets>,
+    /// The provider sessions run on.
+    pub provider: Arc<dyn crate::providers::ExecutionProvider>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
@@ -70,6 +74,34 @@ impl AppState {
     /// The supervisor.
     pub fn manager(&self) -> Result<&Addr<SessionManager>, DaemonError> {
         self.manager.as_ref().ok_or_else(DaemonError::internal)
+    }
+
+    /// The refusal chain (spec §4.4) for work on `target` (None: the default) bound to
+    /// `bound`, needing `capability`; answers the target.
+    pub fn refuse(
+        &self,
+        target: Option<&str>,
+        bound: Option<&str>,
+        capability: crate::providers::Capability,
+    ) -> Result<&crate::config::targets::Target, DaemonError> {
+        let provider = &self.provider;
+        self.targets.check(target, bound, capability, |kind| {
+            (kind == provider.kind()).then(|| provider.capabilities())
+        })
+    }
+
+    /// The refusal chain for an existing session.
+    pub fn refuse_session(
+        &self,
+        session: &crate::protocol::wire::Descriptor,
+        capability: crate::providers::Capability,
+    ) -> Result<(), DaemonError> {
+        self.refuse(
+            Some(&session.locator.target_id),
+            Some(&session.target_identity),
+            capability,
+        )
+        .map(|_| ())
     }
 
     /// The idempotency ledger.

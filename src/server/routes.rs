@@ -12,6 +12,7 @@ use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::protocol::params::{Params, TermSize};
 use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::Capability;
 use crate::sessions::messages::*;
 use crate::store::KeyId;
 
@@ -115,7 +116,30 @@ async fn quit(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn agents(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "agents": state.catalog.listing() }))
+    // Targets as spec §9.1 lists them: never their options (they may name secrets' homes).
+    let targets: Vec<_> = state
+        .targets
+        .list()
+        .iter()
+        .map(|t| {
+            let caps = (t.provider == state.provider.kind()).then(|| state.provider.capabilities());
+            json!({
+                "id": t.id,
+                "provider": t.provider,
+                "identity": t.identity,
+                "available": caps.is_some(),
+                "default": state.targets.default_id() == Some(t.id.as_str()),
+                "capabilities": caps,
+            })
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({
+        "agents": state.catalog.listing(),
+        "targets": targets,
+        "defaultTarget": state.targets.default_id(),
+        "configRevision": state.targets.revision(),
+        "targetErrors": state.targets.problems(),
+    }))
 }
 
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
@@ -148,12 +172,16 @@ async fn spawn(
         other => other.map(|n| n.trim().to_string()),
     };
     let size = p.size_or(TermSize::DEFAULT)?;
+    let target_param = p.opt_str("target")?;
+    let target = state.refuse(target_param, None, Capability::Spawn)?;
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
         cwd: cwd.to_string(),
         name,
         size,
+        target: target.id.clone(),
+        target_identity: target.identity.clone(),
     };
     let Some(key) = idempotency_key(&req)? else {
         let session = mailbox(state.manager()?.send(spawn).await)??;
@@ -238,6 +266,7 @@ async fn forget(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Kill)?;
     mailbox(found.addr.send(Forget).await)??;
     Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })))
 }
@@ -264,6 +293,7 @@ async fn input(
         Bytes::copy_from_slice(data.as_bytes())
     };
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Input)?;
     mailbox(found.addr.send(Input(bytes)).await)??;
     Ok(HttpResponse::Ok().json(json!({})))
 }
@@ -279,6 +309,7 @@ async fn submit(
         .ok_or_else(|| DaemonError::bad_arg("text", "'text' is required"))?
         .to_string();
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Input)?;
     mailbox(found.addr.send(Submit(text)).await)??;
     Ok(HttpResponse::Ok().json(json!({})))
 }
@@ -317,6 +348,7 @@ async fn kill(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Kill)?;
     // Spec §3.7: killing a local session that is already dead forgets it.
     if !found.descriptor.alive {
         mailbox(found.addr.send(Forget).await)??;
@@ -340,6 +372,7 @@ async fn revive(
         _ => Some(p.size()?),
     };
     let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Spawn)?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }

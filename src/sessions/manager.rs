@@ -174,6 +174,8 @@ impl SessionManager {
             pinned: false,
             created_at,
             last_attached_at: None,
+            target: msg.target,
+            target_identity: msg.target_identity,
             size: msg.size,
             exit: None,
         };
@@ -307,11 +309,30 @@ impl Handler<RestoreFleet> for SessionManager {
             )
             .with("field", "fleet"))));
         }
+        let provider = self.deps.provider.clone();
+        let targets = self.deps.targets.clone();
         let mut queue: Vec<(i64, Addr<Session>)> = self
             .sessions
             .values()
             .filter(|e| {
                 !e.descriptor.alive && e.descriptor.exit_reason == Some(ExitReason::DaemonStopped)
+            })
+            // A session whose target refuses stays listed without a process (spec §3.9).
+            .filter(|e| {
+                let refused = targets.check(
+                    Some(&e.descriptor.locator.target_id),
+                    Some(&e.descriptor.target_identity),
+                    crate::providers::Capability::Spawn,
+                    |kind| (kind == provider.kind()).then(|| provider.capabilities()),
+                );
+                match refused {
+                    Ok(_) => true,
+                    Err(err) => {
+                        tracing::warn!(session = %e.descriptor.id, code = err.code.as_str(),
+                            "restore: target refuses; left without a process");
+                        false
+                    }
+                }
             })
             .map(|e| (e.descriptor.created_at, e.addr.clone()))
             .collect();

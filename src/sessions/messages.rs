@@ -160,6 +160,10 @@ pub struct Spawn {
     pub name: Option<String>,
     /// Initial size.
     pub size: TermSize,
+    /// The target it runs on (already through the refusal chain).
+    pub target: String,
+    /// That target's identity, which the session binds to.
+    pub target_identity: String,
 }
 
 /// Revive every session that died with an old daemon, one at a time, newest first.

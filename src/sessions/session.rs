@@ -53,6 +53,8 @@ pub struct SessionDeps {
     pub state_dir: std::path::PathBuf,
     /// This daemon's id, for session records.
     pub daemon_id: Uuid,
+    /// Execution targets, for the refusal chain of restores.
+    pub targets: Arc<crate::config::targets::Targets>,
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -76,6 +78,10 @@ pub struct SessionRecord {
     pub created_at: i64,
     /// Epoch ms.
     pub last_attached_at: Option<i64>,
+    /// The target it runs on.
+    pub target: String,
+    /// That target's identity when the session was spawned.
+    pub target_identity: String,
     /// Last size.
     pub size: TermSize,
     /// Exit of the last process, when there is none now.
@@ -128,6 +134,11 @@ impl SessionRecord {
             pinned: row.pinned,
             created_at: row.created_at,
             last_attached_at: row.last_attached,
+            // Rows from before targets bind to the implicit local target (spec §4.2).
+            target: row.target.unwrap_or_else(|| "local".into()),
+            target_identity: row
+                .target_identity
+                .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
             size: TermSize {
                 cols: row.cols.clamp(1, 4096),
                 rows: row.rows.clamp(1, 4096),
@@ -156,6 +167,8 @@ impl SessionRecord {
             cols: self.size.cols,
             rows: self.size.rows,
             created_at: self.created_at,
+            target: Some(self.target.clone()),
+            target_identity: Some(self.target_identity.clone()),
         }
     }
 }
@@ -309,6 +322,11 @@ impl Session {
             last_attached_at: self.record.last_attached_at,
             kind: "pty",
             stream: self.stream.clone(),
+            locator: crate::protocol::wire::Locator {
+                daemon_id: self.deps.daemon_id,
+                target_id: self.record.target.clone(),
+            },
+            target_identity: self.record.target_identity.clone(),
         }
     }
 

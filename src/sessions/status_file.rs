@@ -86,6 +86,11 @@ mod tests {
             last_attached_at: None,
             kind: "pty",
             stream: String::new(),
+            locator: crate::protocol::wire::Locator {
+                daemon_id: uuid::Uuid::nil(),
+                target_id: "local".into(),
+            },
+            target_identity: String::new(),
         }
     }
 

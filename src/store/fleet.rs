@@ -41,20 +41,26 @@ pub struct FleetRow {
     pub rows: u16,
     /// Epoch ms.
     pub created_at: i64,
+    /// The target it runs on (NULL in rows older than targets: `local`).
+    pub target: Option<String>,
+    /// The target's identity when it was spawned.
+    pub target_identity: Option<String>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
     let args = serde_json::to_string(&row.args).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     sqlx::query(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
-                            exited, exit_code, exit_signal, exit_reason, cols, rows, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
+                            target, target_identity)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
             agent = excluded.agent, args = excluded.args, exited = excluded.exited,
             exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
-            exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows",
+            exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows,
+            target = excluded.target, target_identity = excluded.target_identity",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -71,6 +77,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(row.cols)
     .bind(row.rows)
     .bind(row.created_at)
+    .bind(&row.target)
+    .bind(&row.target_identity)
     .execute(pool)
     .await?;
     Ok(())
@@ -79,7 +87,7 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
 pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreError> {
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
-                exit_code, exit_signal, exit_reason, cols, rows, created_at
+                exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -108,6 +116,8 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             cols: r.try_get("cols")?,
             rows: r.try_get("rows")?,
             created_at: r.try_get("created_at")?,
+            target: r.try_get("target")?,
+            target_identity: r.try_get("target_identity")?,
         });
     }
     Ok(out)

@@ -303,6 +303,8 @@ mod tests {
             cols: 80,
             rows: 24,
             created_at: 1,
+            target: Some("local".into()),
+            target_identity: Some("local-pty:44136fa355b3678a".into()),
         }
     }
 

@@ -1,0 +1,436 @@
+//! Execution targets (spec §4.1–4.4): the `targets` map and `defaultTarget` of the config,
+//! each target's identity, the config revision, and the one refusal check every path that
+//! starts or touches work runs before it does anything.
+//!
+//! Config errors are scoped and never stop the daemon: a malformed file refuses every target,
+//! a malformed `targets` map refuses all of them, one bad entry refuses only itself. Problems
+//! name targets, never option values.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::raw::RawTargets;
+use crate::protocol::canonical::sha256_hex;
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::Capability;
+
+/// Identity of the implicit `local` target: `local-pty` over no options (spec §4.2).
+pub const IMPLICIT_LOCAL_IDENTITY: &str = "local-pty:44136fa355b3678a";
+
+/// Where a target problem sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Scope {
+    /// The whole file: no target is usable.
+    Config,
+    /// The `targets` map: no target is usable.
+    Targets,
+    /// One entry: that target is unusable.
+    Target,
+    /// `defaultTarget`: there is no default.
+    DefaultTarget,
+}
+
+/// One problem found in the target configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetProblem {
+    /// Where.
+    pub scope: Scope,
+    /// The target it concerns, for `target` scope.
+    pub target: Option<String>,
+    /// A stable word: `config_unreadable`, `config_malformed`, `not_an_object`, `no_provider`, ...
+    pub problem: String,
+    /// Human detail (never option values).
+    pub detail: String,
+}
+
+/// A configured target.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// Its id (the key in `targets`).
+    pub id: String,
+    /// Provider kind, e.g. `local-pty`.
+    pub provider: String,
+    /// `<kind>:<16 hex of sha256 over the canonical options>`.
+    pub identity: String,
+}
+
+/// All targets, the default, and what was wrong.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    targets: Vec<Target>,
+    default: Option<String>,
+    problems: Vec<TargetProblem>,
+    revision: String,
+}
+
+/// The identity of a target with these options (spec §4.2). Imp targets hash only the options
+/// that select an existing imp.
+pub fn identity(provider: &str, options: &Map<String, Value>) -> String {
+    let mut options = options.clone();
+    options.remove("provider");
+    if provider == "imp" {
+        for k in ["image", "memoryMib", "guestATC"] {
+            options.remove(k);
+        }
+        return format!(
+            "imp:reach-v1:{}",
+            &sha256_hex(&Value::Object(options))[..16]
+        );
+    }
+    format!("{provider}:{}", &sha256_hex(&Value::Object(options))[..16])
+}
+
+impl Targets {
+    /// Builds the targets from the config's `targets` and `defaultTarget` values;
+    /// `file_problem` is set when the config file itself could not be read or parsed.
+    pub fn from_config(
+        targets: Option<&RawTargets>,
+        default_target: Option<&Value>,
+        file_problem: Option<TargetProblem>,
+    ) -> Targets {
+        let mut problems: Vec<TargetProblem> = file_problem.into_iter().collect();
+        let mut list = Vec::new();
+        match targets {
+            None if default_target.is_none() => list.push(Target {
+                id: "local".into(),
+                provider: "local-pty".into(),
+                identity: IMPLICIT_LOCAL_IDENTITY.into(),
+            }),
+            None => {}
+            Some(RawTargets::Entries(entries)) if !entries.is_empty() => {
+                for (id, entry) in entries {
+                    let bad = |problem: &str, detail: &str| TargetProblem {
+                        scope: Scope::Target,
+                        target: Some(id.clone()),
+                        problem: problem.into(),
+                        detail: detail.into(),
+                    };
+                    let Value::Object(options) = entry else {
+                        problems.push(bad("not_an_object", "a target must be an object"));
+                        continue;
+                    };
+                    let provider = match options.get("provider") {
+                        Some(Value::String(p)) if !p.is_empty() => p.clone(),
+                        _ => {
+                            problems.push(bad(
+                                "no_provider",
+                                "a target needs a non-empty string 'provider'",
+                            ));
+                            continue;
+                        }
+                    };
+                    if id.is_empty() {
+                        problems.push(bad("no_id", "a target needs a non-empty id"));
+                        continue;
+                    }
+                    list.push(Target {
+                        id: id.clone(),
+                        identity: identity(&provider, options),
+                        provider,
+                    });
+                }
+            }
+            Some(_) => problems.push(TargetProblem {
+                scope: Scope::Targets,
+                target: None,
+                problem: "targets_malformed".into(),
+                detail: "'targets' must be a non-empty object".into(),
+            }),
+        }
+        let default = match default_target {
+            None => list.iter().find(|t| t.id == "local").map(|t| t.id.clone()),
+            Some(Value::String(d)) if list.iter().any(|t| &t.id == d) => Some(d.clone()),
+            Some(_) => {
+                problems.push(TargetProblem {
+                    scope: Scope::DefaultTarget,
+                    target: None,
+                    problem: "default_target_invalid".into(),
+                    detail: "'defaultTarget' must name a well-formed target".into(),
+                });
+                None
+            }
+        };
+        let revision_input = json!({
+            "targets": list.iter().map(|t| json!([t.id, t.identity])).collect::<Vec<_>>(),
+            "defaultTarget": default,
+            "errors": problems
+                .iter()
+                .map(|p| json!([p.scope, p.target, p.problem]))
+                .collect::<Vec<_>>(),
+        });
+        let revision = sha256_hex(&revision_input)[..16].to_string();
+        Targets {
+            targets: list,
+            default,
+            problems,
+            revision,
+        }
+    }
+
+    /// The configured targets, in config order.
+    pub fn list(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// The default target's id.
+    pub fn default_id(&self) -> Option<&str> {
+        self.default.as_deref()
+    }
+
+    /// What was wrong with the configuration.
+    pub fn problems(&self) -> &[TargetProblem] {
+        &self.problems
+    }
+
+    /// Changes whenever targets, identities, the default or the errors change.
+    pub fn revision(&self) -> &str {
+        &self.revision
+    }
+
+    /// The refusal chain of spec §4.4. `target` is the session's (or the request's) target,
+    /// `None` meaning the default; `bound` the identity a session bound to at spawn;
+    /// `available` answers whether this daemon has a provider of a kind and its capabilities.
+    pub fn check<'a>(
+        &'a self,
+        target: Option<&str>,
+        bound: Option<&str>,
+        capability: Capability,
+        provider_caps: impl Fn(&str) -> Option<crate::providers::Capabilities>,
+    ) -> Result<&'a Target, DaemonError> {
+        let invalid = |p: &TargetProblem, message: String| {
+            let mut e = DaemonError::new(ErrorCode::TargetConfigInvalid, message)
+                .with("problem", p.problem.clone())
+                .with("detail", p.detail.clone());
+            if let Some(t) = &p.target {
+                e = e.with("target", t.clone());
+            }
+            e
+        };
+        // 1. The file itself.
+        if let Some(p) = self.problems.iter().find(|p| p.scope == Scope::Config) {
+            return Err(invalid(
+                p,
+                format!(
+                    "the config file is unusable ({}); fix it and restart the daemon",
+                    p.problem
+                ),
+            ));
+        }
+        // 2. No target named and no default.
+        let Some(id) = target.or(self.default.as_deref()) else {
+            let problem = self
+                .problems
+                .iter()
+                .find(|p| p.scope != Scope::Target)
+                .map(|p| p.problem.clone())
+                .unwrap_or_else(|| "no local target and no defaultTarget".into());
+            return Err(DaemonError::new(
+                ErrorCode::TargetConfigInvalid,
+                "no target was named and there is no default; set defaultTarget in the config",
+            )
+            .with("problem", problem));
+        };
+        // 3. The map, or this entry.
+        if let Some(p) = self.problems.iter().find(|p| {
+            p.scope == Scope::Targets
+                || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
+        }) {
+            return Err(invalid(
+                p,
+                format!(
+                    "target '{id}' is misconfigured ({}); fix the config",
+                    p.problem
+                ),
+            ));
+        }
+        // 4. Unknown.
+        let Some(t) = self.targets.iter().find(|t| t.id == id) else {
+            return Err(DaemonError::new(
+                ErrorCode::UnknownTarget,
+                format!("no target '{id}'; GET /v1/agents lists the configured targets"),
+            )
+            .with("target", id));
+        };
+        // 5. Changed since the session bound to it.
+        if let Some(bound) = bound {
+            if bound != t.identity {
+                return Err(DaemonError::new(
+                    ErrorCode::TargetChanged,
+                    format!(
+                        "target '{id}' changed since this session started on it; restore its \
+                         previous options to reach the session"
+                    ),
+                )
+                .with("target", id)
+                .with("boundIdentity", bound)
+                .with("currentIdentity", t.identity.clone()));
+            }
+        }
+        // 6. No provider of that kind here.
+        let Some(caps) = provider_caps(&t.provider) else {
+            return Err(DaemonError::new(
+                ErrorCode::TargetUnavailable,
+                format!(
+                    "target '{id}' needs the '{}' provider, which this daemon does not have",
+                    t.provider
+                ),
+            )
+            .with("target", id)
+            .with("provider", t.provider.clone()));
+        };
+        // 7. The provider cannot do this.
+        if !caps.has(capability) {
+            return Err(DaemonError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "target '{id}' ({}) cannot {}",
+                    t.provider,
+                    capability.as_str()
+                ),
+            )
+            .with("provider", t.provider.clone())
+            .with("capability", capability.as_str()));
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::Capabilities;
+
+    const LOCAL_CAPS: Capabilities = Capabilities {
+        spawn: true,
+        attach: true,
+        input: true,
+        resize: true,
+        kill: true,
+    };
+
+    fn local_only(kind: &str) -> Option<Capabilities> {
+        (kind == "local-pty").then_some(LOCAL_CAPS)
+    }
+
+    fn raw(v: Value) -> RawTargets {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn code(r: Result<&Target, DaemonError>) -> String {
+        r.err()
+            .map(|e| e.code.as_str().to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn without_targets_there_is_the_implicit_local_target() {
+        let t = Targets::from_config(None, None, None);
+        let local = t.check(None, None, Capability::Spawn, local_only).unwrap();
+        assert_eq!(
+            (local.id.as_str(), local.identity.as_str()),
+            ("local", IMPLICIT_LOCAL_IDENTITY)
+        );
+        assert_eq!(t.revision().len(), 16);
+    }
+
+    #[test]
+    fn identities_hash_options_in_canonical_form() {
+        let a = json!({"provider": "local-pty", "b": 1, "a": [1, 2]});
+        let b = json!({"a": [1, 2], "b": 1, "provider": "local-pty"});
+        let (Value::Object(a), Value::Object(b)) = (a, b) else {
+            unreachable!()
+        };
+        assert_eq!(identity("local-pty", &a), identity("local-pty", &b));
+        assert_ne!(identity("local-pty", &a), IMPLICIT_LOCAL_IDENTITY);
+        let imp = json!({"url": "http://h", "image": "x", "memoryMib": 512});
+        let imp2 = json!({"url": "http://h"});
+        let (Value::Object(imp), Value::Object(imp2)) = (imp, imp2) else {
+            unreachable!()
+        };
+        assert_eq!(identity("imp", &imp), identity("imp", &imp2));
+        assert!(identity("imp", &imp).starts_with("imp:reach-v1:"));
+    }
+
+    #[test]
+    fn the_refusal_chain_gives_codes_in_order() {
+        let file = Some(TargetProblem {
+            scope: Scope::Config,
+            target: None,
+            problem: "config_malformed".into(),
+            detail: "line 1".into(),
+        });
+        let broken_file = Targets::from_config(None, None, file);
+        assert_eq!(
+            code(broken_file.check(Some("local"), None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+
+        // Text, not json!: json! sorts keys, and the order of the file is what is kept.
+        let text = r#"{"local": {"provider": "local-pty"}, "box": {"provider": "imp", "url": "http://impd"}, "broken": {"url": "x"}, "odd": 7}"#;
+        let targets: RawTargets = serde_json::from_str(text).unwrap();
+        let t = Targets::from_config(Some(&targets), Some(&json!("local")), None);
+        assert_eq!(t.list()[0].id, "local", "config order is kept");
+        assert_eq!(t.list()[1].id, "box");
+        assert_eq!(t.list().len(), 2);
+        assert_eq!(t.problems().len(), 2);
+        assert_eq!(
+            code(t.check(Some("broken"), None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+        assert_eq!(
+            code(t.check(Some("odd"), None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+        assert_eq!(
+            code(t.check(Some("nope"), None, Capability::Spawn, local_only)),
+            "unknown_target"
+        );
+        assert_eq!(
+            code(t.check(
+                Some("local"),
+                Some("local-pty:0000000000000000"),
+                Capability::Attach,
+                local_only
+            )),
+            "target_changed"
+        );
+        assert_eq!(
+            code(t.check(Some("box"), None, Capability::Spawn, local_only)),
+            "target_unavailable"
+        );
+        let no_kill = |kind: &str| local_only(kind).map(|c| Capabilities { kill: false, ..c });
+        let e = t
+            .check(Some("local"), None, Capability::Kill, no_kill)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnsupportedOperation);
+        assert_eq!(e.data["capability"], "kill");
+        assert!(t
+            .check(
+                None,
+                Some(IMPLICIT_LOCAL_IDENTITY),
+                Capability::Input,
+                local_only
+            )
+            .is_ok());
+        // Earlier rules win: an unknown target on a broken file is still a config error.
+        let broken = Targets::from_config(Some(&raw(json!([]))), None, None);
+        assert_eq!(
+            code(broken.check(Some("nope"), None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+        // No default and none named.
+        let no_default = Targets::from_config(
+            Some(&raw(json!({"a": {"provider": "local-pty"}}))),
+            None,
+            None,
+        );
+        assert_eq!(
+            code(no_default.check(None, None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+        let bad_default = Targets::from_config(Some(&targets), Some(&json!("ghost")), None);
+        assert!(bad_default.default_id().is_none());
+        assert_ne!(bad_default.revision(), t.revision());
+    }
+}
