@@ -241,3 +241,27 @@ async fn the_periodic_sweep_deletes_completed_keys_while_running() {
     }
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_held_key_replays_even_when_the_target_now_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), test_config()).await;
+    let (status, _, first) = keyed_spawn(&d, "k3", cat_body(), false).await;
+    assert_eq!(status, 201, "{first}");
+    d.stop().await;
+    let broken = atc::config::Config::from_json(b"{ not json");
+    let config = atc::config::Config {
+        targets: broken.targets,
+        ..test_config()
+    };
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let (status, replayed, again) = keyed_spawn(&d, "k3", cat_body(), false).await;
+    assert_eq!((status, replayed), (200, true), "{again}");
+    assert_eq!(again["session"]["id"], first["session"]["id"]);
+    let (status, _, err) = keyed_spawn(&d, "k4", cat_body(), false).await;
+    assert_eq!(status, 503, "{err}");
+    assert_eq!(err["error"]["code"], "target_config_invalid");
+    let (status, _, err) = keyed_spawn(&d, "k4", cat_body(), true).await;
+    assert_eq!(status, 404, "a refused spawn holds no key: {err}");
+    d.stop().await;
+}

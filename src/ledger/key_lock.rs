@@ -23,6 +23,9 @@ pub struct RunSpawn {
     pub payload_hash: String,
     /// Answer only from the ledger; never run the effect.
     pub replay_only: bool,
+    /// Why a fresh spawn may not run (the target refusal chain said no); a held key still
+    /// answers from the ledger.
+    pub refusal: Option<DaemonError>,
     /// The spawn to run (its `id` is minted here).
     pub spawn: Spawn,
 }
@@ -117,6 +120,7 @@ impl Handler<RunSpawn> for KeyLock {
                     key,
                     payload_hash,
                     replay_only,
+                    refusal,
                     mut spawn,
                 } = msg;
                 if replay_only {
@@ -127,6 +131,13 @@ impl Handler<RunSpawn> for KeyLock {
                             "this daemon holds no such idempotency key (never used, or swept \
                              after 24 h); send the request without Idempotency-Replay-Only",
                         )),
+                        Err(e) => Err(internal("lookup", &key, e)),
+                    };
+                }
+                if let Some(refusal) = refusal {
+                    return match store.idempotency_get(&key).await {
+                        Ok(Some(row)) => answer_held(&manager, row, &payload_hash).await,
+                        Ok(None) => Err(refusal),
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }

@@ -173,17 +173,32 @@ async fn spawn(
     };
     let size = p.size_or(TermSize::DEFAULT)?;
     let target_param = p.opt_str("target")?;
-    let target = state.refuse(target_param, None, Capability::Spawn)?;
+    // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
+    // ledger whatever the targets say now (spec §7.4: params are not re-validated).
+    let refusal = state
+        .refuse(target_param, None, Capability::Spawn)
+        .map(|t| (t.id.clone(), t.identity.clone()));
+    let (target, target_identity) = match &refusal {
+        Ok((id, identity)) => (id.clone(), identity.clone()),
+        Err(_) => (
+            target_param
+                .or(state.targets.default_id())
+                .unwrap_or_default()
+                .to_string(),
+            String::new(),
+        ),
+    };
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
         cwd: cwd.to_string(),
         name,
         size,
-        target: target.id.clone(),
-        target_identity: target.identity.clone(),
+        target,
+        target_identity,
     };
     let Some(key) = idempotency_key(&req)? else {
+        refusal?;
         let session = mailbox(state.manager()?.send(spawn).await)??;
         return Ok(HttpResponse::Created().json(json!({ "session": session })));
     };
@@ -206,6 +221,7 @@ async fn spawn(
             key,
             payload_hash: crate::ledger::payload_hash(&canonical),
             replay_only,
+            refusal: refusal.err(),
             spawn,
         })
         .await,
