@@ -4,8 +4,9 @@
 //! a session sends its harness. The harness reports back through [`HarnessEvents`], so this
 //! module never imports `sessions/` and a test can pass a probe actor in their place.
 //!
-//! Only `local-pty` exists in this issue. Targets, the capability refusal chain and the `imp`
-//! provider come next; [`Capabilities`] is where they will plug in.
+//! Only `local-pty` exists so far; the `imp` provider comes later. Targets name a provider by
+//! kind, and the refusal chain (`config::targets`) asks the provider's [`Capabilities`]
+//! whether it can do what a request needs.
 
 pub mod local_pty;
 
