@@ -31,6 +31,9 @@ enum Command {
     Daemon(DaemonArgs),
     /// Load-test a running daemon; every figure comes with its bare-PTY ceiling.
     Bench(atc::bench::BenchArgs),
+    /// Report an agent hook (JSON on stdin) to the daemon; for agents' hook configs.
+    /// Always exits 0 within 2 s.
+    HookReport,
     #[command(flatten)]
     Client(atc::cli::ClientCommand),
 }
@@ -88,6 +91,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         listener: None,
         allow_remote: args.allow_remote,
         workers: args.workers,
+        runtime_dir: None,
     };
     let system = actix_rt::System::new();
     system.block_on(async move {
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Daemon(args) => run_daemon(args, cli.state_dir),
+        Command::HookReport => ExitCode::from(atc::cli::hook_report::run() as u8),
         Command::Bench(args) => match run_bench(args, cli.state_dir) {
             Ok(false) => ExitCode::SUCCESS,
             Ok(true) => ExitCode::from(130),

@@ -6,6 +6,8 @@
 //! (model, effort) and per-kind argv shapes arrive with the targets issue; [`LaunchPlan`] is
 //! the seam they will extend.
 
+pub mod hooks;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

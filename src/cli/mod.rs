@@ -6,6 +6,7 @@
 
 pub mod attach;
 pub mod forget;
+pub mod hook_report;
 pub mod kill;
 pub mod ls;
 pub mod output;

@@ -44,6 +44,8 @@ pub struct DaemonOptions {
     pub allow_remote: bool,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Where the reporter socket goes; `None`: see [`reporter_socket_path`].
+    pub runtime_dir: Option<PathBuf>,
 }
 
 /// Why the daemon could not start.
@@ -66,6 +68,32 @@ pub enum StartError {
     /// A non-loopback address without `--allow-remote`.
     #[error("refusing to listen on non-loopback address {0}: the daemon types into shells; pass --allow-remote if you really mean it")]
     RemoteRefused(SocketAddr),
+}
+
+/// The reporter socket's path. Spec §1.1 puts sockets in `$XDG_RUNTIME_DIR` (inferred from an
+/// old version); a fixed name there would let two daemons with different state dirs, or a
+/// test run beside a real daemon, take each other's socket. So the socket lives in the state
+/// dir, which the lock makes ours, unless that path is too long for a unix socket address;
+/// then it goes to the runtime dir under a name derived from the state dir.
+pub fn reporter_socket_path(
+    state_dir: &std::path::Path,
+    runtime_dir: Option<&std::path::Path>,
+) -> PathBuf {
+    if let Some(dir) = runtime_dir {
+        return dir.join("atc.sock");
+    }
+    let in_state = state_dir.join("atc.sock");
+    if in_state.as_os_str().len() < 100 {
+        return in_state;
+    }
+    let tag = &crate::protocol::canonical::sha256_hex(&serde_json::Value::String(
+        state_dir.display().to_string(),
+    ))[..12];
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("atc-{tag}.sock"))
 }
 
 /// A running daemon.
@@ -151,6 +179,9 @@ impl Daemon {
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
+        let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
+        let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
+        let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
         let targets = Arc::new(config.targets.clone());
         let deps_targets = targets.clone();
         for p in targets.problems() {
@@ -178,6 +209,7 @@ impl Daemon {
             quit: quit_tx,
             targets,
             provider: state_provider,
+            reporter: reporter_stats,
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without
@@ -197,6 +229,7 @@ impl Daemon {
                 state_dir: dir_path_for_deps,
                 daemon_id,
                 targets: deps_targets,
+                reporter_socket: reporter_socket.clone(),
             },
             catalog: deps_catalog,
             rows,
@@ -217,6 +250,18 @@ impl Daemon {
                         .and_then(|mut p| p.take())
                         .expect("the manager is built once, by the first worker");
                     let manager = SessionManager::start_with(build);
+                    // The reporter listens on this thread too, next to the sessions it feeds.
+                    match crate::server::reporter::serve(
+                        &serve_socket,
+                        manager.clone(),
+                        serve_stats.clone(),
+                    ) {
+                        Ok(path) => {
+                            tracing::info!(socket = %path.display(), "reporter socket listening")
+                        }
+                        Err(e) => tracing::error!(socket = %serve_socket.display(), error = %e,
+                            "could not bind the reporter socket; hook reports will not arrive"),
+                    }
                     let ledger = IdempotencyLedger::new(
                         manager.clone(),
                         ledger_store.clone(),

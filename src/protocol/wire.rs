@@ -111,6 +111,9 @@ pub struct Descriptor {
     pub stream: String,
     /// Where it runs.
     pub locator: Locator,
+    /// The agent's own session id, once a hook reported it.
+    #[serde(rename = "agentSessionID", skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
     /// The identity of its target when it was spawned; the refusal chain compares it with the
     /// target's current one. Not on the wire.
     #[serde(skip)]

@@ -4,6 +4,7 @@
 mod attach;
 mod auth;
 mod events;
+pub mod reporter;
 mod routes;
 mod ws_transport;
 
@@ -60,6 +61,8 @@ pub struct AppState {
     pub targets: Arc<crate::config::targets::Targets>,
     /// The provider sessions run on.
     pub provider: Arc<dyn crate::providers::ExecutionProvider>,
+    /// What the reporter socket received.
+    pub reporter: Arc<reporter::ReporterStats>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);

@@ -105,6 +105,7 @@ async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError>
         "features": ["session.forget", "session.submit", "daemon.id"],
         "lastUsedAgent": last_used_agent,
         "configProblems": state.config_problems,
+        "reporter": &*state.reporter,
     })))
 }
 
@@ -407,6 +408,8 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
                 "args": r.args, "exited": r.exited, "exitCode": r.exit_code,
                 "exitSignal": r.exit_signal, "exitReason": r.exit_reason,
                 "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
+                "target": r.target, "targetIdentity": r.target_identity,
+                "agentSessionId": r.agent_session_id,
             })
         })
         .collect();

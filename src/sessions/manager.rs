@@ -176,6 +176,7 @@ impl SessionManager {
             last_attached_at: None,
             target: msg.target,
             target_identity: msg.target_identity,
+            agent_session_id: None,
             size: msg.size,
             exit: None,
         };
@@ -269,6 +270,23 @@ impl Handler<FleetNotice> for SessionManager {
         }
         self.broadcast(&msg.0);
         self.schedule_status(ctx);
+    }
+}
+
+impl Handler<RouteReport> for SessionManager {
+    type Result = bool;
+
+    fn handle(&mut self, msg: RouteReport, _: &mut Self::Context) -> bool {
+        let Ok(id) = Uuid::parse_str(&msg.atc_id) else {
+            return false;
+        };
+        match self.sessions.get(&id) {
+            Some(e) => {
+                e.addr.do_send(msg.report);
+                true
+            }
+            None => false,
+        }
     }
 }
 

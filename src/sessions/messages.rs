@@ -189,6 +189,26 @@ pub struct Unsubscribe {
     pub client: ClientId,
 }
 
+/// A hook report for one session, from the reporter socket (through the manager).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct HookReported {
+    /// The hook's name, PascalCase.
+    pub event: String,
+    /// The agent's hook JSON.
+    pub payload: serde_json::Value,
+}
+
+/// A reporter line: route it to the session named `atc_id`. Answers whether it was known.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct RouteReport {
+    /// `ATC_SESSION_ID` of the reporting process.
+    pub atc_id: String,
+    /// The report.
+    pub report: HookReported,
+}
+
 /// Stop every session and flush the store (daemon shutdown).
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -19,6 +19,7 @@ use super::screen::ScreenText;
 use super::screen_worker::{
     Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
 };
+use crate::agents::hooks::HookKind;
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
 use crate::protocol::params::TermSize;
@@ -55,6 +56,8 @@ pub struct SessionDeps {
     pub daemon_id: Uuid,
     /// Execution targets, for the refusal chain of restores.
     pub targets: Arc<crate::config::targets::Targets>,
+    /// The reporter socket harnesses report to (`ATC_SOCKET`).
+    pub reporter_socket: std::path::PathBuf,
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -82,6 +85,8 @@ pub struct SessionRecord {
     pub target: String,
     /// That target's identity when the session was spawned.
     pub target_identity: String,
+    /// The agent's own session id, once a hook reported it.
+    pub agent_session_id: Option<String>,
     /// Last size.
     pub size: TermSize,
     /// Exit of the last process, when there is none now.
@@ -139,6 +144,7 @@ impl SessionRecord {
             target_identity: row
                 .target_identity
                 .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
+            agent_session_id: row.agent_session_id,
             size: TermSize {
                 cols: row.cols.clamp(1, 4096),
                 rows: row.rows.clamp(1, 4096),
@@ -169,6 +175,7 @@ impl SessionRecord {
             created_at: self.created_at,
             target: Some(self.target.clone()),
             target_identity: Some(self.target_identity.clone()),
+            agent_session_id: self.agent_session_id.clone(),
         }
     }
 }
@@ -214,6 +221,10 @@ pub struct Session {
     ending: Option<Ending>,
     unread: bool,
     last_msg: String,
+    /// The hook-driven attention state while a harness runs (spec §3.4).
+    attention: SessionState,
+    /// The last normalized hook kind (Grok's mapping looks back one report).
+    last_hook: Option<HookKind>,
     resize_timer: Option<SpawnHandle>,
     /// Callers waiting for the current process to end (kill, shutdown).
     exit_waiters: Vec<oneshot::Sender<()>>,
@@ -288,6 +299,8 @@ impl Session {
             ending: None,
             unread: false,
             last_msg: String::new(),
+            attention: SessionState::Running,
+            last_hook: None,
             resize_timer: None,
             exit_waiters: Vec::new(),
             record,
@@ -305,7 +318,7 @@ impl Session {
             agent: self.record.agent.clone(),
             cwd: self.record.cwd.clone(),
             state: if alive {
-                SessionState::Running
+                self.attention
             } else {
                 SessionState::Exited
             },
@@ -327,6 +340,7 @@ impl Session {
                 target_id: self.record.target.clone(),
             },
             target_identity: self.record.target_identity.clone(),
+            agent_session_id: self.record.agent_session_id.clone(),
         }
     }
 
@@ -446,6 +460,11 @@ impl Session {
             None => self.request_repaint(msg.client, ctx),
         }
         self.unread = false;
+        // Spec §3.4: attaching answers the attention request.
+        if self.attention == SessionState::NeedsYou {
+            self.attention = SessionState::Running;
+            self.last_msg = "attached".into();
+        }
         self.record.last_attached_at = Some(now_ms());
         self.persist();
         self.notify_state();
@@ -672,6 +691,7 @@ impl Session {
         self.harness = Some(harness);
         self.ending = None;
         self.record.exit = None;
+        self.attention = SessionState::Running;
         self.last_msg = "revived".into();
         self.persist();
         self.notify_state();
@@ -680,9 +700,10 @@ impl Session {
     }
 }
 
-/// Writes the session record file before a harness starts and points the harness at it. A
-/// record that cannot be written is logged and left out: it informs tools inside the session,
-/// it must not stop the session from starting.
+/// Writes the session record file before a harness starts and gives the harness atc's
+/// variables: `ATC_SESSION_RECORD` (the record) and `ATC_SOCKET` (the reporter socket;
+/// `ATC_SESSION_ID` is set by the provider). A record that cannot be written is logged and left
+/// out: it informs tools inside the session, it must not stop the session from starting.
 fn write_record_file(
     record: &SessionRecord,
     deps: &SessionDeps,
@@ -705,6 +726,69 @@ fn write_record_file(
         Err(e) => {
             tracing::warn!(session = %record.id, error = %e, "could not write the session record")
         }
+    }
+    plan.env.insert(
+        "ATC_SOCKET".into(),
+        deps.reporter_socket.display().to_string(),
+    );
+}
+
+impl Session {
+    /// Applies one hook report (spec §3.4).
+    fn apply_hook(&mut self, event: &str, payload: &serde_json::Value) {
+        let n = crate::agents::hooks::normalize(&self.record.agent, event, payload, self.last_hook);
+        let mut persist = false;
+        if let Some(id) = n
+            .agent_session_id
+            .filter(|id| Some(id) != self.record.agent_session_id.as_ref())
+        {
+            self.record.agent_session_id = Some(id);
+            persist = true;
+        }
+        match n.kind {
+            HookKind::Started => {
+                if self.last_msg == "adopting…" {
+                    self.last_msg = "adopted".into();
+                }
+            }
+            HookKind::PromptSubmitted => {
+                self.attention = SessionState::Running;
+                self.unread = false;
+                self.last_msg = n.message.unwrap_or_else(|| "working".into());
+            }
+            HookKind::NeedsInput => {
+                self.attention = SessionState::NeedsYou;
+                self.unread = true;
+                self.last_msg = n.message.unwrap_or_else(|| "needs input".into());
+            }
+            HookKind::TurnDone => {
+                self.attention = SessionState::Done;
+                self.unread = true;
+                self.last_msg = "turn done".into();
+            }
+            // A live terminal may report its end without dying; only a session without a
+            // harness is exited, and that is already what its descriptor says.
+            HookKind::Ended => {
+                self.unread = false;
+                self.last_msg = "session ended".into();
+            }
+            HookKind::Heartbeat => {}
+        }
+        self.last_hook = Some(n.kind);
+        if persist {
+            self.persist();
+        }
+        if n.kind != HookKind::Heartbeat || persist {
+            self.notify_state();
+        }
+    }
+}
+
+impl Handler<HookReported> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: HookReported, _: &mut Self::Context) {
+        self.apply_hook(&msg.event, &msg.payload);
     }
 }
 

@@ -91,6 +91,7 @@ mod tests {
                 target_id: "local".into(),
             },
             target_identity: String::new(),
+            agent_session_id: None,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct FleetRow {
     pub target: Option<String>,
     /// The target's identity when it was spawned.
     pub target_identity: Option<String>,
+    /// The agent's own session id, once a hook reported it.
+    pub agent_session_id: Option<String>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
@@ -52,15 +54,16 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     sqlx::query(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
-                            target, target_identity)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            target, target_identity, agent_session_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
             agent = excluded.agent, args = excluded.args, exited = excluded.exited,
             exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
             exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows,
-            target = excluded.target, target_identity = excluded.target_identity",
+            target = excluded.target, target_identity = excluded.target_identity,
+            agent_session_id = excluded.agent_session_id",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -79,6 +82,7 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(row.created_at)
     .bind(&row.target)
     .bind(&row.target_identity)
+    .bind(&row.agent_session_id)
     .execute(pool)
     .await?;
     Ok(())
@@ -87,7 +91,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
 pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreError> {
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
-                exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity
+                exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
+                agent_session_id
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -118,6 +123,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             created_at: r.try_get("created_at")?,
             target: r.try_get("target")?,
             target_identity: r.try_get("target_identity")?,
+            agent_session_id: r.try_get("agent_session_id")?,
         });
     }
     Ok(out)

@@ -305,6 +305,7 @@ mod tests {
             created_at: 1,
             target: Some("local".into()),
             target_identity: Some("local-pty:44136fa355b3678a".into()),
+            agent_session_id: None,
         }
     }
 

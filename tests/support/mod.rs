@@ -103,6 +103,7 @@ impl TestDaemon {
             listener: Some(listener),
             allow_remote: false,
             workers: 1,
+            runtime_dir: Some(dir.to_path_buf()),
         })
         .await?;
         Ok(TestDaemon {

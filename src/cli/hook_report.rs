@@ -1,0 +1,90 @@
+//! `atc hook-report`: run by an agent's hook inside a session. It reads the hook's JSON on
+//! stdin and drops one line `{"atcId","event","payload"}` on the reporter socket named by
+//! `ATC_SOCKET`, for the session named by `ATC_SESSION_ID`. It always exits 0 within 2 s,
+//! whatever happens: a hook must never slow down or break the agent that runs it.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The whole budget, stdin included.
+const BUDGET: Duration = Duration::from_secs(2);
+
+/// Largest hook JSON read from stdin.
+const MAX_INPUT: u64 = 1024 * 1024;
+
+/// Runs the reporter; the exit status is always 0.
+pub fn run() -> i32 {
+    let deadline = Instant::now() + BUDGET;
+    let (Some(atc_id), Some(socket)) = (
+        std::env::var_os("ATC_SESSION_ID"),
+        std::env::var_os("ATC_SOCKET"),
+    ) else {
+        return 0;
+    };
+    // Stdin is read on a thread so a hook that never closes it cannot hold us past the budget.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let Ok(input) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
+        return 0;
+    };
+    let Some(line) = report_line(&atc_id.to_string_lossy(), &input) else {
+        return 0;
+    };
+    if let Ok(mut conn) = std::os::unix::net::UnixStream::connect(socket) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !left.is_zero() {
+            let _ = conn.set_write_timeout(Some(left));
+            // Fire and forget: a daemon that is gone or slow loses this report, nothing more.
+            let _ = conn.write_all(line.as_bytes());
+        }
+    }
+    0
+}
+
+/// The line for a hook's JSON: the event name comes from `hook_event_name` (or
+/// `hookEventName`, Grok's spelling) in PascalCase. `None` when the input is not a JSON object
+/// with an event name.
+pub fn report_line(atc_id: &str, input: &[u8]) -> Option<String> {
+    let payload: Value = serde_json::from_slice(input).ok()?;
+    let event = payload
+        .get("hook_event_name")
+        .or_else(|| payload.get("hookEventName"))
+        .and_then(Value::as_str)
+        .filter(|e| !e.is_empty())
+        .map(crate::agents::hooks::pascal_case)?;
+    if !payload.is_object() {
+        return None;
+    }
+    Some(format!(
+        "{}\n",
+        json!({"atcId": atc_id, "event": event, "payload": payload})
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_carry_the_id_the_pascal_case_event_and_the_payload() {
+        let line = report_line(
+            "abc",
+            br#"{"hook_event_name":"user_prompt_submit","prompt":"hi"}"#,
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["atcId"], "abc");
+        assert_eq!(v["event"], "UserPromptSubmit");
+        assert_eq!(v["payload"]["prompt"], "hi");
+        assert!(report_line("abc", br#"{"hookEventName":"Stop"}"#).is_some());
+        assert!(report_line("abc", b"[]").is_none());
+        assert!(report_line("abc", br#"{"no":"event"}"#).is_none());
+        assert!(report_line("abc", b"garbage").is_none());
+    }
+}

@@ -1,0 +1,102 @@
+//! The reporter socket (spec §9.5): a unix socket where processes inside sessions
+//! (`atc hook-report`) drop one JSON line per connection, `{"atcId","event","payload"}`. No
+//! handshake and no answer. A line naming an unknown session, or malformed, is dropped and
+//! counted; nothing a reporter sends can hurt the daemon.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::net::UnixListener;
+
+use crate::sessions::manager::SessionManager;
+use crate::sessions::messages::{HookReported, RouteReport};
+
+/// Longest line accepted; a hook payload is far smaller.
+const MAX_LINE: usize = 1024 * 1024;
+
+/// How long one reporter connection may take to send its line.
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Counts of what the socket received, shown in `GET /v1/daemon`.
+#[derive(Debug, Default, Serialize)]
+pub struct ReporterStats {
+    /// Lines routed to a session.
+    pub accepted: AtomicU64,
+    /// Lines dropped: malformed, too long, too slow, or naming no session.
+    pub dropped: AtomicU64,
+}
+
+/// Binds the socket at `path` (replacing a stale one) and serves it on the current arbiter.
+pub fn serve(
+    path: &Path,
+    manager: Addr<SessionManager>,
+    stats: Arc<ReporterStats>,
+) -> std::io::Result<PathBuf> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let listener = UnixListener::bind(path)?;
+    actix_rt::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                continue;
+            };
+            let (manager, stats) = (manager.clone(), stats.clone());
+            actix_rt::spawn(async move {
+                let mut buf = Vec::new();
+                let read = tokio::time::timeout(
+                    READ_TIMEOUT,
+                    (&mut conn).take(MAX_LINE as u64 + 1).read_to_end(&mut buf),
+                )
+                .await;
+                let routed = match read {
+                    Ok(Ok(_)) if buf.len() <= MAX_LINE => match parse(&buf) {
+                        Some(msg) => manager.send(msg).await.unwrap_or(false),
+                        None => false,
+                    },
+                    _ => false,
+                };
+                let counter = if routed {
+                    &stats.accepted
+                } else {
+                    &stats.dropped
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    Ok(path.to_path_buf())
+}
+
+/// One line: `atcId` and `event` strings, `payload` an object; anything else is malformed.
+fn parse(line: &[u8]) -> Option<RouteReport> {
+    let v: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
+    let atc_id = v.get("atcId")?.as_str()?.to_string();
+    let event = v.get("event")?.as_str()?.to_string();
+    let payload = v.get("payload").filter(|p| p.is_object())?.clone();
+    Some(RouteReport {
+        atc_id,
+        report: HookReported { event, payload },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_must_have_string_ids_and_an_object_payload() {
+        assert!(parse(br#"{"atcId":"x","event":"Stop","payload":{}}"#).is_some());
+        assert!(parse(br#"{"atcId":1,"event":"Stop","payload":{}}"#).is_none());
+        assert!(parse(br#"{"atcId":"x","event":"Stop","payload":[]}"#).is_none());
+        assert!(parse(br#"{"atcId":"x","payload":{}}"#).is_none());
+        assert!(parse(b"not json").is_none());
+    }
+}

@@ -1,0 +1,220 @@
+//! Attention from agent hooks: `atc hook-report` inside a session, the reporter socket, and
+//! the state each agent kind's hooks drive (spec §3.4, §9.5).
+
+mod support;
+
+use std::io::Write;
+use std::time::Duration;
+
+use atc::config::AgentConfig;
+use serde_json::{json, Value};
+use support::{id_of, test_config, TestDaemon};
+
+/// A daemon whose `claude`, `codex` and `grok` are plain shells without a prompt, so a test
+/// can run `atc hook-report` inside them as the agents' hooks would.
+async fn daemon() -> (TestDaemon, tempfile::TempDir) {
+    let mut config = test_config();
+    for kind in ["claude", "codex", "grok"] {
+        let mut env = std::collections::BTreeMap::new();
+        env.insert("PS1".to_string(), String::new());
+        config.agents.insert(
+            kind.into(),
+            AgentConfig {
+                bin: "/bin/sh".into(),
+                args: vec![],
+                env,
+                label: None,
+            },
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    (TestDaemon::start_on(tmp.path(), config).await, tmp)
+}
+
+/// Runs `atc hook-report` inside the session with this hook JSON on stdin.
+async fn hook(d: &TestDaemon, id: &str, payload: Value) {
+    let cmd = format!(
+        "printf '%s' '{}' | {} hook-report",
+        payload,
+        env!("CARGO_BIN_EXE_atc")
+    );
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(json!({"text": cmd})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+async fn becomes(d: &TestDaemon, id: &str, state: &str, unread: bool, last_msg: &str) -> Value {
+    d.wait_session(id, &format!("{state}/{unread}/{last_msg}"), |s| {
+        s["state"] == state && s["unread"] == unread && s["lastMsg"] == last_msg
+    })
+    .await
+}
+
+#[actix_rt::test]
+async fn claude_hooks_drive_needs_you_running_and_done() {
+    let (d, _tmp) = daemon().await;
+    let id = id_of(&d.spawn("claude").await);
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "SessionStart", "session_id": "cl-1"}),
+    )
+    .await;
+    d.wait_session(&id, "the agent session id", |s| {
+        s["agentSessionID"] == "cl-1"
+    })
+    .await;
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "Notification", "message": "Allow Bash?"}),
+    )
+    .await;
+    becomes(&d, &id, "needs_you", true, "Allow Bash?").await;
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "go on"}),
+    )
+    .await;
+    becomes(&d, &id, "running", false, "go on").await;
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "Stop", "last_assistant_message": "all done"}),
+    )
+    .await;
+    becomes(&d, &id, "done", true, "turn done").await;
+    hook(&d, &id, json!({"hook_event_name": "SessionEnd"})).await;
+    // A live terminal that reports its end is not exited.
+    let s = becomes(&d, &id, "done", false, "session ended").await;
+    assert_eq!(s["alive"], true);
+    // The agent session id is on the row: it survives a restart.
+    let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
+    assert_eq!(fleet["fleet"][0]["sessionId"], id.as_str());
+    assert_eq!(fleet["fleet"][0]["agentSessionId"], "cl-1");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn codex_permission_requests_need_you_until_someone_attaches() {
+    let (d, _tmp) = daemon().await;
+    let id = id_of(&d.spawn("codex").await);
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "PermissionRequest", "tool_name": "shell"}),
+    )
+    .await;
+    becomes(&d, &id, "needs_you", true, "waiting for approval: shell").await;
+    let (_ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    becomes(&d, &id, "running", false, "attached").await;
+    hook(&d, &id, json!({"hook_event_name": "Stop"})).await;
+    becomes(&d, &id, "done", true, "turn done").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn grok_idle_prompts_after_a_permission_prompt_change_nothing() {
+    let (d, _tmp) = daemon().await;
+    let id = id_of(&d.spawn("grok").await);
+    hook(
+        &d,
+        &id,
+        json!({"hookEventName": "notification", "type": "permission_prompt", "message": "ok?"}),
+    )
+    .await;
+    becomes(&d, &id, "needs_you", true, "ok?").await;
+    hook(
+        &d,
+        &id,
+        json!({"hookEventName": "notification", "type": "idle_prompt"}),
+    )
+    .await;
+    hook(
+        &d,
+        &id,
+        json!({"hookEventName": "user_prompt_submit", "prompt": "next"}),
+    )
+    .await;
+    becomes(&d, &id, "running", false, "next").await;
+    hook(
+        &d,
+        &id,
+        json!({"hookEventName": "stop", "reason": "end_turn"}),
+    )
+    .await;
+    becomes(&d, &id, "done", true, "turn done").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn malformed_lines_and_unknown_sessions_are_dropped_and_counted() {
+    let (d, tmp) = daemon().await;
+    let id = id_of(&d.spawn("claude").await);
+    let socket = tmp.path().join("atc.sock");
+    let lines = [
+        "not json\n".to_string(),
+        "{\"atcId\": 5, \"event\": \"Stop\", \"payload\": {}}\n".to_string(),
+        format!("{{\"atcId\": \"{}\", \"event\": \"Stop\", \"payload\": {{}}}}\n", uuid::Uuid::new_v4()),
+        format!("{{\"atcId\": \"{id}\", \"event\": \"Notification\", \"payload\": {{\"message\": \"direct\"}}}}\n"),
+    ];
+    for line in &lines {
+        let mut conn = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        conn.write_all(line.as_bytes()).unwrap();
+    }
+    becomes(&d, &id, "needs_you", true, "direct").await;
+    let deadline = std::time::Instant::now() + support::WITHIN;
+    loop {
+        let (_, info) = d.call("GET", "/v1/daemon", None).await;
+        if info["reporter"]["dropped"] == 3 && info["reporter"]["accepted"] == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "counts never settled: {info}"
+        );
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        d.session(&id).await["alive"],
+        true,
+        "bad reports hurt nothing"
+    );
+    d.stop().await;
+}
+
+#[test]
+fn hook_report_always_exits_0() {
+    let run = |envs: &[(&str, &str)], input: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_atc"))
+            .arg("hook-report")
+            .env_remove("ATC_SOCKET")
+            .env_remove("ATC_SESSION_ID")
+            .envs(envs.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait().unwrap()
+    };
+    assert!(run(&[], "{\"hook_event_name\":\"Stop\"}").success());
+    assert!(run(
+        &[
+            ("ATC_SOCKET", "/nonexistent/atc.sock"),
+            ("ATC_SESSION_ID", "x")
+        ],
+        "{\"hook_event_name\":\"Stop\"}"
+    )
+    .success());
+    assert!(run(
+        &[("ATC_SOCKET", "/nonexistent"), ("ATC_SESSION_ID", "x")],
+        "garbage"
+    )
+    .success());
+}
