@@ -26,6 +26,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod ledger;
+pub mod permissions;
 pub mod protocol;
 pub mod providers;
 pub mod server;

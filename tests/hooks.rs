@@ -218,3 +218,109 @@ fn hook_report_always_exits_0() {
     )
     .success());
 }
+
+#[actix_rt::test]
+async fn needs_you_opens_a_permission_request_that_leaving_dismisses() {
+    let (d, _tmp) = daemon().await;
+    let mut events = d.ws("/v1/events").await;
+    let id = id_of(&d.spawn("claude").await);
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "Notification", "message": "Allow rm?"}),
+    )
+    .await;
+    let requested = events.next_text("permission.requested").await;
+    assert_eq!(requested["s"], id.as_str());
+    assert_eq!(requested["message"], "Allow rm?");
+    assert_eq!(requested["respondable"], false);
+    let request = requested["request"].as_str().unwrap().to_string();
+    let (_, list) = d.call("GET", "/v1/permissions", None).await;
+    assert_eq!(
+        list["permissions"][0]["request"],
+        request.as_str(),
+        "{list}"
+    );
+    // A PTY prompt is answered by typing, not through the API.
+    let path = format!("/v1/permissions/{request}");
+    let (status, err) = d
+        .call("POST", &path, Some(json!({"decision": "allow"})))
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (422, Some("unsupported")),
+        "{err}"
+    );
+    let (status, err) = d.call("POST", &path, Some(json!({}))).await;
+    assert_eq!(
+        (status, err["error"]["data"]["field"].as_str()),
+        (400, Some("decision"))
+    );
+    // Leaving needs_you dismisses it, once.
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "ok"}),
+    )
+    .await;
+    let resolved = events.next_text("permission.resolved").await;
+    assert_eq!(
+        (resolved["request"].as_str(), resolved["decision"].as_str()),
+        (Some(request.as_str()), Some("dismissed"))
+    );
+    let (_, list) = d.call("GET", "/v1/permissions", None).await;
+    assert_eq!(list["permissions"].as_array().map(Vec::len), Some(0));
+    let (status, err) = d
+        .call("POST", &path, Some(json!({"decision": "allow"})))
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("already_answered")),
+        "{err}"
+    );
+    let (status, err) = d
+        .call(
+            "POST",
+            "/v1/permissions/p999999",
+            Some(json!({"decision": "allow"})),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (404, Some("no_such_request")),
+        "{err}"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn an_unanswered_request_times_out_as_deny() {
+    let mut config = test_config();
+    config.timings.permission_timeout = Duration::from_millis(100);
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("PS1".to_string(), String::new());
+    config.agents.insert(
+        "claude".into(),
+        AgentConfig {
+            bin: "/bin/sh".into(),
+            args: vec![],
+            env,
+            label: None,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let mut events = d.ws("/v1/events").await;
+    let id = id_of(&d.spawn("claude").await);
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "Notification", "message": "?"}),
+    )
+    .await;
+    let request = events.next_text("permission.requested").await["request"].clone();
+    let resolved = events.next_text("permission.resolved").await;
+    assert_eq!(resolved["request"], request);
+    assert_eq!(resolved["decision"], "deny");
+    d.stop().await;
+}

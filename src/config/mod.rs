@@ -64,6 +64,8 @@ pub struct Timings {
     pub idempotency_retention: Duration,
     /// How often the sweep runs (spec: hourly).
     pub idempotency_sweep: Duration,
+    /// An unanswered permission request resolves as `deny` after this (spec §8: 60 s).
+    pub permission_timeout: Duration,
 }
 
 impl Default for Timings {
@@ -78,6 +80,7 @@ impl Default for Timings {
             status_write: Duration::from_millis(50),
             idempotency_retention: Duration::from_secs(24 * 3600),
             idempotency_sweep: Duration::from_secs(3600),
+            permission_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use crate::agents::AgentCatalog;
 use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
+use crate::permissions::registry::PermissionRegistry;
 use crate::providers::local_pty::LocalPty;
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
@@ -195,6 +196,7 @@ impl Daemon {
         let state = AppState {
             // Filled in on the worker thread, below.
             manager: None,
+            permissions: None,
             ledger: None,
             store: store.clone(),
             catalog,
@@ -217,39 +219,51 @@ impl Daemon {
         // factory runs on that thread, so it starts the manager the first time it runs and
         // hands the address back. The mutexes are a one-time handoff at start, not shared
         // domain state.
-        let parts = Arc::new(std::sync::Mutex::new(Some(move |me| ManagerParts {
-            deps: SessionDeps {
-                store: deps_store,
-                provider,
-                catalog: deps_catalog.clone(),
-                manager: me,
-                limits,
-                timings,
-                screen_arbiter: screen_handle,
-                state_dir: dir_path_for_deps,
-                daemon_id,
-                targets: deps_targets,
-                reporter_socket: reporter_socket.clone(),
-            },
-            catalog: deps_catalog,
-            rows,
+        let permission_timeout = config.timings.permission_timeout;
+        let parts = Arc::new(std::sync::Mutex::new(Some(move |me, permissions| {
+            ManagerParts {
+                deps: SessionDeps {
+                    store: deps_store,
+                    provider,
+                    catalog: deps_catalog.clone(),
+                    manager: me,
+                    limits,
+                    timings,
+                    screen_arbiter: screen_handle,
+                    state_dir: dir_path_for_deps,
+                    daemon_id,
+                    targets: deps_targets,
+                    reporter_socket: reporter_socket.clone(),
+                    permissions,
+                },
+                catalog: deps_catalog,
+                rows,
+            }
         })));
         let started = Arc::new(std::sync::OnceLock::<(
             Addr<SessionManager>,
             Addr<IdempotencyLedger>,
+            Addr<PermissionRegistry>,
         )>::new());
         let (ledger_store, ledger_timings) = (store.clone(), config.timings.clone());
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let ready_tx = Arc::new(std::sync::Mutex::new(Some(ready_tx)));
         let make_state = move || {
-            let (manager, ledger) = started
+            let (manager, ledger, permissions) = started
                 .get_or_init(|| {
                     let build = parts
                         .lock()
                         .ok()
                         .and_then(|mut p| p.take())
                         .expect("the manager is built once, by the first worker");
-                    let manager = SessionManager::start_with(build);
+                    let mut registry = None;
+                    let manager = SessionManager::start_with(|me| {
+                        // The registry broadcasts through the manager, which fans events out.
+                        let r = PermissionRegistry::new(permission_timeout, me.clone()).start();
+                        registry = Some(r.clone());
+                        build(me, r)
+                    });
+                    let permissions = registry.expect("start_with runs its builder at once");
                     // The reporter listens on this thread too, next to the sessions it feeds.
                     match crate::server::reporter::serve(
                         &serve_socket,
@@ -269,7 +283,7 @@ impl Daemon {
                         ledger_timings.idempotency_sweep,
                     )
                     .start();
-                    (manager, ledger)
+                    (manager, ledger, permissions)
                 })
                 .clone();
             if let Some(tx) = ready_tx.lock().ok().and_then(|mut t| t.take()) {
@@ -278,6 +292,7 @@ impl Daemon {
             }
             AppState {
                 manager: Some(manager),
+                permissions: Some(permissions),
                 ledger: Some(ledger),
                 ..state.clone()
             }

@@ -33,8 +33,10 @@ pub enum ErrorCode {
     TargetConfigInvalid,
     /// Target configured but not servable (reserved).
     TargetUnavailable,
-    /// A permission request was already resolved (reserved).
+    /// A permission request was already resolved.
     AlreadyAnswered,
+    /// No permission request has this id (or it was resolved so long ago it was forgotten).
+    NoSuchRequest,
     /// Same idempotency key, different payload.
     IdempotencyConflict,
     /// A keyed effect may or may not have happened; `data.effectRef` names it.
@@ -65,6 +67,7 @@ impl ErrorCode {
             ErrorCode::TargetConfigInvalid => "target_config_invalid",
             ErrorCode::TargetUnavailable => "target_unavailable",
             ErrorCode::AlreadyAnswered => "already_answered",
+            ErrorCode::NoSuchRequest => "no_such_request",
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::OutcomeUnknown => "outcome_unknown",
             ErrorCode::IdempotencyKeyUnknown => "idempotency_key_unknown",
@@ -84,7 +87,8 @@ impl ErrorCode {
             ErrorCode::NoSuchSession
             | ErrorCode::UnknownTarget
             | ErrorCode::UnknownMethod
-            | ErrorCode::IdempotencyKeyUnknown => StatusCode::NOT_FOUND,
+            | ErrorCode::IdempotencyKeyUnknown
+            | ErrorCode::NoSuchRequest => StatusCode::NOT_FOUND,
             ErrorCode::SessionDead
             | ErrorCode::AlreadyAnswered
             | ErrorCode::IdempotencyConflict

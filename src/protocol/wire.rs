@@ -239,6 +239,26 @@ pub enum FleetEvent {
         /// Session id.
         s: Uuid,
     },
+    /// A permission request was opened.
+    #[serde(rename = "permission.requested")]
+    PermissionRequested {
+        /// Request id.
+        request: String,
+        /// Session id.
+        s: Uuid,
+        /// What the agent asked.
+        message: String,
+        /// Whether it can be answered through the API.
+        respondable: bool,
+    },
+    /// A permission request was resolved (exactly once per request).
+    #[serde(rename = "permission.resolved")]
+    PermissionResolved {
+        /// Request id.
+        request: String,
+        /// `deny` (timeout), `dismissed`, or a client's decision.
+        decision: String,
+    },
     /// A session's effective size changed.
     #[serde(rename = "session.resized")]
     Resized {

@@ -33,6 +33,8 @@ use crate::store::StateStore;
 pub struct AppState {
     /// The supervisor; set once the worker that hosts it has started.
     pub manager: Option<Addr<SessionManager>>,
+    /// The permission registry, started beside the manager.
+    pub permissions: Option<Addr<crate::permissions::registry::PermissionRegistry>>,
     /// The idempotency ledger, started beside the manager.
     pub ledger: Option<Addr<crate::ledger::idempotency_ledger::IdempotencyLedger>>,
     /// For fleet and dirs reads.

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{lookup, AppState};
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
+use crate::permissions::registry::{ListPending, Respond};
 use crate::protocol::params::{Params, TermSize};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::Capability;
@@ -43,6 +44,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/fleet", web::get().to(fleet))
             .route("/fleet/restore", web::post().to(restore))
             .route("/dirs", web::get().to(dirs))
+            .route("/permissions", web::get().to(permissions))
+            .route("/permissions/{id}", web::post().to(respond))
             .route("/events", web::get().to(super::events::events)),
     );
 }
@@ -427,6 +430,41 @@ async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
         DaemonError::internal()
     })?;
     Ok(HttpResponse::Ok().json(json!({ "dirs": dirs })))
+}
+
+async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+    let registry = state
+        .permissions
+        .as_ref()
+        .ok_or_else(DaemonError::internal)?;
+    let pending = mailbox(registry.send(ListPending).await)?;
+    Ok(HttpResponse::Ok().json(json!({ "permissions": pending })))
+}
+
+async fn respond(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let decision = params(payload, &state)
+        .await?
+        .opt_str("decision")?
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| DaemonError::bad_arg("decision", "'decision' is required"))?
+        .to_string();
+    let registry = state
+        .permissions
+        .as_ref()
+        .ok_or_else(DaemonError::internal)?;
+    mailbox(
+        registry
+            .send(Respond {
+                request: path.into_inner(),
+                decision,
+            })
+            .await,
+    )??;
+    Ok(HttpResponse::Ok().json(json!({})))
 }
 
 /// Anything not routed.

@@ -267,6 +267,7 @@ impl Handler<FleetNotice> for SessionManager {
                 self.sessions.remove(s);
                 self.order.retain(|id| id != s);
             }
+            FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
         }
         self.broadcast(&msg.0);
         self.schedule_status(ctx);

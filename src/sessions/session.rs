@@ -58,6 +58,8 @@ pub struct SessionDeps {
     pub targets: Arc<crate::config::targets::Targets>,
     /// The reporter socket harnesses report to (`ATC_SOCKET`).
     pub reporter_socket: std::path::PathBuf,
+    /// Where `needs_you` opens permission requests.
+    pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -462,8 +464,8 @@ impl Session {
         self.unread = false;
         // Spec §3.4: attaching answers the attention request.
         if self.attention == SessionState::NeedsYou {
-            self.attention = SessionState::Running;
             self.last_msg = "attached".into();
+            self.set_attention(SessionState::Running);
         }
         self.record.last_attached_at = Some(now_ms());
         self.persist();
@@ -569,6 +571,11 @@ impl Session {
 
     fn on_exited(&mut self, status: HarnessExited) {
         self.harness = None;
+        // Without a process the session is exited, and no longer waits for anyone.
+        if self.attention == SessionState::NeedsYou {
+            self.dismiss_permissions();
+        }
+        self.attention = SessionState::Running;
         let reason = match self.ending.take() {
             Some(Ending::Killed) => ExitReason::Killed,
             Some(Ending::DaemonStopping) => ExitReason::DaemonStopped,
@@ -691,7 +698,7 @@ impl Session {
         self.harness = Some(harness);
         self.ending = None;
         self.record.exit = None;
-        self.attention = SessionState::Running;
+        self.set_attention(SessionState::Running);
         self.last_msg = "revived".into();
         self.persist();
         self.notify_state();
@@ -734,6 +741,31 @@ fn write_record_file(
 }
 
 impl Session {
+    /// Changes the attention state; entering `needs_you` opens a permission request with the
+    /// current `lastMsg`, leaving it dismisses the session's pending ones (spec §8).
+    fn set_attention(&mut self, next: SessionState) {
+        let was = self.attention;
+        self.attention = next;
+        if was != SessionState::NeedsYou && next == SessionState::NeedsYou {
+            self.deps
+                .permissions
+                .do_send(crate::permissions::registry::OpenRequest {
+                    session: self.record.id,
+                    message: self.last_msg.clone(),
+                    // A PTY prompt is answered by typing into the terminal.
+                    respondable: false,
+                });
+        } else if was == SessionState::NeedsYou && next != SessionState::NeedsYou {
+            self.dismiss_permissions();
+        }
+    }
+
+    fn dismiss_permissions(&self) {
+        self.deps
+            .permissions
+            .do_send(crate::permissions::registry::DismissSession(self.record.id));
+    }
+
     /// Applies one hook report (spec §3.4).
     fn apply_hook(&mut self, event: &str, payload: &serde_json::Value) {
         let n = crate::agents::hooks::normalize(&self.record.agent, event, payload, self.last_hook);
@@ -752,19 +784,19 @@ impl Session {
                 }
             }
             HookKind::PromptSubmitted => {
-                self.attention = SessionState::Running;
                 self.unread = false;
                 self.last_msg = n.message.unwrap_or_else(|| "working".into());
+                self.set_attention(SessionState::Running);
             }
             HookKind::NeedsInput => {
-                self.attention = SessionState::NeedsYou;
                 self.unread = true;
                 self.last_msg = n.message.unwrap_or_else(|| "needs input".into());
+                self.set_attention(SessionState::NeedsYou);
             }
             HookKind::TurnDone => {
-                self.attention = SessionState::Done;
                 self.unread = true;
                 self.last_msg = "turn done".into();
+                self.set_attention(SessionState::Done);
             }
             // A live terminal may report its end without dying; only a session without a
             // harness is exited, and that is already what its descriptor says.
@@ -1029,6 +1061,7 @@ impl Handler<Forget> for Session {
             .into_actor(self)
             .map(|res, act, ctx| {
                 if res.is_ok() {
+                    act.dismiss_permissions();
                     act.notify(FleetEvent::Removed { s: act.record.id });
                     ctx.stop();
                 }

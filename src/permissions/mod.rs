@@ -1,0 +1,3 @@
+//! Permission requests (spec §8): the `PermissionRegistry` actor.
+
+pub mod registry;
