@@ -324,3 +324,106 @@ async fn an_unanswered_request_times_out_as_deny() {
     assert_eq!(resolved["decision"], "deny");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn the_trail_keeps_reports_and_long_polls_for_the_next() {
+    let (d, _tmp) = daemon().await;
+    let id = id_of(&d.spawn("claude").await);
+    let (status, first) = d.call("GET", "/v1/events/trail", None).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["events"].as_array().map(Vec::len), Some(0));
+    assert_eq!(first["more"], false);
+    let start = first["cursor"].as_str().unwrap().to_string();
+    // A reader waiting on the cursor is answered by the next report, not by its timeout.
+    let waited = std::time::Instant::now();
+    let poll_path = format!("/v1/events/trail?cursor={start}&waitMs=20000");
+    let report =
+        json!({"hook_event_name": "Notification", "message": "Allow?", "session_id": "cl-9"});
+    let (polled, ()) = tokio::join!(d.call("GET", &poll_path, None), hook(&d, &id, report));
+    assert!(
+        waited.elapsed() < Duration::from_secs(15),
+        "the long poll waited out its time"
+    );
+    let e = &polled.1["events"][0];
+    assert_eq!(
+        (e["atcId"].as_str(), e["event"].as_str()),
+        (Some(id.as_str()), Some("Notification")),
+        "{polled:?}"
+    );
+    assert_eq!(
+        (e["kind"].as_str(), e["message"].as_str()),
+        (Some("needs-input"), Some("Allow?"))
+    );
+    assert_eq!(e["sessionId"], "cl-9");
+    let ts = e["ts"].as_str().unwrap();
+    assert!(
+        ts.len() == 24 && ts.ends_with('Z') && &ts[10..11] == "T",
+        "{ts}"
+    );
+    for payload in [
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "go"}),
+        json!({"hook_event_name": "PreToolUse"}),
+        json!({"hook_event_name": "Stop", "last_assistant_message": "done!"}),
+    ] {
+        hook(&d, &id, payload).await;
+    }
+    becomes(&d, &id, "done", true, "turn done").await;
+    // Paging from the start: two, then the other two.
+    let (_, page) = d
+        .call(
+            "GET",
+            &format!("/v1/events/trail?cursor={start}&limit=2"),
+            None,
+        )
+        .await;
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(2), "{page}");
+    assert_eq!(page["more"], true);
+    let next = page["cursor"].as_str().unwrap();
+    let (_, rest) = d
+        .call(
+            "GET",
+            &format!("/v1/events/trail?cursor={next}&limit=2"),
+            None,
+        )
+        .await;
+    let kinds: Vec<_> = rest["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![json!("heartbeat"), json!("turn-done")],
+        "{rest}"
+    );
+    assert_eq!(rest["more"], false);
+    assert_eq!(rest["events"][1]["detail"], "done!");
+    // Nothing new: an empty page after the wait, at the same cursor.
+    let end = rest["cursor"].as_str().unwrap();
+    let (_, empty) = d
+        .call(
+            "GET",
+            &format!("/v1/events/trail?cursor={end}&waitMs=50"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            empty["events"].as_array().map(Vec::len),
+            empty["cursor"].as_str()
+        ),
+        (Some(0), Some(end))
+    );
+    for bad in ["cursor=nope", "limit=0", "waitMs=30001"] {
+        let (status, err) = d
+            .call("GET", &format!("/v1/events/trail?{bad}"), None)
+            .await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (400, Some("bad_args")),
+            "{bad}: {err}"
+        );
+    }
+    d.stop().await;
+}

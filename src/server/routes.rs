@@ -46,7 +46,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/dirs", web::get().to(dirs))
             .route("/permissions", web::get().to(permissions))
             .route("/permissions/{id}", web::post().to(respond))
-            .route("/events", web::get().to(super::events::events)),
+            .route("/events", web::get().to(super::events::events))
+            .route("/events/trail", web::get().to(trail)),
     );
 }
 
@@ -465,6 +466,79 @@ async fn respond(
             .await,
     )??;
     Ok(HttpResponse::Ok().json(json!({})))
+}
+
+/// Trail cursors are opaque to clients: base64url of `{"k":"ev","i":<row id>}` (spec §10).
+fn encode_cursor(id: i64) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"k": "ev", "i": id}).to_string())
+}
+
+fn decode_cursor(cursor: &str) -> Result<i64, DaemonError> {
+    use base64::Engine;
+    let bad = || DaemonError::bad_arg("cursor", "not a cursor this daemon gave out");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor.trim_end_matches('='))
+        .map_err(|_| bad())?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    match (v["k"].as_str(), v["i"].as_i64()) {
+        (Some("ev"), Some(i)) if i >= 0 => Ok(i),
+        _ => Err(bad()),
+    }
+}
+
+async fn trail(
+    query: web::Query<Vec<(String, String)>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let p = Params::from_query(query.into_inner());
+    let limit = match p.opt_u64("limit")? {
+        None => 50,
+        Some(n @ 1..=200) => n as u32,
+        Some(_) => return Err(DaemonError::bad_arg("limit", "'limit' must be 1 to 200")),
+    };
+    let wait = match p.opt_u64("waitMs")? {
+        None => 0,
+        Some(n @ 0..=30_000) => n,
+        Some(_) => {
+            return Err(DaemonError::bad_arg(
+                "waitMs",
+                "'waitMs' must be 0 to 30000",
+            ))
+        }
+    };
+    let store_failed = |e: crate::store::StoreError| {
+        tracing::error!(error = %e, "could not read the trail");
+        DaemonError::internal()
+    };
+    let (events, more, last) = match p.opt_str("cursor")? {
+        None => {
+            let events = state
+                .store
+                .trail_latest(limit)
+                .await
+                .map_err(store_failed)?;
+            let last = events.last().map(|e| e.id).unwrap_or(0);
+            (events, false, last)
+        }
+        Some(cursor) => {
+            let after = decode_cursor(cursor)?;
+            let mut events = state
+                .store
+                .trail_after(after, limit + 1, std::time::Duration::from_millis(wait))
+                .await
+                .map_err(store_failed)?;
+            let more = events.len() > limit as usize;
+            events.truncate(limit as usize);
+            let last = events.last().map(|e| e.id).unwrap_or(after);
+            (events, more, last)
+        }
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "events": events,
+        "more": more,
+        "cursor": encode_cursor(last),
+    })))
 }
 
 /// Anything not routed.

@@ -232,6 +232,29 @@ pub struct Session {
     exit_waiters: Vec<oneshot::Sender<()>>,
 }
 
+/// Now as RFC 3339 UTC with milliseconds (`2026-11-30T06:04:05.123Z`), for trail rows.
+pub fn rfc3339_now() -> String {
+    let ms = now_ms();
+    let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Epoch milliseconds now.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -805,6 +828,20 @@ impl Session {
                 self.last_msg = "session ended".into();
             }
             HookKind::Heartbeat => {}
+        }
+        if event != "Statusline" {
+            // The trail (spec §9.5): every report but statusline pings.
+            self.deps.store.append_event(crate::store::TrailEvent {
+                id: 0,
+                ts: rfc3339_now(),
+                atc_id: self.record.id.to_string(),
+                event: event.to_string(),
+                message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
+                    .then(|| self.last_msg.clone()),
+                session_id: self.record.agent_session_id.clone(),
+                kind: Some(n.kind.as_str().to_string()),
+                detail: n.result.clone(),
+            });
         }
         self.last_hook = Some(n.kind);
         if persist {

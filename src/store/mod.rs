@@ -6,6 +6,7 @@
 //! that must know its write is durable (kill, forget) awaits the returned receiver; others let
 //! it run in the background and the writer logs failures.
 
+mod events;
 mod fleet;
 pub mod idempotency;
 
@@ -18,6 +19,7 @@ use sqlx::sqlite::{
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+pub use events::TrailEvent;
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
 
@@ -50,6 +52,7 @@ enum WriteOp {
         key: String,
         value: String,
     },
+    AppendEvent(Box<TrailEvent>),
     /// Everything queued before it is written; nothing else happens.
     Barrier,
     /// Everything queued before it is written; then the pool closes.
@@ -60,6 +63,8 @@ enum WriteOp {
 #[derive(Clone)]
 pub struct StateStore {
     pool: SqlitePool,
+    /// The id of the newest trail row; long-polling readers wait on it.
+    newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
     writes: mpsc::UnboundedSender<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
 }
 
@@ -82,8 +87,16 @@ impl StateStore {
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_writer(pool.clone(), rx));
-        Ok(StateStore { pool, writes: tx })
+        let newest: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM events")
+            .fetch_one(&pool)
+            .await?;
+        let newest_event = std::sync::Arc::new(tokio::sync::watch::channel(newest).0);
+        tokio::spawn(run_writer(pool.clone(), rx, newest_event.clone()));
+        Ok(StateStore {
+            pool,
+            writes: tx,
+            newest_event,
+        })
     }
 
     fn enqueue(&self, op: WriteOp) -> oneshot::Receiver<Result<(), StoreError>> {
@@ -217,6 +230,41 @@ impl StateStore {
         idempotency::sweep(&self.pool, cutoff).await
     }
 
+    /// Queues a trail row.
+    pub fn append_event(&self, event: TrailEvent) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::AppendEvent(Box::new(event)))
+    }
+
+    /// Trail rows after `after` (at most `limit`), waiting up to `wait` for one to arrive when
+    /// there are none yet.
+    pub async fn trail_after(
+        &self,
+        after: i64,
+        limit: u32,
+        wait: std::time::Duration,
+    ) -> Result<Vec<TrailEvent>, StoreError> {
+        let mut newest = self.newest_event.subscribe();
+        if *newest.borrow_and_update() <= after && !wait.is_zero() {
+            // Either a newer row arrives or the wait runs out; both end in a read.
+            let _ = tokio::time::timeout(wait, async {
+                while *newest.borrow_and_update() <= after {
+                    if newest.changed().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+        self.flush().await?;
+        events::after(&self.pool, after, limit).await
+    }
+
+    /// The newest `limit` trail rows, oldest first.
+    pub async fn trail_latest(&self, limit: u32) -> Result<Vec<TrailEvent>, StoreError> {
+        self.flush().await?;
+        events::latest(&self.pool, limit).await
+    }
+
     /// Writes everything queued, then closes the pool.
     pub async fn close(&self) -> Result<(), StoreError> {
         let done = self.enqueue(WriteOp::Close);
@@ -227,10 +275,17 @@ impl StateStore {
 async fn run_writer(
     pool: SqlitePool,
     mut rx: mpsc::UnboundedReceiver<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+    newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
 ) {
     while let Some((op, done)) = rx.recv().await {
         let closing = matches!(op, WriteOp::Close);
-        let result = apply(&pool, op).await;
+        let result = match op {
+            // Trail rows also wake long-polling readers.
+            WriteOp::AppendEvent(e) => events::append(&pool, &e).await.map(|id| {
+                newest_event.send_replace(id);
+            }),
+            op => apply(&pool, op).await,
+        };
         if let Err(e) = &result {
             tracing::error!(error = %e, "store write failed");
         }
@@ -275,6 +330,7 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
             Ok(())
         }
         WriteOp::Barrier => Ok(()),
+        WriteOp::AppendEvent(e) => events::append(pool, &e).await.map(|_| ()),
         WriteOp::Close => {
             pool.close().await;
             Ok(())
