@@ -24,6 +24,7 @@ async fn daemon() -> (TestDaemon, tempfile::TempDir) {
                 args: vec![],
                 env,
                 label: None,
+                kind: None,
             },
         );
     }
@@ -306,6 +307,7 @@ async fn an_unanswered_request_times_out_as_deny() {
             args: vec![],
             env,
             label: None,
+            kind: None,
         },
     );
     let tmp = tempfile::tempdir().unwrap();

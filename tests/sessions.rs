@@ -269,6 +269,7 @@ async fn submit_types_the_line_the_way_each_agent_expects() {
         ],
         env: Default::default(),
         label: None,
+        kind: None,
     };
     let mut config = support::test_config();
     config.agents.insert("codex".into(), raw_cat(true));

@@ -7,6 +7,7 @@
 //! the seam they will extend.
 
 pub mod hooks;
+pub mod spawn_options;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,9 @@ pub struct Agent {
     pub env: BTreeMap<String, String>,
     /// Built in, or from config.
     pub builtin: bool,
+    /// `claude`, `codex` or `grok` when it is one of those CLIs (its spawn options and hook
+    /// mapping follow); `None` for shells and other commands.
+    pub kind: Option<String>,
 }
 
 /// What a harness is started with: resolved program, argv, environment and working directory.
@@ -59,6 +63,11 @@ pub struct AgentListing {
     pub bin: String,
     /// Built in or configured.
     pub builtin: bool,
+    /// `claude`, `codex`, `grok`, or null.
+    pub kind: Option<String>,
+    /// `{model, effort}` as spec §9.2 describes them.
+    #[serde(rename = "spawnOptions")]
+    pub spawn_options: serde_json::Value,
 }
 
 /// All agents the daemon knows, built once from config at start.
@@ -90,6 +99,7 @@ impl AgentCatalog {
                     args: Vec::new(),
                     env: BTreeMap::new(),
                     builtin: true,
+                    kind: (id != "shell").then(|| id.to_string()),
                 },
             );
         }
@@ -103,6 +113,11 @@ impl AgentCatalog {
                     args: c.args.clone(),
                     env: c.env.clone(),
                     builtin: false,
+                    kind: c.kind.clone().or_else(|| {
+                        ["claude", "codex", "grok"]
+                            .contains(&id.as_str())
+                            .then(|| id.clone())
+                    }),
                 },
             );
         }
@@ -113,14 +128,29 @@ impl AgentCatalog {
     pub fn listing(&self) -> Vec<AgentListing> {
         self.agents
             .values()
-            .map(|a| AgentListing {
-                id: a.id.clone(),
-                label: a.label.clone(),
-                installed: resolve_program(&a.bin).is_some(),
-                bin: a.bin.clone(),
-                builtin: a.builtin,
+            .map(|a| {
+                let installed = resolve_program(&a.bin).is_some();
+                AgentListing {
+                    id: a.id.clone(),
+                    label: a.label.clone(),
+                    installed,
+                    bin: a.bin.clone(),
+                    builtin: a.builtin,
+                    kind: a.kind.clone(),
+                    spawn_options: spawn_options::listing(a.kind.as_deref(), &a.args, installed),
+                }
             })
             .collect()
+    }
+
+    /// The kind of agent `id` (see [`Agent::kind`]).
+    pub fn kind(&self, id: &str) -> Option<&str> {
+        self.agents.get(id).and_then(|a| a.kind.as_deref())
+    }
+
+    /// The agent `id`.
+    pub fn get(&self, id: &str) -> Option<&Agent> {
+        self.agents.get(id)
     }
 
     /// Whether `id` is a known agent (installed or not).
@@ -228,6 +258,7 @@ mod tests {
                 args: vec![],
                 env: BTreeMap::new(),
                 label: None,
+                kind: None,
             },
         );
         let c = AgentCatalog::new(&cfg);
@@ -274,6 +305,7 @@ mod tests {
                 args: vec!["-u".into()],
                 env: BTreeMap::new(),
                 label: None,
+                kind: None,
             },
         );
         let plan = AgentCatalog::new(&cfg)

@@ -96,6 +96,9 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// Display label (defaults to the id).
     pub label: Option<String>,
+    /// `claude`, `codex` or `grok`: which spawn options and hook mapping apply. Defaults to the
+    /// id when the id is one of those.
+    pub kind: Option<String>,
 }
 
 /// A problem found while loading the config; the daemon runs on regardless.
@@ -246,6 +249,7 @@ impl Config {
                     args: agent.args,
                     env: agent.env,
                     label: agent.label,
+                    kind: agent.kind,
                 },
             );
         }

@@ -36,6 +36,8 @@ pub struct RawAgent {
     pub env: BTreeMap<String, String>,
     /// Display label.
     pub label: Option<String>,
+    /// Agent kind (`claude`, `codex`, `grok`).
+    pub kind: Option<String>,
 }
 
 /// Limits; see `config.example.json` for the defaults.

@@ -25,6 +25,8 @@ pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
         "cols": spawn.size.cols,
         "rows": spawn.size.rows,
         "target": spawn.target,
+        "model": spawn.model,
+        "effort": spawn.effort,
     })
 }
 

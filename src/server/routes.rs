@@ -8,6 +8,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use super::{lookup, AppState};
+use crate::agents::spawn_options::{self, SpawnOption};
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
@@ -142,6 +143,7 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
         "agents": state.catalog.listing(),
         "targets": targets,
         "defaultTarget": state.targets.default_id(),
+        "spawnDefaults": {"agent": "claude", "target": state.targets.default_id()},
         "configRevision": state.targets.revision(),
         "targetErrors": state.targets.problems(),
     }))
@@ -193,6 +195,24 @@ async fn spawn(
             String::new(),
         ),
     };
+    // Spec §9.2: overrides are checked before anything starts, in its order.
+    let mut overrides = [(SpawnOption::Model, None), (SpawnOption::Effort, None)];
+    for (option, slot) in overrides.iter_mut() {
+        let name = match option {
+            SpawnOption::Model => "model",
+            SpawnOption::Effort => "effort",
+        };
+        if let Some(value) = p.opt_str(name)? {
+            let known = state.catalog.get(agent).ok_or_else(|| {
+                DaemonError::new(ErrorCode::Unsupported, format!("no agent '{agent}'"))
+                    .with("agent", agent)
+            })?;
+            let installed = crate::agents::resolve_program(&known.bin).is_some();
+            spawn_options::validate(known.kind.as_deref(), agent, installed, *option, value)?;
+            *slot = Some(value.to_string());
+        }
+    }
+    let [(_, model), (_, effort)] = overrides;
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
@@ -201,6 +221,8 @@ async fn spawn(
         size,
         target,
         target_identity,
+        model,
+        effort,
     };
     let Some(key) = idempotency_key(&req)? else {
         refusal?;
@@ -414,6 +436,7 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
                 "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
                 "target": r.target, "targetIdentity": r.target_identity,
                 "agentSessionId": r.agent_session_id,
+                "model": r.model, "effort": r.effort,
             })
         })
         .collect();

@@ -153,7 +153,17 @@ impl SessionManager {
                 format!("cwd '{}' is not an existing directory", msg.cwd),
             ));
         }
-        let plan = self.catalog.plan(&msg.agent, cwd)?;
+        let mut plan = self.catalog.plan(&msg.agent, cwd)?;
+        // Overrides were validated by the caller; they replace the configured flags and stay in
+        // the stored argv, so every revive reuses them (spec §9.2).
+        let kind = self.catalog.kind(&msg.agent).map(str::to_string);
+        use crate::agents::spawn_options::{apply, SpawnOption};
+        if let Some(m) = &msg.model {
+            plan.args = apply(kind.as_deref(), &plan.args, SpawnOption::Model, m);
+        }
+        if let Some(e) = &msg.effort {
+            plan.args = apply(kind.as_deref(), &plan.args, SpawnOption::Effort, e);
+        }
         let (name, named_by) = match msg.name {
             Some(n) => (n, NamedBy::User),
             None => (
@@ -177,6 +187,8 @@ impl SessionManager {
             target: msg.target,
             target_identity: msg.target_identity,
             agent_session_id: None,
+            model: msg.model,
+            effort: msg.effort,
             size: msg.size,
             exit: None,
         };

@@ -164,6 +164,10 @@ pub struct Spawn {
     pub target: String,
     /// That target's identity, which the session binds to.
     pub target_identity: String,
+    /// A validated model override.
+    pub model: Option<String>,
+    /// A validated effort override.
+    pub effort: Option<String>,
 }
 
 /// Revive every session that died with an old daemon, one at a time, newest first.

@@ -89,6 +89,10 @@ pub struct SessionRecord {
     pub target_identity: String,
     /// The agent's own session id, once a hook reported it.
     pub agent_session_id: Option<String>,
+    /// The model override (already in `args`; kept to list and hash it).
+    pub model: Option<String>,
+    /// The effort override (already in `args`).
+    pub effort: Option<String>,
     /// Last size.
     pub size: TermSize,
     /// Exit of the last process, when there is none now.
@@ -147,6 +151,8 @@ impl SessionRecord {
                 .target_identity
                 .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
             agent_session_id: row.agent_session_id,
+            model: row.model,
+            effort: row.effort,
             size: TermSize {
                 cols: row.cols.clamp(1, 4096),
                 rows: row.rows.clamp(1, 4096),
@@ -178,6 +184,8 @@ impl SessionRecord {
             target: Some(self.target.clone()),
             target_identity: Some(self.target_identity.clone()),
             agent_session_id: self.agent_session_id.clone(),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
         }
     }
 }
@@ -791,7 +799,12 @@ impl Session {
 
     /// Applies one hook report (spec §3.4).
     fn apply_hook(&mut self, event: &str, payload: &serde_json::Value) {
-        let n = crate::agents::hooks::normalize(&self.record.agent, event, payload, self.last_hook);
+        let kind = self
+            .deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default();
+        let n = crate::agents::hooks::normalize(kind, event, payload, self.last_hook);
         let mut persist = false;
         if let Some(id) = n
             .agent_session_id
@@ -940,7 +953,12 @@ impl Handler<Submit> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
-        let agent = self.record.agent.clone();
+        let agent = self
+            .deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default()
+            .to_string();
         if !crate::agents::line_plan_reads_paste_mode(&agent) {
             let writes = crate::agents::line_plan(&agent, &msg.0, false);
             return Box::pin(fut::wrap_future(self.write_together(writes)));

@@ -47,6 +47,10 @@ pub struct FleetRow {
     pub target_identity: Option<String>,
     /// The agent's own session id, once a hook reported it.
     pub agent_session_id: Option<String>,
+    /// The model override it was spawned with.
+    pub model: Option<String>,
+    /// The effort override it was spawned with.
+    pub effort: Option<String>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
@@ -54,8 +58,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     sqlx::query(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
-                            target, target_identity, agent_session_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            target, target_identity, agent_session_id, model, effort)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -63,7 +67,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
             exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
             exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows,
             target = excluded.target, target_identity = excluded.target_identity,
-            agent_session_id = excluded.agent_session_id",
+            agent_session_id = excluded.agent_session_id, model = excluded.model,
+            effort = excluded.effort",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -83,6 +88,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(&row.target)
     .bind(&row.target_identity)
     .bind(&row.agent_session_id)
+    .bind(&row.model)
+    .bind(&row.effort)
     .execute(pool)
     .await?;
     Ok(())
@@ -92,7 +99,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
-                agent_session_id
+                agent_session_id, model, effort
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -124,6 +131,8 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             target: r.try_get("target")?,
             target_identity: r.try_get("target_identity")?,
             agent_session_id: r.try_get("agent_session_id")?,
+            model: r.try_get("model")?,
+            effort: r.try_get("effort")?,
         });
     }
     Ok(out)

@@ -362,6 +362,8 @@ mod tests {
             target: Some("local".into()),
             target_identity: Some("local-pty:44136fa355b3678a".into()),
             agent_session_id: None,
+            model: None,
+            effort: None,
         }
     }
 

@@ -28,6 +28,7 @@ pub fn test_agents() -> BTreeMap<String, AgentConfig> {
         args: args.iter().map(|s| s.to_string()).collect(),
         env: BTreeMap::new(),
         label: None,
+        kind: None,
     };
     agents.insert("cat".into(), agent("cat", &[]));
     // No prompt: output then ends exactly where a command's output ends, so a screen read

@@ -1,0 +1,318 @@
+//! Spawn options (spec §9.2): `model` and `effort`, what each agent kind takes, how a value is
+//! checked before anything starts, and how it becomes argv. Overrides never pass through a
+//! shell: each flag and value is its own argv element.
+
+use serde_json::{json, Value};
+
+use crate::protocol::{DaemonError, ErrorCode};
+
+/// Claude's closed set of efforts.
+const CLAUDE_EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
+
+/// Model examples Claude's listing offers.
+const CLAUDE_MODELS: &[&str] = &[
+    "best",
+    "fable",
+    "opus",
+    "sonnet",
+    "haiku",
+    "opus[1m]",
+    "sonnet[1m]",
+    "opusplan",
+];
+
+/// Longest option value.
+const MAX_VALUE: usize = 200;
+
+/// The two spawn options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnOption {
+    /// `model`.
+    Model,
+    /// `effort`.
+    Effort,
+}
+
+impl SpawnOption {
+    fn name(self) -> &'static str {
+        match self {
+            SpawnOption::Model => "model",
+            SpawnOption::Effort => "effort",
+        }
+    }
+}
+
+/// How an agent kind takes an option: its flags (the first is the one atc appends) and the
+/// closed set of values, if any.
+struct Shape {
+    flags: &'static [&'static str],
+    values: Option<&'static [&'static str]>,
+}
+
+fn shape(kind: Option<&str>, option: SpawnOption) -> Option<Shape> {
+    match (kind, option) {
+        (Some("claude"), SpawnOption::Model) => Some(Shape {
+            flags: &["--model"],
+            values: None,
+        }),
+        (Some("claude"), SpawnOption::Effort) => Some(Shape {
+            flags: &["--effort"],
+            values: Some(CLAUDE_EFFORTS),
+        }),
+        (Some("codex"), SpawnOption::Model) => Some(Shape {
+            flags: &["-m", "--model"],
+            values: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Checks one override in the spec's order. `installed` is whether the agent can be spawned.
+pub fn validate(
+    kind: Option<&str>,
+    agent: &str,
+    installed: bool,
+    option: SpawnOption,
+    value: &str,
+) -> Result<(), DaemonError> {
+    let name = option.name();
+    let Some(shape) = shape(kind, option) else {
+        return Err(DaemonError::new(
+            ErrorCode::Unsupported,
+            format!("agent '{agent}' takes no {name}"),
+        )
+        .with("agent", agent)
+        .with("option", name));
+    };
+    if !installed {
+        return Err(DaemonError::new(
+            ErrorCode::Unsupported,
+            format!("agent '{agent}' is not installed"),
+        )
+        .with("agent", agent)
+        .with("option", name));
+    }
+    if value.is_empty() || value.chars().count() > MAX_VALUE {
+        return Err(DaemonError::bad_arg(
+            name,
+            format!("'{name}' must be 1-200 characters"),
+        ));
+    }
+    if value.starts_with('-') || value.chars().any(|c| c <= '\u{1f}' || c == '\u{7f}') {
+        return Err(DaemonError::bad_arg(
+            name,
+            format!("'{name}' may not start with '-' or contain control characters"),
+        ));
+    }
+    if let Some(values) = shape.values {
+        if !values.contains(&value) {
+            return Err(DaemonError::bad_arg(
+                name,
+                format!("'{name}' must be one of {}", values.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The configured args with every occurrence of the option's flags (and their values) removed
+/// and the override appended as two argv elements.
+pub fn apply(kind: Option<&str>, args: &[String], option: SpawnOption, value: &str) -> Vec<String> {
+    let Some(shape) = shape(kind, option) else {
+        return args.to_vec();
+    };
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut skip_next = false;
+    for a in args {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if shape.flags.contains(&a.as_str()) {
+            skip_next = true;
+            continue;
+        }
+        if shape
+            .flags
+            .iter()
+            .any(|f| f.starts_with("--") && a.starts_with(&format!("{f}=")))
+        {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out.push(shape.flags[0].to_string());
+    out.push(value.to_string());
+    out
+}
+
+/// The value the configured args pass for an option, if any.
+fn configured(kind: Option<&str>, args: &[String], option: SpawnOption) -> Option<String> {
+    let shape = shape(kind, option)?;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if shape.flags.contains(&a.as_str()) {
+            return it.next().cloned();
+        }
+        for f in shape.flags.iter().filter(|f| f.starts_with("--")) {
+            if let Some(v) = a.strip_prefix(&format!("{f}=")) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// `spawnOptions` for the agents listing (spec §9.2).
+pub fn listing(kind: Option<&str>, args: &[String], spawnable: bool) -> Value {
+    let entry = |option: SpawnOption| match shape(kind, option) {
+        None => json!({
+            "supported": false, "available": false, "values": null, "examples": [],
+            "default": null, "backendEffect": null, "note": format!("takes no {}", option.name()),
+        }),
+        Some(s) => {
+            let examples: Vec<Value> = match (kind, option) {
+                (Some("claude"), SpawnOption::Model) => CLAUDE_MODELS
+                    .iter()
+                    .map(|m| json!({"value": m, "resolvesTo": null}))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            json!({
+                "supported": true,
+                "available": spawnable,
+                "values": s.values,
+                "examples": examples,
+                "default": configured(kind, args, option),
+                "backendEffect": "applied",
+                "note": null,
+            })
+        }
+    };
+    json!({"model": entry(SpawnOption::Model), "effort": entry(SpawnOption::Effort)})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn validation_follows_the_spec_order() {
+        let cases: &[(Option<&str>, bool, SpawnOption, &str, Option<&str>)] = &[
+            (Some("claude"), true, SpawnOption::Model, "opus", None),
+            (Some("claude"), true, SpawnOption::Effort, "high", None),
+            (Some("codex"), true, SpawnOption::Model, "gpt-5", None),
+            (
+                Some("codex"),
+                true,
+                SpawnOption::Effort,
+                "high",
+                Some("unsupported"),
+            ),
+            (
+                Some("grok"),
+                true,
+                SpawnOption::Model,
+                "x",
+                Some("unsupported"),
+            ),
+            (None, true, SpawnOption::Model, "x", Some("unsupported")),
+            (
+                Some("claude"),
+                false,
+                SpawnOption::Model,
+                "opus",
+                Some("unsupported"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Model,
+                "",
+                Some("bad_args"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Model,
+                &"m".repeat(201),
+                Some("bad_args"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Model,
+                "--dangerous",
+                Some("bad_args"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Model,
+                "op\nus",
+                Some("bad_args"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Model,
+                "op\u{7f}us",
+                Some("bad_args"),
+            ),
+            (
+                Some("claude"),
+                true,
+                SpawnOption::Effort,
+                "extreme",
+                Some("bad_args"),
+            ),
+            // An unsupported option is refused before its value is looked at.
+            (
+                Some("grok"),
+                true,
+                SpawnOption::Effort,
+                "",
+                Some("unsupported"),
+            ),
+        ];
+        for (kind, installed, option, value, want) in cases {
+            let got = validate(*kind, "a", *installed, *option, value)
+                .err()
+                .map(|e| e.code.as_str());
+            assert_eq!(got, *want, "{kind:?} {option:?} {value:?}");
+        }
+        let e = validate(Some("claude"), "a", true, SpawnOption::Effort, "x").unwrap_err();
+        assert_eq!(e.data["field"], "effort");
+    }
+
+    #[test]
+    fn overrides_replace_every_configured_occurrence() {
+        let given = args(&["--model", "a", "--verbose", "--model=b", "--effort", "low"]);
+        assert_eq!(
+            apply(Some("claude"), &given, SpawnOption::Model, "opus"),
+            args(&["--verbose", "--effort", "low", "--model", "opus"])
+        );
+        assert_eq!(
+            apply(
+                Some("codex"),
+                &args(&["-m", "o3", "--model", "x", "exec"]),
+                SpawnOption::Model,
+                "gpt-5"
+            ),
+            args(&["exec", "-m", "gpt-5"])
+        );
+        // A value with spaces stays one argv element.
+        assert_eq!(
+            apply(Some("claude"), &[], SpawnOption::Model, "my model"),
+            args(&["--model", "my model"])
+        );
+        assert_eq!(
+            configured(Some("claude"), &given, SpawnOption::Model).as_deref(),
+            Some("a")
+        );
+    }
+}
