@@ -145,6 +145,8 @@ fn cat_spawn_hash() -> String {
         size: atc::protocol::params::TermSize::DEFAULT,
         target: "local".into(),
         target_identity: "local-pty:44136fa355b3678a".into(),
+        model: None,
+        effort: None,
     }))
 }
 

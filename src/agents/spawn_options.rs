@@ -200,9 +200,12 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    /// kind, installed, option, value, expected error code.
+    type Case<'a> = (Option<&'a str>, bool, SpawnOption, &'a str, Option<&'a str>);
+
     #[test]
     fn validation_follows_the_spec_order() {
-        let cases: &[(Option<&str>, bool, SpawnOption, &str, Option<&str>)] = &[
+        let cases: &[Case] = &[
             (Some("claude"), true, SpawnOption::Model, "opus", None),
             (Some("claude"), true, SpawnOption::Effort, "high", None),
             (Some("codex"), true, SpawnOption::Model, "gpt-5", None),
