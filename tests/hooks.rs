@@ -95,6 +95,13 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     // A live terminal that reports its end is not exited.
     let s = becomes(&d, &id, "done", false, "session ended").await;
     assert_eq!(s["alive"], true);
+    let (_, resume) = d
+        .call("GET", &format!("/v1/sessions/{id}/resume-command"), None)
+        .await;
+    assert_eq!(
+        resume["command"], "cd /tmp && /bin/sh --resume cl-1",
+        "{resume}"
+    );
     // The agent session id is on the row: it survives a restart.
     let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
     assert_eq!(fleet["fleet"][0]["sessionId"], id.as_str());

@@ -212,6 +212,44 @@ pub fn line_plan(agent: &str, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>>
     }
 }
 
+/// A shell line that resumes a session's agent by hand (spec §2.6 `session.resumeCommand`,
+/// §9.3): `cd <cwd> && claude --resume <id>`, `codex resume <id>`, `grok --resume <id>`; other
+/// agents are started again with their argv. Every word is shell-quoted.
+pub fn resume_command(
+    kind: Option<&str>,
+    bin: &str,
+    args: &[String],
+    cwd: &str,
+    agent_session_id: Option<&str>,
+) -> String {
+    let mut words: Vec<String> = match kind {
+        Some("claude") => vec![bin.into(), "--resume".into()],
+        Some("codex") => vec![bin.into(), "resume".into()],
+        Some("grok") => vec![bin.into(), "--resume".into()],
+        _ => std::iter::once(bin.to_string())
+            .chain(args.iter().cloned())
+            .collect(),
+    };
+    if kind.is_some() {
+        words.extend(agent_session_id.map(str::to_string));
+    }
+    let line: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+    format!("cd {} && {}", shell_quote(cwd), line.join(" "))
+}
+
+/// Quotes a word for a POSIX shell: bare when it is plainly safe, else in single quotes.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Whether `line_plan` for this agent depends on the terminal's bracketed-paste mode.
 pub fn line_plan_reads_paste_mode(agent: &str) -> bool {
     matches!(agent, "codex" | "grok")
@@ -293,6 +331,32 @@ mod tests {
         );
         assert!(line_plan_reads_paste_mode("codex"));
         assert!(!line_plan_reads_paste_mode("claude"));
+    }
+
+    #[test]
+    fn resume_commands_follow_each_kind_and_quote_their_words() {
+        assert_eq!(
+            resume_command(Some("claude"), "claude", &[], "/src/my app", Some("s-1")),
+            "cd '/src/my app' && claude --resume s-1"
+        );
+        assert_eq!(
+            resume_command(Some("codex"), "codex", &[], "/w", None),
+            "cd /w && codex resume"
+        );
+        assert_eq!(
+            resume_command(Some("grok"), "grok", &[], "/w", Some("g 1")),
+            "cd /w && grok --resume 'g 1'"
+        );
+        assert_eq!(
+            resume_command(
+                None,
+                "/bin/sh",
+                &["-c".into(), "echo 'hi'".into()],
+                "/w",
+                Some("x")
+            ),
+            "cd /w && /bin/sh -c 'echo '\\''hi'\\'''"
+        );
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/sessions/{id}/resize", web::post().to(resize))
             .route("/sessions/{id}/ack", web::post().to(ack))
             .route("/sessions/{id}/screen", web::get().to(screen))
+            .route(
+                "/sessions/{id}/resume-command",
+                web::get().to(resume_command),
+            )
             .route("/sessions/{id}/kill", web::post().to(kill))
             .route("/sessions/{id}/revive", web::post().to(revive))
             .route(
@@ -384,6 +388,28 @@ async fn screen(
     let found = lookup(&state, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
+}
+
+async fn resume_command(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let d = lookup(&state, &path).await?.descriptor;
+    let agent = state.catalog.get(&d.agent).ok_or_else(|| {
+        DaemonError::new(
+            ErrorCode::Unsupported,
+            format!("agent '{}' is no longer configured", d.agent),
+        )
+        .with("agent", d.agent.clone())
+    })?;
+    let command = crate::agents::resume_command(
+        agent.kind.as_deref(),
+        &agent.bin,
+        &agent.args,
+        &d.cwd,
+        d.agent_session_id.as_deref(),
+    );
+    Ok(HttpResponse::Ok().json(json!({ "command": command })))
 }
 
 async fn kill(
