@@ -188,6 +188,19 @@ impl Targets {
         &self.revision
     }
 
+    /// The refusal chain against the one provider this daemon has.
+    pub fn check_on<'a>(
+        &'a self,
+        target: Option<&str>,
+        bound: Option<&str>,
+        capability: Capability,
+        provider: &dyn crate::providers::ExecutionProvider,
+    ) -> Result<&'a Target, DaemonError> {
+        self.check(target, bound, capability, |kind| {
+            (kind == provider.kind()).then(|| provider.capabilities())
+        })
+    }
+
     /// The refusal chain of spec §4.4. `target` is the session's (or the request's) target,
     /// `None` meaning the default; `bound` the identity a session bound to at spawn;
     /// `available` answers whether this daemon has a provider of a kind and its capabilities.

@@ -152,20 +152,18 @@ impl Handler<RunSpawn> for KeyLock {
                     Err(e) => return Err(internal("claim", &key, e)),
                 }
                 spawn.id = Some(session_id);
-                let spawned = match manager.send(spawn).await {
-                    Ok(Ok(descriptor)) => descriptor,
+                let outcome = match manager.send(spawn).await {
+                    Ok(outcome) => outcome,
+                    Err(e) => Err(internal("spawn", &key, e)),
+                };
+                let spawned = match outcome {
+                    Ok(descriptor) => descriptor,
                     // Nothing started: drop the claim so a retry runs fresh.
-                    Ok(Err(refusal)) => {
+                    Err(err) => {
                         if let Err(e) = store.idempotency_release(&key).await {
                             internal("release", &key, e);
                         }
-                        return Err(refusal);
-                    }
-                    Err(e) => {
-                        if let Err(e) = store.idempotency_release(&key).await {
-                            internal("release", &key, e);
-                        }
-                        return Err(internal("spawn", &key, e));
+                        return Err(err);
                     }
                 };
                 // Settle: the session's row must be durable before the key says completed.

@@ -89,10 +89,8 @@ impl AppState {
         bound: Option<&str>,
         capability: crate::providers::Capability,
     ) -> Result<&crate::config::targets::Target, DaemonError> {
-        let provider = &self.provider;
-        self.targets.check(target, bound, capability, |kind| {
-            (kind == provider.kind()).then(|| provider.capabilities())
-        })
+        self.targets
+            .check_on(target, bound, capability, self.provider.as_ref())
     }
 
     /// The refusal chain for an existing session.

@@ -350,11 +350,11 @@ impl Handler<RestoreFleet> for SessionManager {
             })
             // A session whose target refuses stays listed without a process (spec §3.9).
             .filter(|e| {
-                let refused = targets.check(
+                let refused = targets.check_on(
                     Some(&e.descriptor.locator.target_id),
                     Some(&e.descriptor.target_identity),
                     crate::providers::Capability::Spawn,
-                    |kind| (kind == provider.kind()).then(|| provider.capabilities()),
+                    provider.as_ref(),
                 );
                 match refused {
                     Ok(_) => true,

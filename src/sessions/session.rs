@@ -657,13 +657,13 @@ impl Session {
     /// resolves once all are written.
     fn write_together(
         &self,
-        writes: Vec<Vec<u8>>,
+        writes: Vec<Bytes>,
     ) -> impl std::future::Future<Output = Result<(), DaemonError>> + 'static {
         let id = self.record.id.to_string();
         let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
             writes
                 .into_iter()
-                .map(|w| h.input.send(WriteInput(Bytes::from(w))))
+                .map(|w| h.input.send(WriteInput(w)))
                 .collect()
         });
         async move {
@@ -874,6 +874,14 @@ impl Handler<HookReported> for Session {
     }
 }
 
+/// The agent's line plan for a submit, as harness writes.
+fn plan_writes(kind: &str, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
+    crate::agents::line_plan(kind, text, bracketed_paste)
+        .into_iter()
+        .map(Bytes::from)
+        .collect()
+}
+
 fn events_for(addr: &Addr<Session>) -> HarnessEvents {
     HarnessEvents {
         output: addr.clone().recipient(),
@@ -936,16 +944,7 @@ impl Handler<Input> for Session {
     type Result = ResponseFuture<Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
-        let id = self.record.id.to_string();
-        let Some(h) = self.harness.clone() else {
-            return Box::pin(async move { Err(DaemonError::session_dead(&id)) });
-        };
-        Box::pin(async move {
-            match h.input.send(WriteInput(msg.0)).await {
-                Ok(r) => r,
-                Err(_) => Err(DaemonError::session_dead(&id)),
-            }
-        })
+        Box::pin(self.write_together(vec![msg.0]))
     }
 }
 
@@ -960,7 +959,7 @@ impl Handler<Submit> for Session {
             .unwrap_or_default()
             .to_string();
         if !crate::agents::line_plan_reads_paste_mode(&agent) {
-            let writes = crate::agents::line_plan(&agent, &msg.0, false);
+            let writes = plan_writes(&agent, &msg.0, false);
             return Box::pin(fut::wrap_future(self.write_together(writes)));
         }
         let screen = self.screen.clone();
@@ -968,7 +967,7 @@ impl Handler<Submit> for Session {
             async move { screen.send(PasteMode).await.unwrap_or(false) }
                 .into_actor(self)
                 .then(move |bracketed, act, _| {
-                    let writes = crate::agents::line_plan(&agent, &msg.0, bracketed);
+                    let writes = plan_writes(&agent, &msg.0, bracketed);
                     fut::wrap_future(act.write_together(writes))
                 }),
         )
