@@ -33,7 +33,7 @@ enum Command {
     Bench(atc::bench::BenchArgs),
     /// Report an agent hook (JSON on stdin) to the daemon; for agents' hook configs.
     /// Always exits 0 within 2 s.
-    HookReport,
+    HookReport(atc::cli::hook_report::HookReportArgs),
     #[command(flatten)]
     Client(atc::cli::ClientCommand),
 }
@@ -92,6 +92,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         allow_remote: args.allow_remote,
         workers: args.workers,
         runtime_dir: None,
+        atc_program: None,
     };
     let system = actix_rt::System::new();
     system.block_on(async move {
@@ -131,7 +132,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Daemon(args) => run_daemon(args, cli.state_dir),
-        Command::HookReport => ExitCode::from(atc::cli::hook_report::run() as u8),
+        Command::HookReport(args) => ExitCode::from(atc::cli::hook_report::run(&args) as u8),
         Command::Bench(args) => match run_bench(args, cli.state_dir) {
             Ok(false) => ExitCode::SUCCESS,
             Ok(true) => ExitCode::from(130),

@@ -10,6 +10,11 @@ use atc::config::AgentConfig;
 use serde_json::{json, Value};
 use support::{id_of, test_config, TestDaemon};
 
+/// The args of a stand-in agent: a script that execs a plain shell, ignoring its own args.
+fn stand_in_args() -> Vec<String> {
+    vec!["-c".into(), "exec /bin/sh".into(), "agent".into()]
+}
+
 /// A daemon whose `claude`, `codex` and `grok` are plain shells without a prompt, so a test
 /// can run `atc hook-report` inside them as the agents' hooks would.
 async fn daemon() -> (TestDaemon, tempfile::TempDir) {
@@ -21,10 +26,13 @@ async fn daemon() -> (TestDaemon, tempfile::TempDir) {
             kind.into(),
             AgentConfig {
                 bin: "/bin/sh".into(),
-                args: vec![],
+                // The shell ignores what atc appends per kind (Claude's --settings, Grok's
+                // --no-leader): they land in "$@" of a script that only execs a shell.
+                args: stand_in_args(),
                 env,
                 label: None,
                 kind: None,
+                ..Default::default()
             },
         );
     }
@@ -98,8 +106,13 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     let (_, resume) = d
         .call("GET", &format!("/v1/sessions/{id}/resume-command"), None)
         .await;
+    let settings = d.state_dir.join("claude").join(format!("{id}.json"));
     assert_eq!(
-        resume["command"], "cd /tmp && /bin/sh --resume cl-1",
+        resume["command"],
+        format!(
+            "cd /tmp && /bin/sh --settings {} --resume cl-1",
+            settings.display()
+        ),
         "{resume}"
     );
     // The agent session id is on the row: it survives a restart.
@@ -311,10 +324,11 @@ async fn an_unanswered_request_times_out_as_deny() {
         "claude".into(),
         AgentConfig {
             bin: "/bin/sh".into(),
-            args: vec![],
+            args: stand_in_args(),
             env,
             label: None,
             kind: None,
+            ..Default::default()
         },
     );
     let tmp = tempfile::tempdir().unwrap();

@@ -270,6 +270,7 @@ async fn submit_types_the_line_the_way_each_agent_expects() {
         env: Default::default(),
         label: None,
         kind: None,
+        ..Default::default()
     };
     let mut config = support::test_config();
     config.agents.insert("codex".into(), raw_cat(true));

@@ -3,10 +3,12 @@
 //! Built in are `shell` (`$SHELL`, else `/bin/sh`) and the agent CLIs `claude`, `codex` and
 //! `grok`, which count as installed only when their binary resolves on `PATH`. Every entry of
 //! config `agents` joins them (and may replace a built-in of the same id). Spawn options
-//! (model, effort) and per-kind argv shapes arrive with the targets issue; [`LaunchPlan`] is
-//! the seam they will extend.
+//! (model, effort) live in [`spawn_options`]; the per-kind argv a harness finally runs with
+//! (Claude's settings file, Grok's `--no-leader`, resume flags) in [`launch`].
 
+pub mod claude_settings;
 pub mod hooks;
+pub mod launch;
 pub mod spawn_options;
 
 use std::collections::BTreeMap;
@@ -35,6 +37,46 @@ pub struct Agent {
     /// `claude`, `codex` or `grok` when it is one of those CLIs (its spawn options and hook
     /// mapping follow); `None` for shells and other commands.
     pub kind: Option<String>,
+    /// Claude: settings merged into the per-session settings file.
+    pub settings: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Explicit role → model map from config.
+    pub models: BTreeMap<String, String>,
+    /// Claude gateway base URL; `Some` makes the agent a gateway.
+    pub base_url: Option<String>,
+}
+
+impl Agent {
+    /// Whether this is a Claude gateway (a claude-kind agent with a base URL).
+    pub fn is_gateway(&self) -> bool {
+        self.kind.as_deref() == Some("claude") && self.base_url.is_some()
+    }
+
+    /// The role → model map the listing shows (spec §9.1): the configured map, else for a
+    /// gateway the models its environment maps (`ANTHROPIC_MODEL` is `default`,
+    /// `ANTHROPIC_DEFAULT_<TIER>_MODEL` is the tier), else none.
+    pub fn models(&self) -> Option<BTreeMap<String, String>> {
+        if !self.models.is_empty() {
+            return Some(self.models.clone());
+        }
+        if !self.is_gateway() {
+            return None;
+        }
+        let mut map = BTreeMap::new();
+        for (name, value) in &self.env {
+            if value.is_empty() {
+                continue;
+            }
+            if name == "ANTHROPIC_MODEL" {
+                map.insert("default".to_string(), value.clone());
+            } else if let Some(tier) = name
+                .strip_prefix("ANTHROPIC_DEFAULT_")
+                .and_then(|r| r.strip_suffix("_MODEL"))
+            {
+                map.insert(tier.to_ascii_lowercase(), value.clone());
+            }
+        }
+        (!map.is_empty()).then_some(map)
+    }
 }
 
 /// What a harness is started with: resolved program, argv, environment and working directory.
@@ -65,6 +107,8 @@ pub struct AgentListing {
     pub builtin: bool,
     /// `claude`, `codex`, `grok`, or null.
     pub kind: Option<String>,
+    /// Role → model map (spec §9.1), or null.
+    pub models: Option<BTreeMap<String, String>>,
     /// `{model, effort}` as spec §9.2 describes them.
     #[serde(rename = "spawnOptions")]
     pub spawn_options: serde_json::Value,
@@ -100,6 +144,9 @@ impl AgentCatalog {
                     env: BTreeMap::new(),
                     builtin: true,
                     kind: (id != "shell").then(|| id.to_string()),
+                    settings: None,
+                    models: BTreeMap::new(),
+                    base_url: None,
                 },
             );
         }
@@ -114,10 +161,13 @@ impl AgentCatalog {
                     env: c.env.clone(),
                     builtin: false,
                     kind: c.kind.clone().or_else(|| {
-                        ["claude", "codex", "grok"]
+                        crate::config::AGENT_KINDS
                             .contains(&id.as_str())
                             .then(|| id.clone())
                     }),
+                    settings: c.settings.clone(),
+                    models: c.models.clone(),
+                    base_url: c.base_url.clone(),
                 },
             );
         }
@@ -137,7 +187,8 @@ impl AgentCatalog {
                     bin: a.bin.clone(),
                     builtin: a.builtin,
                     kind: a.kind.clone(),
-                    spawn_options: spawn_options::listing(a.kind.as_deref(), &a.args, installed),
+                    models: a.models(),
+                    spawn_options: spawn_options::listing(a, installed),
                 }
             })
             .collect()
@@ -178,10 +229,14 @@ impl AgentCatalog {
             )
             .with("agent", id)
         })?;
+        let mut env = agent.env.clone();
+        if let Some(url) = &agent.base_url {
+            env.insert("ANTHROPIC_BASE_URL".into(), url.clone());
+        }
         Ok(LaunchPlan {
             program,
             args: agent.args.clone(),
-            env: agent.env.clone(),
+            env,
             cwd: cwd.to_path_buf(),
         })
     }
@@ -221,9 +276,18 @@ pub fn resume_command(
     args: &[String],
     cwd: &str,
     agent_session_id: Option<&str>,
+    claude_settings: Option<&Path>,
 ) -> String {
     let mut words: Vec<String> = match kind {
-        Some("claude") => vec![bin.into(), "--resume".into()],
+        Some("claude") => {
+            let mut w = vec![bin.to_string()];
+            if let Some(f) = claude_settings {
+                w.push("--settings".into());
+                w.push(f.display().to_string());
+            }
+            w.push("--resume".into());
+            w
+        }
         Some("codex") => vec![bin.into(), "resume".into()],
         Some("grok") => vec![bin.into(), "--resume".into()],
         _ => std::iter::once(bin.to_string())
@@ -297,6 +361,7 @@ mod tests {
                 env: BTreeMap::new(),
                 label: None,
                 kind: None,
+                ..Default::default()
             },
         );
         let c = AgentCatalog::new(&cfg);
@@ -336,15 +401,22 @@ mod tests {
     #[test]
     fn resume_commands_follow_each_kind_and_quote_their_words() {
         assert_eq!(
-            resume_command(Some("claude"), "claude", &[], "/src/my app", Some("s-1")),
+            resume_command(
+                Some("claude"),
+                "claude",
+                &[],
+                "/src/my app",
+                Some("s-1"),
+                None
+            ),
             "cd '/src/my app' && claude --resume s-1"
         );
         assert_eq!(
-            resume_command(Some("codex"), "codex", &[], "/w", None),
+            resume_command(Some("codex"), "codex", &[], "/w", None, None),
             "cd /w && codex resume"
         );
         assert_eq!(
-            resume_command(Some("grok"), "grok", &[], "/w", Some("g 1")),
+            resume_command(Some("grok"), "grok", &[], "/w", Some("g 1"), None),
             "cd /w && grok --resume 'g 1'"
         );
         assert_eq!(
@@ -353,9 +425,21 @@ mod tests {
                 "/bin/sh",
                 &["-c".into(), "echo 'hi'".into()],
                 "/w",
-                Some("x")
+                Some("x"),
+                None
             ),
             "cd /w && /bin/sh -c 'echo '\\''hi'\\'''"
+        );
+        assert_eq!(
+            resume_command(
+                Some("claude"),
+                "claude",
+                &[],
+                "/w",
+                Some("s-1"),
+                Some(Path::new("/st/claude/a b.json"))
+            ),
+            "cd /w && claude --settings '/st/claude/a b.json' --resume s-1"
         );
     }
 
@@ -370,6 +454,7 @@ mod tests {
                 env: BTreeMap::new(),
                 label: None,
                 kind: None,
+                ..Default::default()
             },
         );
         let plan = AgentCatalog::new(&cfg)

@@ -163,28 +163,48 @@ fn configured(kind: Option<&str>, args: &[String], option: SpawnOption) -> Optio
     None
 }
 
-/// `spawnOptions` for the agents listing (spec §9.2).
-pub fn listing(kind: Option<&str>, args: &[String], spawnable: bool) -> Value {
+/// `spawnOptions` for the agents listing (spec §9.2). A Claude gateway offers the model tiers
+/// its environment maps, defaults to `ANTHROPIC_MODEL` when its args name no model, and cannot
+/// vouch that the backend honours an effort (`backendEffect: unverified`).
+pub fn listing(agent: &super::Agent, spawnable: bool) -> Value {
+    let kind = agent.kind.as_deref();
+    let args = &agent.args;
+    let gateway = agent
+        .is_gateway()
+        .then(|| agent.models().unwrap_or_default());
     let entry = |option: SpawnOption| match shape(kind, option) {
         None => json!({
             "supported": false, "available": false, "values": null, "examples": [],
             "default": null, "backendEffect": null, "note": format!("takes no {}", option.name()),
         }),
         Some(s) => {
-            let examples: Vec<Value> = match (kind, option) {
-                (Some("claude"), SpawnOption::Model) => CLAUDE_MODELS
+            let examples: Vec<Value> = match (kind, option, &gateway) {
+                (Some("claude"), SpawnOption::Model, Some(tiers)) => tiers
+                    .iter()
+                    .filter(|(tier, _)| tier.as_str() != "default")
+                    .map(|(tier, model)| json!({"value": tier, "resolvesTo": model}))
+                    .collect(),
+                (Some("claude"), SpawnOption::Model, None) => CLAUDE_MODELS
                     .iter()
                     .map(|m| json!({"value": m, "resolvesTo": null}))
                     .collect(),
                 _ => Vec::new(),
+            };
+            let mut default = configured(kind, args, option);
+            if let (None, SpawnOption::Model, Some(tiers)) = (&default, option, &gateway) {
+                default = tiers.get("default").cloned();
+            }
+            let effect = match (option, &gateway) {
+                (SpawnOption::Effort, Some(_)) => "unverified",
+                _ => "applied",
             };
             json!({
                 "supported": true,
                 "available": spawnable,
                 "values": s.values,
                 "examples": examples,
-                "default": configured(kind, args, option),
-                "backendEffect": "applied",
+                "default": default,
+                "backendEffect": effect,
                 "note": null,
             })
         }

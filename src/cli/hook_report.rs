@@ -2,6 +2,10 @@
 //! stdin and drops one line `{"atcId","event","payload"}` on the reporter socket named by
 //! `ATC_SOCKET`, for the session named by `ATC_SESSION_ID`. It always exits 0 within 2 s,
 //! whatever happens: a hook must never slow down or break the agent that runs it.
+//!
+//! Claude's statusline runs it too (`--event Statusline --status-file <state>/status.json`):
+//! its JSON carries no event name, so the name comes from the flag, and what it prints on
+//! stdout becomes the status line.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -14,8 +18,32 @@ const BUDGET: Duration = Duration::from_secs(2);
 /// Largest hook JSON read from stdin.
 const MAX_INPUT: u64 = 1024 * 1024;
 
+/// Flags of `atc hook-report`.
+#[derive(Debug, Default, clap::Args)]
+pub struct HookReportArgs {
+    /// The event name, for callers whose JSON names none (Claude's statusline).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Print a one-line fleet status read from this file (atc's `status.json`).
+    #[arg(long)]
+    pub status_file: Option<std::path::PathBuf>,
+}
+
 /// Runs the reporter; the exit status is always 0.
-pub fn run() -> i32 {
+pub fn run(args: &HookReportArgs) -> i32 {
+    if let Some(file) = &args.status_file {
+        // Printed first: the status line must not wait on the report.
+        if let Some(line) = std::fs::read(file)
+            .ok()
+            .and_then(|b| crate::sessions::status_file::line(&b))
+        {
+            println!("{line}");
+        }
+    }
+    report(args.event.as_deref())
+}
+
+fn report(event: Option<&str>) -> i32 {
     let deadline = Instant::now() + BUDGET;
     let (Some(atc_id), Some(socket)) = (
         std::env::var_os("ATC_SESSION_ID"),
@@ -33,7 +61,7 @@ pub fn run() -> i32 {
     let Ok(input) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
         return 0;
     };
-    let Some(line) = report_line(&atc_id.to_string_lossy(), &input) else {
+    let Some(line) = report_line(&atc_id.to_string_lossy(), event, &input) else {
         return 0;
     };
     if let Ok(mut conn) = std::os::unix::net::UnixStream::connect(socket) {
@@ -47,15 +75,18 @@ pub fn run() -> i32 {
     0
 }
 
-/// The line for a hook's JSON: the event name comes from `hook_event_name` (or
-/// `hookEventName`, Grok's spelling) in PascalCase. `None` when the input is not a JSON object
-/// with an event name.
-pub fn report_line(atc_id: &str, input: &[u8]) -> Option<String> {
+/// The line for a hook's JSON: the event name is `event` when given, else `hook_event_name`
+/// (or `hookEventName`, Grok's spelling), in PascalCase. `None` when the input is not a JSON
+/// object with an event name.
+pub fn report_line(atc_id: &str, event: Option<&str>, input: &[u8]) -> Option<String> {
     let payload: Value = serde_json::from_slice(input).ok()?;
-    let event = payload
-        .get("hook_event_name")
-        .or_else(|| payload.get("hookEventName"))
-        .and_then(Value::as_str)
+    let event = event
+        .or_else(|| {
+            payload
+                .get("hook_event_name")
+                .or_else(|| payload.get("hookEventName"))
+                .and_then(Value::as_str)
+        })
         .filter(|e| !e.is_empty())
         .map(crate::agents::hooks::pascal_case)?;
     if !payload.is_object() {
@@ -75,6 +106,7 @@ mod tests {
     fn lines_carry_the_id_the_pascal_case_event_and_the_payload() {
         let line = report_line(
             "abc",
+            None,
             br#"{"hook_event_name":"user_prompt_submit","prompt":"hi"}"#,
         )
         .unwrap();
@@ -82,9 +114,11 @@ mod tests {
         assert_eq!(v["atcId"], "abc");
         assert_eq!(v["event"], "UserPromptSubmit");
         assert_eq!(v["payload"]["prompt"], "hi");
-        assert!(report_line("abc", br#"{"hookEventName":"Stop"}"#).is_some());
-        assert!(report_line("abc", b"[]").is_none());
-        assert!(report_line("abc", br#"{"no":"event"}"#).is_none());
-        assert!(report_line("abc", b"garbage").is_none());
+        assert!(report_line("abc", None, br#"{"hookEventName":"Stop"}"#).is_some());
+        assert!(report_line("abc", None, b"[]").is_none());
+        assert!(report_line("abc", None, br#"{"no":"event"}"#).is_none());
+        assert!(report_line("abc", None, b"garbage").is_none());
+        let status = report_line("abc", Some("Statusline"), br#"{"session_id":"s"}"#).unwrap();
+        assert!(status.contains(r#""event":"Statusline""#), "{status}");
     }
 }

@@ -86,7 +86,7 @@ impl Default for Timings {
 }
 
 /// One configured agent, checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AgentConfig {
     /// Program name or path.
     pub bin: String,
@@ -99,6 +99,59 @@ pub struct AgentConfig {
     /// `claude`, `codex` or `grok`: which spawn options and hook mapping apply. Defaults to the
     /// id when the id is one of those.
     pub kind: Option<String>,
+    /// Claude only: extra settings merged into the settings file atc writes for each session
+    /// (their hooks run after atc's).
+    pub settings: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Explicit role → model map the agents listing shows (e.g. `{"default": "opus"}`).
+    pub models: BTreeMap<String, String>,
+    /// Claude only: a gateway's base URL (`ANTHROPIC_BASE_URL` in the agent's environment).
+    /// Makes the agent a gateway: its model tiers come from its env.
+    pub base_url: Option<String>,
+}
+
+/// The agent kinds whose spawn options, argv shapes and hook mappings atc knows.
+pub const AGENT_KINDS: &[&str] = &["claude", "codex", "grok"];
+
+/// One config agent, checked (spec §9.3): `kind` is one of [`AGENT_KINDS`] when given, `bin`
+/// defaults to the kind, and Claude-only keys stay on Claude agents. The error is the detail
+/// of an `agent_invalid` problem; it names keys, never values.
+fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, &'static str> {
+    if id.is_empty() {
+        return Err("an agent needs a non-empty id");
+    }
+    let kind = raw
+        .kind
+        .clone()
+        .or_else(|| AGENT_KINDS.contains(&id).then(|| id.to_string()));
+    if let Some(k) = &kind {
+        if !AGENT_KINDS.contains(&k.as_str()) {
+            return Err("'kind' must be claude, codex or grok (or left out for other commands)");
+        }
+    }
+    let bin = match (raw.bin.trim().is_empty(), &kind) {
+        (false, _) => raw.bin,
+        (true, Some(k)) => k.clone(),
+        (true, None) => return Err("an agent that is not claude, codex or grok needs a 'bin'"),
+    };
+    let claude = kind.as_deref() == Some("claude");
+    if !claude && (raw.settings.is_some() || raw.base_url.is_some()) {
+        return Err("'settings' and 'baseURL' apply to claude agents only");
+    }
+    let settings = match raw.settings {
+        None => None,
+        Some(serde_json::Value::Object(m)) => Some(m),
+        Some(_) => return Err("'settings' must be an object"),
+    };
+    Ok(AgentConfig {
+        bin,
+        args: raw.args,
+        env: raw.env,
+        label: raw.label,
+        kind: raw.kind,
+        settings,
+        models: raw.models,
+        base_url: raw.base_url.filter(|u| !u.is_empty()),
+    })
 }
 
 /// A problem found while loading the config; the daemon runs on regardless.
@@ -233,25 +286,17 @@ impl Config {
         config.targets =
             targets::Targets::from_config(raw.targets.as_ref(), raw.default_target.as_ref(), None);
         for (id, agent) in raw.agents {
-            if agent.bin.trim().is_empty() || id.is_empty() {
-                config.problems.push(ConfigProblem {
+            match checked_agent(&id, agent) {
+                Ok(agent) => {
+                    config.agents.insert(id, agent);
+                }
+                Err(detail) => config.problems.push(ConfigProblem {
                     scope: format!("agents.{id}"),
                     problem: "agent_invalid",
-                    detail: "an agent needs a non-empty id and bin".into(),
+                    detail: detail.into(),
                     path: None,
-                });
-                continue;
+                }),
             }
-            config.agents.insert(
-                id,
-                AgentConfig {
-                    bin: agent.bin,
-                    args: agent.args,
-                    env: agent.env,
-                    label: agent.label,
-                    kind: agent.kind,
-                },
-            );
         }
         let l = raw.limits;
         let defaults = Limits::default();

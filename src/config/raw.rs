@@ -38,6 +38,13 @@ pub struct RawAgent {
     pub label: Option<String>,
     /// Agent kind (`claude`, `codex`, `grok`).
     pub kind: Option<String>,
+    /// Claude settings merged into the per-session settings file.
+    pub settings: Option<serde_json::Value>,
+    /// Role → model map for the listing.
+    pub models: BTreeMap<String, String>,
+    /// Claude gateway base URL.
+    #[serde(rename = "baseURL")]
+    pub base_url: Option<String>,
 }
 
 /// Limits; see `config.example.json` for the defaults.

@@ -53,6 +53,68 @@ pub struct Target {
     pub provider: String,
     /// `<kind>:<16 hex of sha256 over the canonical options>`.
     pub identity: String,
+    /// Everything but `provider`: what the provider is built from. Never listed or logged
+    /// (they name where credentials live).
+    #[serde(skip)]
+    pub options: Map<String, Value>,
+    /// Why the target is listed but cannot serve although its provider exists (an imp target
+    /// without `url`): step 6 of the chain refuses it as `target_unavailable`.
+    #[serde(skip)]
+    pub unavailable: Option<String>,
+}
+
+/// Checks an imp target's options (spec §4.1): `url` is required (without it the target lists
+/// as unavailable), at most one of `tokenEnv` and `tokenFile`, and the one given must yield a
+/// token now. Returns the problems (problem word, detail) and the unavailability reason. Only
+/// names are reported, never the values.
+fn imp_option_problems(
+    options: &Map<String, Value>,
+) -> (Vec<(&'static str, String)>, Option<String>) {
+    let mut problems = Vec::new();
+    let unavailable = match options.get("url") {
+        None => Some("it has no 'url' for impd".to_string()),
+        Some(Value::String(u)) if u.starts_with("http://") || u.starts_with("https://") => None,
+        Some(_) => {
+            problems.push((
+                "url_invalid",
+                "'url' must be an http:// or https:// URL".into(),
+            ));
+            None
+        }
+    };
+    let env = options.get("tokenEnv");
+    let file = options.get("tokenFile");
+    match (env, file) {
+        (Some(_), Some(_)) => problems.push((
+            "token_source_ambiguous",
+            "give 'tokenEnv' or 'tokenFile', not both".into(),
+        )),
+        (Some(Value::String(name)), None) if !name.is_empty() => {
+            if std::env::var(name).map(|v| v.is_empty()).unwrap_or(true) {
+                problems.push((
+                    "token_unavailable",
+                    format!("environment variable {name} (tokenEnv) is unset or empty"),
+                ));
+            }
+        }
+        (None, Some(Value::String(path))) if !path.is_empty() => {
+            let readable = std::fs::read_to_string(path)
+                .map(|t| !t.trim().is_empty())
+                .unwrap_or(false);
+            if !readable {
+                problems.push((
+                    "token_unavailable",
+                    "the tokenFile is unreadable or empty".into(),
+                ));
+            }
+        }
+        (None, None) => {}
+        _ => problems.push((
+            "token_source_invalid",
+            "'tokenEnv' / 'tokenFile' must be a non-empty string".into(),
+        )),
+    }
+    (problems, unavailable)
 }
 
 /// All targets, the default, and what was wrong.
@@ -96,6 +158,8 @@ impl Targets {
                 id: "local".into(),
                 provider: "local-pty".into(),
                 identity: IMPLICIT_LOCAL_IDENTITY.into(),
+                options: Map::new(),
+                unavailable: None,
             }),
             None => {}
             Some(RawTargets::Entries(entries)) if !entries.is_empty() => {
@@ -124,10 +188,20 @@ impl Targets {
                         problems.push(bad("no_id", "a target needs a non-empty id"));
                         continue;
                     }
+                    let mut unavailable = None;
+                    if provider == "imp" {
+                        let (found, reason) = imp_option_problems(options);
+                        problems.extend(found.into_iter().map(|(p, d)| bad(p, &d)));
+                        unavailable = reason;
+                    }
+                    let mut kept = options.clone();
+                    kept.remove("provider");
                     list.push(Target {
                         id: id.clone(),
                         identity: identity(&provider, options),
                         provider,
+                        options: kept,
+                        unavailable,
                     });
                 }
             }
@@ -280,7 +354,15 @@ impl Targets {
                 .with("currentIdentity", t.identity.clone()));
             }
         }
-        // 6. No provider of that kind here.
+        // 6. No provider of that kind here, or the target cannot reach it.
+        if let Some(why) = &t.unavailable {
+            return Err(DaemonError::new(
+                ErrorCode::TargetUnavailable,
+                format!("target '{id}' cannot serve: {why}; fix the config"),
+            )
+            .with("target", id)
+            .with("provider", t.provider.clone()));
+        }
         let Some(caps) = provider_caps(&t.provider) else {
             return Err(DaemonError::new(
                 ErrorCode::TargetUnavailable,
@@ -320,6 +402,7 @@ mod tests {
         input: true,
         resize: true,
         kill: true,
+        ..Capabilities::NONE
     };
 
     fn local_only(kind: &str) -> Option<Capabilities> {
@@ -445,5 +528,58 @@ mod tests {
         let bad_default = Targets::from_config(Some(&targets), Some(&json!("ghost")), None);
         assert!(bad_default.default_id().is_none());
         assert_ne!(bad_default.revision(), t.revision());
+    }
+
+    #[test]
+    fn imp_options_are_checked_without_echoing_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "imp_1.secret-value\n").unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "  \n").unwrap();
+        let path = |p: &std::path::Path| p.display().to_string();
+        let t = Targets::from_config(
+            Some(&raw(json!({
+                "ok": {"provider": "imp", "url": "http://impd:7070", "tokenFile": path(&token)},
+                "nourl": {"provider": "imp", "tokenFile": path(&token)},
+                "both": {"provider": "imp", "url": "http://i", "tokenFile": path(&token), "tokenEnv": "X"},
+                "unset": {"provider": "imp", "url": "http://i", "tokenEnv": "ATC_TEST_SURELY_UNSET_VAR"},
+                "emptyfile": {"provider": "imp", "url": "http://i", "tokenFile": path(&empty)},
+                "badurl": {"provider": "imp", "url": "ftp://i"},
+            }))),
+            None,
+            None,
+        );
+        let problem = |id: &str| {
+            t.problems()
+                .iter()
+                .find(|p| p.target.as_deref() == Some(id))
+                .map(|p| p.problem.as_str())
+        };
+        assert_eq!(problem("ok"), None);
+        assert_eq!(problem("nourl"), None);
+        assert_eq!(problem("both"), Some("token_source_ambiguous"));
+        assert_eq!(problem("unset"), Some("token_unavailable"));
+        assert_eq!(problem("emptyfile"), Some("token_unavailable"));
+        assert_eq!(problem("badurl"), Some("url_invalid"));
+        for p in t.problems() {
+            assert!(!p.detail.contains("secret"), "{p:?}");
+            assert!(!p.detail.contains(&path(dir.path())), "{p:?}");
+        }
+        let imp_caps = |kind: &str| (kind == "imp").then_some(LOCAL_CAPS);
+        assert_eq!(
+            code(t.check(Some("nourl"), None, Capability::Spawn, imp_caps)),
+            "target_unavailable"
+        );
+        assert_eq!(
+            code(t.check(Some("both"), None, Capability::Spawn, imp_caps)),
+            "target_config_invalid"
+        );
+        assert!(t
+            .check(Some("ok"), None, Capability::Spawn, imp_caps)
+            .is_ok());
+        let ok = t.list().iter().find(|t| t.id == "ok").unwrap();
+        assert_eq!(ok.options["url"], "http://impd:7070");
+        assert!(!ok.options.contains_key("provider"));
     }
 }

@@ -47,6 +47,9 @@ pub struct DaemonOptions {
     pub workers: usize,
     /// Where the reporter socket goes; `None`: see [`reporter_socket_path`].
     pub runtime_dir: Option<PathBuf>,
+    /// The `atc` program agents' hooks run; `None`: this process's own executable. (Tests run
+    /// the daemon inside a test binary, so they name the real `atc`.)
+    pub atc_program: Option<PathBuf>,
 }
 
 /// Why the daemon could not start.
@@ -181,6 +184,11 @@ impl Daemon {
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
         let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
+        let atc_program = opts
+            .atc_program
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| PathBuf::from("atc"));
         let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
         let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
         let targets = Arc::new(config.targets.clone());
@@ -235,6 +243,7 @@ impl Daemon {
                     targets: deps_targets,
                     reporter_socket: reporter_socket.clone(),
                     permissions,
+                    atc_program: atc_program.clone(),
                 },
                 catalog: deps_catalog,
                 rows,

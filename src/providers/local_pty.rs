@@ -21,10 +21,11 @@ use tokio_util::io::ReaderStream;
 
 use super::{
     Capabilities, ExecutionProvider, Hangup, HarnessEvents, HarnessExited, HarnessHandle,
-    OutputArrived, ProviderError, ResizeTerminal, StartSpec, WriteInput,
+    OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec, WriteInput,
 };
 use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
+use futures_util::future::LocalBoxFuture;
 
 /// Input bytes allowed to wait for a child that is not reading its stdin. Beyond this, input
 /// is refused with `too_slow` rather than buffered without bound or dropped silently.
@@ -48,7 +49,27 @@ impl ExecutionProvider for LocalPty {
             input: true,
             resize: true,
             kill: true,
+            transfer: true,
+            run: true,
+            headless: true,
+            suspend: false,
+            destroy: false,
         }
+    }
+
+    fn run_command(
+        &self,
+        req: RunRequest,
+    ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>> {
+        Box::pin(super::local_command::run(req))
+    }
+
+    fn transfer_archive(
+        &self,
+        archive: Bytes,
+        dir: std::path::PathBuf,
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        Box::pin(super::local_command::unpack(archive, dir))
     }
 
     fn start(

@@ -4,10 +4,15 @@
 //! a session sends its harness. The harness reports back through [`HarnessEvents`], so this
 //! module never imports `sessions/` and a test can pass a probe actor in their place.
 //!
+//! Besides harnesses, a provider runs commands to completion ([`ExecutionProvider::run_command`])
+//! and unpacks tar archives into a directory ([`ExecutionProvider::transfer_archive`]): the two
+//! things a workspace hand-off needs on whatever machine the session runs on.
+//!
 //! Only `local-pty` exists so far; the `imp` provider comes later. Targets name a provider by
 //! kind, and the refusal chain (`config::targets`) asks the provider's [`Capabilities`]
 //! whether it can do what a request needs.
 
+pub mod local_command;
 pub mod local_pty;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen
@@ -16,6 +21,7 @@ pub const MAX_OUTPUT_CHUNK: usize = 16 * 1024;
 
 use actix::prelude::*;
 use bytes::Bytes;
+use futures_util::future::LocalBoxFuture;
 
 use crate::agents::LaunchPlan;
 use crate::protocol::params::TermSize;
@@ -97,6 +103,16 @@ pub enum Capability {
     Input,
     /// End a harness.
     Kill,
+    /// Unpack a tar into a directory on the host.
+    Transfer,
+    /// Run a command to completion.
+    Run,
+    /// Run an agent turn without a terminal.
+    Headless,
+    /// Put a host to sleep with its harnesses inside.
+    Suspend,
+    /// Delete a host and everything on it.
+    Destroy,
 }
 
 impl Capability {
@@ -107,12 +123,17 @@ impl Capability {
             Capability::Attach => "attach",
             Capability::Input => "input",
             Capability::Kill => "kill",
+            Capability::Transfer => "transfer",
+            Capability::Run => "run",
+            Capability::Headless => "headless",
+            Capability::Suspend => "suspend",
+            Capability::Destroy => "destroy",
         }
     }
 }
 
-/// What a provider can do; the refusal chain reads these. Capabilities of later issues
-/// (transfer, run, headless, suspend, destroy) join when something provides them.
+/// What a provider can do (spec §4.3); the refusal chain reads these and `GET /v1/agents`
+/// lists them per target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Capabilities {
     /// Start a harness.
@@ -125,6 +146,16 @@ pub struct Capabilities {
     pub resize: bool,
     /// Kill a harness.
     pub kill: bool,
+    /// Unpack a tar into a host directory.
+    pub transfer: bool,
+    /// Run a command to completion.
+    pub run: bool,
+    /// Agent turns without a terminal.
+    pub headless: bool,
+    /// Sleep a host.
+    pub suspend: bool,
+    /// Delete a host.
+    pub destroy: bool,
 }
 
 impl Capabilities {
@@ -135,7 +166,55 @@ impl Capabilities {
             Capability::Attach => self.attach,
             Capability::Input => self.input,
             Capability::Kill => self.kill,
+            Capability::Transfer => self.transfer,
+            Capability::Run => self.run,
+            Capability::Headless => self.headless,
+            Capability::Suspend => self.suspend,
+            Capability::Destroy => self.destroy,
         }
+    }
+
+    /// Nothing at all: what a target whose provider this daemon lacks lists.
+    pub const NONE: Capabilities = Capabilities {
+        spawn: false,
+        attach: false,
+        input: false,
+        resize: false,
+        kill: false,
+        transfer: false,
+        run: false,
+        headless: false,
+        suspend: false,
+        destroy: false,
+    };
+}
+
+/// A command to run to completion, without a terminal (spec §4.3 `runCommand`).
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Program and arguments; the program is looked up on `PATH`. Never passed through a shell.
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: std::path::PathBuf,
+    /// Bytes written to the command's stdin, which is then closed.
+    pub stdin: Bytes,
+}
+
+/// How a command run to completion ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    /// Exit status; `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// Everything it wrote to stdout.
+    pub stdout: Bytes,
+    /// Everything it wrote to stderr.
+    pub stderr: Bytes,
+}
+
+impl RunOutput {
+    /// Whether it exited with status 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
     }
 }
 
@@ -148,6 +227,18 @@ pub trait ExecutionProvider: Send + Sync {
     /// Starts a harness on the current arbiter. A refusal here means nothing was started.
     fn start(&self, spec: StartSpec, events: HarnessEvents)
         -> Result<HarnessHandle, ProviderError>;
+    /// Runs a command to completion and collects its output. A command that runs and fails
+    /// is an `Ok` with its exit code; `Err` means it could not be run at all.
+    fn run_command(
+        &self,
+        req: RunRequest,
+    ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>>;
+    /// Unpacks the tar archive `archive` into the existing directory `dir`.
+    fn transfer_archive(
+        &self,
+        archive: Bytes,
+        dir: std::path::PathBuf,
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
 }
 
 /// Why a harness could not start.
@@ -162,12 +253,25 @@ pub enum ProviderError {
     /// pty-process failed.
     #[error("could not open a terminal: {0}")]
     Pty(#[from] pty_process::Error),
+    /// A command run for the daemon (tar, a workspace step) exited unsuccessfully.
+    #[error("{what} failed ({status}): {stderr}")]
+    CommandFailed {
+        /// What was being done, e.g. "unpacking the archive".
+        what: &'static str,
+        /// `exit 2`, `signal 9`.
+        status: String,
+        /// The start of its stderr, for the user.
+        stderr: String,
+    },
 }
 
 impl From<ProviderError> for DaemonError {
     fn from(e: ProviderError) -> Self {
         match e {
             ProviderError::BadCwd(_) => DaemonError::bad_arg("cwd", e.to_string()),
+            ProviderError::CommandFailed { .. } => {
+                DaemonError::new(ErrorCode::Internal, e.to_string())
+            }
             ProviderError::Os(_) | ProviderError::Pty(_) => DaemonError::new(
                 ErrorCode::Internal,
                 format!("{e}; check the daemon's limits (open files, PTYs) and its log"),

@@ -132,14 +132,22 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
         .list()
         .iter()
         .map(|t| {
-            let caps = (t.provider == state.provider.kind()).then(|| state.provider.capabilities());
+            // Listed as unavailable, with no capabilities, when this daemon lacks the provider,
+            // the target cannot reach it, or its entry has a problem (spec §4.1).
+            let broken = state
+                .targets
+                .problems()
+                .iter()
+                .any(|p| p.target.as_deref() == Some(t.id.as_str()));
+            let caps = (t.provider == state.provider.kind() && t.unavailable.is_none() && !broken)
+                .then(|| state.provider.capabilities());
             json!({
                 "id": t.id,
                 "provider": t.provider,
                 "identity": t.identity,
                 "available": caps.is_some(),
                 "default": state.targets.default_id() == Some(t.id.as_str()),
-                "capabilities": caps,
+                "capabilities": caps.unwrap_or(crate::providers::Capabilities::NONE),
             })
         })
         .collect();
@@ -402,12 +410,16 @@ async fn resume_command(
         )
         .with("agent", d.agent.clone())
     })?;
+    // Claude resumes with atc's settings file when the session has one, so its hooks keep
+    // reporting to this daemon from a terminal outside it.
+    let settings = crate::agents::claude_settings::path(&state.state_dir, &d.id);
     let command = crate::agents::resume_command(
         agent.kind.as_deref(),
         &agent.bin,
         &agent.args,
         &d.cwd,
         d.agent_session_id.as_deref(),
+        settings.is_file().then_some(settings.as_path()),
     );
     Ok(HttpResponse::Ok().json(json!({ "command": command })))
 }

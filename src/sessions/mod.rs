@@ -3,6 +3,7 @@
 //! queue of each attached client.
 
 pub mod client_queue;
+pub mod launch;
 pub mod manager;
 pub mod messages;
 pub mod record_file;

@@ -60,6 +60,13 @@ pub struct SessionDeps {
     pub reporter_socket: std::path::PathBuf,
     /// Where `needs_you` opens permission requests.
     pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
+    /// The `atc` program agents' hooks run (`atc hook-report`).
+    pub atc_program: std::path::PathBuf,
+}
+
+/// Whether agents of this kind resume their own session on a revive.
+fn kind_resumes(kind: Option<&str>) -> bool {
+    matches!(kind, Some("claude" | "codex" | "grok"))
 }
 
 /// The parts of a session that persist, as loaded from or written to its row.
@@ -279,7 +286,7 @@ impl Session {
         mut plan: crate::agents::LaunchPlan,
         deps: SessionDeps,
     ) -> Result<(Addr<Session>, Descriptor), DaemonError> {
-        write_record_file(&record, &deps, &mut plan);
+        super::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
         let harness = deps.provider.start(
             StartSpec {
@@ -713,7 +720,9 @@ impl Session {
             .catalog
             .plan(&self.record.agent, std::path::Path::new(&self.record.cwd))?;
         plan.args = self.record.args.clone();
-        write_record_file(&self.record, &self.deps, &mut plan);
+        // An agent that reported its own session id resumes it (spec §3.8); others start anew.
+        let resume = self.record.agent_session_id.clone();
+        super::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_deref());
         if let Some(size) = size {
             self.record.size = size;
             self.screen.do_send(ResizeScreen(size));
@@ -730,45 +739,17 @@ impl Session {
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
-        self.last_msg = "revived".into();
+        self.last_msg =
+            if resume.is_some() && kind_resumes(self.deps.catalog.kind(&self.record.agent)) {
+                "adopting…".into()
+            } else {
+                "revived".into()
+            };
         self.persist();
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");
         Ok(())
     }
-}
-
-/// Writes the session record file before a harness starts and gives the harness atc's
-/// variables: `ATC_SESSION_RECORD` (the record) and `ATC_SOCKET` (the reporter socket;
-/// `ATC_SESSION_ID` is set by the provider). A record that cannot be written is logged and left
-/// out: it informs tools inside the session, it must not stop the session from starting.
-fn write_record_file(
-    record: &SessionRecord,
-    deps: &SessionDeps,
-    plan: &mut crate::agents::LaunchPlan,
-) {
-    let session = serde_json::json!({
-        "id": record.id,
-        "name": record.name,
-        "agent": record.agent,
-        "cwd": record.cwd,
-        "args": record.args,
-        "createdAt": record.created_at,
-    });
-    let contents = super::record_file::contents(session, &deps.daemon_id, now_ms());
-    match super::record_file::write(&deps.state_dir, &record.id, &contents) {
-        Ok(path) => {
-            plan.env
-                .insert("ATC_SESSION_RECORD".into(), path.display().to_string());
-        }
-        Err(e) => {
-            tracing::warn!(session = %record.id, error = %e, "could not write the session record")
-        }
-    }
-    plan.env.insert(
-        "ATC_SOCKET".into(),
-        deps.reporter_socket.display().to_string(),
-    );
 }
 
 impl Session {

@@ -50,6 +50,11 @@ impl FleetStatus {
     }
 }
 
+/// Where the file lives in a state dir.
+pub fn path(state_dir: &Path) -> std::path::PathBuf {
+    state_dir.join("status.json")
+}
+
 /// Writes the file atomically (temp file, then rename).
 pub fn write(state_dir: &Path, status: &FleetStatus) -> std::io::Result<()> {
     let tmp = state_dir.join("status.json.tmp");
@@ -57,13 +62,58 @@ pub fn write(state_dir: &Path, status: &FleetStatus) -> std::io::Result<()> {
         &tmp,
         serde_json::to_vec(status).map_err(std::io::Error::other)?,
     )?;
-    std::fs::rename(&tmp, state_dir.join("status.json"))
+    std::fs::rename(&tmp, path(state_dir))
+}
+
+/// The one line a statusline shows for a fleet status file's contents, e.g.
+/// `atc: 2 running · 1 needs you (api) · 3 done`; `None` when it cannot be read.
+pub fn line(contents: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(contents).ok()?;
+    let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let mut parts = Vec::new();
+    if n("running") > 0 {
+        parts.push(format!("{} running", n("running")));
+    }
+    if n("needs_you") > 0 {
+        let who = v
+            .get("needsYouName")
+            .and_then(serde_json::Value::as_str)
+            .map(|name| format!(" ({name})"))
+            .unwrap_or_default();
+        parts.push(format!("{} needs you{who}", n("needs_you")));
+    }
+    if n("done") > 0 {
+        parts.push(format!("{} done", n("done")));
+    }
+    if parts.is_empty() {
+        parts.push("idle".into());
+    }
+    Some(format!("atc: {}", parts.join(" · ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::wire::NamedBy;
+
+    #[test]
+    fn the_statusline_reads_the_file() {
+        let status = FleetStatus {
+            running: 2,
+            needs_you: 1,
+            done: 3,
+            exited: 4,
+            urgent: 1,
+            needs_you_name: Some("api".into()),
+        };
+        let bytes = serde_json::to_vec(&status).unwrap();
+        assert_eq!(
+            line(&bytes).as_deref(),
+            Some("atc: 2 running · 1 needs you (api) · 3 done")
+        );
+        assert_eq!(line(b"{}").as_deref(), Some("atc: idle"));
+        assert_eq!(line(b"nope"), None);
+    }
 
     fn session(name: &str, state: SessionState, unread: bool) -> Descriptor {
         Descriptor {

@@ -29,6 +29,7 @@ pub fn test_agents() -> BTreeMap<String, AgentConfig> {
         env: BTreeMap::new(),
         label: None,
         kind: None,
+        ..Default::default()
     };
     agents.insert("cat".into(), agent("cat", &[]));
     // No prompt: output then ends exactly where a command's output ends, so a screen read
@@ -105,6 +106,7 @@ impl TestDaemon {
             allow_remote: false,
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
+            atc_program: Some(env!("CARGO_BIN_EXE_atc").into()),
         })
         .await?;
         Ok(TestDaemon {

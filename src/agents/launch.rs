@@ -1,0 +1,132 @@
+//! The argv an agent's harness finally runs with (spec §9.3). A session's row keeps the
+//! configured args with its spawn overrides applied; each start (spawn or revive) adds what
+//! belongs to that one start, per agent kind:
+//!
+//! * Claude: `--settings <file>` (atc's hooks and statusline), and `--resume <id>` when the
+//!   agent's own session is being resumed.
+//! * Codex: the `resume <id>` subcommand when resuming; its hooks are installed by the user.
+//! * Grok: any configured `--leader` / `--no-leader` replaced by `--no-leader` (a session hosted
+//!   by atc must not take the leader role), and `--resume <id>` when resuming.
+//! * Anything else runs its args unchanged.
+//!
+//! Nothing here goes through a shell: each flag and value is its own argv element.
+
+use std::path::Path;
+
+/// What one start adds to an agent's args.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StartExtras<'a> {
+    /// Claude's per-session settings file.
+    pub settings: Option<&'a Path>,
+    /// The agent's own session id to resume.
+    pub resume: Option<&'a str>,
+}
+
+/// `args` shaped for one start of an agent of `kind`.
+pub fn shaped_args(kind: Option<&str>, args: &[String], extras: StartExtras<'_>) -> Vec<String> {
+    let mut out: Vec<String> = match kind {
+        Some("grok") => args
+            .iter()
+            .filter(|a| *a != "--leader" && *a != "--no-leader")
+            .cloned()
+            .collect(),
+        _ => args.to_vec(),
+    };
+    match kind {
+        Some("claude") => {
+            if let Some(file) = extras.settings {
+                out.push("--settings".into());
+                out.push(file.display().to_string());
+            }
+            if let Some(id) = extras.resume {
+                out.push("--resume".into());
+                out.push(id.into());
+            }
+        }
+        Some("codex") => {
+            if let Some(id) = extras.resume {
+                out.push("resume".into());
+                out.push(id.into());
+            }
+        }
+        Some("grok") => {
+            out.push("--no-leader".into());
+            if let Some(id) = extras.resume {
+                out.push("--resume".into());
+                out.push(id.into());
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn each_kind_gets_its_shape() {
+        let settings = Path::new("/state/claude/s.json");
+        let fresh = StartExtras {
+            settings: Some(settings),
+            resume: None,
+        };
+        let resumed = StartExtras {
+            settings: Some(settings),
+            resume: Some("abc"),
+        };
+        /// Kind, configured args, extras, expected argv.
+        type Case<'a> = (
+            Option<&'a str>,
+            &'a [&'a str],
+            StartExtras<'a>,
+            &'a [&'a str],
+        );
+        let cases: &[Case] = &[
+            (
+                Some("claude"),
+                &["--model", "opus"],
+                fresh,
+                &["--model", "opus", "--settings", "/state/claude/s.json"],
+            ),
+            (
+                Some("claude"),
+                &[],
+                resumed,
+                &["--settings", "/state/claude/s.json", "--resume", "abc"],
+            ),
+            (Some("codex"), &["-m", "o3"], fresh, &["-m", "o3"]),
+            (
+                Some("codex"),
+                &["-m", "o3"],
+                resumed,
+                &["-m", "o3", "resume", "abc"],
+            ),
+            (
+                Some("grok"),
+                &["--leader", "-x", "--no-leader"],
+                fresh,
+                &["-x", "--no-leader"],
+            ),
+            (
+                Some("grok"),
+                &[],
+                resumed,
+                &["--no-leader", "--resume", "abc"],
+            ),
+            (None, &["-c", "x"], resumed, &["-c", "x"]),
+        ];
+        for (kind, args, extras, want) in cases {
+            assert_eq!(
+                shaped_args(*kind, &v(args), *extras),
+                v(want),
+                "{kind:?} {args:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Everything a start of a session's harness (spawn or revive) needs besides the agent's
+//! configured argv: the session record file, atc's environment variables, Claude's settings
+//! file, and the argv shape of the agent's kind ([`crate::agents::launch`]).
+//!
+//! Files that cannot be written are logged and left out: they inform and connect the agent,
+//! and must not stop a session from starting. (A Claude session without its settings file
+//! runs without atc's hooks; its attention state then only follows exits.)
+
+use crate::agents::launch::{shaped_args, StartExtras};
+use crate::agents::LaunchPlan;
+
+use super::session::{now_ms, SessionDeps, SessionRecord};
+
+/// Readies `plan` for one start of `record`'s harness; `resume` is the agent's own session id
+/// when this start resumes it. Sets `ATC_SESSION_RECORD` and `ATC_SOCKET` (`ATC_SESSION_ID` is
+/// set by the provider).
+pub fn prepare(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+    plan: &mut LaunchPlan,
+    resume: Option<&str>,
+) {
+    let session = serde_json::json!({
+        "id": record.id,
+        "name": record.name,
+        "agent": record.agent,
+        "cwd": record.cwd,
+        "args": record.args,
+        "createdAt": record.created_at,
+    });
+    let contents = super::record_file::contents(session, &deps.daemon_id, now_ms());
+    match super::record_file::write(&deps.state_dir, &record.id, &contents) {
+        Ok(path) => {
+            plan.env
+                .insert("ATC_SESSION_RECORD".into(), path.display().to_string());
+        }
+        Err(e) => {
+            tracing::warn!(session = %record.id, error = %e, "could not write the session record")
+        }
+    }
+    plan.env.insert(
+        "ATC_SOCKET".into(),
+        deps.reporter_socket.display().to_string(),
+    );
+    let agent = deps.catalog.get(&record.agent);
+    let kind = agent.and_then(|a| a.kind.as_deref());
+    let settings = (kind == Some("claude"))
+        .then(|| {
+            let contents = crate::agents::claude_settings::settings(
+                &deps.atc_program,
+                &super::status_file::path(&deps.state_dir),
+                agent.and_then(|a| a.settings.as_ref()),
+            );
+            crate::agents::claude_settings::write(&deps.state_dir, &record.id, &contents)
+                .map_err(|e| {
+                    tracing::warn!(session = %record.id, error = %e, "could not write the Claude settings file; the agent runs without atc's hooks")
+                })
+                .ok()
+        })
+        .flatten();
+    plan.args = shaped_args(
+        kind,
+        &plan.args,
+        StartExtras {
+            settings: settings.as_deref(),
+            resume,
+        },
+    );
+}
