@@ -100,7 +100,16 @@ async fn a_replay_answers_the_current_descriptor_and_a_different_payload_conflic
     assert_eq!(status, 404, "{err}");
     assert_eq!(err["error"]["code"], "idempotency_key_unknown");
     assert_eq!(session_count(&d).await, 1);
-    d.stop().await;
+    let tmp = d.stop_keep_dir().await.unwrap();
+    // The completed key records the target the session landed on.
+    let store = StateStore::open(&tmp.path().join("atc.db")).await.unwrap();
+    let row = store.idempotency_get(&key("k1")).await.unwrap().unwrap();
+    assert_eq!(row.effect_ref, id);
+    assert_eq!(
+        row.effect_target,
+        Some(("local".into(), "local-pty:44136fa355b3678a".into()))
+    );
+    store.close().await.unwrap();
 }
 
 #[actix_rt::test]

@@ -175,7 +175,9 @@ impl Handler<RunSpawn> for KeyLock {
                                 &key,
                                 KeyState::Completed,
                                 Some(&session.to_string()),
-                                None,
+                                // The effect's target, so a later replay can be checked against
+                                // the target the session actually landed on (spec §7.4).
+                                Some((&spawned.locator.target_id, &spawned.target_identity)),
                                 now_ms(),
                             )
                             .await

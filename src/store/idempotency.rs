@@ -59,6 +59,9 @@ pub struct KeyRow {
     pub effect_ref: String,
     /// The stored result, once completed.
     pub result: Option<String>,
+    /// The target (id, identity) the effect landed on, once completed by a live daemon; keys
+    /// reconciled at start have none.
+    pub effect_target: Option<(String, String)>,
 }
 
 /// The outcome of a claim attempt.
@@ -72,7 +75,8 @@ pub enum Claim {
 
 pub(super) async fn get(pool: &SqlitePool, id: &KeyId) -> Result<Option<KeyRow>, StoreError> {
     let row = sqlx::query(
-        "SELECT payload_hash, state, effect_ref, result FROM idempotency
+        "SELECT payload_hash, state, effect_ref, result, effect_target, effect_target_identity
+         FROM idempotency
          WHERE principal = ? AND operation = ? AND key = ?",
     )
     .bind(&id.principal)
@@ -86,6 +90,9 @@ pub(super) async fn get(pool: &SqlitePool, id: &KeyId) -> Result<Option<KeyRow>,
             state: KeyState::parse(&r.try_get::<String, _>("state")?)?,
             effect_ref: r.try_get("effect_ref")?,
             result: r.try_get("result")?,
+            effect_target: r
+                .try_get::<Option<String>, _>("effect_target")?
+                .zip(r.try_get::<Option<String>, _>("effect_target_identity")?),
         })
     })
     .transpose()
