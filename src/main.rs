@@ -92,6 +92,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         allow_remote: args.allow_remote,
         workers: args.workers,
         runtime_dir: None,
+        codex_home: None,
     };
     let system = actix_rt::System::new();
     system.block_on(async move {

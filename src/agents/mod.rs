@@ -7,6 +7,7 @@
 //! the seam they will extend.
 
 pub mod hooks;
+pub mod names;
 pub mod spawn_options;
 
 use std::collections::BTreeMap;

@@ -47,6 +47,9 @@ pub struct DaemonOptions {
     pub workers: usize,
     /// Where the reporter socket goes; `None`: see [`reporter_socket_path`].
     pub runtime_dir: Option<PathBuf>,
+    /// Codex's home, where its session names are read; `None`: `$CODEX_HOME`, else
+    /// `~/.codex` (see [`crate::agents::names::codex_home_from_env`]). Tests pass their own.
+    pub codex_home: Option<PathBuf>,
 }
 
 /// Why the daemon could not start.
@@ -181,6 +184,12 @@ impl Daemon {
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
         let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
+        let codex_home = opts.codex_home.or_else(|| {
+            crate::agents::names::codex_home_from_env(
+                std::env::var_os("CODEX_HOME"),
+                std::env::var_os("HOME"),
+            )
+        });
         let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
         let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
         let targets = Arc::new(config.targets.clone());
@@ -234,6 +243,7 @@ impl Daemon {
                     daemon_id,
                     targets: deps_targets,
                     reporter_socket: reporter_socket.clone(),
+                    codex_home,
                     permissions,
                 },
                 catalog: deps_catalog,

@@ -462,6 +462,7 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
                 "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
                 "target": r.target, "targetIdentity": r.target_identity,
                 "agentSessionId": r.agent_session_id,
+                "transcriptPath": r.transcript_path,
                 "model": r.model, "effort": r.effort,
             })
         })

@@ -105,6 +105,8 @@ impl TestDaemon {
             allow_remote: false,
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
+            // Never the developer's own Codex files.
+            codex_home: Some(dir.join("codex-home")),
         })
         .await?;
         Ok(TestDaemon {
