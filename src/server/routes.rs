@@ -93,8 +93,8 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
-    // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs;
-    // `claude` until one has (hook reports, which write it, arrive with the next issue).
+    // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs
+    // (a session's `started` report writes it); `claude` until one has.
     let last_used_agent = state
         .store
         .pref("last_used_agent")
