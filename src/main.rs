@@ -93,6 +93,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         workers: args.workers,
         runtime_dir: None,
         atc_program: None,
+        codex_home: None,
     };
     let system = actix_rt::System::new();
     system.block_on(async move {

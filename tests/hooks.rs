@@ -8,53 +8,11 @@ use std::time::Duration;
 
 use atc::config::AgentConfig;
 use serde_json::{json, Value};
-use support::{id_of, test_config, TestDaemon};
+use support::{agent_shells_daemon as daemon, hook, id_of, test_config, TestDaemon};
 
 /// The args of a stand-in agent: a script that execs a plain shell, ignoring its own args.
 fn stand_in_args() -> Vec<String> {
     vec!["-c".into(), "exec /bin/sh".into(), "agent".into()]
-}
-
-/// A daemon whose `claude`, `codex` and `grok` are plain shells without a prompt, so a test
-/// can run `atc hook-report` inside them as the agents' hooks would.
-async fn daemon() -> (TestDaemon, tempfile::TempDir) {
-    let mut config = test_config();
-    for kind in ["claude", "codex", "grok"] {
-        let mut env = std::collections::BTreeMap::new();
-        env.insert("PS1".to_string(), String::new());
-        config.agents.insert(
-            kind.into(),
-            AgentConfig {
-                bin: "/bin/sh".into(),
-                // The shell ignores what atc appends per kind (Claude's --settings, Grok's
-                // --no-leader): they land in "$@" of a script that only execs a shell.
-                args: stand_in_args(),
-                env,
-                label: None,
-                kind: None,
-                ..Default::default()
-            },
-        );
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    (TestDaemon::start_on(tmp.path(), config).await, tmp)
-}
-
-/// Runs `atc hook-report` inside the session with this hook JSON on stdin.
-async fn hook(d: &TestDaemon, id: &str, payload: Value) {
-    let cmd = format!(
-        "printf '%s' '{}' | {} hook-report",
-        payload,
-        env!("CARGO_BIN_EXE_atc")
-    );
-    let (status, body) = d
-        .call(
-            "POST",
-            &format!("/v1/sessions/{id}/submit"),
-            Some(json!({"text": cmd})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 async fn becomes(d: &TestDaemon, id: &str, state: &str, unread: bool, last_msg: &str) -> Value {

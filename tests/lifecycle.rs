@@ -670,7 +670,7 @@ async fn last_used_agent_comes_from_prefs_and_defaults_to_claude() {
     let (_, info) = d.call("GET", "/v1/daemon", None).await;
     assert_eq!(info["lastUsedAgent"], "claude", "{info}");
     d.stop().await;
-    // What a hook report will write once it exists; written here straight into the store.
+    // What a `started` report writes (tests/names.rs); written here straight into the store.
     let store = atc::store::StateStore::open(&tmp.path().join("atc.db"))
         .await
         .unwrap();

@@ -1,6 +1,9 @@
 //! What an agent's hook report means (spec §9.5): each agent kind names its hooks differently,
 //! and this module turns a report into one normalized kind the attention state machine reads.
-//! Pure functions; the session applies the result.
+//! Pure functions over a small per-session memory ([`HookMemory`]); the session applies the
+//! result.
+
+use std::collections::VecDeque;
 
 use serde_json::Value;
 
@@ -58,10 +61,63 @@ fn text(payload: &Value, keys: &[&str]) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Maps one report of an agent of `agent` kind. `last` is the previous normalized kind of this
-/// session (Grok's idle prompt after a permission prompt is only a heartbeat).
-pub fn normalize(agent: &str, event: &str, payload: &Value, last: Option<HookKind>) -> Normalized {
+/// Grok sessions a [`HookMemory`] remembers the latest prompt of (spec §9.5: "per-session state
+/// capped at 256 entries"). One terminal sees a new Grok session on each `/new` or resume; the
+/// oldest is forgotten first.
+pub const GROK_PROMPTS_CAP: usize = 256;
+
+/// What [`normalize`] remembers between the reports of one atc session. The session owns it
+/// and passes it to every call; only `normalize` changes it.
+#[derive(Debug, Default)]
+pub struct HookMemory {
+    /// The previous normalized kind (Grok's idle prompt after a permission prompt is only a
+    /// heartbeat).
+    last: Option<HookKind>,
+    /// Grok: the `promptId` of the latest `UserPromptSubmit` per Grok session id (`""` for
+    /// reports without one), least recently submitted first; at most [`GROK_PROMPTS_CAP`].
+    prompts: VecDeque<(String, String)>,
+}
+
+impl HookMemory {
+    /// The previous normalized kind.
+    pub fn last(&self) -> Option<HookKind> {
+        self.last
+    }
+
+    fn submitted(&mut self, session: &str, prompt: String) {
+        self.prompts.retain(|(s, _)| s != session);
+        if self.prompts.len() >= GROK_PROMPTS_CAP {
+            self.prompts.pop_front();
+        }
+        self.prompts.push_back((session.to_string(), prompt));
+    }
+
+    /// A stop is stale when it names a prompt and a later one of the same Grok session was
+    /// submitted since. A stop without a prompt id, or of a session whose prompts are not
+    /// known, is taken at its word.
+    fn is_stale(&self, session: &str, prompt: Option<&str>) -> bool {
+        let Some(prompt) = prompt else {
+            return false;
+        };
+        self.prompts
+            .iter()
+            .find(|(s, _)| s == session)
+            .is_some_and(|(_, latest)| latest != prompt)
+    }
+}
+
+/// Maps one report of an agent of `agent` kind and records it in `memory`.
+pub fn normalize(agent: &str, event: &str, payload: &Value, memory: &mut HookMemory) -> Normalized {
     let agent_session_id = text(payload, &["session_id", "sessionId"]);
+    let grok_session = agent_session_id.as_deref().unwrap_or("");
+    let prompt_id = text(payload, &["promptId", "prompt_id"]);
+    let stale = agent == "grok" && memory.is_stale(grok_session, prompt_id.as_deref());
+    if agent == "grok" && event == "UserPromptSubmit" {
+        if let Some(p) = prompt_id.clone() {
+            memory.submitted(grok_session, p);
+        }
+    }
+    let last = memory.last;
     let (kind, message, result) = match (agent, event) {
         (_, "SessionStart") => (HookKind::Started, None, None),
         (_, "SessionEnd") => (HookKind::Ended, None, None),
@@ -92,12 +148,18 @@ pub fn normalize(agent: &str, event: &str, payload: &Value, last: Option<HookKin
             Some("idle_prompt") => (HookKind::TurnDone, None, None),
             _ => (HookKind::Heartbeat, None, None),
         },
-        ("grok", "Stop") if payload.get("reason").and_then(Value::as_str) == Some("end_turn") => {
+        // A stop of a prompt that a newer one superseded is only a heartbeat.
+        ("grok", "Stop")
+            if !stale && payload.get("reason").and_then(Value::as_str) == Some("end_turn") =>
+        {
             (HookKind::TurnDone, None, None)
         }
-        ("grok", "StopFailure") | ("grok", "StopCancelled") => (HookKind::TurnDone, None, None),
+        ("grok", "StopFailure") | ("grok", "StopCancelled") if !stale => {
+            (HookKind::TurnDone, None, None)
+        }
         _ => (HookKind::Heartbeat, None, None),
     };
+    memory.last = Some(kind);
     Normalized {
         kind,
         message,
@@ -126,7 +188,16 @@ mod tests {
     use serde_json::json;
 
     fn kind(agent: &str, event: &str, payload: Value) -> HookKind {
-        normalize(agent, event, &payload, None).kind
+        normalize(agent, event, &payload, &mut HookMemory::default()).kind
+    }
+
+    /// Feeds reports to one memory, answering their kinds.
+    fn kinds(agent: &str, reports: &[(&str, Value)]) -> Vec<HookKind> {
+        let mut memory = HookMemory::default();
+        reports
+            .iter()
+            .map(|(event, payload)| normalize(agent, event, payload, &mut memory).kind)
+            .collect()
     }
 
     #[test]
@@ -159,16 +230,6 @@ mod tests {
             HookKind::TurnDone
         );
         assert_eq!(
-            normalize(
-                "grok",
-                "Notification",
-                &json!({"type": "idle_prompt"}),
-                Some(HookKind::NeedsInput)
-            )
-            .kind,
-            HookKind::Heartbeat
-        );
-        assert_eq!(
             kind("grok", "Stop", json!({"reason": "end_turn"})),
             HookKind::TurnDone
         );
@@ -185,20 +246,155 @@ mod tests {
             "codex",
             "PermissionRequest",
             &json!({"tool_name": "shell", "session_id": "s1"}),
-            None,
+            &mut HookMemory::default(),
         );
         assert_eq!(n.message.as_deref(), Some("waiting for approval: shell"));
         assert_eq!(n.agent_session_id.as_deref(), Some("s1"));
         let long = "x".repeat(200);
-        let n = normalize("claude", "UserPromptSubmit", &json!({"prompt": long}), None);
+        let n = normalize(
+            "claude",
+            "UserPromptSubmit",
+            &json!({"prompt": long}),
+            &mut HookMemory::default(),
+        );
         assert_eq!(n.message.map(|m| m.chars().count()), Some(80));
         let n = normalize(
             "claude",
             "Stop",
             &json!({"last_assistant_message": "all done"}),
-            None,
+            &mut HookMemory::default(),
         );
         assert_eq!(n.result.as_deref(), Some("all done"));
+    }
+
+    #[test]
+    fn grok_idle_prompts_are_turn_done_unless_a_permission_prompt_came_just_before() {
+        use HookKind::*;
+        let permission = ("Notification", json!({"type": "permission_prompt"}));
+        let idle = ("Notification", json!({"type": "idle_prompt"}));
+        let other = ("Notification", json!({"type": "auth_success"}));
+        assert_eq!(
+            kinds(
+                "grok",
+                &[permission.clone(), idle.clone(), idle.clone(), other, idle]
+            ),
+            vec![NeedsInput, Heartbeat, TurnDone, Heartbeat, TurnDone]
+        );
+    }
+
+    #[test]
+    fn grok_stops_are_turn_done_only_for_the_latest_prompt() {
+        use HookKind::*;
+        let submit = |p: &str| ("UserPromptSubmit", json!({"promptId": p, "sessionId": "g"}));
+        let stop = |p: &str| {
+            (
+                "Stop",
+                json!({"reason": "end_turn", "promptId": p, "sessionId": "g"}),
+            )
+        };
+        assert_eq!(
+            kinds(
+                "grok",
+                &[submit("p1"), submit("p2"), stop("p1"), stop("p2")]
+            ),
+            vec![PromptSubmitted, PromptSubmitted, Heartbeat, TurnDone]
+        );
+        for event in ["StopFailure", "StopCancelled"] {
+            let end = |p: &str| (event, json!({"promptId": p, "sessionId": "g"}));
+            assert_eq!(
+                kinds("grok", &[submit("p1"), submit("p2"), end("p1"), end("p2")]),
+                vec![PromptSubmitted, PromptSubmitted, Heartbeat, TurnDone],
+                "{event}"
+            );
+        }
+        // Stops without a prompt id, or of a prompt never seen submitted, count.
+        assert_eq!(
+            kinds(
+                "grok",
+                &[
+                    submit("p1"),
+                    ("Stop", json!({"reason": "end_turn", "sessionId": "g"})),
+                    (
+                        "StopFailure",
+                        json!({"promptId": "p0", "sessionId": "other"})
+                    ),
+                ]
+            ),
+            vec![PromptSubmitted, TurnDone, TurnDone]
+        );
+        // A stop for another reason is never a turn end.
+        assert_eq!(
+            kinds(
+                "grok",
+                &[
+                    submit("p1"),
+                    (
+                        "Stop",
+                        json!({"reason": "tool_use", "promptId": "p1", "sessionId": "g"})
+                    )
+                ]
+            ),
+            vec![PromptSubmitted, Heartbeat]
+        );
+        // Prompt ids are per Grok session.
+        assert_eq!(
+            kinds(
+                "grok",
+                &[
+                    submit("p1"),
+                    (
+                        "UserPromptSubmit",
+                        json!({"promptId": "q1", "sessionId": "h"})
+                    ),
+                    stop("p1"),
+                ]
+            ),
+            vec![PromptSubmitted, PromptSubmitted, TurnDone]
+        );
+        // Other agents' stops know nothing of prompt ids.
+        assert_eq!(
+            kinds(
+                "claude",
+                &[
+                    ("UserPromptSubmit", json!({"promptId": "p2"})),
+                    ("Stop", json!({"promptId": "p1"}))
+                ]
+            ),
+            vec![PromptSubmitted, TurnDone]
+        );
+    }
+
+    #[test]
+    fn grok_prompt_memory_keeps_the_latest_256_sessions() {
+        let mut memory = HookMemory::default();
+        let submit = |m: &mut HookMemory, s: usize, p: &str| {
+            normalize(
+                "grok",
+                "UserPromptSubmit",
+                &json!({"promptId": p, "sessionId": format!("s{s}")}),
+                m,
+            );
+        };
+        for s in 0..=GROK_PROMPTS_CAP {
+            submit(&mut memory, s, "new");
+        }
+        assert_eq!(memory.prompts.len(), GROK_PROMPTS_CAP);
+        // s0 was forgotten: its stale stop is taken at its word; s1's is still stale.
+        let stop = |m: &mut HookMemory, s: usize| {
+            normalize(
+                "grok",
+                "StopFailure",
+                &json!({"promptId": "old", "sessionId": format!("s{s}")}),
+                m,
+            )
+            .kind
+        };
+        assert_eq!(stop(&mut memory, 0), HookKind::TurnDone);
+        assert_eq!(stop(&mut memory, 1), HookKind::Heartbeat);
+        // Submitting again refreshes a session instead of adding one.
+        submit(&mut memory, 1, "newer");
+        assert_eq!(memory.prompts.len(), GROK_PROMPTS_CAP);
+        assert_eq!(memory.prompts.back().map(|(s, _)| s.as_str()), Some("s1"));
     }
 
     #[test]

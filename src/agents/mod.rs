@@ -9,6 +9,7 @@
 pub mod claude_settings;
 pub mod hooks;
 pub mod launch;
+pub mod names;
 pub mod spawn_options;
 
 use std::collections::BTreeMap;

@@ -50,6 +50,9 @@ pub struct DaemonOptions {
     /// The `atc` program agents' hooks run; `None`: this process's own executable. (Tests run
     /// the daemon inside a test binary, so they name the real `atc`.)
     pub atc_program: Option<PathBuf>,
+    /// Codex's home, where its session names are read; `None`: `$CODEX_HOME`, else
+    /// `~/.codex` (see [`crate::agents::names::codex_home_from_env`]). Tests pass their own.
+    pub codex_home: Option<PathBuf>,
 }
 
 /// Why the daemon could not start.
@@ -189,6 +192,12 @@ impl Daemon {
             .clone()
             .or_else(|| std::env::current_exe().ok())
             .unwrap_or_else(|| PathBuf::from("atc"));
+        let codex_home = opts.codex_home.or_else(|| {
+            crate::agents::names::codex_home_from_env(
+                std::env::var_os("CODEX_HOME"),
+                std::env::var_os("HOME"),
+            )
+        });
         let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
         let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
         let targets = Arc::new(config.targets.clone());
@@ -242,6 +251,7 @@ impl Daemon {
                     daemon_id,
                     targets: deps_targets,
                     reporter_socket: reporter_socket.clone(),
+                    codex_home,
                     permissions,
                     atc_program: atc_program.clone(),
                 },

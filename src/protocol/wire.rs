@@ -65,6 +65,8 @@ pub enum NamedBy {
     Auto,
     /// Set by a client.
     User,
+    /// Renamed inside the agent (a Claude `/rename`, a manual Grok title).
+    Agent,
 }
 
 /// The wire shape of a session (spec §3.2, the fields that apply to local sessions).

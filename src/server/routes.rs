@@ -93,8 +93,8 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
-    // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs;
-    // `claude` until one has (hook reports, which write it, arrive with the next issue).
+    // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs
+    // (a session's `started` report writes it); `claude` until one has.
     let last_used_agent = state
         .store
         .pref("last_used_agent")
@@ -474,6 +474,7 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
                 "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
                 "target": r.target, "targetIdentity": r.target_identity,
                 "agentSessionId": r.agent_session_id,
+                "transcriptPath": r.transcript_path,
                 "model": r.model, "effort": r.effort,
             })
         })

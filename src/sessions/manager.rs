@@ -187,6 +187,7 @@ impl SessionManager {
             target: msg.target,
             target_identity: msg.target_identity,
             agent_session_id: None,
+            transcript_path: None,
             model: msg.model,
             effort: msg.effort,
             size: msg.size,
@@ -375,7 +376,7 @@ impl Handler<RestoreFleet> for SessionManager {
                 let mut restored = 0;
                 // One at a time: each revive is awaited before the next starts.
                 for (_, addr) in queue {
-                    match addr.send(Revive { size: None }).await {
+                    match addr.send(ReviveOnRestore).await {
                         Ok(Ok(_)) => restored += 1,
                         Ok(Err(e)) => tracing::warn!(error = %e, "restore: revive refused"),
                         Err(e) => tracing::warn!(error = %e, "restore: session gone"),

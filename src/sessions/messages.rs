@@ -104,13 +104,20 @@ pub struct GetScreen;
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct Kill;
 
-/// Start a new process for the same agent, cwd and args under the same id.
+/// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
+/// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct Revive {
     /// Size for the new process; the last size when absent.
     pub size: Option<TermSize>,
 }
+
+/// Like [`Revive`] at the last size, sent by a fleet restore: the start is not the user's
+/// choice, so its `started` report leaves `last_used_agent` alone (spec §3.4).
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct ReviveOnRestore;
 
 /// Remove the session: kill its process if any, delete its row, stop the actor.
 #[derive(Message)]

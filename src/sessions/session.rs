@@ -3,6 +3,8 @@
 //! in the store. It never touches a PTY or a socket: its harness and its clients' socket
 //! writers do that and reach it by message.
 
+mod naming;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +21,7 @@ use super::screen::ScreenText;
 use super::screen_worker::{
     Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
 };
-use crate::agents::hooks::HookKind;
+use crate::agents::hooks::{HookKind, HookMemory};
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
 use crate::protocol::params::TermSize;
@@ -58,6 +60,8 @@ pub struct SessionDeps {
     pub targets: Arc<crate::config::targets::Targets>,
     /// The reporter socket harnesses report to (`ATC_SOCKET`).
     pub reporter_socket: std::path::PathBuf,
+    /// Where Codex keeps `session_index.jsonl` (its names); `None`: Codex names are not read.
+    pub codex_home: Option<std::path::PathBuf>,
     /// Where `needs_you` opens permission requests.
     pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
     /// The `atc` program agents' hooks run (`atc hook-report`).
@@ -96,6 +100,8 @@ pub struct SessionRecord {
     pub target_identity: String,
     /// The agent's own session id, once a hook reported it.
     pub agent_session_id: Option<String>,
+    /// The agent's transcript, as its hooks last reported it.
+    pub transcript_path: Option<String>,
     /// The model override (already in `args`; kept to list and hash it).
     pub model: Option<String>,
     /// The effort override (already in `args`).
@@ -141,10 +147,10 @@ impl SessionRecord {
         SessionRecord {
             id: row.session_id,
             name: row.name,
-            named_by: if row.named_by == "user" {
-                NamedBy::User
-            } else {
-                NamedBy::Auto
+            named_by: match row.named_by.as_str() {
+                "user" => NamedBy::User,
+                "agent" => NamedBy::Agent,
+                _ => NamedBy::Auto,
             },
             agent: row.agent,
             args: row.args,
@@ -158,6 +164,7 @@ impl SessionRecord {
                 .target_identity
                 .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
             agent_session_id: row.agent_session_id,
+            transcript_path: row.transcript_path,
             model: row.model,
             effort: row.effort,
             size: TermSize {
@@ -175,6 +182,7 @@ impl SessionRecord {
             named_by: match self.named_by {
                 NamedBy::Auto => "auto".into(),
                 NamedBy::User => "user".into(),
+                NamedBy::Agent => "agent".into(),
             },
             cwd: self.cwd.clone(),
             pinned: self.pinned,
@@ -193,6 +201,7 @@ impl SessionRecord {
             agent_session_id: self.agent_session_id.clone(),
             model: self.model.clone(),
             effort: self.effort.clone(),
+            transcript_path: self.transcript_path.clone(),
         }
     }
 }
@@ -240,8 +249,13 @@ pub struct Session {
     last_msg: String,
     /// The hook-driven attention state while a harness runs (spec §3.4).
     attention: SessionState,
-    /// The last normalized hook kind (Grok's mapping looks back one report).
-    last_hook: Option<HookKind>,
+    /// What the hook mapping remembers between reports (spec §9.5).
+    hooks: HookMemory,
+    /// Reading the name the agent keeps in its files.
+    names: naming::NameRefresh,
+    /// The current process was started on purpose (a spawn or a client's revive), not by a
+    /// fleet restore; its first `started` report writes `last_used_agent`.
+    deliberate_start: bool,
     resize_timer: Option<SpawnHandle>,
     /// Callers waiting for the current process to end (kill, shutdown).
     exit_waiters: Vec<oneshot::Sender<()>>,
@@ -340,7 +354,10 @@ impl Session {
             unread: false,
             last_msg: String::new(),
             attention: SessionState::Running,
-            last_hook: None,
+            hooks: HookMemory::default(),
+            names: naming::NameRefresh::default(),
+            // Spawns are deliberate; each revive says whether it is.
+            deliberate_start: true,
             resize_timer: None,
             exit_waiters: Vec::new(),
             record,
@@ -779,13 +796,14 @@ impl Session {
     }
 
     /// Applies one hook report (spec §3.4).
-    fn apply_hook(&mut self, event: &str, payload: &serde_json::Value) {
+    fn apply_hook(&mut self, event: &str, payload: &serde_json::Value, ctx: &mut Context<Self>) {
         let kind = self
             .deps
             .catalog
             .kind(&self.record.agent)
-            .unwrap_or_default();
-        let n = crate::agents::hooks::normalize(kind, event, payload, self.last_hook);
+            .unwrap_or_default()
+            .to_string();
+        let n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
         let mut persist = false;
         if let Some(id) = n
             .agent_session_id
@@ -794,8 +812,30 @@ impl Session {
             self.record.agent_session_id = Some(id);
             persist = true;
         }
+        if let Some(path) = crate::agents::names::transcript_path(payload)
+            .map(|p| p.display().to_string())
+            .filter(|p| Some(p) != self.record.transcript_path.as_ref())
+        {
+            // A full write below carries it too; alone, it is a single-row update (§3.10).
+            if !persist {
+                self.deps.store.set_transcript_path(self.record.id, &path);
+            }
+            self.record.transcript_path = Some(path);
+        }
+        // Statusline pings come several times a second and carry nothing new to name.
+        if event != "Statusline" {
+            if let Some(source) = crate::agents::names::source_of(
+                &kind,
+                payload,
+                self.record.agent_session_id.as_deref(),
+                self.deps.codex_home.as_deref(),
+            ) {
+                self.refresh_name(source, ctx);
+            }
+        }
         match n.kind {
             HookKind::Started => {
+                self.note_started();
                 if self.last_msg == "adopting…" {
                     self.last_msg = "adopted".into();
                 }
@@ -837,7 +877,6 @@ impl Session {
                 detail: n.result.clone(),
             });
         }
-        self.last_hook = Some(n.kind);
         if persist {
             self.persist();
         }
@@ -850,8 +889,8 @@ impl Session {
 impl Handler<HookReported> for Session {
     type Result = ();
 
-    fn handle(&mut self, msg: HookReported, _: &mut Self::Context) {
-        self.apply_hook(&msg.event, &msg.payload);
+    fn handle(&mut self, msg: HookReported, ctx: &mut Self::Context) {
+        self.apply_hook(&msg.event, &msg.payload, ctx);
     }
 }
 
@@ -1009,13 +1048,7 @@ impl Handler<Update> for Session {
                 ));
             }
             if name != self.record.name {
-                self.record.name = name.clone();
-                self.record.named_by = NamedBy::User;
-                self.notify(FleetEvent::Renamed {
-                    s: self.record.id,
-                    name,
-                    named_by: NamedBy::User,
-                });
+                self.set_name(name, NamedBy::User);
             }
         }
         if let Some(pinned) = msg.pinned {
@@ -1064,6 +1097,17 @@ impl Handler<Revive> for Session {
 
     fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
         self.revive(msg.size, ctx)?;
+        self.deliberate_start = true;
+        Ok(self.descriptor())
+    }
+}
+
+impl Handler<ReviveOnRestore> for Session {
+    type Result = Result<Descriptor, DaemonError>;
+
+    fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
+        self.revive(None, ctx)?;
+        self.deliberate_start = false;
         Ok(self.descriptor())
     }
 }

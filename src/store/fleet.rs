@@ -15,7 +15,7 @@ pub struct FleetRow {
     pub session_id: Uuid,
     /// Display name.
     pub name: String,
-    /// `auto` or `user`.
+    /// `auto`, `user` or `agent`.
     pub named_by: String,
     /// Working directory.
     pub cwd: String,
@@ -51,6 +51,8 @@ pub struct FleetRow {
     pub model: Option<String>,
     /// The effort override it was spawned with.
     pub effort: Option<String>,
+    /// The agent's transcript, as its hooks last reported it.
+    pub transcript_path: Option<String>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
@@ -58,8 +60,9 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     sqlx::query(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
-                            target, target_identity, agent_session_id, model, effort)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            target, target_identity, agent_session_id, model, effort,
+                            transcript_path)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -68,7 +71,7 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
             exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows,
             target = excluded.target, target_identity = excluded.target_identity,
             agent_session_id = excluded.agent_session_id, model = excluded.model,
-            effort = excluded.effort",
+            effort = excluded.effort, transcript_path = excluded.transcript_path",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -90,8 +93,23 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(&row.agent_session_id)
     .bind(&row.model)
     .bind(&row.effort)
+    .bind(&row.transcript_path)
     .execute(pool)
     .await?;
+    Ok(())
+}
+
+/// The single-row update of spec §3.10 for a transcript path change.
+pub(super) async fn set_transcript_path(
+    pool: &SqlitePool,
+    id: Uuid,
+    path: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE fleet SET transcript_path = ? WHERE session_id = ?")
+        .bind(path)
+        .bind(id.to_string())
+        .execute(pool)
+        .await?;
     Ok(())
 }
 
@@ -99,7 +117,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
-                agent_session_id, model, effort
+                agent_session_id, model, effort, transcript_path
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -133,6 +151,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             agent_session_id: r.try_get("agent_session_id")?,
             model: r.try_get("model")?,
             effort: r.try_get("effort")?,
+            transcript_path: r.try_get("transcript_path")?,
         });
     }
     Ok(out)

@@ -44,6 +44,10 @@ pub enum StoreError {
 enum WriteOp {
     UpsertSession(Box<FleetRow>),
     DeleteSession(Uuid),
+    TranscriptPath {
+        id: Uuid,
+        path: String,
+    },
     SpawnDir {
         cwd: String,
         at: i64,
@@ -142,6 +146,18 @@ impl StateStore {
     /// Queues a full write of one fleet row.
     pub fn upsert_session(&self, row: FleetRow) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::UpsertSession(Box::new(row)))
+    }
+
+    /// Queues the update of one row's transcript path (the rest of the row is left alone).
+    pub fn set_transcript_path(
+        &self,
+        id: Uuid,
+        path: &str,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::TranscriptPath {
+            id,
+            path: path.to_string(),
+        })
     }
 
     /// Queues the deletion of one fleet row.
@@ -307,6 +323,7 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
                 .await?;
             Ok(())
         }
+        WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(pool, id, &path).await,
         WriteOp::SpawnDir { cwd, at } => {
             sqlx::query(
                 "INSERT INTO spawn_history (cwd, last_spawn) VALUES (?, ?)
@@ -364,6 +381,7 @@ mod tests {
             agent_session_id: None,
             model: None,
             effort: None,
+            transcript_path: None,
         }
     }
 
@@ -385,6 +403,24 @@ mod tests {
         assert_eq!(rows[0].args, vec!["-i".to_string()]);
         store.delete_session(id).await.unwrap().unwrap();
         assert!(store.load_fleet().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_transcript_path_update_touches_that_column_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let id = Uuid::new_v4();
+        store.upsert_session(row(id, "named"));
+        store.set_transcript_path(id, "/t/one.jsonl");
+        let rows = store.load_fleet().await.unwrap();
+        assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/one.jsonl"));
+        assert_eq!(rows[0].name, "named");
+        // A full write carries the path it holds.
+        let mut full = row(id, "named");
+        full.transcript_path = Some("/t/two.jsonl".into());
+        store.upsert_session(full);
+        let rows = store.load_fleet().await.unwrap();
+        assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/two.jsonl"));
     }
 
     #[tokio::test]

@@ -64,6 +64,60 @@ pub fn test_config() -> Config {
     c
 }
 
+/// The test config with `claude`, `codex` and `grok` as plain shells without a prompt, so a
+/// test can run `atc hook-report` inside them as the agents' hooks would.
+pub fn agent_shells_config() -> Config {
+    let mut config = test_config();
+    for kind in ["claude", "codex", "grok"] {
+        let mut env = BTreeMap::new();
+        env.insert("PS1".to_string(), String::new());
+        config.agents.insert(
+            kind.into(),
+            AgentConfig {
+                bin: "/bin/sh".into(),
+                // The shell ignores what atc appends per kind (Claude's --settings, Grok's
+                // --no-leader): they land in "$@" of a script that only execs a shell.
+                args: vec!["-c".into(), "exec /bin/sh".into(), "agent".into()],
+                env,
+                ..Default::default()
+            },
+        );
+    }
+    config
+}
+
+/// A daemon with [`agent_shells_config`] on a fresh dir (returned, so a test can restart on it).
+pub async fn agent_shells_daemon() -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    (
+        TestDaemon::start_on(tmp.path(), agent_shells_config()).await,
+        tmp,
+    )
+}
+
+/// Runs `atc hook-report` inside the session with this hook JSON on stdin (single quotes in
+/// the JSON would end the shell word: tests keep them out).
+pub async fn hook(d: &TestDaemon, id: &str, payload: Value) {
+    let payload = payload.to_string();
+    assert!(
+        !payload.contains('\''),
+        "a hook payload with a single quote"
+    );
+    let cmd = format!(
+        "printf '%s' '{}' | {} hook-report",
+        payload,
+        env!("CARGO_BIN_EXE_atc")
+    );
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(serde_json::json!({ "text": cmd })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
 /// A daemon running in this test's actix system.
 pub struct TestDaemon {
     pub handle: Option<DaemonHandle>,
@@ -107,6 +161,8 @@ impl TestDaemon {
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
             atc_program: Some(env!("CARGO_BIN_EXE_atc").into()),
+            // Never the developer's own Codex files.
+            codex_home: Some(dir.join("codex-home")),
         })
         .await?;
         Ok(TestDaemon {
