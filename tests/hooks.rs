@@ -76,6 +76,8 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     // The agent session id is on the row: it survives a restart.
     let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
     assert_eq!(fleet["fleet"][0]["sessionId"], id.as_str());
+    // The turn's result is on the row.
+    assert_eq!(fleet["fleet"][0]["result"], "all done");
     assert_eq!(fleet["fleet"][0]["agentSessionId"], "cl-1");
     d.stop().await;
 }

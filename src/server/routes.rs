@@ -475,6 +475,7 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
                 "target": r.target, "targetIdentity": r.target_identity,
                 "agentSessionId": r.agent_session_id,
                 "transcriptPath": r.transcript_path,
+                "result": r.result,
                 "model": r.model, "effort": r.effort,
             })
         })

@@ -68,6 +68,19 @@ pub struct SessionDeps {
     pub atc_program: std::path::PathBuf,
 }
 
+/// A turn's result as the row keeps it: at most 16 KiB, cut on a character boundary.
+fn cap_result(result: &str) -> &str {
+    const MAX: usize = 16 * 1024;
+    if result.len() <= MAX {
+        return result;
+    }
+    let mut end = MAX;
+    while !result.is_char_boundary(end) {
+        end -= 1;
+    }
+    &result[..end]
+}
+
 /// Whether agents of this kind resume their own session on a revive.
 fn kind_resumes(kind: Option<&str>) -> bool {
     matches!(kind, Some("claude" | "codex" | "grok"))
@@ -202,6 +215,7 @@ impl SessionRecord {
             model: self.model.clone(),
             effort: self.effort.clone(),
             transcript_path: self.transcript_path.clone(),
+            result: None,
         }
     }
 }
@@ -854,6 +868,11 @@ impl Session {
                 self.unread = true;
                 self.last_msg = "turn done".into();
                 self.set_attention(SessionState::Done);
+                if let Some(result) = &n.result {
+                    self.deps
+                        .store
+                        .set_result(self.record.id, cap_result(result));
+                }
             }
             // A live terminal may report its end without dying; only a session without a
             // harness is exited, and that is already what its descriptor says.

@@ -53,6 +53,9 @@ pub struct FleetRow {
     pub effort: Option<String>,
     /// The agent's transcript, as its hooks last reported it.
     pub transcript_path: Option<String>,
+    /// The last turn's result (≤16 KiB). Written only by its own single-row update; a full
+    /// row write leaves it as it is.
+    pub result: Option<String>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
@@ -99,6 +102,20 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     Ok(())
 }
 
+/// The single-row update of spec §3.10 for a turn-done result.
+pub(super) async fn set_result(
+    pool: &SqlitePool,
+    id: Uuid,
+    result: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE fleet SET result = ? WHERE session_id = ?")
+        .bind(result)
+        .bind(id.to_string())
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// The single-row update of spec §3.10 for a transcript path change.
 pub(super) async fn set_transcript_path(
     pool: &SqlitePool,
@@ -117,7 +134,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
-                agent_session_id, model, effort, transcript_path
+                agent_session_id, model, effort, transcript_path, result
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -152,6 +169,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             model: r.try_get("model")?,
             effort: r.try_get("effort")?,
             transcript_path: r.try_get("transcript_path")?,
+            result: r.try_get("result")?,
         });
     }
     Ok(out)

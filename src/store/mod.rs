@@ -48,6 +48,10 @@ enum WriteOp {
         id: Uuid,
         path: String,
     },
+    TurnResult {
+        id: Uuid,
+        result: String,
+    },
     SpawnDir {
         cwd: String,
         at: i64,
@@ -157,6 +161,14 @@ impl StateStore {
         self.enqueue(WriteOp::TranscriptPath {
             id,
             path: path.to_string(),
+        })
+    }
+
+    /// Queues the update of one row's last turn result (the rest of the row is left alone).
+    pub fn set_result(&self, id: Uuid, result: &str) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::TurnResult {
+            id,
+            result: result.to_string(),
         })
     }
 
@@ -324,6 +336,7 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
             Ok(())
         }
         WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(pool, id, &path).await,
+        WriteOp::TurnResult { id, result } => fleet::set_result(pool, id, &result).await,
         WriteOp::SpawnDir { cwd, at } => {
             sqlx::query(
                 "INSERT INTO spawn_history (cwd, last_spawn) VALUES (?, ?)
@@ -382,6 +395,7 @@ mod tests {
             model: None,
             effort: None,
             transcript_path: None,
+            result: None,
         }
     }
 
