@@ -262,28 +262,29 @@ impl Targets {
         &self.revision
     }
 
-    /// The refusal chain against the one provider this daemon has.
+    /// The refusal chain against the providers this daemon built for its targets.
     pub fn check_on<'a>(
         &'a self,
         target: Option<&str>,
         bound: Option<&str>,
         capability: Capability,
-        provider: &dyn crate::providers::ExecutionProvider,
+        providers: &crate::providers::registry::Providers,
     ) -> Result<&'a Target, DaemonError> {
-        self.check(target, bound, capability, |kind| {
-            (kind == provider.kind()).then(|| provider.capabilities())
+        self.check(target, bound, capability, |t| {
+            providers.get(&t.id).map(|p| p.capabilities())
         })
     }
 
     /// The refusal chain of spec §4.4. `target` is the session's (or the request's) target,
     /// `None` meaning the default; `bound` the identity a session bound to at spawn;
-    /// `available` answers whether this daemon has a provider of a kind and its capabilities.
+    /// `provider_caps` answers whether this daemon has a provider for a target, and what it
+    /// can do.
     pub fn check<'a>(
         &'a self,
         target: Option<&str>,
         bound: Option<&str>,
         capability: Capability,
-        provider_caps: impl Fn(&str) -> Option<crate::providers::Capabilities>,
+        provider_caps: impl Fn(&Target) -> Option<crate::providers::Capabilities>,
     ) -> Result<&'a Target, DaemonError> {
         let invalid = |p: &TargetProblem, message: String| {
             let mut e = DaemonError::new(ErrorCode::TargetConfigInvalid, message)
@@ -363,7 +364,7 @@ impl Targets {
             .with("target", id)
             .with("provider", t.provider.clone()));
         }
-        let Some(caps) = provider_caps(&t.provider) else {
+        let Some(caps) = provider_caps(t) else {
             return Err(DaemonError::new(
                 ErrorCode::TargetUnavailable,
                 format!(
@@ -405,8 +406,8 @@ mod tests {
         ..Capabilities::NONE
     };
 
-    fn local_only(kind: &str) -> Option<Capabilities> {
-        (kind == "local-pty").then_some(LOCAL_CAPS)
+    fn local_only(t: &Target) -> Option<Capabilities> {
+        (t.provider == "local-pty").then_some(LOCAL_CAPS)
     }
 
     fn raw(v: Value) -> RawTargets {
@@ -495,7 +496,7 @@ mod tests {
             code(t.check(Some("box"), None, Capability::Spawn, local_only)),
             "target_unavailable"
         );
-        let no_kill = |kind: &str| local_only(kind).map(|c| Capabilities { kill: false, ..c });
+        let no_kill = |t: &Target| local_only(t).map(|c| Capabilities { kill: false, ..c });
         let e = t
             .check(Some("local"), None, Capability::Kill, no_kill)
             .unwrap_err();
@@ -566,7 +567,7 @@ mod tests {
             assert!(!p.detail.contains("secret"), "{p:?}");
             assert!(!p.detail.contains(&path(dir.path())), "{p:?}");
         }
-        let imp_caps = |kind: &str| (kind == "imp").then_some(LOCAL_CAPS);
+        let imp_caps = |t: &Target| (t.provider == "imp").then_some(LOCAL_CAPS);
         assert_eq!(
             code(t.check(Some("nourl"), None, Capability::Spawn, imp_caps)),
             "target_unavailable"

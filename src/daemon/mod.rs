@@ -179,10 +179,12 @@ impl Daemon {
         }
 
         let catalog = Arc::new(AgentCatalog::new(&config.agents));
-        let provider: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
+        let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
         });
-        let state_provider = provider.clone();
+        let providers =
+            crate::providers::registry::Providers::build(&config.targets, local, |_| None);
+        let state_providers = providers.clone();
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
@@ -227,7 +229,7 @@ impl Daemon {
             config_problems: config.problems.clone(),
             quit: quit_tx,
             targets,
-            provider: state_provider,
+            providers: state_providers,
             reporter: reporter_stats,
         };
         // The session manager, and with it every session and harness, lives on the HTTP
@@ -241,7 +243,7 @@ impl Daemon {
             ManagerParts {
                 deps: SessionDeps {
                     store: deps_store,
-                    provider,
+                    providers,
                     catalog: deps_catalog.clone(),
                     manager: me,
                     limits,

@@ -14,6 +14,7 @@
 
 pub mod local_command;
 pub mod local_pty;
+pub mod registry;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen
 /// model's backlog in these.

@@ -61,8 +61,8 @@ pub struct AppState {
     pub quit: tokio::sync::mpsc::UnboundedSender<()>,
     /// Execution targets and the refusal chain.
     pub targets: Arc<crate::config::targets::Targets>,
-    /// The provider sessions run on.
-    pub provider: Arc<dyn crate::providers::ExecutionProvider>,
+    /// The provider of each target.
+    pub providers: crate::providers::registry::Providers,
     /// What the reporter socket received.
     pub reporter: Arc<reporter::ReporterStats>,
 }
@@ -90,7 +90,7 @@ impl AppState {
         capability: crate::providers::Capability,
     ) -> Result<&crate::config::targets::Target, DaemonError> {
         self.targets
-            .check_on(target, bound, capability, self.provider.as_ref())
+            .check_on(target, bound, capability, &self.providers)
     }
 
     /// The refusal chain for an existing session.

@@ -139,8 +139,11 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
                 .problems()
                 .iter()
                 .any(|p| p.target.as_deref() == Some(t.id.as_str()));
-            let caps = (t.provider == state.provider.kind() && t.unavailable.is_none() && !broken)
-                .then(|| state.provider.capabilities());
+            let caps = state
+                .providers
+                .get(&t.id)
+                .filter(|_| !broken)
+                .map(|p| p.capabilities());
             json!({
                 "id": t.id,
                 "provider": t.provider,

@@ -341,7 +341,7 @@ impl Handler<RestoreFleet> for SessionManager {
             )
             .with("field", "fleet"))));
         }
-        let provider = self.deps.provider.clone();
+        let providers = self.deps.providers.clone();
         let targets = self.deps.targets.clone();
         let mut queue: Vec<(i64, Addr<Session>)> = self
             .sessions
@@ -355,7 +355,7 @@ impl Handler<RestoreFleet> for SessionManager {
                     Some(&e.descriptor.locator.target_id),
                     Some(&e.descriptor.target_identity),
                     crate::providers::Capability::Spawn,
-                    provider.as_ref(),
+                    &providers,
                 );
                 match refused {
                     Ok(_) => true,

@@ -40,8 +40,8 @@ use crate::store::{FleetRow, StateStore};
 pub struct SessionDeps {
     /// Where rows go.
     pub store: StateStore,
-    /// Starts harnesses.
-    pub provider: Arc<dyn ExecutionProvider>,
+    /// Starts harnesses: the provider of each target.
+    pub providers: crate::providers::registry::Providers,
     /// Resolves agents on revive.
     pub catalog: Arc<AgentCatalog>,
     /// Where notices go.
@@ -79,6 +79,21 @@ fn cap_result(result: &str) -> &str {
         end -= 1;
     }
     &result[..end]
+}
+
+/// The provider of `target`. The refusal chain has already run when this is asked, so a
+/// missing provider means the target lost its provider since (it cannot, today).
+fn provider_of<'a>(
+    deps: &'a SessionDeps,
+    target: &str,
+) -> Result<&'a Arc<dyn ExecutionProvider>, DaemonError> {
+    deps.providers.get(target).ok_or_else(|| {
+        DaemonError::new(
+            ErrorCode::TargetUnavailable,
+            format!("target '{target}' has no provider in this daemon"),
+        )
+        .with("target", target)
+    })
 }
 
 /// Whether agents of this kind resume their own session on a revive.
@@ -316,7 +331,7 @@ impl Session {
     ) -> Result<(Addr<Session>, Descriptor), DaemonError> {
         super::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
-        let harness = deps.provider.start(
+        let harness = provider_of(&deps, &record.target)?.start(
             StartSpec {
                 session_id: record.id,
                 plan,
@@ -758,7 +773,7 @@ impl Session {
             self.record.size = size;
             self.screen.do_send(ResizeScreen(size));
         }
-        let harness = self.deps.provider.start(
+        let harness = provider_of(&self.deps, &self.record.target)?.start(
             StartSpec {
                 session_id: self.record.id,
                 plan,
