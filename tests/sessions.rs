@@ -16,6 +16,10 @@ async fn spawn_lists_and_echoes_through_the_screen() {
     assert_eq!(s["name"], "tmp");
     assert_eq!(s["agent"], "sh");
     assert!(uuid::Uuid::parse_str(&id).is_ok_and(|u| u.get_version_num() == 4));
+    assert_eq!(
+        s["lifecycle"],
+        json!({"desired": "run", "vm": "none", "harness": "running", "attachment": "local"})
+    );
 
     let (status, list) = d.call("GET", "/v1/sessions", None).await;
     assert_eq!(status, 200);
@@ -236,6 +240,10 @@ async fn input_to_an_exited_session_is_session_dead() {
     assert_eq!(s["state"], "exited");
     assert_eq!(s["exitCode"], 3);
     assert_eq!(s["exitReason"], "exited");
+    assert_eq!(
+        s["lifecycle"],
+        json!({"desired": "run", "vm": "none", "harness": "exited", "attachment": "detached"})
+    );
     for path in ["input", "submit"] {
         let body = json!({"data": "x", "text": "x"});
         let (status, err) = d

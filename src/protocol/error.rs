@@ -45,6 +45,10 @@ pub enum ErrorCode {
     IdempotencyKeyUnknown,
     /// The client cannot keep up (reserved for headless sessions).
     TooSlow,
+    /// The remote host could not be readied or reached; `data.problem` says why.
+    HostUnavailable,
+    /// The remote host is leased by someone else and will not sleep; `data` has impd's leases.
+    HostLeased,
     /// No such route or method.
     UnknownMethod,
     /// Anything else; details are logged, never sent.
@@ -72,6 +76,8 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => "outcome_unknown",
             ErrorCode::IdempotencyKeyUnknown => "idempotency_key_unknown",
             ErrorCode::TooSlow => "too_slow",
+            ErrorCode::HostUnavailable => "host_unavailable",
+            ErrorCode::HostLeased => "host_leased",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
         }
@@ -93,14 +99,15 @@ impl ErrorCode {
             | ErrorCode::AlreadyAnswered
             | ErrorCode::IdempotencyConflict
             | ErrorCode::OutcomeUnknown
+            | ErrorCode::HostLeased
             | ErrorCode::TargetChanged => StatusCode::CONFLICT,
             ErrorCode::TooSlow => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Unsupported | ErrorCode::UnsupportedOperation => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
-            ErrorCode::TargetConfigInvalid | ErrorCode::TargetUnavailable => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ErrorCode::TargetConfigInvalid
+            | ErrorCode::TargetUnavailable
+            | ErrorCode::HostUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -33,6 +33,11 @@ pub enum ExitReason {
     DaemonStopped,
     /// The process could not be started.
     SpawnFailed,
+    /// Its host went to sleep with the process inside; a revive wakes it and re-attaches.
+    Suspended,
+    /// The harness ended without a confirmed exit (a remote process replaced, a host
+    /// rebooted, a connection lost for good); `lastMsg` says which.
+    Ended,
 }
 
 impl ExitReason {
@@ -43,6 +48,8 @@ impl ExitReason {
             ExitReason::Killed => "killed",
             ExitReason::DaemonStopped => "daemon_stopped",
             ExitReason::SpawnFailed => "spawn_failed",
+            ExitReason::Suspended => "suspended",
+            ExitReason::Ended => "ended",
         }
     }
 
@@ -52,9 +59,38 @@ impl ExitReason {
             "killed" => ExitReason::Killed,
             "daemon_stopped" => ExitReason::DaemonStopped,
             "spawn_failed" => ExitReason::SpawnFailed,
+            "suspended" => ExitReason::Suspended,
+            "ended" => ExitReason::Ended,
             _ => ExitReason::Exited,
         }
     }
+}
+
+/// A harness's connection state (spec §3.3 `attachment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attachment {
+    /// A local PTY: nothing to connect.
+    Local,
+    /// A remote harness, connected.
+    Attached,
+    /// A remote harness whose connection dropped (or has not come up yet).
+    Reattaching,
+    /// No harness: after an exit, a sleep or a restart.
+    Detached,
+}
+
+/// The layers behind the listed state (spec §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Lifecycle {
+    /// Operator intent: `run`, `sleep` or `stop`.
+    pub desired: &'static str,
+    /// The host: `none` (this machine), `awake`, `asleep` or `unknown`.
+    pub vm: &'static str,
+    /// `running`, `suspended` or `exited`.
+    pub harness: &'static str,
+    /// The connection.
+    pub attachment: Attachment,
 }
 
 /// How a name was given: agent rename beats user rename beats the automatic one.
@@ -116,6 +152,8 @@ pub struct Descriptor {
     /// The agent's own session id, once a hook reported it.
     #[serde(rename = "agentSessionID", skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,
+    /// The layers behind `state`.
+    pub lifecycle: Lifecycle,
     /// The identity of its target when it was spawned; the refusal chain compares it with the
     /// target's current one. Not on the wire.
     #[serde(skip)]

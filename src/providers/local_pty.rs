@@ -20,8 +20,9 @@ use tokio::sync::mpsc;
 use tokio_util::io::ReaderStream;
 
 use super::{
-    Capabilities, ExecutionProvider, Hangup, HarnessEvents, HarnessExited, HarnessHandle,
-    OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec, WriteInput,
+    Capabilities, DetachHarness, ExecutionProvider, Hangup, HarnessEvents, HarnessExited,
+    HarnessHandle, OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec,
+    StartedHarness, WriteInput,
 };
 use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
@@ -76,12 +77,16 @@ impl ExecutionProvider for LocalPty {
         &self,
         spec: StartSpec,
         events: HarnessEvents,
-    ) -> Result<HarnessHandle, ProviderError> {
+    ) -> Result<StartedHarness, ProviderError> {
         let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain)?;
-        Ok(HarnessHandle {
-            input: addr.clone().recipient(),
-            resize: addr.clone().recipient(),
-            hangup: addr.recipient(),
+        Ok(StartedHarness {
+            handle: HarnessHandle {
+                input: addr.clone().recipient(),
+                resize: addr.clone().recipient(),
+                hangup: addr.clone().recipient(),
+                detach: addr.recipient(),
+            },
+            ready: None,
         })
     }
 }
@@ -171,7 +176,9 @@ impl LocalPtyHarness {
         if self.reported || !self.output_done {
             return;
         }
-        let Some(status) = self.status else { return };
+        let Some(status) = self.status.clone() else {
+            return;
+        };
         self.reported = true;
         self.events.exited.do_send(status);
         ctx.stop();
@@ -188,16 +195,10 @@ impl LocalPtyHarness {
             ctx.cancel_future(t);
         }
         self.status = Some(match status {
-            Ok(s) => HarnessExited {
-                code: s.code(),
-                signal: s.signal(),
-            },
+            Ok(s) => HarnessExited::exited(s.code(), s.signal()),
             Err(e) => {
                 tracing::warn!(error = %e, "waiting for the child failed");
-                HarnessExited {
-                    code: None,
-                    signal: None,
-                }
+                HarnessExited::exited(None, None)
             }
         });
         if self.output_done {
@@ -295,6 +296,22 @@ impl Handler<Hangup> for LocalPtyHarness {
         }
         self.signal(Signal::HUP);
         self.kill_timer = Some(ctx.run_later(msg.grace, |act, _| act.signal(Signal::KILL)));
+    }
+}
+
+impl Handler<DetachHarness> for LocalPtyHarness {
+    type Result = ();
+
+    /// Nothing on this machine outlives the daemon's hold on it (spec §4.3): a detached local
+    /// process is hung up, and killed a second later if it ignores that.
+    fn handle(&mut self, _: DetachHarness, ctx: &mut Self::Context) {
+        <Self as Handler<Hangup>>::handle(
+            self,
+            Hangup {
+                grace: Duration::from_secs(1),
+            },
+            ctx,
+        );
     }
 }
 

@@ -34,15 +34,61 @@ use crate::protocol::{DaemonError, ErrorCode};
 #[rtype(result = "()")]
 pub struct OutputArrived(pub Bytes);
 
+/// How a harness ended (spec §4.3 `onExit` reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HarnessEnd {
+    /// The process exited; its status is known.
+    #[default]
+    Exited,
+    /// The host went to sleep with the process inside; a revive can reach it again.
+    Suspended,
+    /// The harness ended without an exit its provider could confirm (a remote process that
+    /// was replaced, a host that rebooted, a connection that could not be re-established).
+    Ended,
+}
+
 /// The harness's process is gone and all its output has been delivered. Sent exactly once.
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct HarnessExited {
     /// Exit status, when it exited.
     pub code: Option<i32>,
     /// Signal number, when a signal ended it.
     pub signal: Option<i32>,
+    /// How it ended.
+    pub end: HarnessEnd,
+    /// What the user should read about it ("imp rebooted (watchdog)"), when the status alone
+    /// does not say.
+    pub detail: Option<String>,
 }
+
+impl HarnessExited {
+    /// A process that exited with this status or signal.
+    pub fn exited(code: Option<i32>, signal: Option<i32>) -> HarnessExited {
+        HarnessExited {
+            code,
+            signal,
+            end: HarnessEnd::Exited,
+            detail: None,
+        }
+    }
+}
+
+/// A remote harness's connection state changed (spec §3.3 `attachment`).
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum AttachmentChanged {
+    /// Connected and streaming.
+    Attached,
+    /// The connection dropped; the harness is reconnecting.
+    Reattaching,
+}
+
+/// Let the harness go without ending what it runs where that outlives the daemon (a remote
+/// process keeps running in its imp); a local process is ended, since nothing would own it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DetachHarness;
 
 /// Write these bytes to the process's terminal, whole. Sent by the session.
 #[derive(Message)]
@@ -69,6 +115,8 @@ pub struct HarnessEvents {
     pub output: Recipient<OutputArrived>,
     /// The one exit notice.
     pub exited: Recipient<HarnessExited>,
+    /// Connection state changes of remote harnesses.
+    pub attachment: Recipient<AttachmentChanged>,
 }
 
 /// How a session talks to its harness.
@@ -80,6 +128,18 @@ pub struct HarnessHandle {
     pub resize: Recipient<ResizeTerminal>,
     /// Kill.
     pub hangup: Recipient<Hangup>,
+    /// Let go (daemon shutdown).
+    pub detach: Recipient<DetachHarness>,
+}
+
+/// A harness that was handed to its session, and whether its process is known to run yet.
+pub struct StartedHarness {
+    /// How the session talks to it.
+    pub handle: HarnessHandle,
+    /// `None` when the process runs already (local); else resolves once the remote start or
+    /// attach succeeded, or with the refusal that ended the harness first (spec §5.6
+    /// `waitForStart`). A spawn answers only after it.
+    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>,
 }
 
 /// What a harness is started with.
@@ -225,9 +285,17 @@ pub trait ExecutionProvider: Send + Sync {
     fn kind(&self) -> &'static str;
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
+    /// Whether its processes run elsewhere and outlive the daemon (a daemon stop detaches
+    /// them instead of ending them).
+    fn remote(&self) -> bool {
+        false
+    }
     /// Starts a harness on the current arbiter. A refusal here means nothing was started.
-    fn start(&self, spec: StartSpec, events: HarnessEvents)
-        -> Result<HarnessHandle, ProviderError>;
+    fn start(
+        &self,
+        spec: StartSpec,
+        events: HarnessEvents,
+    ) -> Result<StartedHarness, ProviderError>;
     /// Runs a command to completion and collects its output. A command that runs and fails
     /// is an `Ok` with its exit code; `Err` means it could not be run at all.
     fn run_command(

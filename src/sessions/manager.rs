@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
-use super::session::{now_ms, Session, SessionDeps, SessionRecord};
+use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
 use crate::agents::AgentCatalog;
 use crate::protocol::wire::{Descriptor, ExitReason, FleetEvent, NamedBy};
 use crate::protocol::DaemonError;
@@ -142,7 +142,7 @@ impl SessionManager {
         }
     }
 
-    fn spawn(&mut self, msg: Spawn) -> Result<Descriptor, DaemonError> {
+    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait), DaemonError> {
         let cwd = Path::new(&msg.cwd);
         if !cwd.is_absolute() {
             return Err(DaemonError::bad_arg("cwd", "cwd must be an absolute path"));
@@ -195,11 +195,11 @@ impl SessionManager {
         };
         let deps = self.deps.clone();
         let store = deps.store.clone();
-        let (addr, descriptor) = Session::spawn(record, plan, deps)?;
+        let (addr, descriptor, ready) = Session::spawn(record, plan, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.insert(addr, descriptor.clone());
-        Ok(descriptor)
+        Ok((descriptor, ready))
     }
 }
 
@@ -221,10 +221,38 @@ impl Actor for SessionManager {
 }
 
 impl Handler<Spawn> for SessionManager {
-    type Result = Result<Descriptor, DaemonError>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
+    /// Answers once the harness is known to run (spec §5.6: a spawn answers only after
+    /// `waitForStart`). A start refused on the way leaves nothing behind: the session is
+    /// forgotten (row deleted, `session.removed`) and the refusal is the spawn's answer, so a
+    /// keyed spawn releases its key.
     fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
-        self.spawn(msg)
+        let (descriptor, ready) = match self.spawn(msg) {
+            Ok(spawned) => spawned,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        if ready.is_none() {
+            return Box::pin(fut::ready(Ok(descriptor)));
+        }
+        let id = descriptor.id;
+        Box::pin(
+            async move { wait_started(ready).await }
+                .into_actor(self)
+                .then(move |res, act, _| {
+                    let forget = match (&res, act.sessions.get(&id)) {
+                        (Err(_), Some(e)) => Some(e.addr.send(Forget)),
+                        _ => None,
+                    };
+                    async move {
+                        if let Some(f) = forget {
+                            let _ = f.await;
+                        }
+                        res.map(|()| descriptor)
+                    }
+                    .into_actor(act)
+                }),
+        )
     }
 }
 

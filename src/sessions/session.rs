@@ -26,12 +26,12 @@ use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
 use crate::protocol::params::TermSize;
 use crate::protocol::wire::{
-    AttachFrame, Descriptor, ExitReason, FleetEvent, NamedBy, SessionState,
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
 };
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
-    ExecutionProvider, Hangup, HarnessEvents, HarnessExited, HarnessHandle, OutputArrived,
-    ResizeTerminal, StartSpec, WriteInput,
+    AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
+    HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal, StartSpec, WriteInput,
 };
 use crate::store::{FleetRow, StateStore};
 
@@ -94,6 +94,18 @@ fn provider_of<'a>(
         )
         .with("target", target)
     })
+}
+
+/// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
+pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>;
+
+/// A local harness has no connection to lose; a remote one connects first.
+fn initial_attachment(started: &crate::providers::StartedHarness) -> Attachment {
+    if started.ready.is_some() {
+        Attachment::Reattaching
+    } else {
+        Attachment::Local
+    }
 }
 
 /// Whether agents of this kind resume their own session on a revive.
@@ -274,6 +286,12 @@ pub struct Session {
     clients: HashMap<ClientId, ClientSlot>,
     harness: Option<HarnessHandle>,
     ending: Option<Ending>,
+    /// The harness's connection (remote harnesses report changes).
+    attachment: Attachment,
+    /// The host went to sleep with the process inside (exit reason `suspended`).
+    suspended: bool,
+    /// Whether the target's provider runs processes elsewhere.
+    remote: bool,
     unread: bool,
     last_msg: String,
     /// The hook-driven attention state while a harness runs (spec §3.4).
@@ -328,10 +346,10 @@ impl Session {
         record: SessionRecord,
         mut plan: crate::agents::LaunchPlan,
         deps: SessionDeps,
-    ) -> Result<(Addr<Session>, Descriptor), DaemonError> {
+    ) -> Result<(Addr<Session>, Descriptor, StartWait), DaemonError> {
         super::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
-        let harness = provider_of(&deps, &record.target)?.start(
+        let started = provider_of(&deps, &record.target)?.start(
             StartSpec {
                 session_id: record.id,
                 plan,
@@ -340,14 +358,15 @@ impl Session {
             events_for(&ctx.address()),
         )?;
         let mut session = Session::new(record, deps);
-        session.harness = Some(harness);
+        session.attachment = initial_attachment(&started);
+        session.harness = Some(started.handle);
         session.last_msg = "started".into();
         let descriptor = session.descriptor();
         session.persist();
         session.notify(FleetEvent::Added {
             session: Box::new(descriptor.clone()),
         });
-        Ok((ctx.run(session), descriptor))
+        Ok((ctx.run(session), descriptor, started.ready))
     }
 
     /// Registers a session loaded from the store, without a process.
@@ -380,6 +399,12 @@ impl Session {
             clients: HashMap::new(),
             harness: None,
             ending: None,
+            attachment: Attachment::Detached,
+            suspended: false,
+            remote: deps
+                .providers
+                .get(&record.target)
+                .is_some_and(|p| p.remote()),
             unread: false,
             last_msg: String::new(),
             attention: SessionState::Running,
@@ -427,6 +452,36 @@ impl Session {
             },
             target_identity: self.record.target_identity.clone(),
             agent_session_id: self.record.agent_session_id.clone(),
+            lifecycle: self.lifecycle(),
+        }
+    }
+
+    fn lifecycle(&self) -> Lifecycle {
+        let alive = self.harness.is_some();
+        let reason = self.record.exit.map(|e| e.reason);
+        Lifecycle {
+            desired: match (alive, reason) {
+                (true, _) => "run",
+                (false, Some(ExitReason::Suspended)) => "sleep",
+                (false, Some(ExitReason::Killed)) => "stop",
+                (false, _) => "run",
+            },
+            vm: match (self.remote, alive, self.suspended) {
+                (false, _, _) => "none",
+                (true, _, true) => "asleep",
+                (true, true, false) if self.attachment == Attachment::Attached => "awake",
+                (true, _, false) => "unknown",
+            },
+            harness: match (alive, self.suspended) {
+                (true, _) => "running",
+                (false, true) => "suspended",
+                (false, false) => "exited",
+            },
+            attachment: if alive {
+                self.attachment
+            } else {
+                Attachment::Detached
+            },
         }
     }
 
@@ -660,11 +715,15 @@ impl Session {
             self.dismiss_permissions();
         }
         self.attention = SessionState::Running;
-        let reason = match self.ending.take() {
-            Some(Ending::Killed) => ExitReason::Killed,
-            Some(Ending::DaemonStopping) => ExitReason::DaemonStopped,
-            None => ExitReason::Exited,
+        let reason = match (self.ending.take(), status.end) {
+            (Some(Ending::Killed), _) => ExitReason::Killed,
+            (Some(Ending::DaemonStopping), _) => ExitReason::DaemonStopped,
+            (None, HarnessEnd::Exited) => ExitReason::Exited,
+            (None, HarnessEnd::Suspended) => ExitReason::Suspended,
+            (None, HarnessEnd::Ended) => ExitReason::Ended,
         };
+        self.suspended = reason == ExitReason::Suspended;
+        self.attachment = Attachment::Detached;
         self.record.exit = Some(ExitInfo {
             code: status.code,
             signal: status.signal,
@@ -674,14 +733,17 @@ impl Session {
         self.last_msg = match reason {
             ExitReason::Killed => "killed".into(),
             ExitReason::DaemonStopped => "daemon stopped".into(),
+            ExitReason::Suspended => "asleep".into(),
+            ExitReason::Ended => status.detail.clone().unwrap_or_else(|| "ended".into()),
             ExitReason::Exited | ExitReason::SpawnFailed => "process exited".into(),
         };
         tracing::info!(session = %self.record.id, code = ?status.code, signal = ?status.signal,
-            reason = reason.as_str(), "process ended");
-        let detail = match (status.code, status.signal) {
-            (Some(c), _) => format!("exited with status {c}"),
-            (None, Some(s)) => format!("ended by signal {s}"),
-            (None, None) => "ended".to_string(),
+            reason = reason.as_str(), detail = ?status.detail, "process ended");
+        let detail = match (status.code, status.signal, &status.detail) {
+            (_, _, Some(d)) => d.clone(),
+            (Some(c), _, None) => format!("exited with status {c}"),
+            (None, Some(s), None) => format!("ended by signal {s}"),
+            (None, None, None) => "ended".to_string(),
         };
         let exit = AttachFrame::Exit {
             code: status.code,
@@ -750,7 +812,7 @@ impl Session {
         &mut self,
         size: Option<TermSize>,
         ctx: &mut Context<Self>,
-    ) -> Result<(), DaemonError> {
+    ) -> Result<StartWait, DaemonError> {
         if self.harness.is_some() {
             return Err(DaemonError::new(
                 ErrorCode::NoSuchSession,
@@ -773,7 +835,7 @@ impl Session {
             self.record.size = size;
             self.screen.do_send(ResizeScreen(size));
         }
-        let harness = provider_of(&self.deps, &self.record.target)?.start(
+        let started = provider_of(&self.deps, &self.record.target)?.start(
             StartSpec {
                 session_id: self.record.id,
                 plan,
@@ -781,7 +843,8 @@ impl Session {
             },
             events_for(&ctx.address()),
         )?;
-        self.harness = Some(harness);
+        self.attachment = initial_attachment(&started);
+        self.harness = Some(started.handle);
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
@@ -794,7 +857,7 @@ impl Session {
         self.persist();
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");
-        Ok(())
+        Ok(started.ready)
     }
 }
 
@@ -940,6 +1003,7 @@ fn events_for(addr: &Addr<Session>) -> HarnessEvents {
     HarnessEvents {
         output: addr.clone().recipient(),
         exited: addr.clone().recipient(),
+        attachment: addr.clone().recipient(),
     }
 }
 
@@ -1127,22 +1191,57 @@ impl Handler<Kill> for Session {
 }
 
 impl Handler<Revive> for Session {
-    type Result = Result<Descriptor, DaemonError>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
     fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
-        self.revive(msg.size, ctx)?;
+        let ready = match self.revive(msg.size, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
         self.deliberate_start = true;
-        Ok(self.descriptor())
+        self.answer_when_started(ready)
     }
 }
 
 impl Handler<ReviveOnRestore> for Session {
-    type Result = Result<Descriptor, DaemonError>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
     fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
-        self.revive(None, ctx)?;
+        let ready = match self.revive(None, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
         self.deliberate_start = false;
-        Ok(self.descriptor())
+        self.answer_when_started(ready)
+    }
+}
+
+impl Session {
+    /// Answers a revive with the descriptor once the harness is known to run (a remote start
+    /// may still be connecting), or with the refusal that ended it first.
+    fn answer_when_started(
+        &mut self,
+        ready: StartWait,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        Box::pin(
+            async move { wait_started(ready).await }
+                .into_actor(self)
+                .map(|res, act, _| res.map(|()| act.descriptor())),
+        )
+    }
+}
+
+/// Waits for a harness start; `None` means it runs already.
+pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
+    match ready {
+        None => Ok(()),
+        Some(rx) => rx.await.unwrap_or_else(|_| {
+            Err(DaemonError::new(
+                ErrorCode::HostUnavailable,
+                "the harness ended before it started; see the session's lastMsg",
+            )
+            .with("problem", "not_started"))
+        }),
     }
 }
 
@@ -1184,10 +1283,38 @@ impl Handler<Forget> for Session {
     }
 }
 
+impl Handler<AttachmentChanged> for Session {
+    type Result = ();
+
+    /// Every change between attached and reattaching is announced (spec §3.3).
+    fn handle(&mut self, msg: AttachmentChanged, _: &mut Self::Context) {
+        let next = match msg {
+            AttachmentChanged::Attached => Attachment::Attached,
+            AttachmentChanged::Reattaching => Attachment::Reattaching,
+        };
+        if self.harness.is_some() && next != self.attachment {
+            self.attachment = next;
+            self.notify_state();
+        }
+    }
+}
+
 impl Handler<Shutdown> for Session {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Shutdown, _: &mut Self::Context) -> Self::Result {
+        // A remote process outlives the daemon: let it go; the next daemon re-attaches.
+        if self.remote {
+            if let Some(h) = &self.harness {
+                let (tx, rx) = oneshot::channel();
+                self.ending.get_or_insert(Ending::DaemonStopping);
+                self.exit_waiters.push(tx);
+                h.detach.do_send(DetachHarness);
+                return Box::pin(async move {
+                    let _ = rx.await;
+                });
+            }
+        }
         let done = self.end_process(Ending::DaemonStopping, self.deps.timings.kill_grace);
         Box::pin(async move {
             let _ = done.await;

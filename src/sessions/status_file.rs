@@ -142,6 +142,12 @@ mod tests {
             },
             target_identity: String::new(),
             agent_session_id: None,
+            lifecycle: crate::protocol::wire::Lifecycle {
+                desired: "run",
+                vm: "none",
+                harness: "running",
+                attachment: crate::protocol::wire::Attachment::Local,
+            },
         }
     }
 
