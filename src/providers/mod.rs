@@ -12,6 +12,7 @@
 //! kind, and the refusal chain (`config::targets`) asks the provider's [`Capabilities`]
 //! whether it can do what a request needs.
 
+pub mod imp;
 pub mod local_command;
 pub mod local_pty;
 pub mod registry;

@@ -134,7 +134,10 @@ mod tests {
     fn a_resume_that_repeats_bytes_delivers_each_once() {
         let mut c = Cursor::default();
         let mut f = c.begin(Some(&cont("G1", 0, 0)), true);
-        assert_eq!(&c.take(&mut f, Bytes::from_static(b"hello "))[..], b"hello ");
+        assert_eq!(
+            &c.take(&mut f, Bytes::from_static(b"hello "))[..],
+            b"hello "
+        );
         assert_eq!(c.resume_from(), Some(("G1".into(), 6)));
         // impd resumes a little early: bytes 3..6 again, then new ones.
         let mut f = c.begin(Some(&cont("G1", 3, 0)), false);

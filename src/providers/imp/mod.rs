@@ -1,0 +1,12 @@
+//! The `imp` provider: sessions whose agent runs inside an imp (a microVM) on an impd host,
+//! reached over impd's HTTP API and `/exec` WebSocket (`crate::imp` speaks the wire protocol;
+//! this module decides what atc does with it, spec §5).
+//!
+//! * [`naming`]: imp, exec session and guest socket names that fit impd's limits.
+//! * [`cursor`]: where a harness is in its process's output, so a reconnect resumes by offset
+//!   and no byte reaches a session twice.
+//! * [`outcome`]: what a harness does when a connection ends.
+
+pub mod cursor;
+pub mod naming;
+pub mod outcome;
