@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod impd_sim;
+
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
