@@ -249,6 +249,10 @@ impl LinkReader {
                 }
             };
             let frame = match frame {
+                // After our close a peer may end the connection without echoing it.
+                None if self.deadline.is_some() => {
+                    return Some(self.end(None, "connection ended after our close"))
+                }
                 None => return Some(self.end(None, "connection ended")),
                 Some(Err(e)) => return Some(self.end(None, &e.to_string())),
                 Some(Ok(frame)) => frame,
