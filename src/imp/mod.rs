@@ -1,0 +1,36 @@
+//! The impd client: everything the daemon says to impd, the control plane that runs imps
+//! (microVMs), spoken exactly as `spec/impd-protocol.md` describes it.
+//!
+//! - [`client`]: [`ImpdClient`], the HTTP/oRPC procedures (system info, imps, leases) and
+//!   the socket opener; [`envelope`] is the oRPC request/answer format, [`token`] where the
+//!   bearer token comes from, [`types`] the shapes procedures answer.
+//! - [`exec`]: `/exec` sockets (sessions and commands) as a writer plus an event stream;
+//!   [`exec_messages`] their wire shapes, [`output`] the session continuity they report.
+//! - [`run`]: a command run to completion (the daemon's guest setup and file transfer).
+//! - [`tunnel`]: reverse forwards over `/tunnel` and their flow-controlled relays.
+//! - [`error`]: [`ImpPortError`] and the codes this client adds to impd's.
+//!
+//! Everything runs on the current actix-rt arbiter (awc's futures are not `Send`); sockets get
+//! their reader and writer tasks there.
+
+pub mod client;
+pub mod envelope;
+pub mod error;
+pub mod exec;
+pub mod exec_messages;
+pub mod output;
+pub mod run;
+pub mod token;
+pub mod tunnel;
+pub mod types;
+mod ws_link;
+
+pub use client::{ImpdClient, ImpdTimeouts};
+pub use error::ImpPortError;
+pub use exec::{ExecEvents, ExecSocket, ExecWriter};
+pub use exec_messages::{AttachMsg, ExecEvent, Opening, ResumeFrom, StartMsg, Started};
+pub use output::{cold_boot_after, ColdBoot, NoSession, Output, Previous, Resume};
+pub use run::{RunResult, RunSpec};
+pub use token::TokenSource;
+pub use tunnel::{Relay, RelayReader, RelayWriter, ReverseForward};
+pub use types::{CreateImp, Features, Imp, Lease, SystemInfo};
