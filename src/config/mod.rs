@@ -66,6 +66,13 @@ pub struct Timings {
     pub idempotency_sweep: Duration,
     /// An unanswered permission request resolves as `deny` after this (spec §8: 60 s).
     pub permission_timeout: Duration,
+    /// Length of the lease atc holds on an imp host (spec §5.1: 600 s; impd takes 10–3600).
+    pub imp_lease_ttl: Duration,
+    /// How often the lease is renewed (spec: a third of its length).
+    pub imp_lease_renew: Duration,
+    /// Waits between a remote harness's reconnect attempts; when they run out the harness
+    /// ends (spec §5.1: 250, 1000, 2000, 4000, 8000 ms).
+    pub imp_reconnect_delays: Vec<Duration>,
 }
 
 impl Default for Timings {
@@ -81,6 +88,12 @@ impl Default for Timings {
             idempotency_retention: Duration::from_secs(24 * 3600),
             idempotency_sweep: Duration::from_secs(3600),
             permission_timeout: Duration::from_secs(60),
+            imp_lease_ttl: Duration::from_secs(600),
+            imp_lease_renew: Duration::from_secs(200),
+            imp_reconnect_delays: [250, 1000, 2000, 4000, 8000]
+                .into_iter()
+                .map(Duration::from_millis)
+                .collect(),
         }
     }
 }

@@ -158,6 +158,18 @@ impl Handler<RunSpawn> for KeyLock {
                 };
                 let spawned = match outcome {
                     Ok(descriptor) => descriptor,
+                    // The effect may stand (an undo failed): the key must never run again.
+                    Err(err) if err.effect_remains => {
+                        tracing::warn!(key = %key.key, effect = %effect_ref,
+                            "keyed spawn failed leaving its effect standing; key kept as outcome_unknown");
+                        if let Err(e) = store
+                            .idempotency_finish(&key, KeyState::OutcomeUnknown, None, None, now_ms())
+                            .await
+                        {
+                            internal("mark outcome_unknown", &key, e);
+                        }
+                        return Err(outcome_unknown(&effect_ref));
+                    }
                     // Nothing started: drop the claim so a retry runs fresh.
                     Err(err) => {
                         if let Err(e) = store.idempotency_release(&key).await {

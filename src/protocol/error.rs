@@ -129,6 +129,10 @@ pub struct DaemonError {
     pub message: String,
     /// Fields the code defines (e.g. `field` for `bad_args`).
     pub data: Map<String, Value>,
+    /// The failed operation may have left its effect standing (an imp it created and could
+    /// not destroy again): a keyed spawn must answer `outcome_unknown` and never run again
+    /// (spec §7.4 "effect remains"). Not on the wire.
+    pub effect_remains: bool,
 }
 
 impl DaemonError {
@@ -138,7 +142,14 @@ impl DaemonError {
             code,
             message: message.into(),
             data: Map::new(),
+            effect_remains: false,
         }
+    }
+
+    /// Marks the error as one whose effect may still stand.
+    pub fn effect_remains(mut self) -> Self {
+        self.effect_remains = true;
+        self
     }
 
     /// Adds one `data` field.

@@ -8,5 +8,7 @@
 //! * [`outcome`]: what a harness does when a connection ends.
 
 pub mod cursor;
+pub mod host_lease;
 pub mod naming;
 pub mod outcome;
+pub mod settings;

@@ -1,0 +1,454 @@
+//! One [`HostLease`] actor per imp host (spec §5.2–5.5): it readies the imp for harnesses,
+//! holds and renews this daemon's lease on it, gives the lease back when the last harness is
+//! gone, and sleeps or destroys the host on request.
+//!
+//! Every readying, sleep and lease return of one imp runs strictly one after another, in the
+//! order they were asked for: each runs inside `ctx.wait`, so the actor takes no other message
+//! until it is done. That is what keeps a sleep from undoing a lease a pending readying is
+//! about to rely on.
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::settings::ImpSettings;
+use crate::imp::{CreateImp, ImpPortError, RunSpec};
+use crate::protocol::{DaemonError, ErrorCode};
+
+/// What a readied host offers a harness.
+#[derive(Debug, Clone, Copy)]
+pub struct HostReady {
+    /// impd advertises output offsets (resume by offset is possible).
+    pub offsets: bool,
+}
+
+/// Ready the host for one more harness (features → get → create when missing → lease →
+/// guest dir). Answers once it is ready or with `host_unavailable`.
+#[derive(Message)]
+#[rtype(result = "Result<HostReady, DaemonError>")]
+pub struct ReadyHost;
+
+/// A harness that was counted by [`ReadyHost`] is gone (exited, ended or let go).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct HarnessGone;
+
+/// Put the host to sleep with its harnesses inside (spec §5.5). `is_idle`: the caller's own
+/// view of whether the host is busy; `None` (an operator's kill) skips the check.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct SuspendHost {
+    /// Whether the caller considers the host idle.
+    pub is_idle: Option<bool>,
+}
+
+/// Delete the host and everything on it (`NOT_FOUND` counts as done).
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct DestroyHost;
+
+/// Whether a sleep of this host is under way (connection ends it causes are not harness
+/// ends).
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct IsSuspending;
+
+/// The lease and readiness of one imp.
+pub struct HostLease {
+    settings: ImpSettings,
+    imp: String,
+    /// Harnesses readied here and not gone yet.
+    harnesses: usize,
+    /// This daemon holds its lease (as far as it knows).
+    leased: bool,
+    /// impd said our lease is not held any more: never renew (or re-take) it by the timer.
+    lease_lost: bool,
+    /// impd has leases at all.
+    leases_supported: bool,
+    renewal: Option<SpawnHandle>,
+    suspending: bool,
+}
+
+impl HostLease {
+    /// A lease actor for imp `imp`.
+    pub fn new(settings: ImpSettings, imp: String) -> HostLease {
+        HostLease {
+            settings,
+            imp,
+            harnesses: 0,
+            leased: false,
+            lease_lost: false,
+            leases_supported: true,
+            renewal: None,
+            suspending: false,
+        }
+    }
+
+    /// Runs `work` in this imp's turn and answers its result through the returned future.
+    fn in_turn<T: 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        work: impl ActorFuture<Self, Output = T> + 'static,
+    ) -> oneshot::Receiver<T> {
+        let (tx, rx) = oneshot::channel();
+        ctx.wait(work.map(move |out, _, _| {
+            let _ = tx.send(out);
+        }));
+        rx
+    }
+
+    fn start_renewal(&mut self, ctx: &mut Context<Self>) {
+        if self.renewal.is_some() || self.lease_lost || !self.leases_supported {
+            return;
+        }
+        let every = self.settings.lease_renew;
+        self.renewal = Some(ctx.run_interval(every, |act, ctx| act.renewal_tick(ctx)));
+    }
+
+    fn stop_renewal(&mut self, ctx: &mut Context<Self>) {
+        if let Some(h) = self.renewal.take() {
+            ctx.cancel_future(h);
+        }
+    }
+
+    /// Renew while harnesses run; with none left, give the lease back instead (spec §5.4).
+    fn renewal_tick(&mut self, ctx: &mut Context<Self>) {
+        if self.suspending || !self.leased {
+            return;
+        }
+        if self.harnesses == 0 {
+            self.release_in_turn(ctx);
+            return;
+        }
+        let client = self.settings.client();
+        let (imp, label) = (self.imp.clone(), self.settings.lease_label());
+        let ttl = self.settings.lease_ttl.as_secs() as u32;
+        ctx.wait(
+            async move { client.leases_renew(&imp, &label, ttl).await }
+                .into_actor(self)
+                .map(|res, act, ctx| match res {
+                    Ok(_) => {}
+                    Err(e) if e.is("LEASE_NOT_HELD") => {
+                        // Someone ended our lease (a forced sleep): never take it back by
+                        // the timer.
+                        tracing::warn!(imp = %act.imp, "lease not held any more; renewal stopped");
+                        act.leased = false;
+                        act.lease_lost = true;
+                        act.stop_renewal(ctx);
+                    }
+                    Err(e) => {
+                        tracing::warn!(imp = %act.imp, code = %e.code, "lease renewal failed; retried next tick")
+                    }
+                }),
+        );
+    }
+
+    fn release_in_turn(&mut self, ctx: &mut Context<Self>) {
+        let client = self.settings.client();
+        let (imp, label) = (self.imp.clone(), self.settings.lease_label());
+        ctx.wait(
+            async move { client.leases_release(&imp, &label).await }
+                .into_actor(self)
+                .map(|res, act, ctx| {
+                    // Re-checked in turn: a readying that came first may rely on it again.
+                    if act.harnesses > 0 {
+                        return;
+                    }
+                    act.stop_renewal(ctx);
+                    act.leased = false;
+                    match res {
+                        Ok(_) => tracing::info!(imp = %act.imp, "lease returned: no harness left"),
+                        Err(e) => {
+                            tracing::warn!(imp = %act.imp, code = %e.code, "lease return failed; it expires by itself")
+                        }
+                    }
+                }),
+        );
+    }
+}
+
+impl Actor for HostLease {
+    type Context = Context<Self>;
+}
+
+/// `host_unavailable` for an impd failure, `problem` = impd's code in lower case.
+pub fn host_unavailable(target: &str, what: &str, e: &ImpPortError) -> DaemonError {
+    DaemonError::new(
+        ErrorCode::HostUnavailable,
+        format!(
+            "target '{target}': {what} failed ({}: {}); check impd and the target's config",
+            e.code, e.message
+        ),
+    )
+    .with("target", target)
+    .with("problem", e.code.to_lowercase())
+}
+
+impl Handler<ReadyHost> for HostLease {
+    type Result = ResponseFuture<Result<HostReady, DaemonError>>;
+
+    fn handle(&mut self, _: ReadyHost, ctx: &mut Self::Context) -> Self::Result {
+        let settings = self.settings.clone();
+        let imp = self.imp.clone();
+        let relied_on = self.harnesses > 0;
+        let rx = self.in_turn(
+            ctx,
+            async move { ready(&settings, &imp, relied_on).await }
+                .into_actor(self)
+                .map(|res, act, ctx| {
+                    let (ready, leased) = res?;
+                    act.harnesses += 1;
+                    act.leases_supported = leased;
+                    if leased {
+                        act.leased = true;
+                        act.lease_lost = false;
+                        act.start_renewal(ctx);
+                    }
+                    Ok(ready)
+                }),
+        );
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(DaemonError::new(
+                    ErrorCode::HostUnavailable,
+                    "the host's lease actor stopped",
+                ))
+            })
+        })
+    }
+}
+
+/// The readying itself. Returns whether a lease is held. A failure undoes only what this call
+/// did: an imp it created is destroyed, a lease it took is released unless a running harness
+/// already relied on one.
+async fn ready(
+    s: &ImpSettings,
+    imp: &str,
+    relied_on: bool,
+) -> Result<(HostReady, bool), DaemonError> {
+    let client = s.client();
+    let fail = |what: &str, e: &ImpPortError| host_unavailable(&s.target, what, e);
+    let info = client
+        .system_info()
+        .await
+        .map_err(|e| fail("reading impd's features", &e))?;
+    let created = match client.imps_get(imp).await {
+        Ok(Some(_)) => false,
+        Ok(None) => {
+            client
+                .imps_create(CreateImp {
+                    name: imp.to_string(),
+                    image: s.image.clone(),
+                    memory_mib: s.memory_mib.and_then(|m| u32::try_from(m).ok()),
+                })
+                .await
+                .map_err(|e| fail("creating the imp", &e))?;
+            tracing::info!(imp, target = %s.target, "imp created");
+            true
+        }
+        Err(e) => return Err(fail("reading the imp", &e)),
+    };
+    let undo = |err: DaemonError, took_lease: bool| async move {
+        if took_lease && !relied_on {
+            if let Err(e) = client.leases_release(imp, &s.lease_label()).await {
+                tracing::warn!(imp, code = %e.code, "could not return the lease after a failed readying");
+            }
+        }
+        if created {
+            match client.imps_destroy(imp).await {
+                Ok(()) => {}
+                Err(e) if e.is("NOT_FOUND") => {}
+                Err(e) => {
+                    tracing::error!(imp, code = %e.code, "could not destroy the imp a failed readying created");
+                    return err.effect_remains();
+                }
+            }
+        }
+        err
+    };
+    let leases = info.features.leases;
+    if leases {
+        let ttl = s.lease_ttl.as_secs() as u32;
+        if let Err(e) = client.leases_acquire(imp, &s.lease_label(), ttl).await {
+            return Err(undo(fail("taking the lease", &e), false).await);
+        }
+    }
+    let mkdir = RunSpec {
+        name: imp.to_string(),
+        argv: vec![
+            "mkdir".into(),
+            "-p".into(),
+            format!("{}/run", s.guest_dir.trim_end_matches('/')),
+        ],
+        cwd: None,
+        env: Default::default(),
+        stdin: Default::default(),
+    };
+    match client.run(mkdir).await {
+        Ok(r) if r.code == Some(0) => {}
+        Ok(r) => {
+            let e = ImpPortError::new(
+                "GUEST_SETUP",
+                format!(
+                    "mkdir of the guest dir exited {:?}: {}",
+                    r.code,
+                    String::from_utf8_lossy(&r.stderr).trim()
+                ),
+            );
+            return Err(undo(fail("setting up the guest dir", &e), leases).await);
+        }
+        Err(e) => return Err(undo(fail("setting up the guest dir", &e), leases).await),
+    }
+    Ok((
+        HostReady {
+            offsets: info.features.session_offsets,
+        },
+        leases,
+    ))
+}
+
+impl Handler<HarnessGone> for HostLease {
+    type Result = ();
+
+    fn handle(&mut self, _: HarnessGone, ctx: &mut Self::Context) {
+        self.harnesses = self.harnesses.saturating_sub(1);
+        if self.harnesses == 0 && self.leased && !self.suspending {
+            self.release_in_turn(ctx);
+        }
+    }
+}
+
+impl Handler<IsSuspending> for HostLease {
+    type Result = bool;
+
+    fn handle(&mut self, _: IsSuspending, _: &mut Self::Context) -> bool {
+        self.suspending
+    }
+}
+
+impl Handler<SuspendHost> for HostLease {
+    type Result = ResponseFuture<Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: SuspendHost, ctx: &mut Self::Context) -> Self::Result {
+        let busy = |act: &HostLease| msg.is_idle == Some(false) || (msg.is_idle.is_some() && act.harnesses > 0);
+        let target = self.settings.target.clone();
+        let busy_error = move || {
+            DaemonError::new(
+                ErrorCode::HostUnavailable,
+                format!("target '{target}': the host is busy; it stays awake"),
+            )
+            .with("problem", "busy")
+        };
+        if busy(self) {
+            return Box::pin(std::future::ready(Err(busy_error())));
+        }
+        self.stop_renewal(ctx);
+        self.suspending = true;
+        let client = self.settings.client();
+        let (imp, label) = (self.imp.clone(), self.settings.lease_label());
+        let ttl = self.settings.lease_ttl.as_secs() as u32;
+        let held = self.leased;
+        let s = self.settings.clone();
+        let rx = self.in_turn(
+            ctx,
+            async move {
+                if held {
+                    if let Err(e) = client.leases_release(&imp, &label).await {
+                        tracing::warn!(imp = %imp, code = %e.code, "could not return the lease before a sleep");
+                    }
+                }
+                let slept = client.imps_sleep(&imp, false).await;
+                let retaken = match &slept {
+                    Err(e) if e.is("LEASED") && held => {
+                        client.leases_acquire(&imp, &label, ttl).await.is_ok()
+                    }
+                    _ => false,
+                };
+                (slept, retaken)
+            }
+            .into_actor(self)
+            .map(move |(slept, retaken), act, ctx| {
+                act.suspending = false;
+                match slept {
+                    Ok(_) => {
+                        act.leased = false;
+                        tracing::info!(imp = %act.imp, "host asleep");
+                        Ok(())
+                    }
+                    Err(e) if e.is("LEASED") => {
+                        act.leased = retaken;
+                        if retaken {
+                            act.start_renewal(ctx);
+                        }
+                        let mut err = DaemonError::new(
+                            ErrorCode::HostLeased,
+                            format!(
+                                "target '{}': another owner holds a lease on the host, so it stays awake",
+                                s.target
+                            ),
+                        )
+                        .with("target", s.target.clone());
+                        if let Some(leases) = e.data.get("leases") {
+                            err = err.with("leases", leases.clone());
+                        }
+                        if let Some(n) = e.data.get("otherCount") {
+                            err = err.with("otherCount", n.clone());
+                        }
+                        Err(err)
+                    }
+                    Err(e) => {
+                        act.start_renewal(ctx);
+                        Err(host_unavailable(&s.target, "putting the host to sleep", &e))
+                    }
+                }
+            }),
+        );
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(DaemonError::new(
+                    ErrorCode::HostUnavailable,
+                    "the host's lease actor stopped",
+                ))
+            })
+        })
+    }
+}
+
+impl Handler<DestroyHost> for HostLease {
+    type Result = ResponseFuture<Result<(), DaemonError>>;
+
+    fn handle(&mut self, _: DestroyHost, ctx: &mut Self::Context) -> Self::Result {
+        self.stop_renewal(ctx);
+        self.suspending = true;
+        let client = self.settings.client();
+        let imp = self.imp.clone();
+        let target = self.settings.target.clone();
+        let rx = self.in_turn(
+            ctx,
+            async move { client.imps_destroy(&imp).await }
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    act.suspending = false;
+                    match res {
+                        Ok(()) => {}
+                        Err(e) if e.is("NOT_FOUND") => {}
+                        Err(e) => {
+                            act.start_renewal(ctx);
+                            return Err(host_unavailable(&target, "destroying the host", &e));
+                        }
+                    }
+                    act.leased = false;
+                    act.harnesses = 0;
+                    tracing::info!(imp = %act.imp, "host destroyed");
+                    Ok(())
+                }),
+        );
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(DaemonError::new(
+                    ErrorCode::HostUnavailable,
+                    "the host's lease actor stopped",
+                ))
+            })
+        })
+    }
+}
