@@ -974,6 +974,46 @@ async fn a_replaced_generation_is_generation_changed_with_previous() {
 }
 
 #[actix_rt::test]
+async fn an_exit_nobody_collected_waits_for_the_next_attach() {
+    let sim = sim_with_box();
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; printf abc; exit 4",
+        go.display()
+    );
+    let (ws, started) = open_session(&sim, "s1", &script).await;
+    let g = generation(&started);
+    ws.close().await;
+    sim.wait_until("the viewer left", |s| {
+        s.session("box", "s1").is_some_and(|v| !v.attached)
+    })
+    .await;
+    std::fs::write(&go, "").unwrap();
+    sim.wait_until("the process exited unseen", |s| {
+        s.session("box", "s1").is_some_and(|v| v.exit.is_some())
+    })
+    .await;
+    let end = sim.session("box", "s1").unwrap().end;
+
+    let mut ws = exec(&sim).await;
+    ws.send(attach("s1", Some((&g, end - 3)))).await;
+    let started = ws.expect("started").await;
+    assert_eq!(started["output"]["resume"]["kind"], "exact");
+    let (tail, _, exit) = ws.data_then("exit").await;
+    assert_eq!(tail, b"abc");
+    assert_eq!(
+        (exit["code"].clone(), exit["offset"].clone()),
+        (json!(4), json!(end))
+    );
+    ws.closed_with(1000).await;
+    assert!(
+        sim.session("box", "s1").is_none(),
+        "the name is free once the exit was collected"
+    );
+}
+
+#[actix_rt::test]
 async fn a_second_viewer_takes_the_session_over() {
     let sim = sim_with_box();
     let (mut first, started) = open_session(&sim, "s1", "echo hi; exec sleep 60").await;
