@@ -802,3 +802,68 @@ async fn a_listen_refusal_is_the_error_of_listen_unix() {
         .unwrap();
     assert!(e.is("NOT_FOUND"), "{e:?}");
 }
+
+#[actix_rt::test]
+async fn an_agent_without_offsets_reports_continuity_none() {
+    let sim = ImpdSim::start(SimOptions {
+        imps: vec!["box".into()],
+        agent_offsets: false,
+        ..SimOptions::default()
+    });
+    let socket = client(&sim)
+        .open_exec(session_start("s1", "exec sleep 60"))
+        .await
+        .unwrap();
+    let mut events = socket.events;
+    let ExecEvent::Started(started) = next_event(&mut events).await else {
+        panic!("no started")
+    };
+    let output = started.output.expect("impd itself has offsets");
+    assert_eq!(output.continuity, "none");
+    assert!(!output.has_offsets());
+}
+
+#[actix_rt::test]
+async fn an_impd_before_offsets_sends_no_output() {
+    let sim = ImpdSim::start(SimOptions {
+        imps: vec!["box".into()],
+        features: None,
+        ..SimOptions::default()
+    });
+    let socket = client(&sim)
+        .open_exec(session_start("s1", "exec sleep 60"))
+        .await
+        .unwrap();
+    let mut events = socket.events;
+    let ExecEvent::Started(started) = next_event(&mut events).await else {
+        panic!("no started")
+    };
+    assert_eq!(started.output, None);
+}
+
+#[actix_rt::test]
+async fn an_impd_restart_closes_exec_sockets_with_1012_and_ends_forwards() {
+    let sim = sim_with_box();
+    let c = client(&sim);
+    let socket = c
+        .open_exec(session_start("s1", "exec sleep 60"))
+        .await
+        .unwrap();
+    let mut events = socket.events;
+    assert!(matches!(
+        next_event(&mut events).await,
+        ExecEvent::Started(_)
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fwd.sock");
+    let mut forward = c.listen_unix("box", path.to_str().unwrap()).await.unwrap();
+    sim.faults().restart(Duration::from_millis(300));
+    closed_with(&mut events, 1012).await;
+    let e = tokio::time::timeout(WITHIN, forward.next())
+        .await
+        .unwrap()
+        .expect("an error item")
+        .unwrap_err();
+    assert!(e.is(atc::imp::error::CLOSED), "{e:?}");
+    assert_eq!(e.data["closeCode"], 1012);
+}

@@ -74,10 +74,9 @@ impl ReverseForward {
             "connection": connection,
         }))?;
         let limit = self.client.timeouts().call;
-        let opened = tokio::time::timeout(limit, handshake(&mut reader, "opened"))
+        tokio::time::timeout(limit, handshake(&mut reader, "opened"))
             .await
             .map_err(|_| ImpPortError::unreachable(format!("no `opened` within {limit:?}")))??;
-        debug_assert!(opened.get("type").is_some());
         let window = Arc::new(Window {
             unacked: AtomicUsize::new(0),
             ended: AtomicBool::new(false),
