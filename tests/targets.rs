@@ -31,7 +31,7 @@ async fn spawn_refusals_follow_the_chain() {
     let config = config_with(
         r#"{"targets": {
             "local": {"provider": "local-pty"},
-            "box": {"provider": "imp", "url": "http://impd.invalid:7070"},
+            "box": {"provider": "imp", "image": "impd.invalid/agent-image"},
             "broken": {"url": "x"}
         }, "defaultTarget": "local"}"#,
     );

@@ -83,8 +83,10 @@ impl Agent {
 /// What a harness is started with: resolved program, argv, environment and working directory.
 #[derive(Debug, Clone)]
 pub struct LaunchPlan {
-    /// Absolute path of the program.
+    /// Absolute path of the program (resolved on this machine).
     pub program: PathBuf,
+    /// The program as configured: what a remote host resolves on its own `PATH`.
+    pub bin: String,
     /// Arguments after the program.
     pub args: Vec<String>,
     /// Environment added on top of the daemon's.
@@ -236,6 +238,7 @@ impl AgentCatalog {
         }
         Ok(LaunchPlan {
             program,
+            bin: agent.bin.clone(),
             args: agent.args.clone(),
             env,
             cwd: cwd.to_path_buf(),

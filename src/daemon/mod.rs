@@ -182,8 +182,22 @@ impl Daemon {
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
         });
-        let providers =
-            crate::providers::registry::Providers::build(&config.targets, local, |_| None);
+        let daemon_id_text = daemon_id.to_string();
+        let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
+            if t.provider != "imp" {
+                return None;
+            }
+            let settings = crate::providers::imp::settings::ImpSettings::from_options(
+                &t.id,
+                &t.options,
+                &daemon_id_text,
+                &config.timings,
+            )?;
+            Some(
+                Arc::new(crate::providers::imp::provider::ImpProvider::new(settings))
+                    as Arc<dyn crate::providers::ExecutionProvider>,
+            )
+        });
         let state_providers = providers.clone();
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());

@@ -323,6 +323,9 @@ pub enum ProviderError {
     /// pty-process failed.
     #[error("could not open a terminal: {0}")]
     Pty(#[from] pty_process::Error),
+    /// A remote host refused or could not be reached; the error says what the user sees.
+    #[error("{0}")]
+    Remote(DaemonError),
     /// A command run for the daemon (tar, a workspace step) exited unsuccessfully.
     #[error("{what} failed ({status}): {stderr}")]
     CommandFailed {
@@ -342,6 +345,7 @@ impl From<ProviderError> for DaemonError {
             ProviderError::CommandFailed { .. } => {
                 DaemonError::new(ErrorCode::Internal, e.to_string())
             }
+            ProviderError::Remote(err) => err,
             ProviderError::Os(_) | ProviderError::Pty(_) => DaemonError::new(
                 ErrorCode::Internal,
                 format!("{e}; check the daemon's limits (open files, PTYs) and its log"),

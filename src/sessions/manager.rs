@@ -147,7 +147,13 @@ impl SessionManager {
         if !cwd.is_absolute() {
             return Err(DaemonError::bad_arg("cwd", "cwd must be an absolute path"));
         }
-        if !cwd.is_dir() {
+        // A remote session's cwd is on its host; only a local one can be checked here.
+        let remote = self
+            .deps
+            .providers
+            .get(&msg.target)
+            .is_some_and(|p| p.remote());
+        if !remote && !cwd.is_dir() {
             return Err(DaemonError::bad_arg(
                 "cwd",
                 format!("cwd '{}' is not an existing directory", msg.cwd),

@@ -247,7 +247,9 @@ async fn ready(
         }
         Err(e) => return Err(fail("reading the imp", &e)),
     };
+    let undo_client = client.clone();
     let undo = |err: DaemonError, took_lease: bool| async move {
+        let client = undo_client;
         if took_lease && !relied_on {
             if let Err(e) = client.leases_release(imp, &s.lease_label()).await {
                 tracing::warn!(imp, code = %e.code, "could not return the lease after a failed readying");
@@ -329,7 +331,9 @@ impl Handler<SuspendHost> for HostLease {
     type Result = ResponseFuture<Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: SuspendHost, ctx: &mut Self::Context) -> Self::Result {
-        let busy = |act: &HostLease| msg.is_idle == Some(false) || (msg.is_idle.is_some() && act.harnesses > 0);
+        let busy = |act: &HostLease| {
+            msg.is_idle == Some(false) || (msg.is_idle.is_some() && act.harnesses > 0)
+        };
         let target = self.settings.target.clone();
         let busy_error = move || {
             DaemonError::new(

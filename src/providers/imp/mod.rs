@@ -7,8 +7,11 @@
 //!   and no byte reaches a session twice.
 //! * [`outcome`]: what a harness does when a connection ends.
 
+pub mod connection;
 pub mod cursor;
+pub mod harness;
 pub mod host_lease;
 pub mod naming;
 pub mod outcome;
+pub mod provider;
 pub mod settings;

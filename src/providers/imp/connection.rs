@@ -1,0 +1,177 @@
+//! One [`ImpConnection`] actor per connection attempt of a remote harness: it opens impd's
+//! `/exec` socket with the opening message the harness chose, hands the socket's writer to
+//! the harness once impd answers `started`, passes output on (waiting until the harness took
+//! each chunk, so a slow session slows the socket instead of growing a queue), and reports
+//! how the connection ended exactly once. The harness ignores every report of an attempt
+//! that is no longer its current one.
+
+use actix::prelude::*;
+use bytes::Bytes;
+
+use super::harness::ImpHarness;
+use super::outcome::ConnectionEnd;
+use crate::imp::{ExecEvent, ExecWriter, ImpPortError, ImpdClient, Opening, Started};
+
+/// impd answered `started` on attempt `attempt`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConnStarted {
+    /// Which attempt.
+    pub attempt: u64,
+    /// impd's answer.
+    pub started: Started,
+    /// How to write to the socket.
+    pub writer: ExecWriter,
+}
+
+/// Output read on attempt `attempt`. Answered once the harness handed it to its session.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConnData {
+    /// Which attempt.
+    pub attempt: u64,
+    /// The bytes, as impd sent them.
+    pub bytes: Bytes,
+}
+
+/// Attempt `attempt` is over.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConnEnded {
+    /// Which attempt.
+    pub attempt: u64,
+    /// Its first terminal event.
+    pub end: ConnectionEnd,
+    /// Whether impd had answered `started` on it.
+    pub started: bool,
+}
+
+/// One `/exec` connection.
+pub struct ImpConnection {
+    attempt: u64,
+    harness: Addr<ImpHarness>,
+    client: ImpdClient,
+    opening: Option<Opening>,
+    writer: Option<ExecWriter>,
+    started: bool,
+    end: Option<ConnectionEnd>,
+}
+
+impl ImpConnection {
+    /// A connection that will open with `opening`.
+    pub fn new(
+        attempt: u64,
+        harness: Addr<ImpHarness>,
+        client: ImpdClient,
+        opening: Opening,
+    ) -> ImpConnection {
+        ImpConnection {
+            attempt,
+            harness,
+            client,
+            opening: Some(opening),
+            writer: None,
+            started: false,
+            end: None,
+        }
+    }
+
+    fn report_end(&mut self, ctx: &mut Context<Self>) {
+        let end = self
+            .end
+            .take()
+            .unwrap_or(ConnectionEnd::Closed { code: None });
+        self.harness.do_send(ConnEnded {
+            attempt: self.attempt,
+            end,
+            started: self.started,
+        });
+        ctx.stop();
+    }
+}
+
+/// How an error answering the open reads as a connection end.
+fn open_failure(e: ImpPortError) -> ConnectionEnd {
+    match e.code.as_str() {
+        crate::imp::error::UNAUTHORIZED => ConnectionEnd::Unauthorized,
+        crate::imp::error::UNREACHABLE | crate::imp::error::UPGRADE_REFUSED => {
+            ConnectionEnd::Unreachable(e.message)
+        }
+        _ => ConnectionEnd::Refused {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        },
+    }
+}
+
+impl Actor for ImpConnection {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let Some(opening) = self.opening.take() else {
+            return;
+        };
+        let client = self.client.clone();
+        ctx.wait(
+            async move { client.open_exec(opening).await }
+                .into_actor(self)
+                .map(|res, act, ctx| match res {
+                    Ok(socket) => {
+                        act.writer = Some(socket.writer);
+                        ctx.add_stream(socket.events);
+                    }
+                    Err(e) => {
+                        act.end = Some(open_failure(e));
+                        act.report_end(ctx);
+                    }
+                }),
+        );
+    }
+}
+
+impl StreamHandler<ExecEvent> for ImpConnection {
+    fn handle(&mut self, event: ExecEvent, ctx: &mut Self::Context) {
+        match event {
+            ExecEvent::Started(started) => {
+                let Some(writer) = self.writer.clone() else {
+                    return;
+                };
+                self.started = true;
+                let sent = self.harness.send(ConnStarted {
+                    attempt: self.attempt,
+                    started,
+                    writer,
+                });
+                ctx.wait(sent.into_actor(self).map(|_, _, _| ()));
+            }
+            ExecEvent::Data { bytes, .. } => {
+                let sent = self.harness.send(ConnData {
+                    attempt: self.attempt,
+                    bytes,
+                });
+                ctx.wait(sent.into_actor(self).map(|_, _, _| ()));
+            }
+            ExecEvent::Exit { code, signal, .. } => {
+                self.end.get_or_insert(ConnectionEnd::Exit { code, signal });
+            }
+            ExecEvent::Detached { reason, .. } => {
+                self.end.get_or_insert(ConnectionEnd::Detached { reason });
+            }
+            ExecEvent::Error(e) => {
+                self.end.get_or_insert(ConnectionEnd::Refused {
+                    code: e.code,
+                    message: e.message,
+                    data: e.data,
+                });
+            }
+            ExecEvent::Closed { code, .. } => {
+                self.end.get_or_insert(ConnectionEnd::Closed { code });
+            }
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        self.report_end(ctx);
+    }
+}

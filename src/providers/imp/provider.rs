@@ -1,0 +1,164 @@
+//! [`ImpProvider`]: the `imp` provider of one target (spec §4.3, §5). It hands each session
+//! an [`ImpHarness`] and keeps one [`HostLease`] actor per imp, created the first time a
+//! session needs that imp. A session's host key is its own id (sub-sessions sharing a
+//! parent's host come with parents).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use futures_util::future::LocalBoxFuture;
+
+use super::harness::ImpHarness;
+use super::host_lease::{host_unavailable, HostLease};
+use super::settings::ImpSettings;
+use crate::providers::{
+    Capabilities, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError, RunOutput,
+    RunRequest, StartSpec, StartedHarness,
+};
+
+/// The provider of one imp target.
+pub struct ImpProvider {
+    settings: ImpSettings,
+    /// The lease actor of each imp, by imp name. A registry of addresses, filled once per imp;
+    /// every decision about a host is the actor's.
+    hosts: Mutex<HashMap<String, Addr<HostLease>>>,
+}
+
+impl ImpProvider {
+    /// A provider for the target these settings describe.
+    pub fn new(settings: ImpSettings) -> ImpProvider {
+        ImpProvider {
+            settings,
+            hosts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The imp a host key lives in.
+    pub fn imp_for(&self, host_key: &str) -> String {
+        super::naming::imp_name(&self.settings.imp_prefix, host_key)
+    }
+
+    /// The lease actor of `imp`, started on the current arbiter the first time.
+    pub fn host(&self, imp: &str) -> Addr<HostLease> {
+        let mut hosts = match self.hosts.lock() {
+            Ok(h) => h,
+            // A panic while holding this lock left at worst a missing entry behind.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        hosts
+            .entry(imp.to_string())
+            .or_insert_with(|| HostLease::new(self.settings.clone(), imp.to_string()).start())
+            .clone()
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &ImpSettings {
+        &self.settings
+    }
+}
+
+impl ExecutionProvider for ImpProvider {
+    fn kind(&self) -> &'static str {
+        "imp"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            spawn: true,
+            attach: true,
+            input: true,
+            resize: true,
+            kill: true,
+            transfer: true,
+            run: true,
+            headless: false,
+            suspend: true,
+            destroy: true,
+        }
+    }
+
+    fn remote(&self) -> bool {
+        true
+    }
+
+    fn start(
+        &self,
+        spec: StartSpec,
+        events: HarnessEvents,
+    ) -> Result<StartedHarness, ProviderError> {
+        let imp = self.imp_for(&spec.session_id.to_string());
+        let lease = self.host(&imp);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let addr = ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx).start();
+        Ok(StartedHarness {
+            handle: HarnessHandle {
+                input: addr.clone().recipient(),
+                resize: addr.clone().recipient(),
+                hangup: addr.clone().recipient(),
+                detach: addr.recipient(),
+            },
+            ready: Some(rx),
+        })
+    }
+
+    fn run_command(
+        &self,
+        req: RunRequest,
+    ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>> {
+        let client = self.settings.client();
+        let target = self.settings.target.clone();
+        let imp = self.imp_for(&req.cwd.display().to_string());
+        Box::pin(async move {
+            let spec = crate::imp::RunSpec {
+                name: imp,
+                argv: req.argv,
+                cwd: Some(req.cwd.display().to_string()),
+                env: Default::default(),
+                stdin: req.stdin,
+            };
+            let out = client.run(spec).await.map_err(|e| {
+                ProviderError::Remote(host_unavailable(&target, "running a command", &e))
+            })?;
+            Ok(RunOutput {
+                code: out.code,
+                stdout: out.stdout,
+                stderr: out.stderr,
+            })
+        })
+    }
+
+    fn transfer_archive(
+        &self,
+        archive: Bytes,
+        dir: std::path::PathBuf,
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        let client = self.settings.client();
+        let target = self.settings.target.clone();
+        let imp = self.imp_for(&dir.display().to_string());
+        Box::pin(async move {
+            let out = client
+                .unpack_tar(&imp, &dir.display().to_string(), archive)
+                .await
+                .map_err(|e| {
+                    ProviderError::Remote(host_unavailable(&target, "unpacking an archive", &e))
+                })?;
+            if out.code == Some(0) {
+                return Ok(());
+            }
+            Err(ProviderError::CommandFailed {
+                what: "unpacking the archive in the imp",
+                status: match out.code {
+                    Some(c) => format!("exit {c}"),
+                    None => "ended by a signal".into(),
+                },
+                stderr: String::from_utf8_lossy(&out.stderr)
+                    .trim()
+                    .chars()
+                    .take(512)
+                    .collect(),
+            })
+        })
+    }
+}

@@ -1,0 +1,190 @@
+//! Sessions on an `imp` target, against the impd simulator, through atc's real HTTP and
+//! WebSocket API: spawn, echo, resize, exit codes, reconnects after dropped connections, and
+//! the exit reasons of processes that ended while the harness was away.
+
+mod support;
+
+use std::time::Duration;
+
+use atc::config::Config;
+use serde_json::json;
+use support::impd_sim::{ImpdSim, SimOptions, When};
+use support::{id_of, test_config, TestDaemon};
+
+/// The test config plus an imp target `box` (the default) on `sim`, with short reconnect
+/// delays.
+fn imp_config(sim: &ImpdSim) -> Config {
+    let text = json!({
+        "targets": {
+            "local": {"provider": "local-pty"},
+            "box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file()},
+        },
+        "defaultTarget": "box",
+    })
+    .to_string();
+    let parsed = Config::from_json(text.as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let mut c = Config {
+        targets: parsed.targets,
+        ..test_config()
+    };
+    c.timings.imp_reconnect_delays = [20, 50, 100, 200, 400]
+        .into_iter()
+        .map(Duration::from_millis)
+        .collect();
+    c
+}
+
+async fn daemon_on(sim: &ImpdSim) -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    (TestDaemon::start_on(tmp.path(), imp_config(sim)).await, tmp)
+}
+
+async fn submit(d: &TestDaemon, id: &str, text: &str) {
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[actix_rt::test]
+async fn a_remote_session_spawns_echoes_resizes_and_exits_with_its_code() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_on(&sim).await;
+    let (_, agents) = d.call("GET", "/v1/agents", None).await;
+    let box_target = agents["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "box")
+        .cloned()
+        .unwrap();
+    assert_eq!(box_target["available"], true, "{box_target}");
+    assert_eq!(box_target["capabilities"]["suspend"], true);
+    assert_eq!(box_target["capabilities"]["headless"], false);
+
+    let s = d.spawn("sh").await;
+    let id = id_of(&s);
+    assert_eq!(s["locator"]["targetID"], "box");
+    // The imp was created for the session and leased by this daemon.
+    let imps = sim.imps();
+    assert_eq!(imps.len(), 1, "{imps:?}");
+    assert!(imps[0].name.starts_with("atc-"), "{:?}", imps[0].name);
+    assert_eq!(sim.live_leases(&imps[0].name).len(), 1);
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+
+    submit(&d, &id, "echo $((6*7))-ok").await;
+    d.wait_screen(&id, "42-ok").await;
+    let (status, _) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/resize"),
+            Some(json!({"cols": 100, "rows": 30})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    submit(&d, &id, "echo size-$(stty size)").await;
+    d.wait_screen(&id, "size-30 100").await;
+    submit(&d, &id, "exit 3").await;
+    let s = d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    assert_eq!(s["exitCode"], 3, "{s}");
+    assert_eq!(s["exitReason"], "exited");
+    // The last harness is gone: the lease goes back.
+    sim.wait_until("lease returned", |sim| {
+        sim.imps()
+            .iter()
+            .all(|i| sim.live_leases(&i.name).is_empty())
+    })
+    .await;
+    d.stop().await;
+}
+
+/// The imp and impd session name of the one session on `sim`.
+fn remote_names(sim: &ImpdSim, id: &str) -> (String, String) {
+    let imp = sim.imps()[0].name.clone();
+    (imp, atc::providers::imp::naming::exec_session_name(id))
+}
+
+/// Attaches (start or attach messages) the simulator has answered so far.
+fn opens(sim: &ImpdSim) -> u64 {
+    sim.stats().exec_opens.values().sum()
+}
+
+#[actix_rt::test]
+async fn output_survives_twenty_dropped_connections_without_loss_or_repeats() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_on(&sim).await;
+    let id = id_of(&d.spawn("sh").await);
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    let (imp, session) = remote_names(&sim, &id);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    // A deterministic stream, long enough for every drop to land in its middle.
+    submit(
+        &d,
+        &id,
+        "i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.01; done; echo DONE-$((40+2))",
+    )
+    .await;
+    ws.read_until(b"line-0\r\n").await;
+    let faults = sim.faults();
+    // Every resume repeats the last 64 bytes it had sent (impd's delivery is at-least-once):
+    // the cursor must drop them.
+    faults.set_resume_overlap(64);
+    // A fixed pseudo-random mix: output dropped (1011), a slow detach, and drops of the
+    // reconnection itself before or after its `started`.
+    let mut seed: u32 = 0x2545_f491;
+    for _ in 0..20 {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let before = opens(&sim);
+        // Each drop costs one reconnection; a dropped reconnection costs one more.
+        let expected = match (seed >> 16) % 4 {
+            0 => before + 1,
+            1 => {
+                faults.drop_next_connections(1, When::BeforeStarted, 1006);
+                before + 2
+            }
+            2 => {
+                faults.drop_next_connections(1, When::AfterStarted, 1011);
+                before + 2
+            }
+            _ => {
+                faults.drop_next_connections(1, When::AfterStarted, 1012);
+                before + 2
+            }
+        };
+        let dropped = if (seed >> 20).is_multiple_of(2) {
+            faults.drop_output(&imp, &session)
+        } else {
+            faults.detach_slow(&imp, &session)
+        };
+        if !dropped {
+            panic!("no viewer to drop; session {}", d.session(&id).await);
+        }
+        sim.wait_until("reattached", |sim| {
+            opens(sim) >= expected && sim.session(&imp, &session).is_some_and(|s| s.attached)
+        })
+        .await;
+    }
+    let got = ws.read_until(b"DONE-42\r\n").await;
+    let text = String::from_utf8_lossy(&got);
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| l.starts_with("line-"))
+        .collect();
+    let want: Vec<String> = (1..600).map(|i| format!("line-{i}")).collect();
+    assert_eq!(lines, want, "every line exactly once, in order");
+    assert!(opens(&sim) >= 21, "{:?}", sim.stats().exec_opens);
+    let s = d.session(&id).await;
+    assert_eq!(s["alive"], true, "{s}");
+    d.stop().await;
+}
