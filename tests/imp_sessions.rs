@@ -188,3 +188,85 @@ async fn output_survives_twenty_dropped_connections_without_loss_or_repeats() {
     assert_eq!(s["alive"], true, "{s}");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_daemon_restart_reattaches_a_running_remote_session_with_its_screen() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let id = id_of(&d.spawn("sh").await);
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    let (imp, session) = remote_names(&sim, &id);
+    submit(&d, &id, "echo before-$((1+1))").await;
+    d.wait_screen(&id, "before-2").await;
+    d.stop().await;
+    // The process runs on in its imp; the lease went back with the daemon.
+    let s = sim
+        .session(&imp, &session)
+        .expect("the remote session is still there");
+    assert!(s.exit.is_none(), "{s:?}");
+    let pid = s.pid;
+    assert!(sim.live_leases(&imp).is_empty(), "lease returned at stop");
+
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let s = d
+        .wait_session(&id, "re-attached", |s| {
+            s["alive"] == true && s["lifecycle"]["attachment"] == "attached"
+        })
+        .await;
+    assert_eq!(s["state"], "running", "{s}");
+    // impd's replay rebuilt the screen of the new daemon.
+    d.wait_screen(&id, "before-2").await;
+    submit(&d, &id, "echo after-$((2+2))").await;
+    d.wait_screen(&id, "after-4").await;
+    let s = sim.session(&imp, &session).expect("the remote session");
+    assert_eq!(s.pid, pid, "re-attached, not restarted");
+    assert_eq!(sim.live_leases(&imp).len(), 1, "the lease is held again");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_host_asleep_at_restart_leaves_the_session_suspended_until_a_revive() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let id = id_of(&d.spawn("sh").await);
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    let (imp, session) = remote_names(&sim, &id);
+    submit(&d, &id, "echo before-$((1+1))").await;
+    d.wait_screen(&id, "before-2").await;
+    let pid = sim.session(&imp, &session).map(|s| s.pid);
+    d.stop().await;
+    assert!(sim.faults().sleep_imp(&imp));
+
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let s = d
+        .wait_session(&id, "suspended", |s| s["exitReason"] == "suspended")
+        .await;
+    assert_eq!(s["lastMsg"], "asleep", "{s}");
+    assert_eq!(s["lifecycle"]["harness"], "suspended", "{s}");
+    assert_eq!(s["lifecycle"]["vm"], "asleep", "{s}");
+    // A revive wakes the host through the lease and resumes the same process.
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    submit(&d, &id, "echo after-$((2+2))").await;
+    d.wait_screen(&id, "after-4").await;
+    assert_eq!(
+        sim.session(&imp, &session).map(|s| s.pid),
+        pid,
+        "woken and resumed, not restarted"
+    );
+    d.stop().await;
+}

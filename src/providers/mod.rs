@@ -61,6 +61,8 @@ pub struct HarnessExited {
     /// What the user should read about it ("imp rebooted (watchdog)"), when the status alone
     /// does not say.
     pub detail: Option<String>,
+    /// A remote process's position when its harness ended, kept for a revive.
+    pub position: Option<RemotePosition>,
 }
 
 impl HarnessExited {
@@ -71,16 +73,17 @@ impl HarnessExited {
             signal,
             end: HarnessEnd::Exited,
             detail: None,
+            position: None,
         }
     }
 }
 
 /// A remote harness's connection state changed (spec §3.3 `attachment`).
-#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
 pub enum AttachmentChanged {
-    /// Connected and streaming.
-    Attached,
+    /// Connected and streaming, to the process at this position (when impd reports offsets).
+    Attached(Option<RemotePosition>),
     /// The connection dropped; the harness is reconnecting.
     Reattaching,
 }
@@ -152,6 +155,24 @@ pub struct StartSpec {
     pub plan: LaunchPlan,
     /// Initial terminal size.
     pub size: TermSize,
+    /// Where a remote process was when its last harness let go of it (remote providers
+    /// resume from it; local ones ignore it).
+    pub remote: Option<RemotePosition>,
+    /// Join the process that runs already instead of starting one: a daemon restart
+    /// re-attaching its remote sessions. Local providers never get it.
+    pub attach_only: bool,
+}
+
+/// A remote process's position (spec §5.6): the guest boot it runs in, its execution
+/// generation, and the offset after the last byte of its output the session has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePosition {
+    /// Guest boot id.
+    pub boot_id: String,
+    /// Execution generation.
+    pub generation: String,
+    /// High-water mark.
+    pub offset: u64,
 }
 
 /// One thing a provider may or may not be able to do (spec §4.3).
@@ -290,6 +311,11 @@ pub trait ExecutionProvider: Send + Sync {
     /// them instead of ending them).
     fn remote(&self) -> bool {
         false
+    }
+    /// Lets go of what the provider holds for the daemon (leases) once every harness is
+    /// gone; the daemon awaits it when it stops.
+    fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
     }
     /// Starts a harness on the current arbiter. A refusal here means nothing was started.
     fn start(

@@ -194,6 +194,7 @@ impl SessionManager {
             target_identity: msg.target_identity,
             agent_session_id: None,
             transcript_path: None,
+            remote: None,
             model: msg.model,
             effort: msg.effort,
             size: msg.size,
@@ -438,12 +439,18 @@ impl Handler<ShutdownAll> for SessionManager {
         }
         self.subscribers.clear();
         let grace = self.deps.timings.shutdown_grace;
+        let providers = self.deps.providers.distinct();
         Box::pin(async move {
             let all = futures_util::future::join_all(addrs.iter().map(|a| a.send(Shutdown)));
             if tokio::time::timeout(grace, all).await.is_err() {
                 tracing::warn!(
                     "some sessions did not record their exit before the shutdown deadline"
                 );
+            }
+            // Leases go back once the harnesses are let go (spec §5.4).
+            let released = futures_util::future::join_all(providers.iter().map(|p| p.shutdown()));
+            if tokio::time::timeout(grace, released).await.is_err() {
+                tracing::warn!("some hosts did not return their leases before the deadline");
             }
         })
     }

@@ -96,6 +96,62 @@ fn provider_of<'a>(
     })
 }
 
+/// The position to re-attach from, for a row of a remote session whose process was running
+/// when the daemon stopped and whose target still serves it unchanged.
+fn reattachable(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+) -> Option<crate::providers::RemotePosition> {
+    let provider = deps.providers.get(&record.target)?;
+    let stopped = record.exit.map(|e| e.reason) == Some(ExitReason::DaemonStopped);
+    if !provider.remote() || !stopped {
+        return None;
+    }
+    let allowed = deps.targets.check_on(
+        Some(&record.target),
+        Some(&record.target_identity),
+        crate::providers::Capability::Attach,
+        &deps.providers,
+    );
+    if let Err(e) = allowed {
+        tracing::warn!(session = %record.id, code = e.code.as_str(), "target refuses; not re-attached");
+        return None;
+    }
+    record.remote.clone()
+}
+
+/// Starts a harness that joins the remote process of `record` (it sends no `start`).
+fn start_reattach(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+    position: crate::providers::RemotePosition,
+    addr: &Addr<Session>,
+) -> Result<crate::providers::StartedHarness, DaemonError> {
+    let bin = deps
+        .catalog
+        .get(&record.agent)
+        .map(|a| a.bin.clone())
+        .unwrap_or_else(|| record.agent.clone());
+    // Only the names matter for an attach; argv and environment stay with the process.
+    let plan = crate::agents::LaunchPlan {
+        program: std::path::PathBuf::from(&bin),
+        bin,
+        args: record.args.clone(),
+        env: Default::default(),
+        cwd: std::path::PathBuf::from(&record.cwd),
+    };
+    Ok(provider_of(deps, &record.target)?.start(
+        StartSpec {
+            session_id: record.id,
+            plan,
+            size: record.size,
+            remote: Some(position),
+            attach_only: true,
+        },
+        events_for(addr),
+    )?)
+}
+
 /// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
 pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>;
 
@@ -142,6 +198,8 @@ pub struct SessionRecord {
     pub agent_session_id: Option<String>,
     /// The agent's transcript, as its hooks last reported it.
     pub transcript_path: Option<String>,
+    /// Where a remote process was when its harness last let go of it (or last attached).
+    pub remote: Option<crate::providers::RemotePosition>,
     /// The model override (already in `args`; kept to list and hash it).
     pub model: Option<String>,
     /// The effort override (already in `args`).
@@ -205,6 +263,14 @@ impl SessionRecord {
                 .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
             agent_session_id: row.agent_session_id,
             transcript_path: row.transcript_path,
+            remote: match (row.remote_boot_id, row.remote_generation) {
+                (Some(boot_id), Some(generation)) => Some(crate::providers::RemotePosition {
+                    boot_id,
+                    generation,
+                    offset: row.remote_offset.unwrap_or(0).max(0) as u64,
+                }),
+                _ => None,
+            },
             model: row.model,
             effort: row.effort,
             size: TermSize {
@@ -242,6 +308,9 @@ impl SessionRecord {
             model: self.model.clone(),
             effort: self.effort.clone(),
             transcript_path: self.transcript_path.clone(),
+            remote_boot_id: self.remote.as_ref().map(|p| p.boot_id.clone()),
+            remote_generation: self.remote.as_ref().map(|p| p.generation.clone()),
+            remote_offset: self.remote.as_ref().map(|p| p.offset as i64),
             result: None,
         }
     }
@@ -354,6 +423,8 @@ impl Session {
                 session_id: record.id,
                 plan,
                 size: record.size,
+                remote: None,
+                attach_only: false,
             },
             events_for(&ctx.address()),
         )?;
@@ -370,12 +441,37 @@ impl Session {
     }
 
     /// Registers a session loaded from the store, without a process.
+    ///
+    /// A remote session that ran when the daemon stopped is re-attached instead (spec §5.6,
+    /// issue 4): its process kept running in its imp. A sleeping imp answers the attach with
+    /// `INVALID_STATE`, which leaves the session suspended until a revive wakes it.
     pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
+        if let Some(position) = reattachable(&record, &deps) {
+            let ctx = Context::new();
+            match start_reattach(&record, &deps, position, &ctx.address()) {
+                Ok(started) => {
+                    let mut session = Session::new(record, deps);
+                    session.attachment = Attachment::Reattaching;
+                    session.harness = Some(started.handle);
+                    session.record.exit = None;
+                    session.last_msg = "reattaching".into();
+                    session.persist();
+                    let descriptor = session.descriptor();
+                    tracing::info!(session = %descriptor.id, "re-attaching a remote session");
+                    return (ctx.run(session), descriptor);
+                }
+                Err(e) => {
+                    tracing::warn!(session = %record.id, error = %e, "could not re-attach a remote session")
+                }
+            }
+        }
         let mut session = Session::new(record, deps);
         session.last_msg = match session.record.exit.map(|e| e.reason) {
             Some(ExitReason::DaemonStopped) => "daemon stopped".into(),
+            Some(ExitReason::Suspended) => "asleep".into(),
             _ => "process exited".into(),
         };
+        session.suspended = session.record.exit.map(|e| e.reason) == Some(ExitReason::Suspended);
         // Rows loaded alive are rewritten as exited so the store agrees with the listing.
         session.persist();
         let descriptor = session.descriptor();
@@ -724,6 +820,9 @@ impl Session {
         };
         self.suspended = reason == ExitReason::Suspended;
         self.attachment = Attachment::Detached;
+        if status.position.is_some() {
+            self.record.remote = status.position.clone();
+        }
         self.record.exit = Some(ExitInfo {
             code: status.code,
             signal: status.signal,
@@ -840,6 +939,9 @@ impl Session {
                 session_id: self.record.id,
                 plan,
                 size: self.record.size,
+                // A remote process still running (in a woken imp) is resumed, not restarted.
+                remote: self.record.remote.clone(),
+                attach_only: false,
             },
             events_for(&ctx.address()),
         )?;
@@ -1289,7 +1391,21 @@ impl Handler<AttachmentChanged> for Session {
     /// Every change between attached and reattaching is announced (spec §3.3).
     fn handle(&mut self, msg: AttachmentChanged, _: &mut Self::Context) {
         let next = match msg {
-            AttachmentChanged::Attached => Attachment::Attached,
+            AttachmentChanged::Attached(position) => {
+                // A new process (or the first attach) is recorded at once, so a daemon that
+                // dies without a clean stop can still re-attach it.
+                let moved = position.as_ref().map(|p| (&p.boot_id, &p.generation))
+                    != self
+                        .record
+                        .remote
+                        .as_ref()
+                        .map(|p| (&p.boot_id, &p.generation));
+                if position.is_some() && moved {
+                    self.record.remote = position;
+                    self.persist();
+                }
+                Attachment::Attached
+            }
             AttachmentChanged::Reattaching => Attachment::Reattaching,
         };
         if self.harness.is_some() && next != self.attachment {

@@ -56,6 +56,12 @@ pub struct FleetRow {
     /// The last turn's result (≤16 KiB). Written only by its own single-row update; a full
     /// row write leaves it as it is.
     pub result: Option<String>,
+    /// A remote session's process position: guest boot, generation, offset (migration 0004).
+    pub remote_boot_id: Option<String>,
+    /// See `remote_boot_id`.
+    pub remote_generation: Option<String>,
+    /// See `remote_boot_id`.
+    pub remote_offset: Option<i64>,
 }
 
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
@@ -64,8 +70,8 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
                             target, target_identity, agent_session_id, model, effort,
-                            transcript_path)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            transcript_path, remote_boot_id, remote_generation, remote_offset)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -74,7 +80,10 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
             exit_reason = excluded.exit_reason, cols = excluded.cols, rows = excluded.rows,
             target = excluded.target, target_identity = excluded.target_identity,
             agent_session_id = excluded.agent_session_id, model = excluded.model,
-            effort = excluded.effort, transcript_path = excluded.transcript_path",
+            effort = excluded.effort, transcript_path = excluded.transcript_path,
+            remote_boot_id = excluded.remote_boot_id,
+            remote_generation = excluded.remote_generation,
+            remote_offset = excluded.remote_offset",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -97,6 +106,9 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(&row.model)
     .bind(&row.effort)
     .bind(&row.transcript_path)
+    .bind(&row.remote_boot_id)
+    .bind(&row.remote_generation)
+    .bind(row.remote_offset)
     .execute(pool)
     .await?;
     Ok(())
@@ -134,7 +146,8 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
-                agent_session_id, model, effort, transcript_path, result
+                agent_session_id, model, effort, transcript_path, result,
+                remote_boot_id, remote_generation, remote_offset
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(pool)
@@ -170,6 +183,9 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
             effort: r.try_get("effort")?,
             transcript_path: r.try_get("transcript_path")?,
             result: r.try_get("result")?,
+            remote_boot_id: r.try_get("remote_boot_id")?,
+            remote_generation: r.try_get("remote_generation")?,
+            remote_offset: r.try_get("remote_offset")?,
         });
     }
     Ok(out)

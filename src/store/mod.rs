@@ -396,6 +396,9 @@ mod tests {
             effort: None,
             transcript_path: None,
             result: None,
+            remote_boot_id: None,
+            remote_generation: None,
+            remote_offset: None,
         }
     }
 

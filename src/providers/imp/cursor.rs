@@ -60,6 +60,22 @@ impl Cursor {
         self.high_water
     }
 
+    /// The position, once there is one.
+    pub fn position(&self) -> Option<crate::providers::RemotePosition> {
+        Some(crate::providers::RemotePosition {
+            boot_id: self.boot_id.clone()?,
+            generation: self.generation.clone()?,
+            offset: self.high_water,
+        })
+    }
+
+    /// Takes up a position a previous harness left (a revive or a daemon restart).
+    pub fn restore(&mut self, position: &crate::providers::RemotePosition) {
+        self.boot_id = Some(position.boot_id.clone());
+        self.generation = Some(position.generation.clone());
+        self.high_water = position.offset;
+    }
+
     /// Forgets the position (after `INVALID_RESUME`: the next attach is fresh).
     pub fn clear(&mut self) {
         *self = Cursor::default();

@@ -11,6 +11,13 @@
 //! Input written while no connection is started waits and goes out in order on the next
 //! start; a resize made meanwhile is sent after start when it differs from what the opening
 //! asked for; a kill made meanwhile goes out as soon as a connection starts.
+//!
+//! Two starts continue a process an earlier harness let go of. A revive sends its `start`
+//! with the stored position as `resumeFrom`: a process still running (in a woken imp) is
+//! resumed exactly; one that is gone is started anew (impd answers `generation_changed`,
+//! `created`), under a screen reset. A daemon restart attaches (`wake: false`) without a
+//! resume point, so impd's replay rebuilds the empty screen, and checks that the generation
+//! is still the stored one — otherwise the process it knew was replaced or ended.
 
 use std::collections::VecDeque;
 
@@ -64,6 +71,14 @@ pub struct ImpHarness {
     writer: Option<ExecWriter>,
     /// impd answered at least one `started`: reconnects attach.
     ever_started: bool,
+    /// The current attempt opened with `start` (not `attach`).
+    opening_start: bool,
+    /// A revive: the first start resumes a stored position or replaces a gone process.
+    reviving: bool,
+    /// A daemon restart: the first attach must find this generation still running.
+    expect_generation: Option<String>,
+    /// The host was asked to count this re-attached harness.
+    lease_asked: bool,
     /// The current attempt replays history (no resume): reset the screen before it.
     fresh: bool,
     /// The size the current opening asked for, and the size wanted now.
@@ -107,7 +122,19 @@ impl ImpHarness {
         }
         env.insert("ATC_SESSION_ID".into(), spec.session_id.to_string());
         let argv = std::iter::once(plan.bin).chain(plan.args).collect();
+        let mut cursor = Cursor::default();
+        if let Some(p) = &spec.remote {
+            cursor.restore(p);
+        }
+        let expect_generation = spec
+            .attach_only
+            .then(|| spec.remote.as_ref().map(|p| p.generation.clone()))
+            .flatten();
         ImpHarness {
+            opening_start: false,
+            lease_asked: false,
+            reviving: spec.remote.is_some() && !spec.attach_only,
+            expect_generation,
             session_name: super::naming::exec_session_name(&spec.session_id.to_string()),
             settings,
             lease,
@@ -119,11 +146,11 @@ impl ImpHarness {
             ready_tx: Some(ready_tx),
             counted: false,
             offsets: false,
-            cursor: Cursor::default(),
+            cursor,
             feed: None,
             attempt: 0,
             writer: None,
-            ever_started: false,
+            ever_started: spec.attach_only,
             fresh: false,
             opening_size: spec.size,
             size: spec.size,
@@ -148,8 +175,19 @@ impl ImpHarness {
         self.writer = None;
         self.feed = None;
         self.opening_size = self.size;
+        self.opening_start = !self.ever_started;
         let opening = if !self.ever_started {
-            self.fresh = false;
+            // A revive resumes where the last harness left off; a first start has nothing to
+            // resume.
+            let resume_from = (self.reviving && self.offsets)
+                .then(|| self.cursor.resume_from())
+                .flatten()
+                .map(|(execution_generation, offset)| ResumeFrom {
+                    execution_generation,
+                    offset,
+                });
+            // A revive without a resume point joins or starts with a replay: clear first.
+            self.fresh = self.reviving && resume_from.is_none();
             Opening::Start(StartMsg {
                 name: self.imp.clone(),
                 argv: self.argv.clone(),
@@ -159,11 +197,12 @@ impl ImpHarness {
                 cols: self.size.cols,
                 rows: self.size.rows,
                 session: Some(self.session_name.clone()),
+                resume_from,
                 ..Default::default()
             })
         } else {
-            let resume_from = self
-                .offsets
+            // A restarted daemon has an empty screen: it wants impd's replay, not a resume.
+            let resume_from = (self.offsets && self.expect_generation.is_none())
                 .then(|| self.cursor.resume_from())
                 .flatten()
                 .map(|(execution_generation, offset)| ResumeFrom {
@@ -190,7 +229,7 @@ impl ImpHarness {
             self.events.attachment.do_send(if reattaching {
                 AttachmentChanged::Reattaching
             } else {
-                AttachmentChanged::Attached
+                AttachmentChanged::Attached(self.cursor.position())
             });
         }
     }
@@ -204,9 +243,12 @@ impl ImpHarness {
 
     /// Ends the harness once: lets the connection go, gives the host its count back, answers
     /// a waiting start with a refusal, and reports the end to the session.
-    fn finish(&mut self, exit: HarnessExited, ctx: &mut Context<Self>) {
+    fn finish(&mut self, mut exit: HarnessExited, ctx: &mut Context<Self>) {
         if self.ended {
             return;
+        }
+        if exit.position.is_none() {
+            exit.position = self.cursor.position();
         }
         self.ended = true;
         self.attempt += 1;
@@ -244,6 +286,7 @@ impl ImpHarness {
                 signal: None,
                 end: HarnessEnd::Ended,
                 detail: Some(detail),
+                position: None,
             },
             ctx,
         );
@@ -269,6 +312,7 @@ impl ImpHarness {
                     signal: None,
                     end: HarnessEnd::Suspended,
                     detail: Some("asleep".into()),
+                    position: None,
                 },
                 ctx,
             ),
@@ -306,6 +350,14 @@ impl Actor for ImpHarness {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // A daemon restart attaches first (`wake: false`): readying the host would take the
+        // lease, and taking a lease wakes a sleeping imp. The host is readied once the
+        // attach found it awake.
+        if self.expect_generation.is_some() {
+            self.offsets = true;
+            self.connect(ctx);
+            return;
+        }
         let ready = self.lease.send(ReadyHost);
         ctx.wait(ready.into_actor(self).map(|res, act, ctx| {
             let res = res.unwrap_or_else(|_| {
@@ -350,6 +402,10 @@ impl Handler<ConnStarted> for ImpHarness {
                     self.connect(ctx);
                     return;
                 }
+                // A revive's start found the old process gone and started a new one.
+                Some(Resume::GenerationChanged { .. }) if self.opening_start => {
+                    self.fresh = true;
+                }
                 Some(Resume::GenerationChanged { .. }) => {
                     let _ = msg.writer.close();
                     let ours = self.cursor.generation().map(str::to_string);
@@ -368,6 +424,25 @@ impl Handler<ConnStarted> for ImpHarness {
                 }
                 Some(Resume::Exact) | None => {}
             }
+            // After a daemon restart: the process must still be the one we knew.
+            if let Some(expected) = self.expect_generation.take() {
+                if o.execution_generation != expected {
+                    let _ = msg.writer.close();
+                    let previous = o
+                        .previous
+                        .as_ref()
+                        .filter(|p| p.execution_generation == expected);
+                    match previous {
+                        Some(p) => self.finish(
+                            HarnessExited::exited(Some(p.exit_code.unwrap_or(1)), None),
+                            ctx,
+                        ),
+                        None => self.ended_with("imp replaced the process".into(), ctx),
+                    }
+                    return;
+                }
+                self.fresh = true;
+            }
         }
         let continuity = output.as_ref().map(|o| Continuity {
             boot_id: o.boot_id.clone(),
@@ -376,7 +451,7 @@ impl Handler<ConnStarted> for ImpHarness {
             prelude: o.prelude,
         });
         // Without offsets every reconnect replays; with them only an attach without resume.
-        let fresh = self.ever_started && (self.fresh || continuity.is_none());
+        let fresh = self.fresh || (self.ever_started && continuity.is_none());
         self.feed = Some(self.cursor.begin(continuity.as_ref(), fresh));
         if fresh {
             self.events
@@ -395,6 +470,28 @@ impl Handler<ConnStarted> for ImpHarness {
             let _ = writer.signal(sig);
         }
         self.writer = Some(writer);
+        if !self.counted
+            && self.expect_generation.is_none()
+            && self.ever_started
+            && !self.lease_asked
+        {
+            // Re-attached after a daemon restart: now hold the host's lease again.
+            self.lease_asked = true;
+            let ready = self.lease.send(ReadyHost);
+            ctx.spawn(ready.into_actor(self).map(|res, act, _| match res {
+                Ok(Ok(ready)) => {
+                    act.counted = true;
+                    act.offsets = ready.offsets;
+                    if act.ended {
+                        act.lease.do_send(HarnessGone);
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(imp = %act.imp, error = %e, "re-attached, but the host could not be readied")
+                }
+                Err(_) => {}
+            }));
+        }
         self.ever_started = true;
         self.failures = 0;
         self.handler_failures = 0;

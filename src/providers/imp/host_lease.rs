@@ -46,6 +46,11 @@ pub struct SuspendHost {
 #[rtype(result = "Result<(), DaemonError>")]
 pub struct DestroyHost;
 
+/// The daemon is stopping: stop renewing and give the lease back now, in turn.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReturnLease;
+
 /// Whether a sleep of this host is under way (connection ends it causes are not harness
 /// ends).
 #[derive(Message)]
@@ -316,6 +321,33 @@ impl Handler<HarnessGone> for HostLease {
         if self.harnesses == 0 && self.leased && !self.suspending {
             self.release_in_turn(ctx);
         }
+    }
+}
+
+impl Handler<ReturnLease> for HostLease {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: ReturnLease, ctx: &mut Self::Context) -> Self::Result {
+        self.stop_renewal(ctx);
+        if !self.leased {
+            return Box::pin(std::future::ready(()));
+        }
+        let client = self.settings.client();
+        let (imp, label) = (self.imp.clone(), self.settings.lease_label());
+        let rx = self.in_turn(
+            ctx,
+            async move { client.leases_release(&imp, &label).await }
+                .into_actor(self)
+                .map(|res, act, _| {
+                    act.leased = false;
+                    if let Err(e) = res {
+                        tracing::warn!(imp = %act.imp, code = %e.code, "lease return at shutdown failed; it expires by itself");
+                    }
+                }),
+        );
+        Box::pin(async move {
+            let _ = rx.await;
+        })
     }
 }
 

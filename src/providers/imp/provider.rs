@@ -83,6 +83,17 @@ impl ExecutionProvider for ImpProvider {
         true
     }
 
+    fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
+        let hosts: Vec<Addr<HostLease>> = match self.hosts.lock() {
+            Ok(h) => h.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        Box::pin(async move {
+            let returns = hosts.iter().map(|h| h.send(super::host_lease::ReturnLease));
+            futures_util::future::join_all(returns).await;
+        })
+    }
+
     fn start(
         &self,
         spec: StartSpec,
