@@ -92,7 +92,17 @@ pub enum AttachmentChanged {
 /// process keeps running in its imp); a local process is ended, since nothing would own it.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct DetachHarness;
+pub struct DetachHarness {
+    /// The host went to sleep with the process inside (end as suspended), rather than the
+    /// daemon stopping.
+    pub host_asleep: bool,
+}
+
+/// Whether a session considers itself idle (no agent turn under way, no recent output): a
+/// host sleep checks it before and right before it sleeps.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct CheckIdle;
 
 /// Write these bytes to the process's terminal, whole. Sent by the session.
 #[derive(Message)]
@@ -312,6 +322,27 @@ pub trait ExecutionProvider: Send + Sync {
     fn remote(&self) -> bool {
         false
     }
+    /// Puts the host `host_key` to sleep with its harnesses inside (spec §5.5). `idle`: the
+    /// session to ask whether the host may sleep (`None`: an operator's kill, not checked).
+    fn suspend_host(
+        &self,
+        host_key: &str,
+        idle: Option<Recipient<CheckIdle>>,
+    ) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+        let _ = (host_key, idle);
+        Box::pin(std::future::ready(Err(no_host_lifecycle(
+            self.kind(),
+            "suspend",
+        ))))
+    }
+    /// Deletes the host `host_key` and everything on it.
+    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+        let _ = host_key;
+        Box::pin(std::future::ready(Err(no_host_lifecycle(
+            self.kind(),
+            "destroy",
+        ))))
+    }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
@@ -335,6 +366,16 @@ pub trait ExecutionProvider: Send + Sync {
         archive: Bytes,
         dir: std::path::PathBuf,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
+}
+
+/// `unsupported_operation` for a provider without hosts to sleep or destroy.
+fn no_host_lifecycle(kind: &str, capability: &str) -> DaemonError {
+    DaemonError::new(
+        ErrorCode::UnsupportedOperation,
+        format!("a {kind} session has no host to {capability}"),
+    )
+    .with("provider", kind)
+    .with("capability", capability)
 }
 
 /// Why a harness could not start.

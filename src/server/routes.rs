@@ -42,6 +42,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .route("/sessions/{id}/kill", web::post().to(kill))
             .route("/sessions/{id}/revive", web::post().to(revive))
+            .route("/sessions/{id}/suspend", web::post().to(suspend))
             .route(
                 "/sessions/{id}/attach",
                 web::get().to(super::attach::attach),
@@ -458,6 +459,22 @@ async fn revive(
     let found = lookup(&state, &path).await?;
     state.refuse_session(&found.descriptor, Capability::Spawn)?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+/// `POST /v1/sessions/{id}/suspend` `{force?}`: sleep the session's host with the process
+/// inside (imp targets). A busy session keeps its host awake (`host_unavailable`, `problem:
+/// busy`) unless `force`; another owner's lease answers `host_leased`.
+async fn suspend(
+    path: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, DaemonError> {
+    let p = params(payload, &state).await?;
+    let force = p.opt_bool("force")?.unwrap_or(false);
+    let found = lookup(&state, &path).await?;
+    state.refuse_session(&found.descriptor, Capability::Suspend)?;
+    let session = mailbox(found.addr.send(Suspend { force }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
 

@@ -104,6 +104,15 @@ pub struct GetScreen;
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct Kill;
 
+/// Put the session's host to sleep with the process inside (imp targets). `force` skips the
+/// idleness check (an operator's decision). Answers once the session is recorded asleep.
+#[derive(Message)]
+#[rtype(result = "Result<Descriptor, DaemonError>")]
+pub struct Suspend {
+    /// Sleep even if the session looks busy.
+    pub force: bool,
+}
+
 /// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
 /// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]

@@ -30,8 +30,9 @@ use crate::protocol::wire::{
 };
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
-    AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
-    HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal, StartSpec, WriteInput,
+    AttachmentChanged, CheckIdle, DetachHarness, ExecutionProvider, Hangup, HarnessEnd,
+    HarnessEvents, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal, StartSpec,
+    WriteInput,
 };
 use crate::store::{FleetRow, StateStore};
 
@@ -361,6 +362,8 @@ pub struct Session {
     suspended: bool,
     /// Whether the target's provider runs processes elsewhere.
     remote: bool,
+    /// When the process last wrote (idleness for host sleeps).
+    last_output: std::time::Instant,
     unread: bool,
     last_msg: String,
     /// The hook-driven attention state while a harness runs (spec §3.4).
@@ -501,6 +504,7 @@ impl Session {
                 .providers
                 .get(&record.target)
                 .is_some_and(|p| p.remote()),
+            last_output: std::time::Instant::now(),
             unread: false,
             last_msg: String::new(),
             attention: SessionState::Running,
@@ -776,6 +780,7 @@ impl Session {
     }
 
     fn on_output(&mut self, bytes: &Bytes) {
+        self.last_output = std::time::Instant::now();
         self.ring.push(bytes);
         for slot in self.clients.values_mut() {
             match &mut slot.delivery {
@@ -1292,6 +1297,68 @@ impl Handler<Kill> for Session {
     }
 }
 
+/// Output this recent counts as "busy" for a host sleep.
+const BUSY_OUTPUT: Duration = Duration::from_millis(500);
+
+impl Handler<CheckIdle> for Session {
+    type Result = bool;
+
+    /// Idle: no agent turn under way (an agent with hooks whose attention is `running` is
+    /// mid-turn) and no output for a moment.
+    fn handle(&mut self, _: CheckIdle, _: &mut Self::Context) -> bool {
+        let hooked = matches!(
+            self.deps.catalog.kind(&self.record.agent),
+            Some("claude" | "codex" | "grok")
+        );
+        let mid_turn = hooked && self.attention == SessionState::Running;
+        !mid_turn && self.last_output.elapsed() >= BUSY_OUTPUT
+    }
+}
+
+impl Handler<Suspend> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    /// Spec §3.7 / §5.5: the host sleeps with the process inside; on success the harness is
+    /// let go as suspended (exit reason `suspended`, `lastMsg` `asleep`), and a revive wakes
+    /// the host and resumes the same process.
+    fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
+        if self.harness.is_none() {
+            return Box::pin(fut::ready(Err(DaemonError::session_dead(
+                &self.record.id.to_string(),
+            ))));
+        }
+        let provider = match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.clone(),
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        let idle = (!msg.force).then(|| ctx.address().recipient());
+        let slept = provider.suspend_host(&self.record.id.to_string(), idle);
+        Box::pin(
+            slept
+                .into_actor(self)
+                .then(|res, act, _| {
+                    let done = match (&res, &act.harness) {
+                        (Ok(()), Some(h)) => {
+                            let (tx, rx) = oneshot::channel();
+                            act.exit_waiters.push(tx);
+                            h.detach.do_send(DetachHarness { host_asleep: true });
+                            Some(rx)
+                        }
+                        _ => None,
+                    };
+                    async move {
+                        if let Some(rx) = done {
+                            let _ = rx.await;
+                        }
+                        res
+                    }
+                    .into_actor(act)
+                })
+                .map(|res, act, _| res.map(|()| act.descriptor())),
+        )
+    }
+}
+
 impl Handler<Revive> for Session {
     type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
@@ -1425,7 +1492,7 @@ impl Handler<Shutdown> for Session {
                 let (tx, rx) = oneshot::channel();
                 self.ending.get_or_insert(Ending::DaemonStopping);
                 self.exit_waiters.push(tx);
-                h.detach.do_send(DetachHarness);
+                h.detach.do_send(DetachHarness { host_asleep: false });
                 return Box::pin(async move {
                     let _ = rx.await;
                 });

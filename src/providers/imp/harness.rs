@@ -46,11 +46,6 @@ pub const SCREEN_RESET: &[u8] = b"\x1b[0m\x1b[H\x1b[2J";
 /// Input allowed to wait for a connection; beyond it input is refused with `too_slow`.
 const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
 
-/// The host slept with this harness inside: end it as suspended.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct HostSlept;
-
 /// One remote process and its connection.
 pub struct ImpHarness {
     settings: ImpSettings,
@@ -598,15 +593,11 @@ impl Handler<DetachHarness> for ImpHarness {
     type Result = ();
 
     /// The process keeps running under its session name; a later attach picks it up.
-    fn handle(&mut self, _: DetachHarness, ctx: &mut Self::Context) {
-        self.ended_with("detached; the process runs on in its imp".into(), ctx);
-    }
-}
-
-impl Handler<HostSlept> for ImpHarness {
-    type Result = ();
-
-    fn handle(&mut self, _: HostSlept, ctx: &mut Self::Context) {
-        self.on_next(Next::Suspended, ctx);
+    fn handle(&mut self, msg: DetachHarness, ctx: &mut Self::Context) {
+        if msg.host_asleep {
+            self.on_next(Next::Suspended, ctx);
+        } else {
+            self.ended_with("detached; the process runs on in its imp".into(), ctx);
+        }
     }
 }

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::settings::ImpSettings;
 use crate::imp::{CreateImp, ImpPortError, RunSpec};
 use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::CheckIdle;
 
 /// What a readied host offers a harness.
 #[derive(Debug, Clone, Copy)]
@@ -32,13 +33,14 @@ pub struct ReadyHost;
 #[rtype(result = "()")]
 pub struct HarnessGone;
 
-/// Put the host to sleep with its harnesses inside (spec §5.5). `is_idle`: the caller's own
-/// view of whether the host is busy; `None` (an operator's kill) skips the check.
+/// Put the host to sleep with its harnesses inside (spec §5.5). `idle`: who to ask whether
+/// the host is idle, at the start and again right before the sleep; `None` (an operator's
+/// kill) skips the check.
 #[derive(Message)]
 #[rtype(result = "Result<(), DaemonError>")]
 pub struct SuspendHost {
-    /// Whether the caller considers the host idle.
-    pub is_idle: Option<bool>,
+    /// The session whose idleness decides.
+    pub idle: Option<Recipient<CheckIdle>>,
 }
 
 /// Delete the host and everything on it (`NOT_FOUND` counts as done).
@@ -362,21 +364,11 @@ impl Handler<IsSuspending> for HostLease {
 impl Handler<SuspendHost> for HostLease {
     type Result = ResponseFuture<Result<(), DaemonError>>;
 
+    /// In the imp's turn: check idleness, stop renewing, return the lease, check again (a
+    /// busy host gets its lease back and stays awake), then sleep without force. impd's
+    /// `LEASED` (another owner's lease) re-takes ours and answers `host_leased` with impd's
+    /// lease data.
     fn handle(&mut self, msg: SuspendHost, ctx: &mut Self::Context) -> Self::Result {
-        let busy = |act: &HostLease| {
-            msg.is_idle == Some(false) || (msg.is_idle.is_some() && act.harnesses > 0)
-        };
-        let target = self.settings.target.clone();
-        let busy_error = move || {
-            DaemonError::new(
-                ErrorCode::HostUnavailable,
-                format!("target '{target}': the host is busy; it stays awake"),
-            )
-            .with("problem", "busy")
-        };
-        if busy(self) {
-            return Box::pin(std::future::ready(Err(busy_error())));
-        }
         self.stop_renewal(ctx);
         self.suspending = true;
         let client = self.settings.client();
@@ -384,37 +376,73 @@ impl Handler<SuspendHost> for HostLease {
         let ttl = self.settings.lease_ttl.as_secs() as u32;
         let held = self.leased;
         let s = self.settings.clone();
+        let idle = msg.idle;
         let rx = self.in_turn(
             ctx,
             async move {
+                let is_idle = || async {
+                    match &idle {
+                        Some(r) => r.send(CheckIdle).await.unwrap_or(false),
+                        None => true,
+                    }
+                };
+                if !is_idle().await {
+                    return Suspension::Busy { retaken: held };
+                }
                 if held {
                     if let Err(e) = client.leases_release(&imp, &label).await {
                         tracing::warn!(imp = %imp, code = %e.code, "could not return the lease before a sleep");
                     }
                 }
-                let slept = client.imps_sleep(&imp, false).await;
-                let retaken = match &slept {
-                    Err(e) if e.is("LEASED") && held => {
-                        client.leases_acquire(&imp, &label, ttl).await.is_ok()
-                    }
-                    _ => false,
+                let retake = || async {
+                    held && client.leases_acquire(&imp, &label, ttl).await.is_ok()
                 };
-                (slept, retaken)
+                if !is_idle().await {
+                    return Suspension::Busy {
+                        retaken: retake().await,
+                    };
+                }
+                match client.imps_sleep(&imp, false).await {
+                    Ok(_) => Suspension::Slept,
+                    Err(e) if e.is("LEASED") => Suspension::Leased {
+                        error: e,
+                        retaken: retake().await,
+                    },
+                    Err(e) => Suspension::Failed {
+                        error: e,
+                        retaken: retake().await,
+                    },
+                }
             }
             .into_actor(self)
-            .map(move |(slept, retaken), act, ctx| {
+            .map(move |outcome, act, ctx| {
                 act.suspending = false;
-                match slept {
-                    Ok(_) => {
+                let mut keep_lease = |act: &mut HostLease, retaken: bool| {
+                    act.leased = retaken;
+                    if retaken {
+                        act.start_renewal(ctx);
+                    }
+                };
+                match outcome {
+                    Suspension::Slept => {
                         act.leased = false;
                         tracing::info!(imp = %act.imp, "host asleep");
                         Ok(())
                     }
-                    Err(e) if e.is("LEASED") => {
-                        act.leased = retaken;
-                        if retaken {
-                            act.start_renewal(ctx);
-                        }
+                    Suspension::Busy { retaken } => {
+                        keep_lease(act, retaken);
+                        Err(DaemonError::new(
+                            ErrorCode::HostUnavailable,
+                            format!(
+                                "target '{}': the session is busy (an agent turn or output under way), so its host stays awake; retry when it is idle",
+                                s.target
+                            ),
+                        )
+                        .with("target", s.target.clone())
+                        .with("problem", "busy"))
+                    }
+                    Suspension::Leased { error, retaken } => {
+                        keep_lease(act, retaken);
                         let mut err = DaemonError::new(
                             ErrorCode::HostLeased,
                             format!(
@@ -423,17 +451,16 @@ impl Handler<SuspendHost> for HostLease {
                             ),
                         )
                         .with("target", s.target.clone());
-                        if let Some(leases) = e.data.get("leases") {
-                            err = err.with("leases", leases.clone());
-                        }
-                        if let Some(n) = e.data.get("otherCount") {
-                            err = err.with("otherCount", n.clone());
+                        for key in ["leases", "otherCount"] {
+                            if let Some(v) = error.data.get(key) {
+                                err = err.with(key, v.clone());
+                            }
                         }
                         Err(err)
                     }
-                    Err(e) => {
-                        act.start_renewal(ctx);
-                        Err(host_unavailable(&s.target, "putting the host to sleep", &e))
+                    Suspension::Failed { error, retaken } => {
+                        keep_lease(act, retaken);
+                        Err(host_unavailable(&s.target, "putting the host to sleep", &error))
                     }
                 }
             }),
@@ -447,6 +474,14 @@ impl Handler<SuspendHost> for HostLease {
             })
         })
     }
+}
+
+/// How a sleep attempt ended, and whether our lease was taken back.
+enum Suspension {
+    Slept,
+    Busy { retaken: bool },
+    Leased { error: ImpPortError, retaken: bool },
+    Failed { error: ImpPortError, retaken: bool },
 }
 
 impl Handler<DestroyHost> for HostLease {

@@ -11,11 +11,12 @@ use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 
 use super::harness::ImpHarness;
-use super::host_lease::{host_unavailable, HostLease};
+use super::host_lease::{host_unavailable, DestroyHost, HostLease, SuspendHost};
 use super::settings::ImpSettings;
+use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
-    Capabilities, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError, RunOutput,
-    RunRequest, StartSpec, StartedHarness,
+    Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError,
+    RunOutput, RunRequest, StartSpec, StartedHarness,
 };
 
 /// The provider of one imp target.
@@ -81,6 +82,24 @@ impl ExecutionProvider for ImpProvider {
 
     fn remote(&self) -> bool {
         true
+    }
+
+    fn suspend_host(
+        &self,
+        host_key: &str,
+        idle: Option<Recipient<CheckIdle>>,
+    ) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+        let host = self.host(&self.imp_for(host_key));
+        Box::pin(async move {
+            host.send(SuspendHost { idle })
+                .await
+                .unwrap_or_else(|_| Err(gone()))
+        })
+    }
+
+    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+        let host = self.host(&self.imp_for(host_key));
+        Box::pin(async move { host.send(DestroyHost).await.unwrap_or_else(|_| Err(gone())) })
     }
 
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
@@ -172,4 +191,13 @@ impl ExecutionProvider for ImpProvider {
             })
         })
     }
+}
+
+/// The lease actor of a host is gone (only while the daemon stops).
+fn gone() -> DaemonError {
+    DaemonError::new(
+        ErrorCode::HostUnavailable,
+        "the host's lease actor stopped; retry",
+    )
+    .with("problem", "stopping")
 }

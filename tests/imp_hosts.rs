@@ -1,0 +1,162 @@
+//! Imp hosts through atc's API against the impd simulator: suspend (busy, leased by another
+//! owner, idle → asleep), revive waking the host and resuming the same process, and forget
+//! destroying the host after a two-step confirmation.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use atc::config::Config;
+use serde_json::{json, Value};
+use support::impd_sim::{ImpState, ImpdSim, SimOptions};
+use support::{id_of, test_config, TestDaemon, WITHIN};
+
+fn imp_config(sim: &ImpdSim) -> Config {
+    let text = json!({
+        "targets": {
+            "box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file()},
+        },
+        "defaultTarget": "box",
+    })
+    .to_string();
+    let parsed = Config::from_json(text.as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    Config {
+        targets: parsed.targets,
+        ..test_config()
+    }
+}
+
+async fn submit(d: &TestDaemon, id: &str, text: &str) {
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A session on the imp target, attached, and the name of its imp.
+async fn attached_shell(d: &TestDaemon, sim: &ImpdSim) -> (String, String) {
+    let id = id_of(&d.spawn("sh").await);
+    d.wait_session(&id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    let session = atc::providers::imp::naming::exec_session_name(&id);
+    let imp = sim
+        .imps()
+        .into_iter()
+        .find(|i| i.sessions.iter().any(|s| s.name == session))
+        .map(|i| i.name)
+        .expect("the session's imp");
+    (id, imp)
+}
+
+/// Suspends until the session is idle enough (it answers `busy` until its output settles),
+/// within the deadline; returns the last answer.
+async fn suspend_when_idle(d: &TestDaemon, id: &str) -> (u16, Value) {
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let (status, body) = d
+            .call("POST", &format!("/v1/sessions/{id}/suspend"), None)
+            .await;
+        let busy = status == 503 && body["error"]["data"]["problem"] == "busy";
+        if !busy || Instant::now() > deadline {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let (id, imp) = attached_shell(&d, &sim).await;
+    // Steady output: busy.
+    submit(&d, &id, "while :; do echo tick; sleep 0.05; done").await;
+    d.wait_screen(&id, "tick").await;
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/suspend"), None)
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "host_unavailable");
+    assert_eq!(body["error"]["data"]["problem"], "busy");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    assert_eq!(sim.live_leases(&imp).len(), 1, "our lease is kept");
+    // Quiet: it sleeps.
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{id}/input"),
+        Some(json!({"data": "\u{3}"})),
+    )
+    .await;
+    submit(&d, &id, "echo quiet-$((3*3))").await;
+    d.wait_screen(&id, "quiet-9").await;
+    let pid = sim
+        .imp(&imp)
+        .and_then(|i| i.sessions.first().map(|s| s.pid));
+    let (status, body) = suspend_when_idle(&d, &id).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["session"]["exitReason"], "suspended", "{body}");
+    assert_eq!(body["session"]["lastMsg"], "asleep");
+    assert_eq!(body["session"]["lifecycle"]["vm"], "asleep");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Sleeping));
+    assert!(
+        sim.live_leases(&imp).is_empty(),
+        "the lease went back before the sleep"
+    );
+    // A revive wakes it through the lease and resumes the same process.
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    submit(&d, &id, "echo awake-$((4*4))").await;
+    d.wait_screen(&id, "awake-16").await;
+    assert_eq!(
+        sim.imp(&imp)
+            .and_then(|i| i.sessions.first().map(|s| s.pid)),
+        pid,
+        "the same process, woken"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn another_owners_lease_refuses_the_sleep_and_ours_is_taken_back() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let (id, imp) = attached_shell(&d, &sim).await;
+    assert!(sim
+        .faults()
+        .add_lease(&imp, "token:someone-else", "their-job", None));
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/suspend"),
+            Some(json!({"force": true})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "host_leased");
+    assert!(body["error"]["data"].get("leases").is_some(), "{body}");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    let ours = sim
+        .live_leases(&imp)
+        .into_iter()
+        .filter(|l| l.label.starts_with("atc-"))
+        .count();
+    assert_eq!(ours, 1, "our lease was taken back");
+    // The session runs on.
+    let s = d.session(&id).await;
+    assert_eq!(s["alive"], true, "{s}");
+    submit(&d, &id, "echo still-$((5*5))").await;
+    d.wait_screen(&id, "still-25").await;
+    d.stop().await;
+}
