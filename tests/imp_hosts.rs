@@ -160,3 +160,39 @@ async fn another_owners_lease_refuses_the_sleep_and_ours_is_taken_back() {
     d.wait_screen(&id, "still-25").await;
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn forgetting_a_remote_session_destroys_its_host_after_confirmation() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let (id, imp) = attached_shell(&d, &sim).await;
+    // Step one: a token, nothing destroyed.
+    let (status, body) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["confirmToken"].as_str().unwrap().to_string();
+    assert!(body["expiresAt"].as_i64().is_some(), "{body}");
+    assert!(sim.imp(&imp).is_some());
+    let (status, body) = d
+        .call("DELETE", &format!("/v1/sessions/{id}?confirm=nope"), None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["data"]["reason"], "unknown");
+    assert!(sim.imp(&imp).is_some(), "a wrong token destroys nothing");
+    // Step two: the host and the session are gone.
+    let (status, body) = d
+        .call(
+            "DELETE",
+            &format!("/v1/sessions/{id}?confirm={token}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["destroyed"], true);
+    assert!(sim.imp(&imp).is_none(), "the imp was destroyed");
+    let (status, _) = d.call("GET", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 404);
+    let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
+    assert_eq!(fleet["fleet"].as_array().map(Vec::len), Some(0));
+    d.stop().await;
+}

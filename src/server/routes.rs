@@ -320,14 +320,43 @@ async fn update(
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
 
+/// `DELETE /v1/sessions/{id}[?confirm=TOKEN]`. On a target that destroys hosts (imp) it takes
+/// two steps (spec §3.7): without `confirm` it answers `{confirmToken, expiresAt}` (60 s);
+/// with it, the host is destroyed and the session forgotten.
 async fn forget(
+    req: HttpRequest,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Kill)?;
-    mailbox(found.addr.send(Forget).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })))
+    let destroys = state
+        .providers
+        .get(&found.descriptor.locator.target_id)
+        .is_some_and(|p| p.capabilities().destroy);
+    if !destroys {
+        state.refuse_session(&found.descriptor, Capability::Kill)?;
+        mailbox(found.addr.send(Forget).await)??;
+        return Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })));
+    }
+    state.refuse_session(&found.descriptor, Capability::Destroy)?;
+    let confirm =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .ok()
+            .and_then(|q| q.get("confirm").cloned());
+    match confirm {
+        None => {
+            let (token, expires_at) = mailbox(found.addr.send(MintForgetToken).await)??;
+            Ok(HttpResponse::Ok().json(json!({
+                "confirmToken": token,
+                "expiresAt": expires_at,
+                "destroys": "the session's imp and everything on it",
+            })))
+        }
+        Some(token) => {
+            mailbox(found.addr.send(ForgetDestroying { token }).await)??;
+            Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": true })))
+        }
+    }
 }
 
 async fn input(

@@ -104,6 +104,25 @@ pub struct GetScreen;
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct Kill;
 
+/// First step of forgetting a session whose target destroys hosts (spec §3.7): mint a token,
+/// valid for [`FORGET_CONFIRM_TTL`], that the second step must present. Answers the token
+/// and its expiry (epoch ms).
+#[derive(Message)]
+#[rtype(result = "Result<(String, i64), DaemonError>")]
+pub struct MintForgetToken;
+
+/// Second step: with a valid token, destroy the session's host and forget the session. The
+/// token is consumed even if the destroy then fails.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct ForgetDestroying {
+    /// The token from the first step.
+    pub token: String,
+}
+
+/// How long a forget confirmation token is valid.
+pub const FORGET_CONFIRM_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Put the session's host to sleep with the process inside (imp targets). `force` skips the
 /// idleness check (an operator's decision). Answers once the session is recorded asleep.
 #[derive(Message)]

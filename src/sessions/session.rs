@@ -364,6 +364,9 @@ pub struct Session {
     remote: bool,
     /// When the process last wrote (idleness for host sleeps).
     last_output: std::time::Instant,
+    /// The forget confirmation token minted last, kept one lifetime past its expiry so an
+    /// expired token is told apart from an unknown one.
+    forget_token: Option<ForgetToken>,
     unread: bool,
     last_msg: String,
     /// The hook-driven attention state while a harness runs (spec §3.4).
@@ -505,6 +508,7 @@ impl Session {
                 .get(&record.target)
                 .is_some_and(|p| p.remote()),
             last_output: std::time::Instant::now(),
+            forget_token: None,
             unread: false,
             last_msg: String::new(),
             attention: SessionState::Running,
@@ -1414,10 +1418,116 @@ pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
     }
 }
 
+/// A minted forget confirmation.
+struct ForgetToken {
+    token: String,
+    expires: std::time::Instant,
+    used: bool,
+}
+
+impl Handler<MintForgetToken> for Session {
+    type Result = Result<(String, i64), DaemonError>;
+
+    fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
+        let mut raw = [0u8; 16];
+        getrandom::fill(&mut raw).map_err(|e| {
+            tracing::error!(error = %e, "no randomness for a confirmation token");
+            DaemonError::internal()
+        })?;
+        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        self.forget_token = Some(ForgetToken {
+            token: token.clone(),
+            expires: std::time::Instant::now() + FORGET_CONFIRM_TTL,
+            used: false,
+        });
+        Ok((token, now_ms() + FORGET_CONFIRM_TTL.as_millis() as i64))
+    }
+}
+
+impl Handler<ForgetDestroying> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
+        let refuse = |reason: &str, what: &str| {
+            DaemonError::bad_arg(
+                "confirm",
+                format!("{what}; ask again with DELETE and no confirm to get a new token"),
+            )
+            .with("reason", reason)
+        };
+        let now = std::time::Instant::now();
+        let checked = match &mut self.forget_token {
+            Some(t) if t.token == msg.token && t.used => {
+                Err(refuse("used", "this confirmation token was used already"))
+            }
+            Some(t) if t.token == msg.token && now > t.expires + FORGET_CONFIRM_TTL => Err(refuse(
+                "unknown",
+                "no such confirmation token for this session",
+            )),
+            Some(t) if t.token == msg.token && now > t.expires => {
+                Err(refuse("expired", "this confirmation token expired"))
+            }
+            Some(t) if t.token == msg.token => {
+                t.used = true;
+                Ok(())
+            }
+            _ => Err(refuse(
+                "unknown",
+                "no such confirmation token for this session",
+            )),
+        };
+        if let Err(e) = checked {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let provider = match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.clone(),
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        // The host goes first: if it cannot be destroyed, the session stays as it is.
+        let destroyed = provider.destroy_host(&self.record.id.to_string());
+        Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
+            // The process went with its host: let the harness go at once rather than have
+            // it retry a connection that cannot come back.
+            let gone = match (&res, &act.harness) {
+                (Ok(()), Some(h)) => {
+                    let (tx, rx) = oneshot::channel();
+                    act.exit_waiters.push(tx);
+                    h.detach.do_send(DetachHarness { host_asleep: false });
+                    Some(rx)
+                }
+                _ => None,
+            };
+            async move {
+                if let Some(rx) = gone {
+                    let _ = rx.await;
+                }
+                res
+            }
+            .into_actor(act)
+            .then(
+                |res, act, _| -> ResponseActFuture<Self, Result<(), DaemonError>> {
+                    match res {
+                        Ok(()) => act.forget(),
+                        Err(e) => Box::pin(fut::ready(Err(e))),
+                    }
+                },
+            )
+        }))
+    }
+}
+
 impl Handler<Forget> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
+        self.forget()
+    }
+}
+
+impl Session {
+    /// Ends the process, deletes the row and the record file, announces the removal and
+    /// stops the actor.
+    fn forget(&mut self) -> ResponseActFuture<Self, Result<(), DaemonError>> {
         // Forgetting does not wait out a grace: the session is going away for good.
         let done = self.end_process(Ending::Killed, Duration::ZERO);
         for (_, slot) in self.clients.drain() {
