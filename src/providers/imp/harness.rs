@@ -11,6 +11,10 @@
 //! Input written while no connection is started waits and goes out in order on the next
 //! start; a resize made meanwhile is sent after start when it differs from what the opening
 //! asked for; a kill made meanwhile goes out as soon as a connection starts.
+//!
+//! The harness's report socket ([`ReportForward`]) listens before the first connection opens
+//! (a refusal ends the harness and is the spawn's answer), listens again after an attach if
+//! it was lost meanwhile, and closes with the harness.
 
 use std::collections::VecDeque;
 
@@ -23,6 +27,7 @@ use super::cursor::{Continuity, Cursor, Feed};
 use super::host_lease::{HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::outcome::{decide, Next};
+use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
 use crate::imp::{AttachMsg, ExecWriter, Opening, Resume, ResumeFrom, StartMsg};
 use crate::protocol::params::TermSize;
@@ -77,6 +82,10 @@ pub struct ImpHarness {
     handler_failures: usize,
     ended: bool,
     reattaching: bool,
+    /// The report socket, until it is started with the harness's first connection.
+    report: Option<ReportForward>,
+    /// The report socket once started.
+    forward: Option<Addr<ReportForward>>,
 }
 
 impl ImpHarness {
@@ -88,6 +97,7 @@ impl ImpHarness {
         spec: StartSpec,
         events: HarnessEvents,
         ready_tx: oneshot::Sender<Result<(), DaemonError>>,
+        report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
         let mut env: std::collections::BTreeMap<String, String> = [
@@ -106,6 +116,13 @@ impl ImpHarness {
             }
         }
         env.insert("ATC_SESSION_ID".into(), spec.session_id.to_string());
+        // Hooks report to the guest end of the report socket; the outbox (where the guest
+        // reporter keeps what it could not send yet) sits beside it.
+        let socket = report.path().to_string();
+        let base = socket.strip_suffix(".sock").unwrap_or(&socket);
+        env.insert("ATC_OUTBOX".into(), format!("{base}.outbox"));
+        env.insert("ATC_SOCKET".into(), socket);
+        env.insert("ATC_BRIDGE".into(), "1".into());
         let argv = std::iter::once(plan.bin).chain(plan.args).collect();
         ImpHarness {
             session_name: super::naming::exec_session_name(&spec.session_id.to_string()),
@@ -135,7 +152,32 @@ impl ImpHarness {
             handler_failures: 0,
             ended: false,
             reattaching: false,
+            report: Some(report),
+            forward: None,
         }
+    }
+
+    /// Starts the report socket and opens the first connection once it listens (spec §5.6:
+    /// the start waits for the forward); impd's refusal ends the harness.
+    fn listen_then_connect(&mut self, ctx: &mut Context<Self>) {
+        let Some(report) = self.report.take() else {
+            return self.connect(ctx);
+        };
+        let forward = report.start();
+        self.forward = Some(forward.clone());
+        ctx.wait(
+            forward
+                .send(Listen)
+                .into_actor(self)
+                .map(|res, act, ctx| match res {
+                    Ok(Ok(())) => act.connect(ctx),
+                    Ok(Err(e)) => {
+                        let err = super::report_forward::refused(&act.settings.target, &e);
+                        act.refuse(err, ctx);
+                    }
+                    Err(_) => act.ended_with("the report socket stopped".into(), ctx),
+                }),
+        );
     }
 
     /// Opens the next connection: a `start` until impd has answered one, then attaches that
@@ -215,6 +257,9 @@ impl ImpHarness {
         }
         if self.counted {
             self.lease.do_send(HarnessGone);
+        }
+        if let Some(forward) = self.forward.take() {
+            forward.do_send(CloseForward);
         }
         if let Some(tx) = self.ready_tx.take() {
             let detail = exit
@@ -318,7 +363,7 @@ impl Actor for ImpHarness {
                 Ok(ready) => {
                     act.counted = true;
                     act.offsets = ready.offsets;
-                    act.connect(ctx);
+                    act.listen_then_connect(ctx);
                 }
                 Err(e) => act.refuse(e, ctx),
             }
@@ -396,6 +441,11 @@ impl Handler<ConnStarted> for ImpHarness {
         }
         self.writer = Some(writer);
         self.ever_started = true;
+        // The imp runs: a report socket lost meanwhile (a sleep, impd losing it) can listen
+        // again without waking anything.
+        if let Some(forward) = &self.forward {
+            forward.do_send(Relisten);
+        }
         self.failures = 0;
         self.handler_failures = 0;
         // The first start is announced as attached too: the session began as reattaching.
