@@ -183,6 +183,7 @@ impl Daemon {
             exit_drain: config.timings.exit_drain,
         });
         let daemon_id_text = daemon_id.to_string();
+        let bridges = Arc::new(crate::providers::imp::bridge::Bridges::default());
         let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
             if t.provider != "imp" {
                 return None;
@@ -193,10 +194,11 @@ impl Daemon {
                 &daemon_id_text,
                 &config.timings,
             )?;
-            Some(
-                Arc::new(crate::providers::imp::provider::ImpProvider::new(settings))
-                    as Arc<dyn crate::providers::ExecutionProvider>,
-            )
+            Some(Arc::new(crate::providers::imp::provider::ImpProvider::new(
+                settings,
+                bridges.clone(),
+            ))
+                as Arc<dyn crate::providers::ExecutionProvider>)
         });
         let state_providers = providers.clone();
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());

@@ -8,9 +8,9 @@
 //! and unpacks tar archives into a directory ([`ExecutionProvider::transfer_archive`]): the two
 //! things a workspace hand-off needs on whatever machine the session runs on.
 //!
-//! Only `local-pty` exists so far; the `imp` provider comes later. Targets name a provider by
-//! kind, and the refusal chain (`config::targets`) asks the provider's [`Capabilities`]
-//! whether it can do what a request needs.
+//! Providers: `local-pty`, and `imp` (sessions inside microVMs on an impd host). Targets name
+//! a provider by kind, and the refusal chain (`config::targets`) asks the provider's
+//! [`Capabilities`] whether it can do what a request needs.
 
 pub mod imp;
 pub mod local_command;
@@ -122,6 +122,37 @@ pub struct Hangup {
     pub grace: std::time::Duration,
 }
 
+/// A hook report for one session: from the reporter socket (through the manager), or from a
+/// remote harness's session bridge (spec §5.7), which reaches its session directly.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct HookReported {
+    /// The hook's name, PascalCase.
+    pub event: String,
+    /// The agent's hook JSON.
+    pub payload: serde_json::Value,
+}
+
+/// Asks a session how it stands now. Sent by a remote harness's session bridge before each
+/// line it serves, to re-check the connection's binding and to answer `status.read`
+/// (spec §5.7); a session that is gone answers nothing (the send fails).
+#[derive(Message)]
+#[rtype(result = "SessionView")]
+pub struct ReadSessionView;
+
+/// A session's own view of itself, as its bridge needs it.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    /// The target it runs on now.
+    pub target: String,
+    /// That target's identity when the session bound to it.
+    pub target_identity: String,
+    /// Its listed state.
+    pub state: crate::protocol::wire::SessionState,
+    /// Its `lastMsg`.
+    pub last_msg: String,
+}
+
 /// Where a harness reports.
 #[derive(Clone)]
 pub struct HarnessEvents {
@@ -131,6 +162,10 @@ pub struct HarnessEvents {
     pub exited: Recipient<HarnessExited>,
     /// Connection state changes of remote harnesses.
     pub attachment: Recipient<AttachmentChanged>,
+    /// Hook reports that reach the harness itself (a remote harness's report forward).
+    pub hook: Recipient<HookReported>,
+    /// The session's view of itself (a remote harness's session bridge).
+    pub view: Recipient<ReadSessionView>,
 }
 
 /// How a session talks to its harness.

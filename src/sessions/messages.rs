@@ -228,15 +228,9 @@ pub struct Unsubscribe {
     pub client: ClientId,
 }
 
-/// A hook report for one session, from the reporter socket (through the manager).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct HookReported {
-    /// The hook's name, PascalCase.
-    pub event: String,
-    /// The agent's hook JSON.
-    pub payload: serde_json::Value,
-}
+/// A hook report for one session (it lives with the providers, whose remote harnesses send
+/// it too).
+pub use crate::providers::HookReported;
 
 /// A reporter line: route it to the session named `atc_id`. Answers whether it was known.
 #[derive(Message)]

@@ -1115,6 +1115,27 @@ fn events_for(addr: &Addr<Session>) -> HarnessEvents {
         output: addr.clone().recipient(),
         exited: addr.clone().recipient(),
         attachment: addr.clone().recipient(),
+        hook: addr.clone().recipient(),
+        view: addr.clone().recipient(),
+    }
+}
+
+impl Handler<crate::providers::ReadSessionView> for Session {
+    type Result = MessageResult<crate::providers::ReadSessionView>;
+
+    /// What a remote harness's session bridge checks each line against (spec §5.7).
+    fn handle(
+        &mut self,
+        _: crate::providers::ReadSessionView,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        let d = self.descriptor();
+        MessageResult(crate::providers::SessionView {
+            target: d.locator.target_id,
+            target_identity: d.target_identity,
+            state: d.state,
+            last_msg: d.last_msg,
+        })
     }
 }
 

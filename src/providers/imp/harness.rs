@@ -18,6 +18,10 @@
 //! `created`), under a screen reset. A daemon restart attaches (`wake: false`) without a
 //! resume point, so impd's replay rebuilds the empty screen, and checks that the generation
 //! is still the stored one — otherwise the process it knew was replaced or ended.
+//!
+//! The harness's report socket ([`ReportForward`]) listens before the first connection opens
+//! (a refusal ends the harness and is the spawn's answer), listens again after an attach if
+//! it was lost meanwhile, and closes with the harness.
 
 use std::collections::VecDeque;
 
@@ -30,6 +34,7 @@ use super::cursor::{Continuity, Cursor, Feed};
 use super::host_lease::{HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::outcome::{decide, Next};
+use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
 use crate::imp::{AttachMsg, ExecWriter, Opening, Resume, ResumeFrom, StartMsg};
 use crate::protocol::params::TermSize;
@@ -87,6 +92,10 @@ pub struct ImpHarness {
     handler_failures: usize,
     ended: bool,
     reattaching: bool,
+    /// The report socket, until it is started with the harness's first connection.
+    report: Option<ReportForward>,
+    /// The report socket once started.
+    forward: Option<Addr<ReportForward>>,
 }
 
 impl ImpHarness {
@@ -98,6 +107,7 @@ impl ImpHarness {
         spec: StartSpec,
         events: HarnessEvents,
         ready_tx: oneshot::Sender<Result<(), DaemonError>>,
+        report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
         let mut env: std::collections::BTreeMap<String, String> = [
@@ -116,6 +126,13 @@ impl ImpHarness {
             }
         }
         env.insert("ATC_SESSION_ID".into(), spec.session_id.to_string());
+        // Hooks report to the guest end of the report socket; the outbox (where the guest
+        // reporter keeps what it could not send yet) sits beside it.
+        let socket = report.path().to_string();
+        let base = socket.strip_suffix(".sock").unwrap_or(&socket);
+        env.insert("ATC_OUTBOX".into(), format!("{base}.outbox"));
+        env.insert("ATC_SOCKET".into(), socket);
+        env.insert("ATC_BRIDGE".into(), "1".into());
         let argv = std::iter::once(plan.bin).chain(plan.args).collect();
         let mut cursor = Cursor::default();
         if let Some(p) = &spec.remote {
@@ -157,7 +174,32 @@ impl ImpHarness {
             handler_failures: 0,
             ended: false,
             reattaching: false,
+            report: Some(report),
+            forward: None,
         }
+    }
+
+    /// Starts the report socket and opens the first connection once it listens (spec §5.6:
+    /// the start waits for the forward); impd's refusal ends the harness.
+    fn listen_then_connect(&mut self, ctx: &mut Context<Self>) {
+        let Some(report) = self.report.take() else {
+            return self.connect(ctx);
+        };
+        let forward = report.start();
+        self.forward = Some(forward.clone());
+        ctx.wait(
+            forward
+                .send(Listen)
+                .into_actor(self)
+                .map(|res, act, ctx| match res {
+                    Ok(Ok(())) => act.connect(ctx),
+                    Ok(Err(e)) => {
+                        let err = super::report_forward::refused(&act.settings.target, &e);
+                        act.refuse(err, ctx);
+                    }
+                    Err(_) => act.ended_with("the report socket stopped".into(), ctx),
+                }),
+        );
     }
 
     /// Opens the next connection: a `start` until impd has answered one, then attaches that
@@ -252,6 +294,9 @@ impl ImpHarness {
         }
         if self.counted {
             self.lease.do_send(HarnessGone);
+        }
+        if let Some(forward) = self.forward.take() {
+            forward.do_send(CloseForward);
         }
         if let Some(tx) = self.ready_tx.take() {
             let detail = exit
@@ -365,7 +410,7 @@ impl Actor for ImpHarness {
                 Ok(ready) => {
                     act.counted = true;
                     act.offsets = ready.offsets;
-                    act.connect(ctx);
+                    act.listen_then_connect(ctx);
                 }
                 Err(e) => act.refuse(e, ctx),
             }
@@ -488,6 +533,11 @@ impl Handler<ConnStarted> for ImpHarness {
             }));
         }
         self.ever_started = true;
+        // The imp runs: a report socket lost meanwhile (a sleep, impd losing it) can listen
+        // again without waking anything.
+        if let Some(forward) = &self.forward {
+            forward.do_send(Relisten);
+        }
         self.failures = 0;
         self.handler_failures = 0;
         // The first start is announced as attached too: the session began as reattaching.

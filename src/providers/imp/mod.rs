@@ -6,7 +6,10 @@
 //! * [`cursor`]: where a harness is in its process's output, so a reconnect resumes by offset
 //!   and no byte reaches a session twice.
 //! * [`outcome`]: what a harness does when a connection ends.
+//! * [`report_forward`]: a harness's report socket inside its imp, and [`bridge`]: the session
+//!   bridge protocol each of its connections speaks.
 
+pub mod bridge;
 pub mod connection;
 pub mod cursor;
 pub mod harness;
@@ -14,4 +17,5 @@ pub mod host_lease;
 pub mod naming;
 pub mod outcome;
 pub mod provider;
+pub mod report_forward;
 pub mod settings;

@@ -4,14 +4,17 @@
 //! parent's host come with parents).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 
+use super::bridge::{Binding, Bridges};
 use super::harness::ImpHarness;
 use super::host_lease::{host_unavailable, DestroyHost, HostLease, SuspendHost};
+use super::naming;
+use super::report_forward::{ReportForward, SessionLink};
 use super::settings::ImpSettings;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
@@ -25,14 +28,19 @@ pub struct ImpProvider {
     /// The lease actor of each imp, by imp name. A registry of addresses, filled once per imp;
     /// every decision about a host is the actor's.
     hosts: Mutex<HashMap<String, Addr<HostLease>>>,
+    /// Epochs and report memory of every session bridge in the daemon (shared by all imp
+    /// providers, so epochs are unique per daemon).
+    bridges: Arc<Bridges>,
 }
 
 impl ImpProvider {
-    /// A provider for the target these settings describe.
-    pub fn new(settings: ImpSettings) -> ImpProvider {
+    /// A provider for the target these settings describe; `bridges` is the daemon's one
+    /// session-bridge memory.
+    pub fn new(settings: ImpSettings, bridges: Arc<Bridges>) -> ImpProvider {
         ImpProvider {
             settings,
             hosts: Mutex::new(HashMap::new()),
+            bridges,
         }
     }
 
@@ -118,10 +126,33 @@ impl ExecutionProvider for ImpProvider {
         spec: StartSpec,
         events: HarnessEvents,
     ) -> Result<StartedHarness, ProviderError> {
-        let imp = self.imp_for(&spec.session_id.to_string());
+        // A session's host key is its own id; its report socket is named after the id too.
+        let host_key = spec.session_id.to_string();
+        let socket = naming::guest_socket(&self.settings.guest_dir, &host_key);
+        let imp = self.imp_for(&host_key);
         let lease = self.host(&imp);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let addr = ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx).start();
+        let epoch = self.bridges.begin(spec.session_id, &host_key);
+        let binding = Binding {
+            session: spec.session_id,
+            target: self.settings.target.clone(),
+            target_identity: self.settings.identity.clone(),
+            host_key,
+            epoch,
+        };
+        let report = ReportForward::new(
+            self.settings.clone(),
+            imp.clone(),
+            socket,
+            binding,
+            SessionLink {
+                hook: events.hook.clone(),
+                view: events.view.clone(),
+            },
+            self.bridges.clone(),
+        );
+        let addr =
+            ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx, report).start();
         Ok(StartedHarness {
             handle: HarnessHandle {
                 input: addr.clone().recipient(),

@@ -16,6 +16,8 @@ use crate::imp::TokenSource;
 pub struct ImpSettings {
     /// The target's id (for messages and logs).
     pub target: String,
+    /// The target's identity (spec §4.2), which session bridges are bound to.
+    pub identity: String,
     /// impd's API address.
     pub url: String,
     /// Where the bearer token comes from.
@@ -62,6 +64,7 @@ impl ImpSettings {
         };
         Some(ImpSettings {
             target: target.to_string(),
+            identity: crate::config::targets::identity("imp", options),
             url,
             token,
             image: text("image"),

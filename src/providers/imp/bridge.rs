@@ -1,0 +1,439 @@
+//! The session bridge (spec §5.7): what a process inside an imp may say on its session's
+//! report socket, and what it is answered. Each guest connection is bound at its accept to
+//! one [`Binding`]; every line re-checks that binding against the live session before it is
+//! served, so a connection that outlived its harness (the session was forgotten, moved, or
+//! given a newer harness) cannot reach a session it no longer belongs to.
+//!
+//! This module is the protocol only: parsing a line ([`parse`]), deciding whether a binding
+//! still holds ([`binding_holds`]), the answers, and the daemon-wide memory every bridge
+//! shares ([`Bridges`]: epochs and report ids already applied). Moving bytes is
+//! `report_forward`'s job; applying a report is the session's.
+//!
+//! Trust model: reaching the guest socket is the proof; an imp is one trust domain. So the
+//! rules here are about staying bound to the right session, not about authenticating anyone.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use crate::providers::SessionView;
+
+/// Longest line served, the same as the reporter socket's; a hook payload is far smaller.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// Longest `reportID` (spec §5.7: 1–128 characters).
+const MAX_REPORT_ID: usize = 128;
+
+/// Report ids remembered per session. The guest-side reporter resends only what it has not
+/// seen answered, so a resend trails the original by a few reports at most; the cap only
+/// bounds memory of a session that reports for days.
+const REMEMBERED_REPORTS: usize = 1024;
+
+/// What one bridge connection serves, fixed when it was accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The session whose harness listened.
+    pub session: Uuid,
+    /// Its target's id.
+    pub target: String,
+    /// Its target's identity (spec §4.2).
+    pub target_identity: String,
+    /// The host key its imp was derived from.
+    pub host_key: String,
+    /// The harness's epoch (unique per daemon, grows with every harness start or attach).
+    pub epoch: u64,
+}
+
+/// Why a line was refused: the stable codes of the bridge's `{ok:false, code}` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BridgeCode {
+    /// A malformed line, an unknown op, or a hook line for another session (then closed).
+    Forbidden,
+    /// The binding no longer matches the live session (then closed).
+    StaleBinding,
+    /// An op atc does not build (inbox taps); the connection stays.
+    Unsupported,
+}
+
+impl BridgeCode {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeCode::Forbidden => "forbidden",
+            BridgeCode::StaleBinding => "stale_binding",
+            BridgeCode::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// A request op (`{v:1, id, op, …}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Apply `payload` as a `Report` hook, once per `report_id`.
+    Report {
+        /// The guest reporter's id for this report (1–128 characters).
+        report_id: String,
+        /// The report (an object).
+        payload: Value,
+    },
+    /// Answer the session's own `state` and `lastMsg`.
+    StatusRead,
+    /// Make this connection the session's inbox tap: inbox messages are not built in atc.
+    TapOpen,
+    /// Acknowledge an inbox message: inbox messages are not built in atc.
+    TapAck,
+}
+
+/// One parsed line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// A line without `op`: a hook line, as on the reporter socket.
+    Hook {
+        /// The session it names (`ATC_SESSION_ID` of the reporting process).
+        atc_id: String,
+        /// The hook's name.
+        event: String,
+        /// The agent's hook JSON (an object).
+        payload: Value,
+    },
+    /// A request, answered once.
+    Request {
+        /// The caller's id, echoed in the answer (a string or a number).
+        id: Value,
+        /// What it asks.
+        op: Op,
+    },
+}
+
+/// A line that is not a valid bridge line; it carries the request id when the line had a
+/// usable one, so the `forbidden` answer can name it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Malformed {
+    /// The request's id, if any.
+    pub id: Option<Value>,
+}
+
+/// The request id of a parsed JSON line, when it has a usable one (a string or a number).
+pub fn request_id(v: &Value) -> Option<Value> {
+    v.get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+}
+
+/// Parses one line (without its newline). Anything but a JSON object that is a complete hook
+/// line or a known, well-formed request is [`Malformed`].
+pub fn parse(line: &[u8]) -> Result<Line, Malformed> {
+    let v: Value = serde_json::from_slice(line.trim_ascii()).map_err(|_| Malformed { id: None })?;
+    let id = request_id(&v);
+    let malformed = || Malformed { id: id.clone() };
+    let obj = v.as_object().ok_or_else(malformed)?;
+    let text = |k: &str| obj.get(k).and_then(Value::as_str);
+    let object = |k: &str| obj.get(k).filter(|p| p.is_object()).cloned();
+    let Some(op) = obj.get("op") else {
+        return match (text("atcId"), text("event"), object("payload")) {
+            (Some(atc_id), Some(event), Some(payload)) => Ok(Line::Hook {
+                atc_id: atc_id.to_string(),
+                event: event.to_string(),
+                payload,
+            }),
+            _ => Err(malformed()),
+        };
+    };
+    let (Some(op), Some(request)) = (op.as_str(), id.clone()) else {
+        return Err(malformed());
+    };
+    if obj.get("v").and_then(Value::as_u64) != Some(1) {
+        return Err(malformed());
+    }
+    let op = match op {
+        "report" => {
+            let report_id = text("reportID")
+                .filter(|r| (1..=MAX_REPORT_ID).contains(&r.chars().count()))
+                .ok_or_else(malformed)?;
+            Op::Report {
+                report_id: report_id.to_string(),
+                payload: object("payload").ok_or_else(malformed)?,
+            }
+        }
+        "status.read" => Op::StatusRead,
+        "tap.open" => Op::TapOpen,
+        "tap.ack" => Op::TapAck,
+        _ => return Err(malformed()),
+    };
+    Ok(Line::Request { id: request, op })
+}
+
+/// Whether `binding` still holds: the session is there (`view`), still on the target and
+/// identity it was bound to, and no newer harness (`current`: the session's latest epoch and
+/// host key, if any) took over.
+pub fn binding_holds(
+    binding: &Binding,
+    view: Option<&SessionView>,
+    current: Option<(u64, &str)>,
+) -> bool {
+    let Some(view) = view else {
+        return false;
+    };
+    let newer =
+        current.is_some_and(|(epoch, host)| epoch > binding.epoch || host != binding.host_key);
+    view.target == binding.target && view.target_identity == binding.target_identity && !newer
+}
+
+/// A success answer: `{id, ok:true, …extra}`.
+pub fn ok(id: &Value, extra: Map<String, Value>) -> Value {
+    let mut answer = Map::new();
+    answer.insert("id".into(), id.clone());
+    answer.insert("ok".into(), Value::Bool(true));
+    answer.extend(extra);
+    Value::Object(answer)
+}
+
+/// A refusal: `{id, ok:false, code}` (`id` left out when the line had none).
+pub fn refusal(id: Option<&Value>, code: BridgeCode) -> Value {
+    match id {
+        Some(id) => json!({"id": id, "ok": false, "code": code.as_str()}),
+        None => json!({"ok": false, "code": code.as_str()}),
+    }
+}
+
+/// The answer to `status.read`.
+pub fn status(id: &Value, view: &SessionView) -> Value {
+    let mut extra = Map::new();
+    // A unit enum always serializes; `null` would only show a broken invariant.
+    extra.insert(
+        "state".into(),
+        serde_json::to_value(view.state).unwrap_or(Value::Null),
+    );
+    extra.insert("lastMsg".into(), Value::String(view.last_msg.clone()));
+    ok(id, extra)
+}
+
+/// What every bridge counted, for the daemon's stats.
+#[derive(Debug, Default, Serialize)]
+pub struct BridgeStats {
+    /// Hook lines and reports handed to their session.
+    pub accepted: AtomicU64,
+    /// Reports answered as already applied (a resend).
+    pub repeated: AtomicU64,
+    /// Lines refused (`forbidden`, `stale_binding`), or too long.
+    pub dropped: AtomicU64,
+}
+
+/// The bridge memory of one session.
+#[derive(Debug, Default)]
+struct SessionBridge {
+    /// Epoch of its latest harness.
+    epoch: u64,
+    /// Host key of its latest harness.
+    host_key: String,
+    /// Report ids already applied, oldest first (`seen` holds the same ids).
+    order: VecDeque<String>,
+    seen: HashSet<String>,
+}
+
+/// What all session bridges of this daemon share: the epoch counter, each session's latest
+/// epoch and host key, and the report ids already applied (a resend after a lost answer
+/// must land once, on whichever connection it comes). One per daemon, shared by every imp
+/// provider, so epochs are unique per daemon.
+///
+/// A plain mutex: every critical section is a map lookup or insert, never held across an
+/// await, and the bridges that ask run on the sessions' thread.
+#[derive(Debug, Default)]
+pub struct Bridges {
+    last_epoch: AtomicU64,
+    sessions: Mutex<HashMap<Uuid, SessionBridge>>,
+    stats: BridgeStats,
+}
+
+impl Bridges {
+    /// A harness of `session` on `host_key` starts or attaches: its new epoch, which makes
+    /// every connection bound to an older harness of the session stale.
+    pub fn begin(&self, session: Uuid, host_key: &str) -> u64 {
+        let epoch = self.last_epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut sessions = self.lock();
+        let entry = sessions.entry(session).or_default();
+        entry.epoch = epoch;
+        entry.host_key = host_key.to_string();
+        epoch
+    }
+
+    /// The latest epoch and host key of `session`'s harnesses, if it had one.
+    pub fn current(&self, session: Uuid) -> Option<(u64, String)> {
+        self.lock()
+            .get(&session)
+            .map(|s| (s.epoch, s.host_key.clone()))
+    }
+
+    /// Records `report_id` for `session`; `false` when it was applied already.
+    pub fn first_report(&self, session: Uuid, report_id: &str) -> bool {
+        let mut sessions = self.lock();
+        let entry = sessions.entry(session).or_default();
+        if !entry.seen.insert(report_id.to_string()) {
+            return false;
+        }
+        entry.order.push_back(report_id.to_string());
+        if entry.order.len() > REMEMBERED_REPORTS {
+            if let Some(old) = entry.order.pop_front() {
+                entry.seen.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Forgets `session` (it is gone; nothing of it can be served again).
+    pub fn forget(&self, session: Uuid) {
+        self.lock().remove(&session);
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &BridgeStats {
+        &self.stats
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, SessionBridge>> {
+        match self.sessions.lock() {
+            Ok(g) => g,
+            // A panic while holding this lock left at worst one entry half-written: an epoch
+            // or a report id, each of which only ever makes a check stricter.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::wire::SessionState;
+
+    fn binding() -> Binding {
+        Binding {
+            session: Uuid::nil(),
+            target: "box".into(),
+            target_identity: "imp:reach-v1:0011".into(),
+            host_key: "h".into(),
+            epoch: 3,
+        }
+    }
+
+    fn view() -> SessionView {
+        SessionView {
+            target: "box".into(),
+            target_identity: "imp:reach-v1:0011".into(),
+            state: SessionState::NeedsYou,
+            last_msg: "Allow?".into(),
+        }
+    }
+
+    #[test]
+    fn hook_lines_and_requests_parse_and_anything_else_is_malformed() {
+        let hook = parse(br#"{"atcId":"x","event":"Stop","payload":{}}"#).unwrap();
+        assert!(matches!(hook, Line::Hook { ref atc_id, .. } if atc_id == "x"));
+        let report =
+            parse(br#"{"v":1,"id":7,"op":"report","reportID":"r1","payload":{"kind":"note"}}"#);
+        assert_eq!(
+            report,
+            Ok(Line::Request {
+                id: json!(7),
+                op: Op::Report {
+                    report_id: "r1".into(),
+                    payload: json!({"kind": "note"})
+                }
+            })
+        );
+        let read = parse(br#"{"v":1,"id":"a","op":"status.read"}"#).unwrap();
+        assert_eq!(
+            read,
+            Line::Request {
+                id: json!("a"),
+                op: Op::StatusRead
+            }
+        );
+        for tap in ["tap.open", "tap.ack"] {
+            let line = format!(r#"{{"v":1,"id":1,"op":"{tap}"}}"#);
+            assert!(parse(line.as_bytes()).is_ok(), "{tap}");
+        }
+        // Malformed, with the id kept when there is one.
+        assert_eq!(parse(b"not json"), Err(Malformed { id: None }));
+        assert_eq!(parse(b"[1,2]"), Err(Malformed { id: None }));
+        assert_eq!(
+            parse(br#"{"atcId":"x","event":"Stop","payload":[]}"#),
+            Err(Malformed { id: None })
+        );
+        let unknown = parse(br#"{"v":1,"id":4,"op":"session.kill"}"#);
+        assert_eq!(unknown, Err(Malformed { id: Some(json!(4)) }));
+        assert!(parse(br#"{"v":2,"id":4,"op":"status.read"}"#).is_err());
+        assert!(parse(br#"{"v":1,"op":"status.read"}"#).is_err());
+        assert!(parse(br#"{"v":1,"id":{},"op":"status.read"}"#).is_err());
+        let long = "r".repeat(129);
+        let line = format!(r#"{{"v":1,"id":1,"op":"report","reportID":"{long}","payload":{{}}}}"#);
+        assert!(parse(line.as_bytes()).is_err());
+        assert!(parse(br#"{"v":1,"id":1,"op":"report","reportID":"","payload":{}}"#).is_err());
+        assert!(parse(br#"{"v":1,"id":1,"op":"report","reportID":"r"}"#).is_err());
+    }
+
+    #[test]
+    fn a_binding_holds_only_for_the_same_session_target_and_newest_harness() {
+        let b = binding();
+        assert!(binding_holds(&b, Some(&view()), Some((3, "h"))));
+        assert!(binding_holds(&b, Some(&view()), None));
+        // Gone.
+        assert!(!binding_holds(&b, None, Some((3, "h"))));
+        // Moved to another target or identity.
+        let moved = SessionView {
+            target: "other".into(),
+            ..view()
+        };
+        assert!(!binding_holds(&b, Some(&moved), Some((3, "h"))));
+        let reconfigured = SessionView {
+            target_identity: "imp:reach-v1:ffff".into(),
+            ..view()
+        };
+        assert!(!binding_holds(&b, Some(&reconfigured), Some((3, "h"))));
+        // A newer harness, or one on another host.
+        assert!(!binding_holds(&b, Some(&view()), Some((4, "h"))));
+        assert!(!binding_holds(&b, Some(&view()), Some((3, "other"))));
+    }
+
+    #[test]
+    fn epochs_grow_and_report_ids_land_once() {
+        let bridges = Bridges::default();
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let e1 = bridges.begin(a, "ha");
+        let e2 = bridges.begin(b, "hb");
+        let e3 = bridges.begin(a, "ha");
+        assert!(e1 < e2 && e2 < e3);
+        assert_eq!(bridges.current(a), Some((e3, "ha".to_string())));
+        assert!(bridges.first_report(a, "r1"));
+        assert!(!bridges.first_report(a, "r1"));
+        // Per session.
+        assert!(bridges.first_report(b, "r1"));
+        // Old ids are forgotten past the cap, newest kept.
+        for i in 0..REMEMBERED_REPORTS {
+            assert!(bridges.first_report(a, &format!("n{i}")));
+        }
+        assert!(bridges.first_report(a, "r1"));
+        assert!(!bridges.first_report(a, &format!("n{}", REMEMBERED_REPORTS - 1)));
+        bridges.forget(a);
+        assert_eq!(bridges.current(a), None);
+    }
+
+    #[test]
+    fn answers_have_the_spec_shapes() {
+        assert_eq!(
+            refusal(Some(&json!(2)), BridgeCode::StaleBinding),
+            json!({"id": 2, "ok": false, "code": "stale_binding"})
+        );
+        assert_eq!(
+            refusal(None, BridgeCode::Forbidden),
+            json!({"ok": false, "code": "forbidden"})
+        );
+        assert_eq!(
+            status(&json!("s"), &view()),
+            json!({"id": "s", "ok": true, "state": "needs_you", "lastMsg": "Allow?"})
+        );
+    }
+}
