@@ -13,6 +13,7 @@ pub mod output;
 pub mod revive;
 pub mod screen;
 pub mod spawn;
+pub mod suspend;
 pub mod terminal;
 
 use std::path::PathBuf;
@@ -37,6 +38,8 @@ pub enum ClientCommand {
     Kill(kill::KillArgs),
     /// Start a fresh process that resumes an exited session in place.
     Revive(revive::ReviveArgs),
+    /// Put a remote session's host to sleep with the process inside.
+    Suspend(suspend::SuspendArgs),
     /// Remove a session from the daemon (killing it if it still runs).
     Forget(forget::ForgetArgs),
 }
@@ -54,6 +57,7 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
         ClientCommand::Screen(args) => screen::run(&client, args).await,
         ClientCommand::Kill(args) => kill::run(&client, args).await,
         ClientCommand::Revive(args) => revive::run(&client, args).await,
+        ClientCommand::Suspend(args) => suspend::run(&client, args).await,
         ClientCommand::Forget(args) => forget::run(&client, args).await,
     }
 }
