@@ -196,3 +196,54 @@ async fn forgetting_a_remote_session_destroys_its_host_after_confirmation() {
     assert_eq!(fleet["fleet"].as_array().map(Vec::len), Some(0));
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_failed_readying_undoes_what_it_did_and_a_keyed_retry_runs_fresh() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = imp_config(&sim);
+    // A guest dir nobody can create: the readying fails at its last step.
+    let text = json!({
+        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
+                            "guestDir": "/proc/atc-cannot-be-here"}},
+        "defaultTarget": "box",
+    })
+    .to_string();
+    config.targets = Config::from_json(text.as_bytes()).targets;
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let spawn = || async {
+        let mut resp = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .finish()
+            .post(format!("{}/v1/sessions", d.url))
+            .bearer_auth(&d.token)
+            .insert_header(("Idempotency-Key", "ready-fails"))
+            .send_json(&json!({"agent": "sh", "cwd": "/tmp"}))
+            .await
+            .expect("request");
+        let body = resp.body().await.expect("body");
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null),
+        )
+    };
+    let (status, body) = spawn().await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "host_unavailable");
+    assert_eq!(body["error"]["data"]["problem"], "guest_setup", "{body}");
+    // The imp it created is destroyed again, the lease it took returned.
+    assert!(sim.imps().is_empty(), "{:?}", sim.imps());
+    assert!(sim.stats().rpc_calls.get("imps.destroy").is_some());
+    // Nothing is listed, and the key was released: a retry runs (and fails) afresh.
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+    let creates = sim.stats().rpc_calls.get("imps.create").copied();
+    let (status, body) = spawn().await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        sim.stats().rpc_calls.get("imps.create").copied(),
+        creates.map(|n| n + 1),
+        "the retry ran again"
+    );
+    d.stop().await;
+}
