@@ -1362,15 +1362,7 @@ impl Handler<Suspend> for Session {
             slept
                 .into_actor(self)
                 .then(|res, act, _| {
-                    let done = match (&res, &act.harness) {
-                        (Ok(()), Some(h)) => {
-                            let (tx, rx) = oneshot::channel();
-                            act.exit_waiters.push(tx);
-                            h.detach.do_send(DetachHarness { host_asleep: true });
-                            Some(rx)
-                        }
-                        _ => None,
-                    };
+                    let done = res.is_ok().then(|| act.let_harness_go(true)).flatten();
                     async move {
                         if let Some(rx) = done {
                             let _ = rx.await;
@@ -1436,6 +1428,18 @@ pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
             )
             .with("problem", "not_started"))
         }),
+    }
+}
+
+impl Session {
+    /// Lets the harness go (its host slept or was destroyed); answers once its end is
+    /// recorded, `None` when there is no harness.
+    fn let_harness_go(&mut self, host_asleep: bool) -> Option<oneshot::Receiver<()>> {
+        let h = self.harness.as_ref()?;
+        let (tx, rx) = oneshot::channel();
+        self.exit_waiters.push(tx);
+        h.detach.do_send(DetachHarness { host_asleep });
+        Some(rx)
     }
 }
 
@@ -1509,15 +1513,7 @@ impl Handler<ForgetDestroying> for Session {
         Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
             // The process went with its host: let the harness go at once rather than have
             // it retry a connection that cannot come back.
-            let gone = match (&res, &act.harness) {
-                (Ok(()), Some(h)) => {
-                    let (tx, rx) = oneshot::channel();
-                    act.exit_waiters.push(tx);
-                    h.detach.do_send(DetachHarness { host_asleep: false });
-                    Some(rx)
-                }
-                _ => None,
-            };
+            let gone = res.is_ok().then(|| act.let_harness_go(false)).flatten();
             async move {
                 if let Some(rx) = gone {
                     let _ = rx.await;

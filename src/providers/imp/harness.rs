@@ -342,6 +342,23 @@ impl ImpHarness {
         self.ended_with(detail, ctx);
     }
 
+    /// The generation `ours` no longer runs under the session's name: its recorded exit when
+    /// impd's `previous` is ours, else someone else's process took the name.
+    fn generation_gone(
+        &mut self,
+        previous: Option<&crate::imp::Previous>,
+        ours: &str,
+        ctx: &mut Context<Self>,
+    ) {
+        match previous.filter(|p| p.execution_generation == ours) {
+            Some(p) => self.finish(
+                HarnessExited::exited(Some(p.exit_code.unwrap_or(1)), None),
+                ctx,
+            ),
+            None => self.ended_with("imp replaced the process".into(), ctx),
+        }
+    }
+
     fn on_next(&mut self, next: Next, ctx: &mut Context<Self>) {
         match next {
             Next::Exited { code, signal } => self.finish(HarnessExited::exited(code, signal), ctx),
@@ -448,18 +465,8 @@ impl Handler<ConnStarted> for ImpHarness {
                 }
                 Some(Resume::GenerationChanged { .. }) => {
                     let _ = msg.writer.close();
-                    let ours = self.cursor.generation().map(str::to_string);
-                    let previous = o
-                        .previous
-                        .as_ref()
-                        .filter(|p| Some(p.execution_generation.as_str()) == ours.as_deref());
-                    match previous {
-                        Some(p) => self.finish(
-                            HarnessExited::exited(Some(p.exit_code.unwrap_or(1)), None),
-                            ctx,
-                        ),
-                        None => self.ended_with("imp replaced the process".into(), ctx),
-                    }
+                    let ours = self.cursor.generation().unwrap_or_default().to_string();
+                    self.generation_gone(o.previous.as_ref(), &ours, ctx);
                     return;
                 }
                 Some(Resume::Exact) | None => {}
@@ -468,17 +475,7 @@ impl Handler<ConnStarted> for ImpHarness {
             if let Some(expected) = self.expect_generation.take() {
                 if o.execution_generation != expected {
                     let _ = msg.writer.close();
-                    let previous = o
-                        .previous
-                        .as_ref()
-                        .filter(|p| p.execution_generation == expected);
-                    match previous {
-                        Some(p) => self.finish(
-                            HarnessExited::exited(Some(p.exit_code.unwrap_or(1)), None),
-                            ctx,
-                        ),
-                        None => self.ended_with("imp replaced the process".into(), ctx),
-                    }
+                    self.generation_gone(o.previous.as_ref(), &expected, ctx);
                     return;
                 }
                 self.fresh = true;
