@@ -90,6 +90,16 @@ impl Faults {
         }
     }
 
+    /// Forgets every queued `/exec` drop; returns how many were still waiting. With many
+    /// drops queued a client keeps failing to connect until this is called, which lets a test
+    /// keep a harness away for exactly as long as it needs.
+    pub fn cancel_connection_drops(&self) -> usize {
+        let mut st = self.shared.lock();
+        let n = st.faults.exec_drops.len();
+        st.faults.exec_drops.clear();
+        n
+    }
+
     /// The next `n` `/exec`/`/tunnel` upgrades are answered with `status` instead.
     pub fn refuse_next_upgrades(&self, n: usize, status: u16) {
         let mut st = self.shared.lock();
