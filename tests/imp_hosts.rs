@@ -9,33 +9,10 @@ use std::time::{Duration, Instant};
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{ImpState, ImpdSim, SimOptions};
-use support::{id_of, test_config, TestDaemon, WITHIN};
+use support::{id_of, test_config, with_imp_target, TestDaemon, WITHIN};
 
 fn imp_config(sim: &ImpdSim) -> Config {
-    let text = json!({
-        "targets": {
-            "box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file()},
-        },
-        "defaultTarget": "box",
-    })
-    .to_string();
-    let parsed = Config::from_json(text.as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    Config {
-        targets: parsed.targets,
-        ..test_config()
-    }
-}
-
-async fn submit(d: &TestDaemon, id: &str, text: &str) {
-    let (status, body) = d
-        .call(
-            "POST",
-            &format!("/v1/sessions/{id}/submit"),
-            Some(json!({ "text": text })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}))
 }
 
 /// A session on the imp target, attached, and the name of its imp.
@@ -78,7 +55,8 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
     let (id, imp) = attached_shell(&d, &sim).await;
     // Steady output: busy.
-    submit(&d, &id, "while :; do echo tick; sleep 0.05; done").await;
+    d.submit(&id, "while :; do echo tick; sleep 0.05; done")
+        .await;
     d.wait_screen(&id, "tick").await;
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/suspend"), None)
@@ -95,7 +73,7 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
         Some(json!({"data": "\u{3}"})),
     )
     .await;
-    submit(&d, &id, "echo quiet-$((3*3))").await;
+    d.submit(&id, "echo quiet-$((3*3))").await;
     d.wait_screen(&id, "quiet-9").await;
     let pid = sim
         .imp(&imp)
@@ -116,7 +94,7 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
-    submit(&d, &id, "echo awake-$((4*4))").await;
+    d.submit(&id, "echo awake-$((4*4))").await;
     d.wait_screen(&id, "awake-16").await;
     assert_eq!(
         sim.imp(&imp)
@@ -156,7 +134,7 @@ async fn another_owners_lease_refuses_the_sleep_and_ours_is_taken_back() {
     // The session runs on.
     let s = d.session(&id).await;
     assert_eq!(s["alive"], true, "{s}");
-    submit(&d, &id, "echo still-$((5*5))").await;
+    d.submit(&id, "echo still-$((5*5))").await;
     d.wait_screen(&id, "still-25").await;
     d.stop().await;
 }
@@ -201,15 +179,13 @@ async fn forgetting_a_remote_session_destroys_its_host_after_confirmation() {
 async fn a_failed_readying_undoes_what_it_did_and_a_keyed_retry_runs_fresh() {
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();
-    let mut config = imp_config(&sim);
     // A guest dir nobody can create: the readying fails at its last step.
-    let text = json!({
-        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
-                            "guestDir": "/proc/atc-cannot-be-here"}},
-        "defaultTarget": "box",
-    })
-    .to_string();
-    config.targets = Config::from_json(text.as_bytes()).targets;
+    let config = with_imp_target(
+        test_config(),
+        &sim.url(),
+        sim.token_file(),
+        json!({"guestDir": "/proc/atc-cannot-be-here"}),
+    );
     let d = TestDaemon::start_on(tmp.path(), config).await;
     let spawn = || async {
         let mut resp = awc::Client::builder()

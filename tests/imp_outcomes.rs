@@ -16,7 +16,7 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{BootEnd, Clock, ImpdSim, Scope, SimOptions, When, RING_BYTES};
-use support::{id_of, test_config, ws_at, TestDaemon};
+use support::{id_of, test_config, with_imp_target, ws_at, TestDaemon};
 
 /// What a fresh attach writes before impd's replay (spec §5.6).
 const SCREEN_RESET: &[u8] = b"\x1b[0m\x1b[H\x1b[2J";
@@ -30,20 +30,7 @@ fn patient_delays() -> Vec<Duration> {
 /// The test config plus an imp target `box` (the default) on `sim`, authenticated by
 /// `token_file`, with [`patient_delays`]; `tune` adjusts it further.
 fn imp_config(sim: &ImpdSim, token_file: &Path, tune: impl FnOnce(&mut Config)) -> Config {
-    let text = json!({
-        "targets": {
-            "local": {"provider": "local-pty"},
-            "box": {"provider": "imp", "url": sim.url(), "tokenFile": token_file},
-        },
-        "defaultTarget": "box",
-    })
-    .to_string();
-    let parsed = Config::from_json(text.as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = Config {
-        targets: parsed.targets,
-        ..test_config()
-    };
+    let mut c = with_imp_target(test_config(), &sim.url(), token_file, json!({}));
     c.timings.imp_reconnect_delays = patient_delays();
     tune(&mut c);
     c
@@ -81,17 +68,6 @@ async fn spawn_attached(d: &TestDaemon, sim: &ImpdSim) -> Remote {
         .map(|i| i.name)
         .unwrap_or_else(|| panic!("no imp runs {session}: {:#?}", sim.imps()));
     Remote { id, imp, session }
-}
-
-async fn submit(d: &TestDaemon, id: &str, text: &str) {
-    let (status, body) = d
-        .call(
-            "POST",
-            &format!("/v1/sessions/{id}/submit"),
-            Some(json!({ "text": text })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 /// `start`/`attach` messages the simulator has read so far.
@@ -161,8 +137,7 @@ async fn a_gap_while_away_resets_the_screen_before_impds_replay() {
     let (mut ws, _, _) = d.attach(&r.id, "cols=80&rows=24").await;
     // The output waits for a file, so all of it is made while the harness is away.
     let go = tmp.path().join("go");
-    submit(
-        &d,
+    d.submit(
         &r.id,
         &format!(
             "while [ ! -e {} ]; do sleep 0.02; done; seq 1 60000; echo END-$((40+2))",
@@ -531,7 +506,7 @@ async fn a_lease_is_renewed_while_a_harness_runs_and_returned_when_the_last_one_
     let live = sim.live_leases(&r.imp);
     assert_eq!(live.len(), 1, "renewal kept the lease alive: {live:?}");
 
-    submit(&d, &r.id, "exit 0").await;
+    d.submit(&r.id, "exit 0").await;
     wait_gone(&d, &r.id).await;
     sim.wait_until("lease returned", |sim| {
         sim.live_leases(&r.imp).is_empty() && rpc_calls(sim, "leases.release") >= 1
@@ -581,7 +556,7 @@ async fn a_lease_impd_ended_is_never_taken_back_by_renewal() {
     .await;
     assert_eq!(rpc_calls(&sim, "leases.acquire"), acquired);
     // The session itself is unaffected.
-    submit(&d, &r.id, "echo still-$((1+1))").await;
+    d.submit(&r.id, "echo still-$((1+1))").await;
     d.wait_screen(&r.id, "still-2").await;
     assert!(sim.live_leases(&r.imp).is_empty());
     d.stop().await;

@@ -12,32 +12,19 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{ImpdSim, SimOptions};
-use support::{agent_shells_config, hook, id_of, TestDaemon, WITHIN};
+use support::{agent_shells_config, hook, id_of, with_imp_target, TestDaemon, WITHIN};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 /// Agent shells (`claude` is a plain shell) plus an imp target `box` (the default) on `sim`
 /// whose guest dir is `guest_dir`.
 fn config(sim: &ImpdSim, guest_dir: &Path) -> Config {
-    let text = json!({
-        "targets": {
-            "local": {"provider": "local-pty"},
-            "box": {
-                "provider": "imp",
-                "url": sim.url(),
-                "tokenFile": sim.token_file(),
-                "guestDir": guest_dir.display().to_string(),
-            },
-        },
-        "defaultTarget": "box",
-    })
-    .to_string();
-    let parsed = Config::from_json(text.as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = Config {
-        targets: parsed.targets,
-        ..agent_shells_config()
-    };
+    let mut c = with_imp_target(
+        agent_shells_config(),
+        &sim.url(),
+        sim.token_file(),
+        json!({"guestDir": guest_dir.display().to_string()}),
+    );
     c.timings.imp_reconnect_delays = [20, 50, 100, 200, 400]
         .into_iter()
         .map(Duration::from_millis)

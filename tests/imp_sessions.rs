@@ -9,25 +9,12 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::json;
 use support::impd_sim::{ImpdSim, SimOptions, When};
-use support::{id_of, test_config, TestDaemon};
+use support::{id_of, test_config, with_imp_target, TestDaemon};
 
 /// The test config plus an imp target `box` (the default) on `sim`, with short reconnect
 /// delays.
 fn imp_config(sim: &ImpdSim) -> Config {
-    let text = json!({
-        "targets": {
-            "local": {"provider": "local-pty"},
-            "box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file()},
-        },
-        "defaultTarget": "box",
-    })
-    .to_string();
-    let parsed = Config::from_json(text.as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = Config {
-        targets: parsed.targets,
-        ..test_config()
-    };
+    let mut c = with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
     c.timings.imp_reconnect_delays = [20, 50, 100, 200, 400]
         .into_iter()
         .map(Duration::from_millis)
@@ -38,17 +25,6 @@ fn imp_config(sim: &ImpdSim) -> Config {
 async fn daemon_on(sim: &ImpdSim) -> (TestDaemon, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     (TestDaemon::start_on(tmp.path(), imp_config(sim)).await, tmp)
-}
-
-async fn submit(d: &TestDaemon, id: &str, text: &str) {
-    let (status, body) = d
-        .call(
-            "POST",
-            &format!("/v1/sessions/{id}/submit"),
-            Some(json!({ "text": text })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 #[actix_rt::test]
@@ -80,7 +56,7 @@ async fn a_remote_session_spawns_echoes_resizes_and_exits_with_its_code() {
     })
     .await;
 
-    submit(&d, &id, "echo $((6*7))-ok").await;
+    d.submit(&id, "echo $((6*7))-ok").await;
     d.wait_screen(&id, "42-ok").await;
     let (status, _) = d
         .call(
@@ -90,9 +66,9 @@ async fn a_remote_session_spawns_echoes_resizes_and_exits_with_its_code() {
         )
         .await;
     assert_eq!(status, 200);
-    submit(&d, &id, "echo size-$(stty size)").await;
+    d.submit(&id, "echo size-$(stty size)").await;
     d.wait_screen(&id, "size-30 100").await;
-    submit(&d, &id, "exit 3").await;
+    d.submit(&id, "exit 3").await;
     let s = d.wait_session(&id, "exited", |s| s["alive"] == false).await;
     assert_eq!(s["exitCode"], 3, "{s}");
     assert_eq!(s["exitReason"], "exited");
@@ -129,8 +105,7 @@ async fn output_survives_twenty_dropped_connections_without_loss_or_repeats() {
     let (imp, session) = remote_names(&sim, &id);
     let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
     // A deterministic stream, long enough for every drop to land in its middle.
-    submit(
-        &d,
+    d.submit(
         &id,
         "i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.01; done; echo DONE-$((40+2))",
     )
@@ -200,7 +175,7 @@ async fn a_daemon_restart_reattaches_a_running_remote_session_with_its_screen() 
     })
     .await;
     let (imp, session) = remote_names(&sim, &id);
-    submit(&d, &id, "echo before-$((1+1))").await;
+    d.submit(&id, "echo before-$((1+1))").await;
     d.wait_screen(&id, "before-2").await;
     d.stop().await;
     // The process runs on in its imp; the lease went back with the daemon.
@@ -220,7 +195,7 @@ async fn a_daemon_restart_reattaches_a_running_remote_session_with_its_screen() 
     assert_eq!(s["state"], "running", "{s}");
     // impd's replay rebuilt the screen of the new daemon.
     d.wait_screen(&id, "before-2").await;
-    submit(&d, &id, "echo after-$((2+2))").await;
+    d.submit(&id, "echo after-$((2+2))").await;
     d.wait_screen(&id, "after-4").await;
     let s = sim.session(&imp, &session).expect("the remote session");
     assert_eq!(s.pid, pid, "re-attached, not restarted");
@@ -239,7 +214,7 @@ async fn a_host_asleep_at_restart_leaves_the_session_suspended_until_a_revive() 
     })
     .await;
     let (imp, session) = remote_names(&sim, &id);
-    submit(&d, &id, "echo before-$((1+1))").await;
+    d.submit(&id, "echo before-$((1+1))").await;
     d.wait_screen(&id, "before-2").await;
     let pid = sim.session(&imp, &session).map(|s| s.pid);
     d.stop().await;
@@ -261,7 +236,7 @@ async fn a_host_asleep_at_restart_leaves_the_session_suspended_until_a_revive() 
         s["lifecycle"]["attachment"] == "attached"
     })
     .await;
-    submit(&d, &id, "echo after-$((2+2))").await;
+    d.submit(&id, "echo after-$((2+2))").await;
     d.wait_screen(&id, "after-4").await;
     assert_eq!(
         sim.session(&imp, &session).map(|s| s.pid),

@@ -120,6 +120,26 @@ pub async fn hook(d: &TestDaemon, id: &str, payload: Value) {
     assert_eq!(status, 200, "{body}");
 }
 
+/// `targets` for `base` (a test config) with `local` and an imp target `box`, the default,
+/// on the impd at `url` with its token in `token_file`; `options` join the `box` entry.
+pub fn with_imp_target(base: Config, url: &str, token_file: &Path, options: Value) -> Config {
+    let mut entry = serde_json::json!({"provider": "imp", "url": url, "tokenFile": token_file});
+    if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), options) {
+        e.extend(more);
+    }
+    let text = serde_json::json!({
+        "targets": {"local": {"provider": "local-pty"}, "box": entry},
+        "defaultTarget": "box",
+    })
+    .to_string();
+    let parsed = Config::from_json(text.as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    Config {
+        targets: parsed.targets,
+        ..base
+    }
+}
+
 /// A daemon running in this test's actix system.
 pub struct TestDaemon {
     pub handle: Option<DaemonHandle>,
@@ -192,6 +212,18 @@ impl TestDaemon {
             h.stop().await;
         }
         self._tmp.take()
+    }
+
+    /// Types `text` and Enter into session `id` (`POST .../submit`), asserting it was taken.
+    pub async fn submit(&self, id: &str, text: &str) {
+        let (status, body) = self
+            .call(
+                "POST",
+                &format!("/v1/sessions/{id}/submit"),
+                Some(serde_json::json!({ "text": text })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
     }
 
     /// A request with the token.
