@@ -53,6 +53,13 @@ pub fn start_http(
         .workers(1)
         .disable_signals()
         .shutdown_timeout(1)
+        // No Nagle on the private leg either: a close frame right after output must not
+        // wait for the relay's delayed ACK.
+        .on_connect(|conn, _| {
+            if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                let _ = tcp.set_nodelay(true);
+            }
+        })
         .bind(("127.0.0.1", 0))?;
     let addr = server
         .addrs()
@@ -157,6 +164,10 @@ async fn relay(shared: Arc<Shared>, mut client: TcpStream, inner: SocketAddr) {
     let Ok(mut upstream) = TcpStream::connect(inner).await else {
         return;
     };
+    // A relay must not hold small writes back (Nagle against delayed ACKs adds ~40 ms to
+    // every close after output and every first message).
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
     let Ok(key) = upstream.local_addr() else {
         return;
     };
