@@ -82,7 +82,11 @@ impl ImpdClient {
             base.clone()
         };
         let http = awc::Client::builder()
-            .connector(awc::Connector::new().timeout(timeouts.open))
+            .connector(
+                awc::Connector::new()
+                    .connector(no_delay_connector())
+                    .timeout(timeouts.open),
+            )
             .timeout(timeouts.call)
             .max_http_version(awc::http::Version::HTTP_11)
             .finish();
@@ -260,6 +264,26 @@ fn parse<T: serde::de::DeserializeOwned>(output: Value) -> Result<T, ImpPortErro
                 .unwrap_or("a value")
         ))
     })
+}
+
+/// awc's TCP connector with `TCP_NODELAY` set on every connection: a keystroke or a resize
+/// is a small write, and Nagle would hold the next one back until impd acknowledged the last
+/// (up to a delayed ACK, ~40 ms).
+fn no_delay_connector() -> impl actix_service::Service<
+    actix_tls::connect::ConnectInfo<awc::http::Uri>,
+    Response = actix_tls::connect::Connection<awc::http::Uri, actix_rt::net::TcpStream>,
+    Error = actix_tls::connect::ConnectError,
+> + Clone {
+    use actix_service::ServiceExt;
+    actix_tls::connect::Connector::new(actix_tls::connect::Resolver::default())
+        .service()
+        .map(
+            |conn: actix_tls::connect::Connection<awc::http::Uri, actix_rt::net::TcpStream>| {
+                // A socket that refuses the option still works, only with Nagle.
+                let _ = conn.io_ref().set_nodelay(true);
+                conn
+            },
+        )
 }
 
 #[cfg(test)]
