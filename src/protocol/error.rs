@@ -49,6 +49,9 @@ pub enum ErrorCode {
     HostUnavailable,
     /// The remote host is leased by someone else and will not sleep; `data` has impd's leases.
     HostLeased,
+    /// A second kill of a dead session whose forgetting would destroy its host: forget it
+    /// with the two-step `DELETE` instead (`data.session`).
+    ConfirmationRequired,
     /// No such route or method.
     UnknownMethod,
     /// Anything else; details are logged, never sent.
@@ -78,6 +81,7 @@ impl ErrorCode {
             ErrorCode::TooSlow => "too_slow",
             ErrorCode::HostUnavailable => "host_unavailable",
             ErrorCode::HostLeased => "host_leased",
+            ErrorCode::ConfirmationRequired => "confirmation_required",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
         }
@@ -100,6 +104,7 @@ impl ErrorCode {
             | ErrorCode::IdempotencyConflict
             | ErrorCode::OutcomeUnknown
             | ErrorCode::HostLeased
+            | ErrorCode::ConfirmationRequired
             | ErrorCode::TargetChanged => StatusCode::CONFLICT,
             ErrorCode::TooSlow => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Unsupported | ErrorCode::UnsupportedOperation => {

@@ -463,7 +463,24 @@ async fn kill(
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     state.refuse_session(&found.descriptor, Capability::Kill)?;
-    // Spec §3.7: killing a local session that is already dead forgets it.
+    // Spec §3.7: killing a session that is already dead forgets it, unless forgetting would
+    // destroy its host: that takes the two-step DELETE.
+    let destroys = state
+        .providers
+        .get(&found.descriptor.locator.target_id)
+        .is_some_and(|p| p.capabilities().destroy);
+    if !found.descriptor.alive && destroys {
+        let id = found.descriptor.id.to_string();
+        return Err(DaemonError::new(
+            ErrorCode::ConfirmationRequired,
+            format!(
+                "session '{id}' is dead; forgetting it destroys its imp: DELETE /v1/sessions/{id} \
+                 for a confirmation token, then DELETE /v1/sessions/{id}?confirm=TOKEN \
+                 (`atc forget {id} --yes`)"
+            ),
+        )
+        .with("session", id));
+    }
     if !found.descriptor.alive {
         mailbox(found.addr.send(Forget).await)??;
         return Ok(HttpResponse::Ok().json(json!({
