@@ -46,6 +46,9 @@ async fn a_remote_session_spawns_echoes_resizes_and_exits_with_its_code() {
     let s = d.spawn("sh").await;
     let id = id_of(&s);
     assert_eq!(s["locator"]["targetID"], "box");
+    // The spawn answers once impd started the process.
+    assert_eq!(s["lifecycle"]["attachment"], "attached", "{s}");
+    assert_eq!(s["lifecycle"]["vm"], "awake", "{s}");
     // The imp was created for the session and leased by this daemon.
     let imps = sim.imps();
     assert_eq!(imps.len(), 1, "{imps:?}");

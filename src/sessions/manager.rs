@@ -247,15 +247,20 @@ impl Handler<Spawn> for SessionManager {
             async move { wait_started(ready).await }
                 .into_actor(self)
                 .then(move |res, act, _| {
-                    let forget = match (&res, act.sessions.get(&id)) {
-                        (Err(_), Some(e)) => Some(e.addr.send(Forget)),
-                        _ => None,
-                    };
+                    let addr = act.sessions.get(&id).map(|e| e.addr.clone());
                     async move {
-                        if let Some(f) = forget {
-                            let _ = f.await;
+                        match (res, addr) {
+                            // Answer what the session looks like now that it runs.
+                            (Ok(()), Some(a)) => {
+                                Ok(a.send(GetDescriptor).await.unwrap_or(descriptor))
+                            }
+                            (Ok(()), None) => Ok(descriptor),
+                            (Err(e), Some(a)) => {
+                                let _ = a.send(Forget).await;
+                                Err(e)
+                            }
+                            (Err(e), None) => Err(e),
                         }
-                        res.map(|()| descriptor)
                     }
                     .into_actor(act)
                 }),

@@ -99,6 +99,11 @@ pub struct Update {
 #[rtype(result = "Result<ScreenText, DaemonError>")]
 pub struct GetScreen;
 
+/// The session's current descriptor.
+#[derive(Message)]
+#[rtype(result = "Descriptor")]
+pub struct GetDescriptor;
+
 /// End the process (SIGHUP, SIGKILL after the grace). Answers once the exit is recorded.
 #[derive(Message)]
 #[rtype(result = "Result<Descriptor, DaemonError>")]

@@ -1120,6 +1120,14 @@ fn events_for(addr: &Addr<Session>) -> HarnessEvents {
     }
 }
 
+impl Handler<GetDescriptor> for Session {
+    type Result = MessageResult<GetDescriptor>;
+
+    fn handle(&mut self, _: GetDescriptor, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.descriptor())
+    }
+}
+
 impl Handler<crate::providers::ReadSessionView> for Session {
     type Result = MessageResult<crate::providers::ReadSessionView>;
 
