@@ -4,7 +4,7 @@
 //! connections one at a time, each an [`ImpConnection`] actor. The first connection sends a
 //! `start`; once impd has answered one, every later connection is an `attach` with
 //! `wake: false` resuming from the [`Cursor`]. How a connection ended decides what follows
-//! ([`outcome::decide`]): an exit ends the harness, a drop of a started connection reconnects
+//! ([`super::outcome::decide`]): an exit ends the harness, a drop of a started connection reconnects
 //! at once, other failures reconnect after the next of the given delays, and when those run
 //! out the harness ends with the last outcome's text.
 //!

@@ -2,6 +2,16 @@
 //! reached over impd's HTTP API and `/exec` WebSocket (`crate::imp` speaks the wire protocol;
 //! this module decides what atc does with it, spec §5).
 //!
+//! Layer by layer, from the trait down:
+//!
+//! * [`provider`]: [`provider::ImpProvider`], the `ExecutionProvider` of one imp target; it
+//!   hands each session a harness and keeps one lease actor per imp. [`settings`] reads the
+//!   target's options.
+//! * [`host_lease`]: one actor per imp that readies it, holds and renews this daemon's lease,
+//!   and sleeps or destroys it, strictly one request after another.
+//! * [`harness`]: one actor per remote process, keeping it connected across drops, impd
+//!   restarts, sleeps and daemon restarts; [`connection`]: one actor per `/exec` connection
+//!   attempt of a harness.
 //! * [`naming`]: imp, exec session and guest socket names that fit impd's limits.
 //! * [`cursor`]: where a harness is in its process's output, so a reconnect resumes by offset
 //!   and no byte reaches a session twice.
