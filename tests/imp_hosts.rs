@@ -54,9 +54,13 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
     let (id, imp) = attached_shell(&d, &sim).await;
-    // Steady output: busy.
-    d.submit(&id, "while :; do echo tick; sleep 0.05; done")
-        .await;
+    // Steady output for a few seconds, then quiet (a bounded loop rather than a Ctrl-C, which
+    // a loaded machine can deliver between the loop's commands).
+    d.submit(
+        &id,
+        "i=0; while [ $i -lt 60 ]; do echo tick; sleep 0.05; i=$((i+1)); done; echo quiet-$((3*3))",
+    )
+    .await;
     d.wait_screen(&id, "tick").await;
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/suspend"), None)
@@ -67,13 +71,6 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
     assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
     assert_eq!(sim.live_leases(&imp).len(), 1, "our lease is kept");
     // Quiet: it sleeps.
-    d.call(
-        "POST",
-        &format!("/v1/sessions/{id}/input"),
-        Some(json!({"data": "\u{3}"})),
-    )
-    .await;
-    d.submit(&id, "echo quiet-$((3*3))").await;
     d.wait_screen(&id, "quiet-9").await;
     let pid = sim
         .imp(&imp)
