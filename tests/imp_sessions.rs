@@ -248,3 +248,40 @@ async fn a_host_asleep_at_restart_leaves_the_session_suspended_until_a_revive() 
     );
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn ctrl_c_interrupts_the_foreground_job_of_a_remote_session() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_on(&sim).await;
+    let id = id_of(&d.spawn("sh").await);
+    d.submit(&id, "sleep 30; echo not-interrupted").await;
+    let (imp, session) = remote_names(&sim, &id);
+    // The sleep runs before the interrupt is typed.
+    sim.wait_until("sleep runs", |sim| {
+        sim.session(&imp, &session).is_some()
+            && std::fs::read_dir("/proc").is_ok_and(|mut entries| {
+                entries.any(|e| {
+                    e.ok()
+                        .and_then(|e| std::fs::read_to_string(e.path().join("cmdline")).ok())
+                        .is_some_and(|c| c == "sleep\u{0}30\u{0}")
+                })
+            })
+    })
+    .await;
+    let (status, _) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/input"),
+            Some(json!({"data": "\u{3}"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    d.submit(&id, "echo int-$((1+1))").await;
+    let screen = d.wait_screen(&id, "int-2").await;
+    let text = screen["text"].as_str().unwrap_or_default();
+    assert!(
+        !text.lines().any(|l| l == "not-interrupted"),
+        "the sleep was interrupted: {screen}"
+    );
+    d.stop().await;
+}
