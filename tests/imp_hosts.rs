@@ -9,27 +9,10 @@ use std::time::{Duration, Instant};
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{ImpState, ImpdSim, SimOptions};
-use support::{id_of, test_config, with_imp_target, TestDaemon, WITHIN};
+use support::{spawn_remote, test_config, with_imp_target, Remote, TestDaemon, WITHIN};
 
 fn imp_config(sim: &ImpdSim) -> Config {
     with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}))
-}
-
-/// A session on the imp target, attached, and the name of its imp.
-async fn attached_shell(d: &TestDaemon, sim: &ImpdSim) -> (String, String) {
-    let id = id_of(&d.spawn("sh").await);
-    d.wait_session(&id, "attached", |s| {
-        s["lifecycle"]["attachment"] == "attached"
-    })
-    .await;
-    let session = atc::providers::imp::naming::exec_session_name(&id);
-    let imp = sim
-        .imps()
-        .into_iter()
-        .find(|i| i.sessions.iter().any(|s| s.name == session))
-        .map(|i| i.name)
-        .expect("the session's imp");
-    (id, imp)
 }
 
 /// Suspends until the session is idle enough (it answers `busy` until its output settles),
@@ -53,7 +36,7 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
-    let (id, imp) = attached_shell(&d, &sim).await;
+    let Remote { id, imp, .. } = spawn_remote(&d, &sim).await;
     // Steady output for a few seconds, then quiet (a bounded loop rather than a Ctrl-C, which
     // a loaded machine can deliver between the loop's commands).
     d.submit(
@@ -107,7 +90,7 @@ async fn another_owners_lease_refuses_the_sleep_and_ours_is_taken_back() {
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
-    let (id, imp) = attached_shell(&d, &sim).await;
+    let Remote { id, imp, .. } = spawn_remote(&d, &sim).await;
     assert!(sim
         .faults()
         .add_lease(&imp, "token:someone-else", "their-job", None));
@@ -141,7 +124,7 @@ async fn forgetting_a_remote_session_destroys_its_host_after_confirmation() {
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
-    let (id, imp) = attached_shell(&d, &sim).await;
+    let Remote { id, imp, .. } = spawn_remote(&d, &sim).await;
     // Step one: a token, nothing destroyed.
     let (status, body) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
     assert_eq!(status, 200, "{body}");

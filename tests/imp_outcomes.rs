@@ -16,7 +16,7 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{BootEnd, Clock, ImpdSim, Scope, SimOptions, When, RING_BYTES};
-use support::{id_of, test_config, with_imp_target, ws_at, TestDaemon};
+use support::{spawn_remote, test_config, with_imp_target, ws_at, Remote, TestDaemon};
 
 /// What a fresh attach writes before impd's replay (spec §5.6).
 const SCREEN_RESET: &[u8] = b"\x1b[0m\x1b[H\x1b[2J";
@@ -44,30 +44,6 @@ async fn daemon_with(
     let tmp = tempfile::tempdir().unwrap();
     let config = imp_config(sim, sim.token_file(), tune);
     (TestDaemon::start_on(tmp.path(), config).await, tmp)
-}
-
-/// One remote `sh` session and its names on the simulator.
-struct Remote {
-    id: String,
-    imp: String,
-    session: String,
-}
-
-/// Spawns `sh` on the imp target and waits until its harness is attached.
-async fn spawn_attached(d: &TestDaemon, sim: &ImpdSim) -> Remote {
-    let id = id_of(&d.spawn("sh").await);
-    d.wait_session(&id, "attached", |s| {
-        s["lifecycle"]["attachment"] == "attached"
-    })
-    .await;
-    let session = atc::providers::imp::naming::exec_session_name(&id);
-    let imp = sim
-        .imps()
-        .into_iter()
-        .find(|i| i.sessions.iter().any(|s| s.name == session))
-        .map(|i| i.name)
-        .unwrap_or_else(|| panic!("no imp runs {session}: {:#?}", sim.imps()));
-    Remote { id, imp, session }
 }
 
 /// `start`/`attach` messages the simulator has read so far.
@@ -133,7 +109,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 async fn a_gap_while_away_resets_the_screen_before_impds_replay() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let (mut ws, _, _) = d.attach(&r.id, "cols=80&rows=24").await;
     // The output waits for a file, so all of it is made while the harness is away.
     let go = tmp.path().join("go");
@@ -221,7 +197,7 @@ async fn a_process_that_exited_and_was_collected_while_away_exits_with_its_code(
             .insert(0, Duration::from_millis(800));
     })
     .await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let mut other = ws_at(&sim.ws_url("/exec"), Some(sim.token()), None)
         .await
         .unwrap_or_else(|e| panic!("exec socket refused: {e:?}"));
@@ -260,7 +236,7 @@ async fn a_process_that_exited_and_was_collected_while_away_exits_with_its_code(
 async fn a_cold_boot_after_ours_ends_the_session_naming_its_cause() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     assert!(sim.faults().cold_boot(&r.imp, "watchdog", BootEnd::Running));
     let s = wait_gone(&d, &r.id).await;
     assert_eq!(s["exitReason"], "ended", "{s}");
@@ -273,7 +249,7 @@ async fn a_cold_boot_after_ours_ends_the_session_naming_its_cause() {
 async fn a_process_replaced_by_someone_else_while_away_ends_as_replaced() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     keep_away(&d, &sim, &r).await;
     // Replaced twice: the name's `previous` is then a generation that was never ours.
     for _ in 0..2 {
@@ -296,7 +272,7 @@ async fn a_process_replaced_by_someone_else_while_away_ends_as_replaced() {
 async fn our_generation_replaced_while_away_counts_as_its_exit() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     keep_away(&d, &sim, &r).await;
     let ours = sim.session(&r.imp, &r.session).unwrap().generation;
     assert!(sim.faults().replace_generation(&r.imp, &r.session));
@@ -318,7 +294,7 @@ async fn our_generation_replaced_while_away_counts_as_its_exit() {
 async fn an_imp_put_to_sleep_while_the_harness_reconnects_suspends_the_session() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     keep_away(&d, &sim, &r).await;
     assert!(sim.faults().sleep_imp(&r.imp));
     come_back(&sim);
@@ -340,7 +316,7 @@ async fn a_revoked_token_ends_the_session() {
     let token_file = tmp.path().join("daemon-token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
     let d = TestDaemon::start_on(tmp.path(), imp_config(&sim, &token_file, |_| {})).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let before = opens(&sim);
     assert!(sim.faults().revoke_token(&token));
     let s = wait_gone(&d, &r.id).await;
@@ -361,7 +337,7 @@ async fn when_the_reconnect_delays_run_out_the_session_ends_with_the_last_outcom
         c.timings.imp_reconnect_delays = vec![Duration::from_millis(20); 3];
     })
     .await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let before = opens(&sim);
     sim.faults()
         .drop_next_connections(100, When::BeforeStarted, 1011);
@@ -379,7 +355,7 @@ async fn when_the_reconnect_delays_run_out_the_session_ends_with_the_last_outcom
 async fn input_and_a_resize_made_while_reconnecting_arrive_once_in_order_after_reattaching() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let (mut ws, _, _) = d.attach(&r.id, "cols=80&rows=24").await;
     keep_away(&d, &sim, &r).await;
     let input = |data: &'static str| {
@@ -437,7 +413,7 @@ async fn a_kill_while_away_sends_sighup_when_the_next_connection_starts() {
         c.timings.kill_grace = Duration::from_secs(60);
     })
     .await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     keep_away(&d, &sim, &r).await;
     let kill_path = format!("/v1/sessions/{}/kill", r.id);
     let kill = d.call("POST", &kill_path, None);
@@ -485,7 +461,7 @@ async fn lease_setup() -> (ImpdSim, TestDaemon, tempfile::TempDir) {
 #[actix_rt::test]
 async fn a_lease_is_renewed_while_a_harness_runs_and_returned_when_the_last_one_ends() {
     let (sim, d, _tmp) = lease_setup().await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let first = sim.live_leases(&r.imp);
     assert_eq!(first.len(), 1, "{first:?}");
     let renewed = rpc_calls(&sim, "leases.renew");
@@ -529,7 +505,7 @@ async fn a_lease_is_renewed_while_a_harness_runs_and_returned_when_the_last_one_
 #[actix_rt::test]
 async fn a_lease_impd_ended_is_never_taken_back_by_renewal() {
     let (sim, d, _tmp) = lease_setup().await;
-    let r = spawn_attached(&d, &sim).await;
+    let r = spawn_remote(&d, &sim).await;
     let renewed = rpc_calls(&sim, "leases.renew");
     sim.wait_until("renewed", |sim| rpc_calls(sim, "leases.renew") > renewed)
         .await;
