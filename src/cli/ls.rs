@@ -39,29 +39,45 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-const HEADER: [&str; 8] = [
-    "ID", "NAME", "AGENT", "STATE", "ALIVE", "SIZE", "CWD", "AGE",
+const HEADER: [&str; 9] = [
+    "ID", "NAME", "AGENT", "TARGET", "STATE", "ALIVE", "SIZE", "CWD", "AGE",
 ];
+
+/// The state as a user reads it: a remote session's lost connection and a host asleep say so.
+fn shown_state(s: &SessionSummary) -> String {
+    if s.alive && s.lifecycle.attachment == "reattaching" {
+        return format!("{} (reattaching)", s.state);
+    }
+    if !s.alive && s.exit_reason.as_deref() == Some("suspended") {
+        return "asleep".into();
+    }
+    s.state.clone()
+}
 
 /// Renders sessions as left-aligned columns separated by two spaces, one line per session,
 /// header first. `now_ms` and `home` are passed in so the output is reproducible in tests;
 /// a cwd under `home` is shown as `~/...`.
 pub fn format_table(sessions: &[SessionSummary], now_ms: u64, home: Option<&str>) -> String {
-    let mut rows: Vec<[String; 8]> = Vec::with_capacity(sessions.len() + 1);
+    let mut rows: Vec<[String; 9]> = Vec::with_capacity(sessions.len() + 1);
     rows.push(HEADER.map(String::from));
     for s in sessions {
         rows.push([
             s.short_id(),
             printable(s.name.as_deref().unwrap_or("-")),
             printable(&s.agent),
-            printable(&s.state),
+            printable(if s.locator.target_id.is_empty() {
+                "-"
+            } else {
+                &s.locator.target_id
+            }),
+            printable(&shown_state(s)),
             if s.alive { "yes" } else { "no" }.to_string(),
             format!("{}x{}", s.cols, s.rows),
             printable(&shorten_home(&s.cwd, home)),
             format_age(now_ms.saturating_sub(s.created_at)),
         ]);
     }
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 9];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -129,6 +145,9 @@ mod tests {
             rows: 40,
             cwd: cwd.into(),
             created_at,
+            locator: crate::client::session::SummaryLocator {
+                target_id: "local".into(),
+            },
             ..SessionSummary::default()
         }
     }
@@ -150,12 +169,32 @@ mod tests {
                 rows: 24,
                 ..sample("0123abcd-0000", None, "/tmp", 0)
             },
+            SessionSummary {
+                locator: crate::client::session::SummaryLocator {
+                    target_id: "box".into(),
+                },
+                lifecycle: crate::client::session::SummaryLifecycle {
+                    attachment: "reattaching".into(),
+                },
+                ..sample("9a9a9a9a-0000", Some("remote"), "/w", 0)
+            },
+            SessionSummary {
+                alive: false,
+                state: "exited".into(),
+                exit_reason: Some("suspended".into()),
+                locator: crate::client::session::SummaryLocator {
+                    target_id: "box".into(),
+                },
+                ..sample("8b8b8b8b-0000", Some("napping"), "/w", 0)
+            },
         ];
         let table = format_table(&sessions, 3_601_000, Some("/home/u"));
         let expected = "\
-ID        NAME     AGENT   STATE    ALIVE  SIZE    CWD        AGE
-5f0c2a1e  fix-bug  shell   running  yes    120x40  ~/src/atc  1h
-0123abcd  -        claude  exited   no     80x24   /tmp       1h
+ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD        AGE
+5f0c2a1e  fix-bug  shell   local   running                yes    120x40  ~/src/atc  1h
+0123abcd  -        claude  local   exited                 no     80x24   /tmp       1h
+9a9a9a9a  remote   shell   box     running (reattaching)  yes    120x40  /w         1h
+8b8b8b8b  napping  shell   box     asleep                 no     120x40  /w         1h
 ";
         assert_eq!(table, expected);
     }

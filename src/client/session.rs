@@ -35,8 +35,30 @@ pub struct SessionSummary {
     pub exit_code: Option<i64>,
     /// Signal that ended the last harness, when one did.
     pub exit_signal: Option<i64>,
-    /// Why the last harness ended: `exited`, `killed`, `daemon_stopped`, `spawn_failed`.
+    /// Why the last harness ended: `exited`, `killed`, `daemon_stopped`, `spawn_failed`,
+    /// `suspended`, `ended`.
     pub exit_reason: Option<String>,
+    /// Where it runs.
+    pub locator: SummaryLocator,
+    /// The layers behind `state` (the CLI reads the connection of remote sessions).
+    pub lifecycle: SummaryLifecycle,
+}
+
+/// `locator` as the CLI reads it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SummaryLocator {
+    /// The target's id.
+    #[serde(rename = "targetID")]
+    pub target_id: String,
+}
+
+/// `lifecycle` as the CLI reads it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SummaryLifecycle {
+    /// `local`, `attached`, `reattaching` or `detached`.
+    pub attachment: String,
 }
 
 impl SessionSummary {
