@@ -20,12 +20,13 @@ use std::time::Duration;
 use actix_codec::Framed;
 use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Item, Message};
 use awc::BoxedSocket;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::error::ImpPortError;
+use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
 
 /// An upgraded socket as awc hands it over.
 pub(crate) type WsFramed = Framed<BoxedSocket, Codec>;
@@ -83,8 +84,8 @@ pub(crate) struct LinkReader {
     closing: watch::Receiver<bool>,
     /// Set once our close went out: the peer's close must arrive by then.
     deadline: Option<tokio::time::Instant>,
-    /// A message being assembled from continuation frames (`true` = text).
-    partial: Option<(bool, BytesMut)>,
+    /// A message being assembled from continuation frames.
+    fragments: Fragments,
     ended: bool,
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn split(framed: WsFramed) -> (LinkWriter, LinkReader) {
         shared: shared.clone(),
         closing: closing_rx,
         deadline: None,
-        partial: None,
+        fragments: Fragments::new(MAX_MESSAGE),
         ended: false,
     };
     (LinkWriter { tx, shared }, reader)
@@ -309,34 +310,16 @@ impl LinkReader {
 
     /// Adds a continuation frame; returns the message once its last frame arrived.
     fn assemble(&mut self, item: Item) -> Option<Incoming> {
-        let (last, more) = match item {
-            Item::FirstText(b) => {
-                self.partial = Some((true, BytesMut::from(&b[..])));
-                return None;
+        match self.fragments.push(item) {
+            Ok(Some(Whole::Text(bytes))) => Some(Incoming::Text(bytes)),
+            Ok(Some(Whole::Binary(bytes))) => Some(Incoming::Binary(bytes)),
+            Ok(None) => None,
+            // A continuation without a first frame: the codec lets it through; it is dropped.
+            Err(FragmentError::NotStarted) => None,
+            Err(FragmentError::TooBig) => {
+                self.close(1009);
+                None
             }
-            Item::FirstBinary(b) => {
-                self.partial = Some((false, BytesMut::from(&b[..])));
-                return None;
-            }
-            Item::Continue(b) => (false, b),
-            Item::Last(b) => (true, b),
-        };
-        // A continuation without a first frame: the codec lets it through; it is dropped.
-        let (text, mut buf) = self.partial.take()?;
-        if buf.len() + more.len() > MAX_MESSAGE {
-            self.close(1009);
-            return None;
         }
-        buf.extend_from_slice(&more);
-        if !last {
-            self.partial = Some((text, buf));
-            return None;
-        }
-        let bytes = buf.freeze();
-        Some(if text {
-            Incoming::Text(bytes)
-        } else {
-            Incoming::Binary(bytes)
-        })
     }
 }

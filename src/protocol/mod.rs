@@ -6,5 +6,6 @@ pub mod canonical;
 pub mod error;
 pub mod params;
 pub mod wire;
+pub mod ws_fragments;
 
 pub use error::{DaemonError, ErrorCode};

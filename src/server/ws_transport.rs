@@ -11,12 +11,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use actix_codec::{Decoder, Encoder};
-use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Item, Message, ProtocolError};
+use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Message, ProtocolError};
 use actix_web::error::PayloadError;
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
 use crate::config::Timings;
+use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
 use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
 
 /// Encoded bytes handed to actix-http per poll, at most; bounds what sits outside our queue.
@@ -109,9 +110,8 @@ pub struct InboundMessages<S> {
     payload: S,
     codec: Codec,
     buf: BytesMut,
-    /// A fragmented message in progress: text or binary, and its bytes so far.
-    partial: Option<(bool, BytesMut)>,
-    max_size: usize,
+    /// A fragmented message in progress.
+    fragments: Fragments,
     eof: bool,
 }
 
@@ -122,8 +122,7 @@ impl<S> InboundMessages<S> {
             payload,
             codec: Codec::new().max_size(max_size),
             buf: BytesMut::new(),
-            partial: None,
-            max_size,
+            fragments: Fragments::new(max_size),
             eof: false,
         }
     }
@@ -135,35 +134,15 @@ impl<S> InboundMessages<S> {
             Frame::Ping(b) => Inbound::Ping(b),
             Frame::Pong(_) => Inbound::Pong,
             Frame::Close(_) => Inbound::Close,
-            Frame::Continuation(item) => {
-                let (first, chunk, last) = match item {
-                    Item::FirstText(b) => (Some(true), b, false),
-                    Item::FirstBinary(b) => (Some(false), b, false),
-                    Item::Continue(b) => (None, b, false),
-                    Item::Last(b) => (None, b, true),
-                };
-                if let Some(is_text) = first {
-                    self.partial = Some((is_text, BytesMut::new()));
+            Frame::Continuation(item) => match self.fragments.push(item) {
+                Ok(None) => return Ok(None),
+                Ok(Some(Whole::Text(b))) => Inbound::Text(b),
+                Ok(Some(Whole::Binary(b))) => Inbound::Binary(b),
+                Err(FragmentError::NotStarted) => {
+                    return Err(ProtocolError::ContinuationNotStarted)
                 }
-                let Some((is_text, acc)) = self.partial.as_mut() else {
-                    return Err(ProtocolError::ContinuationNotStarted);
-                };
-                if acc.len() + chunk.len() > self.max_size {
-                    return Err(ProtocolError::Overflow);
-                }
-                acc.extend_from_slice(&chunk);
-                if !last {
-                    return Ok(None);
-                }
-                let is_text = *is_text;
-                let whole = acc.split().freeze();
-                self.partial = None;
-                if is_text {
-                    Inbound::Text(whole)
-                } else {
-                    Inbound::Binary(whole)
-                }
-            }
+                Err(FragmentError::TooBig) => return Err(ProtocolError::Overflow),
+            },
         }))
     }
 }

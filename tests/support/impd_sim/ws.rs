@@ -4,12 +4,14 @@
 //! socket's task can be one plain `async fn` with a `select!`.
 
 use actix_codec::{Decoder, Encoder};
-use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Item, Message, ProtocolError};
+use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Message, ProtocolError};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+use atc::protocol::ws_fragments::{FragmentError, Fragments, Whole};
 
 /// Frames queued toward the peer before a sender waits.
 const OUT_QUEUE: usize = 16;
@@ -38,8 +40,7 @@ pub struct WsIn {
     payload: web::Payload,
     codec: Codec,
     buf: BytesMut,
-    partial: Option<(bool, BytesMut)>,
-    max: usize,
+    fragments: Fragments,
     eof: bool,
 }
 
@@ -75,35 +76,13 @@ impl WsIn {
             Frame::Ping(b) => Inbound::Ping(b),
             Frame::Pong(_) => return Ok(None),
             Frame::Close(_) => Inbound::Close,
-            Frame::Continuation(item) => {
-                let (first, chunk, last) = match item {
-                    Item::FirstText(b) => (Some(true), b, false),
-                    Item::FirstBinary(b) => (Some(false), b, false),
-                    Item::Continue(b) => (None, b, false),
-                    Item::Last(b) => (None, b, true),
-                };
-                if let Some(is_text) = first {
-                    self.partial = Some((is_text, BytesMut::new()));
-                }
-                let Some((is_text, acc)) = self.partial.as_mut() else {
-                    return Err(ReadError::Protocol);
-                };
-                if acc.len() + chunk.len() > self.max {
-                    return Err(ReadError::TooBig);
-                }
-                acc.extend_from_slice(&chunk);
-                if !last {
-                    return Ok(None);
-                }
-                let is_text = *is_text;
-                let whole = acc.split().freeze();
-                self.partial = None;
-                if is_text {
-                    Inbound::Text(whole)
-                } else {
-                    Inbound::Binary(whole)
-                }
-            }
+            Frame::Continuation(item) => match self.fragments.push(item) {
+                Ok(None) => return Ok(None),
+                Ok(Some(Whole::Text(b))) => Inbound::Text(b),
+                Ok(Some(Whole::Binary(b))) => Inbound::Binary(b),
+                Err(FragmentError::NotStarted) => return Err(ReadError::Protocol),
+                Err(FragmentError::TooBig) => return Err(ReadError::TooBig),
+            },
         }))
     }
 }
@@ -200,8 +179,7 @@ pub fn upgrade(
             payload,
             codec: Codec::new().max_size(max),
             buf: BytesMut::new(),
-            partial: None,
-            max,
+            fragments: Fragments::new(max),
             eof: false,
         },
         WsOut {
