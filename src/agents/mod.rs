@@ -80,6 +80,12 @@ impl Agent {
     }
 }
 
+/// Whether `kind` is one of the agent CLIs atc knows (`claude`, `codex`, `grok`): their hooks
+/// report to atc, and a revive resumes their own session.
+pub fn is_agent_cli(kind: Option<&str>) -> bool {
+    kind.is_some_and(|k| crate::config::AGENT_KINDS.contains(&k))
+}
+
 /// What a harness is started with: resolved program, argv, environment and working directory.
 #[derive(Debug, Clone)]
 pub struct LaunchPlan {

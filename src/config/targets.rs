@@ -257,6 +257,13 @@ impl Targets {
         &self.problems
     }
 
+    /// Whether target `id`'s own entry has a problem (it cannot serve).
+    pub fn has_problem(&self, id: &str) -> bool {
+        self.problems
+            .iter()
+            .any(|p| p.target.as_deref() == Some(id))
+    }
+
     /// Changes whenever targets, identities, the default or the errors change.
     pub fn revision(&self) -> &str {
         &self.revision

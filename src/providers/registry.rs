@@ -26,11 +26,7 @@ impl Providers {
     ) -> Providers {
         let mut by_target = HashMap::new();
         for t in targets.list() {
-            let broken = targets
-                .problems()
-                .iter()
-                .any(|p| p.target.as_deref() == Some(t.id.as_str()));
-            if broken || t.unavailable.is_some() {
+            if targets.has_problem(&t.id) || t.unavailable.is_some() {
                 continue;
             }
             let provider = if t.provider == local.kind() {

@@ -93,6 +93,13 @@ impl AppState {
             .check_on(target, bound, capability, &self.providers)
     }
 
+    /// Whether forgetting `session` destroys its host (its target's provider can).
+    pub fn destroys_host(&self, session: &crate::protocol::wire::Descriptor) -> bool {
+        self.providers
+            .get(&session.locator.target_id)
+            .is_some_and(|p| p.capabilities().destroy)
+    }
+
     /// The refusal chain for an existing session.
     pub fn refuse_session(
         &self,

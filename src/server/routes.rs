@@ -134,17 +134,9 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
         .iter()
         .map(|t| {
             // Listed as unavailable, with no capabilities, when this daemon lacks the provider,
-            // the target cannot reach it, or its entry has a problem (spec §4.1).
-            let broken = state
-                .targets
-                .problems()
-                .iter()
-                .any(|p| p.target.as_deref() == Some(t.id.as_str()));
-            let caps = state
-                .providers
-                .get(&t.id)
-                .filter(|_| !broken)
-                .map(|p| p.capabilities());
+            // the target cannot reach it, or its entry has a problem (spec §4.1): the provider
+            // registry holds none for those.
+            let caps = state.providers.get(&t.id).map(|p| p.capabilities());
             json!({
                 "id": t.id,
                 "provider": t.provider,
@@ -329,11 +321,7 @@ async fn forget(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
-    let destroys = state
-        .providers
-        .get(&found.descriptor.locator.target_id)
-        .is_some_and(|p| p.capabilities().destroy);
-    if !destroys {
+    if !state.destroys_host(&found.descriptor) {
         state.refuse_session(&found.descriptor, Capability::Kill)?;
         mailbox(found.addr.send(Forget).await)??;
         return Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })));
@@ -465,11 +453,7 @@ async fn kill(
     state.refuse_session(&found.descriptor, Capability::Kill)?;
     // Spec §3.7: killing a session that is already dead forgets it, unless forgetting would
     // destroy its host: that takes the two-step DELETE.
-    let destroys = state
-        .providers
-        .get(&found.descriptor.locator.target_id)
-        .is_some_and(|p| p.capabilities().destroy);
-    if !found.descriptor.alive && destroys {
+    if !found.descriptor.alive && state.destroys_host(&found.descriptor) {
         let id = found.descriptor.id.to_string();
         return Err(DaemonError::new(
             ErrorCode::ConfirmationRequired,

@@ -165,11 +165,6 @@ fn initial_attachment(started: &crate::providers::StartedHarness) -> Attachment 
     }
 }
 
-/// Whether agents of this kind resume their own session on a revive.
-fn kind_resumes(kind: Option<&str>) -> bool {
-    matches!(kind, Some("claude" | "codex" | "grok"))
-}
-
 /// The parts of a session that persist, as loaded from or written to its row.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
@@ -959,12 +954,13 @@ impl Session {
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
-        self.last_msg =
-            if resume.is_some() && kind_resumes(self.deps.catalog.kind(&self.record.agent)) {
-                "adopting…".into()
-            } else {
-                "revived".into()
-            };
+        self.last_msg = if resume.is_some()
+            && crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent))
+        {
+            "adopting…".into()
+        } else {
+            "revived".into()
+        };
         self.persist();
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");
@@ -1339,10 +1335,7 @@ impl Handler<CheckIdle> for Session {
     /// Idle: no agent turn under way (an agent with hooks whose attention is `running` is
     /// mid-turn) and no output for a moment.
     fn handle(&mut self, _: CheckIdle, _: &mut Self::Context) -> bool {
-        let hooked = matches!(
-            self.deps.catalog.kind(&self.record.agent),
-            Some("claude" | "codex" | "grok")
-        );
+        let hooked = crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent));
         let mid_turn = hooked && self.attention == SessionState::Running;
         !mid_turn && self.last_output.elapsed() >= BUSY_OUTPUT
     }

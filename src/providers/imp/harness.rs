@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 
 use super::connection::{ConnData, ConnEnded, ConnStarted, ImpConnection};
 use super::cursor::{Continuity, Cursor, Feed};
-use super::host_lease::{HarnessGone, HostLease, IsSuspending, ReadyHost};
+use super::host_lease::{lease_gone, HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::outcome::{decide, Next};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
@@ -417,12 +417,7 @@ impl Actor for ImpHarness {
         }
         let ready = self.lease.send(ReadyHost);
         ctx.wait(ready.into_actor(self).map(|res, act, ctx| {
-            let res = res.unwrap_or_else(|_| {
-                Err(DaemonError::new(
-                    ErrorCode::HostUnavailable,
-                    "the host's lease actor stopped",
-                ))
-            });
+            let res = res.unwrap_or_else(|_| Err(lease_gone()));
             match res {
                 Ok(ready) => {
                     act.counted = true;

@@ -177,6 +177,15 @@ impl Actor for HostLease {
     type Context = Context<Self>;
 }
 
+/// `host_unavailable` when a host's lease actor is gone (only while the daemon stops).
+pub fn lease_gone() -> DaemonError {
+    DaemonError::new(
+        ErrorCode::HostUnavailable,
+        "the host's lease actor stopped; retry",
+    )
+    .with("problem", "stopping")
+}
+
 /// `host_unavailable` for an impd failure, `problem` = impd's code in lower case.
 pub fn host_unavailable(target: &str, what: &str, e: &ImpPortError) -> DaemonError {
     DaemonError::new(
@@ -213,14 +222,7 @@ impl Handler<ReadyHost> for HostLease {
                     Ok(ready)
                 }),
         );
-        Box::pin(async move {
-            rx.await.unwrap_or_else(|_| {
-                Err(DaemonError::new(
-                    ErrorCode::HostUnavailable,
-                    "the host's lease actor stopped",
-                ))
-            })
-        })
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
     }
 }
 
@@ -465,14 +467,7 @@ impl Handler<SuspendHost> for HostLease {
                 }
             }),
         );
-        Box::pin(async move {
-            rx.await.unwrap_or_else(|_| {
-                Err(DaemonError::new(
-                    ErrorCode::HostUnavailable,
-                    "the host's lease actor stopped",
-                ))
-            })
-        })
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
     }
 }
 
@@ -513,13 +508,6 @@ impl Handler<DestroyHost> for HostLease {
                     Ok(())
                 }),
         );
-        Box::pin(async move {
-            rx.await.unwrap_or_else(|_| {
-                Err(DaemonError::new(
-                    ErrorCode::HostUnavailable,
-                    "the host's lease actor stopped",
-                ))
-            })
-        })
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
     }
 }

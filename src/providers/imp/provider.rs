@@ -12,11 +12,11 @@ use futures_util::future::LocalBoxFuture;
 
 use super::bridge::{Binding, Bridges};
 use super::harness::ImpHarness;
-use super::host_lease::{host_unavailable, DestroyHost, HostLease, SuspendHost};
+use super::host_lease::{host_unavailable, lease_gone, DestroyHost, HostLease, SuspendHost};
 use super::naming;
 use super::report_forward::{ReportForward, SessionLink};
 use super::settings::ImpSettings;
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::protocol::DaemonError;
 use crate::providers::{
     Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError,
     RunOutput, RunRequest, StartSpec, StartedHarness,
@@ -101,13 +101,17 @@ impl ExecutionProvider for ImpProvider {
         Box::pin(async move {
             host.send(SuspendHost { idle })
                 .await
-                .unwrap_or_else(|_| Err(gone()))
+                .unwrap_or_else(|_| Err(lease_gone()))
         })
     }
 
     fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
         let host = self.host(&self.imp_for(host_key));
-        Box::pin(async move { host.send(DestroyHost).await.unwrap_or_else(|_| Err(gone())) })
+        Box::pin(async move {
+            host.send(DestroyHost)
+                .await
+                .unwrap_or_else(|_| Err(lease_gone()))
+        })
     }
 
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
@@ -222,13 +226,4 @@ impl ExecutionProvider for ImpProvider {
             })
         })
     }
-}
-
-/// The lease actor of a host is gone (only while the daemon stops).
-fn gone() -> DaemonError {
-    DaemonError::new(
-        ErrorCode::HostUnavailable,
-        "the host's lease actor stopped; retry",
-    )
-    .with("problem", "stopping")
 }
