@@ -203,3 +203,68 @@ async fn a_failed_readying_undoes_what_it_did_and_a_keyed_retry_runs_fresh() {
     );
     d.stop().await;
 }
+
+/// The imp provider of a target on `sim`, outside any daemon.
+fn provider_on(sim: &ImpdSim) -> atc::providers::imp::provider::ImpProvider {
+    let options = json!({"url": sim.url(), "tokenFile": sim.token_file()});
+    let settings = atc::providers::imp::settings::ImpSettings::from_options(
+        "box",
+        options.as_object().unwrap(),
+        "test-daemon",
+        &atc::config::Timings::default(),
+    )
+    .unwrap();
+    atc::providers::imp::provider::ImpProvider::new(settings, Default::default())
+}
+
+#[actix_rt::test]
+async fn commands_and_archives_run_on_the_host_they_name() {
+    use atc::providers::{ExecutionProvider, RunRequest};
+    let host_key = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+    use atc::providers::imp::naming::{imp_name, DEFAULT_IMP_PREFIX};
+    let imp = imp_name(DEFAULT_IMP_PREFIX, host_key);
+    let sim = ImpdSim::start(SimOptions {
+        imps: vec![imp.clone()],
+        ..SimOptions::default()
+    });
+    let p = provider_on(&sim);
+    let req = |argv: &[&str], host: Option<&str>| RunRequest {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: "/".into(),
+        stdin: bytes::Bytes::from_static(b"from stdin"),
+        host_key: host.map(str::to_string),
+    };
+    let out = p
+        .run_command(req(&["sh", "-c", "cat; exit 4"], Some(host_key)))
+        .await
+        .unwrap();
+    assert_eq!((out.code, &out.stdout[..]), (Some(4), &b"from stdin"[..]));
+    // Without a host there is nowhere to run it.
+    let err = match p.run_command(req(&["true"], None)).await {
+        Err(e) => atc::protocol::DaemonError::from(e),
+        Ok(out) => panic!("ran without a host: {out:?}"),
+    };
+    assert_eq!(err.code.as_str(), "bad_args");
+    assert_eq!(err.data["field"], "host");
+    // A real tar, unpacked in the imp (whose guest is this machine).
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("a.txt"), "alpha").unwrap();
+    let tar = std::process::Command::new("tar")
+        .args(["-c", "-f", "-", "a.txt"])
+        .current_dir(src.path())
+        .output()
+        .unwrap();
+    let dest = tempfile::tempdir().unwrap();
+    let into = dest.path().join("unpacked");
+    p.transfer_archive(
+        bytes::Bytes::from(tar.stdout),
+        into.clone(),
+        Some(host_key.to_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(into.join("a.txt")).unwrap(),
+        "alpha"
+    );
+}

@@ -13,9 +13,6 @@ use tokio::io::AsyncWriteExt;
 
 use super::{ProviderError, RunOutput, RunRequest};
 
-/// How much of a failed command's stderr an error carries.
-const STDERR_IN_ERROR: usize = 512;
-
 /// Runs `req` to completion.
 pub async fn run(req: RunRequest) -> Result<RunOutput, ProviderError> {
     run_with(req, &[]).await
@@ -30,16 +27,17 @@ pub async fn unpack(archive: Bytes, dir: PathBuf) -> Result<(), ProviderError> {
         argv: vec!["tar".into(), "-x".into(), "-f".into(), "-".into()],
         cwd: dir,
         stdin: archive,
+        host_key: None,
     };
     let out = run_with(req, &["TAR_OPTIONS"]).await?;
     if out.success() {
         return Ok(());
     }
-    Err(ProviderError::CommandFailed {
-        what: "unpacking the archive",
-        status: status_text(out.code),
-        stderr: stderr_excerpt(&out.stderr),
-    })
+    Err(ProviderError::command_failed(
+        "unpacking the archive",
+        out.code,
+        &out.stderr,
+    ))
 }
 
 async fn run_with(req: RunRequest, withheld: &[&str]) -> Result<RunOutput, ProviderError> {
@@ -84,22 +82,6 @@ async fn run_with(req: RunRequest, withheld: &[&str]) -> Result<RunOutput, Provi
     })
 }
 
-fn status_text(code: Option<i32>) -> String {
-    match code {
-        Some(c) => format!("exit {c}"),
-        None => "ended by a signal".into(),
-    }
-}
-
-fn stderr_excerpt(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
-    match text.char_indices().nth(STDERR_IN_ERROR) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +91,7 @@ mod tests {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             cwd: cwd.to_path_buf(),
             stdin: Bytes::copy_from_slice(stdin),
+            host_key: None,
         }
     }
 

@@ -69,6 +69,7 @@ impl ExecutionProvider for LocalPty {
         &self,
         archive: Bytes,
         dir: std::path::PathBuf,
+        _host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
         Box::pin(super::local_command::unpack(archive, dir))
     }

@@ -326,6 +326,9 @@ pub struct RunRequest {
     pub cwd: std::path::PathBuf,
     /// Bytes written to the command's stdin, which is then closed.
     pub stdin: Bytes,
+    /// The host key of the host to run on (the owning session's id): remote providers need
+    /// it to find the host; local ones run on this machine and ignore it.
+    pub host_key: Option<String>,
 }
 
 /// How a command run to completion ended.
@@ -395,11 +398,13 @@ pub trait ExecutionProvider: Send + Sync {
         &self,
         req: RunRequest,
     ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>>;
-    /// Unpacks the tar archive `archive` into the existing directory `dir`.
+    /// Unpacks the tar archive `archive` into the directory `dir` of the host `host_key` (see
+    /// [`RunRequest::host_key`]).
     fn transfer_archive(
         &self,
         archive: Bytes,
         dir: std::path::PathBuf,
+        host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
 }
 
@@ -438,6 +443,29 @@ pub enum ProviderError {
         /// The start of its stderr, for the user.
         stderr: String,
     },
+}
+
+impl ProviderError {
+    /// A command run for the daemon that exited unsuccessfully (`code` `None`: a signal ended
+    /// it), with the start of its stderr for the user.
+    pub fn command_failed(what: &'static str, code: Option<i32>, stderr: &[u8]) -> ProviderError {
+        /// How much of the stderr an error carries.
+        const STDERR_IN_ERROR: usize = 512;
+        let text = String::from_utf8_lossy(stderr);
+        let text = text.trim();
+        let stderr = match text.char_indices().nth(STDERR_IN_ERROR) {
+            Some((i, _)) => format!("{}…", &text[..i]),
+            None => text.to_string(),
+        };
+        ProviderError::CommandFailed {
+            what,
+            status: match code {
+                Some(c) => format!("exit {c}"),
+                None => "ended by a signal".into(),
+            },
+            stderr,
+        }
+    }
 }
 
 impl From<ProviderError> for DaemonError {

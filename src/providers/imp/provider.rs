@@ -62,6 +62,17 @@ impl ImpProvider {
             .clone()
     }
 
+    /// The imp of the host a command or transfer names; a remote command needs one.
+    fn host_of(&self, host_key: Option<&str>) -> Result<String, ProviderError> {
+        match host_key {
+            Some(key) => Ok(self.imp_for(key)),
+            None => Err(ProviderError::Remote(DaemonError::bad_arg(
+                "host",
+                "a command on an imp target must name the host (the owning session) to run on",
+            ))),
+        }
+    }
+
     /// The settings it runs with.
     pub fn settings(&self) -> &ImpSettings {
         &self.settings
@@ -172,9 +183,12 @@ impl ExecutionProvider for ImpProvider {
         &self,
         req: RunRequest,
     ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>> {
+        let imp = match self.host_of(req.host_key.as_deref()) {
+            Ok(imp) => imp,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let client = self.settings.client();
         let target = self.settings.target.clone();
-        let imp = self.imp_for(&req.cwd.display().to_string());
         Box::pin(async move {
             let spec = crate::imp::RunSpec {
                 name: imp,
@@ -198,10 +212,14 @@ impl ExecutionProvider for ImpProvider {
         &self,
         archive: Bytes,
         dir: std::path::PathBuf,
+        host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        let imp = match self.host_of(host_key.as_deref()) {
+            Ok(imp) => imp,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let client = self.settings.client();
         let target = self.settings.target.clone();
-        let imp = self.imp_for(&dir.display().to_string());
         Box::pin(async move {
             let out = client
                 .unpack_tar(&imp, &dir.display().to_string(), archive)
@@ -212,18 +230,11 @@ impl ExecutionProvider for ImpProvider {
             if out.code == Some(0) {
                 return Ok(());
             }
-            Err(ProviderError::CommandFailed {
-                what: "unpacking the archive in the imp",
-                status: match out.code {
-                    Some(c) => format!("exit {c}"),
-                    None => "ended by a signal".into(),
-                },
-                stderr: String::from_utf8_lossy(&out.stderr)
-                    .trim()
-                    .chars()
-                    .take(512)
-                    .collect(),
-            })
+            Err(ProviderError::command_failed(
+                "unpacking the archive in the imp",
+                out.code,
+                &out.stderr,
+            ))
         })
     }
 }
