@@ -74,6 +74,11 @@ async fn a_busy_session_keeps_its_host_awake_and_an_idle_one_sleeps_and_revives(
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    assert_eq!(
+        body["session"]["lifecycle"],
+        json!({"desired": "run", "vm": "awake", "harness": "running", "attachment": "attached"}),
+        "{body}"
+    );
     d.submit(&id, "echo awake-$((4*4))").await;
     d.wait_screen(&id, "awake-16").await;
     assert_eq!(

@@ -353,8 +353,6 @@ pub struct Session {
     ending: Option<Ending>,
     /// The harness's connection (remote harnesses report changes).
     attachment: Attachment,
-    /// The host went to sleep with the process inside (exit reason `suspended`).
-    suspended: bool,
     /// Whether the target's provider runs processes elsewhere.
     remote: bool,
     /// When the process last wrote (idleness for host sleeps).
@@ -472,7 +470,6 @@ impl Session {
             Some(ExitReason::Suspended) => "asleep".into(),
             _ => "process exited".into(),
         };
-        session.suspended = session.record.exit.map(|e| e.reason) == Some(ExitReason::Suspended);
         // Rows loaded alive are rewritten as exited so the store agrees with the listing.
         session.persist();
         let descriptor = session.descriptor();
@@ -497,7 +494,6 @@ impl Session {
             harness: None,
             ending: None,
             attachment: Attachment::Detached,
-            suspended: false,
             remote: deps
                 .providers
                 .get(&record.target)
@@ -558,6 +554,8 @@ impl Session {
     fn lifecycle(&self) -> Lifecycle {
         let alive = self.harness.is_some();
         let reason = self.record.exit.map(|e| e.reason);
+        // The host went to sleep with the process inside, and no revive has run since.
+        let suspended = !alive && reason == Some(ExitReason::Suspended);
         Lifecycle {
             desired: match (alive, reason) {
                 (true, _) => "run",
@@ -565,13 +563,13 @@ impl Session {
                 (false, Some(ExitReason::Killed)) => "stop",
                 (false, _) => "run",
             },
-            vm: match (self.remote, alive, self.suspended) {
+            vm: match (self.remote, alive, suspended) {
                 (false, _, _) => "none",
                 (true, _, true) => "asleep",
                 (true, true, false) if self.attachment == Attachment::Attached => "awake",
                 (true, _, false) => "unknown",
             },
-            harness: match (alive, self.suspended) {
+            harness: match (alive, suspended) {
                 (true, _) => "running",
                 (false, true) => "suspended",
                 (false, false) => "exited",
@@ -822,7 +820,6 @@ impl Session {
             (None, HarnessEnd::Suspended) => ExitReason::Suspended,
             (None, HarnessEnd::Ended) => ExitReason::Ended,
         };
-        self.suspended = reason == ExitReason::Suspended;
         self.attachment = Attachment::Detached;
         if status.position.is_some() {
             self.record.remote = status.position.clone();
