@@ -91,7 +91,6 @@ pub struct ImpHarness {
     failures: usize,
     handler_failures: usize,
     ended: bool,
-    reattaching: bool,
     /// The report socket, until it is started with the harness's first connection.
     report: Option<ReportForward>,
     /// The report socket once started.
@@ -173,7 +172,6 @@ impl ImpHarness {
             failures: 0,
             handler_failures: 0,
             ended: false,
-            reattaching: false,
             report: Some(report),
             forward: None,
         }
@@ -260,15 +258,12 @@ impl ImpHarness {
         ImpConnection::new(self.attempt, ctx.address(), self.settings.client(), opening).start();
     }
 
-    fn set_reattaching(&mut self, reattaching: bool) {
-        if self.reattaching != reattaching {
-            self.reattaching = reattaching;
-            self.events.attachment.do_send(if reattaching {
-                AttachmentChanged::Reattaching
-            } else {
-                AttachmentChanged::Attached(self.cursor.position())
-            });
-        }
+    /// Tells the session the connection is being re-established; it announces the change
+    /// only when the state actually changed.
+    fn reattaching(&self) {
+        self.events
+            .attachment
+            .do_send(AttachmentChanged::Reattaching);
     }
 
     fn signal(&mut self, name: &'static str) {
@@ -378,7 +373,7 @@ impl ImpHarness {
                 self.connect(ctx);
             }
             Next::ReconnectNow => {
-                self.set_reattaching(true);
+                self.reattaching();
                 self.connect(ctx);
             }
             Next::Retry { handler, why } => {
@@ -393,7 +388,7 @@ impl ImpHarness {
                     Some(delay) => {
                         tracing::info!(imp = %self.imp, session = %self.session_name, attempt = n,
                             ?delay, why = %why, "reconnecting");
-                        self.set_reattaching(true);
+                        self.reattaching();
                         ctx.run_later(delay, |act, ctx| act.connect(ctx));
                     }
                     None => self.ended_with(why, ctx),
@@ -532,9 +527,11 @@ impl Handler<ConnStarted> for ImpHarness {
         }
         self.failures = 0;
         self.handler_failures = 0;
-        // The first start is announced as attached too: the session began as reattaching.
-        self.reattaching = true;
-        self.set_reattaching(false);
+        // Every start is reported with the process's position; the session announces the
+        // change and records a new generation.
+        self.events
+            .attachment
+            .do_send(AttachmentChanged::Attached(self.cursor.position()));
         if let Some(tx) = self.ready_tx.take() {
             let _ = tx.send(Ok(()));
         }
