@@ -56,6 +56,36 @@ impl NameSource {
     }
 }
 
+/// What tells a name file that changed from the one read last: its path, size and
+/// modification time. Agents append to their transcripts on every turn, so an unchanged
+/// stamp means an unchanged name, and the (possibly megabytes long) file is not read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    path: PathBuf,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl NameSource {
+    /// The file this source reads.
+    pub fn path(&self) -> &Path {
+        match self {
+            NameSource::ClaudeTranscript(p) | NameSource::GrokSummary(p) => p,
+            NameSource::CodexIndex { index, .. } => index,
+        }
+    }
+
+    /// The file's stamp now.
+    pub fn stamp(&self) -> std::io::Result<Stamp> {
+        let meta = std::fs::metadata(self.path())?;
+        Ok(Stamp {
+            path: self.path().to_path_buf(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
 /// A name found in an agent's files, with the strength it carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundName {
@@ -274,6 +304,38 @@ pub fn codex_home_from_env(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_stamp_changes_when_the_file_grows_or_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, "{}\n").unwrap();
+        let source = NameSource::ClaudeTranscript(path.clone());
+        let first = source.stamp().unwrap();
+        assert_eq!(
+            source.stamp().unwrap(),
+            first,
+            "an untouched file keeps its stamp"
+        );
+        std::fs::write(&path, "{}\n{}\n").unwrap();
+        assert_ne!(
+            source.stamp().unwrap(),
+            first,
+            "an appended file gets a new stamp"
+        );
+        let other = dir.path().join("u.jsonl");
+        std::fs::copy(&path, &other).unwrap();
+        let moved = NameSource::ClaudeTranscript(other).stamp().unwrap();
+        assert_ne!(
+            moved,
+            source.stamp().unwrap(),
+            "another file is another stamp"
+        );
+        assert!(NameSource::GrokSummary(dir.path().join("missing"))
+            .stamp()
+            .is_err());
+    }
+
     use super::*;
     use serde_json::json;
     use std::io::Write;

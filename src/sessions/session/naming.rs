@@ -22,6 +22,8 @@ pub(super) struct NameRefresh {
     /// being the stronger, if it were re-applied on each report). Kept in memory only: after a
     /// restart the agent's current name is taken once more.
     seen: Option<FoundName>,
+    /// The stamp of the file read last: an unchanged file is not read again.
+    read: Option<names::Stamp>,
 }
 
 impl Session {
@@ -44,13 +46,24 @@ impl Session {
         }
         self.names.running = true;
         let label = source.label();
-        let read = tokio::task::spawn_blocking(move || names::read(&source));
+        let last = self.names.read.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let stamp = source.stamp()?;
+            if last.as_ref() == Some(&stamp) {
+                return Ok((stamp, None));
+            }
+            names::read(&source).map(|found| (stamp, Some(found)))
+        });
         ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
             act.names.running = false;
             let id = act.record.id;
             match res {
-                Ok(Ok(Some(found))) => act.take_found_name(found),
-                Ok(Ok(None)) => {}
+                Ok(Ok((stamp, found))) => {
+                    act.names.read = Some(stamp);
+                    if let Some(Some(found)) = found {
+                        act.take_found_name(found);
+                    }
+                }
                 // A file the agent has not written yet, or moved: nothing to learn. The error's
                 // kind only: the path is the user's, and contents are never logged.
                 Ok(Err(e)) => {
