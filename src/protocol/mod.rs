@@ -6,6 +6,8 @@ pub mod canonical;
 pub mod error;
 pub mod params;
 pub mod wire;
-pub mod ws_fragments;
+// The reassembler lives in its own crate (the impd client and simulator use it too); this
+// path stays for the daemon's sockets until they name the crate.
+pub use ws_fragments;
 
 pub use error::{DaemonError, ErrorCode};

@@ -1,5 +1,5 @@
 //! The `imp` provider: sessions whose agent runs inside an imp (a microVM) on an impd host,
-//! reached over impd's HTTP API and `/exec` WebSocket (`crate::imp` speaks the wire protocol;
+//! reached over impd's HTTP API and `/exec` WebSocket (`impd_client` speaks the wire protocol;
 //! this module decides what atc does with it, spec §5).
 //!
 //! Layer by layer, from the trait down:
