@@ -13,12 +13,13 @@ use serde::Deserialize;
 use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
-use crate::protocol::params::{Params, TermSize, DIM_RANGE};
-use crate::protocol::wire::AttachFrame;
+use crate::protocol::params::Params;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
 use crate::sessions::messages::{Attach, ClientId, ClientResized, Detach, Input, ResumeFrom};
 use crate::sessions::session::Session;
+use atc_protocol::AttachFrame;
+use atc_protocol::{TermSize, DIM_RANGE};
 
 /// Upgrades the request and attaches the new client to the session.
 pub async fn attach(
@@ -102,7 +103,7 @@ impl AttachClient {
     fn refuse(&self, e: DaemonError) {
         self.queue.push_text(
             AttachFrame::Error {
-                code: e.code.as_str(),
+                code: e.code,
                 message: e.message,
             }
             .to_text(),

@@ -3,6 +3,7 @@
 
 mod attach;
 mod auth;
+mod error_response;
 mod events;
 pub mod reporter;
 mod routes;
@@ -94,7 +95,7 @@ impl AppState {
     }
 
     /// Whether forgetting `session` destroys its host (its target's provider can).
-    pub fn destroys_host(&self, session: &crate::protocol::wire::Descriptor) -> bool {
+    pub fn destroys_host(&self, session: &atc_protocol::Descriptor) -> bool {
         self.providers
             .get(&session.locator.target_id)
             .is_some_and(|p| p.capabilities().destroy)
@@ -103,7 +104,7 @@ impl AppState {
     /// The refusal chain for an existing session.
     pub fn refuse_session(
         &self,
-        session: &crate::protocol::wire::Descriptor,
+        session: &atc_protocol::Descriptor,
         capability: crate::providers::Capability,
     ) -> Result<(), DaemonError> {
         self.refuse(

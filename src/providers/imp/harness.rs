@@ -37,12 +37,12 @@ use super::outcome::{decide, Next};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
 use crate::imp::{AttachMsg, ExecWriter, Opening, Resume, ResumeFrom, StartMsg};
-use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
     AttachmentChanged, DetachHarness, Hangup, HarnessEnd, HarnessEvents, HarnessExited,
     OutputArrived, ResizeTerminal, StartSpec, WriteInput,
 };
+use atc_protocol::TermSize;
 
 /// What a fresh attach writes to the session before impd's replay: reset attributes, home,
 /// clear. Not a full terminal reset, which would also clobber clients' terminal modes.
