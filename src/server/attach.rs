@@ -6,11 +6,15 @@
 use std::time::Instant;
 
 use actix::prelude::*;
+use actix_http::ws::CloseCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
+use super::conn_socket::ConnSocket;
+use super::ws_transport::{
+    keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
+};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
 use crate::protocol::params::Params;
@@ -66,19 +70,22 @@ pub async fn attach(
         .await
         .map_err(|_| DaemonError::session_dead(&found.descriptor.id.to_string()))??;
     let session = found.addr.clone();
+    let on_drained = Box::new(move || {
+        session.do_send(crate::sessions::messages::ClientDrained { client });
+    });
+    let (outbound, hangup) =
+        OutboundStream::new(rx, req.conn_data::<ConnSocket>().cloned(), on_drained);
     AttachClient {
         client,
         session: found.addr,
         queue,
+        hangup,
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, state.limits.body_cap_bytes)),
     }
     .start();
-    let on_drained = Box::new(move || {
-        session.do_send(crate::sessions::messages::ClientDrained { client });
-    });
-    Ok(response.streaming(OutboundStream::new(rx, on_drained)))
+    Ok(response.streaming(outbound))
 }
 
 /// One attached client connection.
@@ -86,6 +93,7 @@ struct AttachClient {
     client: ClientId,
     session: Addr<Session>,
     queue: ClientQueue,
+    hangup: Hangup,
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
@@ -192,12 +200,8 @@ impl Actor for AttachClient {
     }
 }
 
-impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachClient {
-    fn handle(
-        &mut self,
-        item: Result<Inbound, actix_http::ws::ProtocolError>,
-        ctx: &mut Self::Context,
-    ) {
+impl StreamHandler<Result<Inbound, InboundError>> for AttachClient {
+    fn handle(&mut self, item: Result<Inbound, InboundError>, ctx: &mut Self::Context) {
         self.last_heard = Instant::now();
         match item {
             Ok(Inbound::Binary(bytes)) => self.on_binary(bytes, ctx),
@@ -205,18 +209,18 @@ impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachCli
             Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),
             Ok(Inbound::Pong) => {}
             Ok(Inbound::Close) => {
-                self.queue.push(Outgoing::Close);
+                self.hangup.hang_up(CloseCode::Normal);
                 ctx.stop();
             }
-            Err(e) => {
-                // An I/O error here is almost always the connection ending under us (the
-                // body finished after an exit, or the peer vanished); only a real protocol
-                // violation is the peer's fault.
-                if matches!(e, actix_http::ws::ProtocolError::Io(_)) {
-                    tracing::debug!(client = self.client, error = %e, "attach socket ended");
-                } else {
-                    tracing::warn!(client = self.client, error = %e, "attach socket protocol error");
-                }
+            Err(InboundError::Violation(v)) => {
+                tracing::warn!(client = self.client, error = %v, "attach socket protocol error");
+                self.hangup.hang_up(v.close_code());
+                ctx.stop();
+            }
+            Err(e @ InboundError::Failed(_)) => {
+                // Almost always the connection ending under us (the body finished after an
+                // exit, or the peer vanished): nobody is left to read a close code.
+                tracing::debug!(client = self.client, error = %e, "attach socket ended");
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }

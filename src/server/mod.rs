@@ -3,10 +3,12 @@
 
 mod attach;
 mod auth;
+mod conn_socket;
 mod error_response;
 mod events;
 pub mod reporter;
 mod routes;
+mod ws_header;
 mod ws_transport;
 
 use std::net::{SocketAddr, TcpListener};
@@ -184,6 +186,7 @@ pub fn serve(
                 )
             })
     })
+    .on_connect(conn_socket::on_connect)
     .workers(workers)
     .disable_signals()
     .shutdown_timeout(2)
