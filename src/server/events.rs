@@ -7,6 +7,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::tokens::{drop_when_revoked, Tokens};
 use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
 use super::{auth, next_client_id, AppState};
 use crate::config::Timings;
@@ -43,6 +44,11 @@ pub async fn events(
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, 64 * 1024)),
+        tokens: state.tokens.clone(),
+        // The auth middleware let this request through, so it presented a token.
+        token: auth::presented_token(req.headers(), req.query_string())
+            .unwrap_or_default()
+            .to_string(),
     }
     .start();
     // Events never desync: an overflowing subscriber is closed instead.
@@ -56,6 +62,10 @@ struct EventsClient {
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
+    /// The accepted tokens, watched so the socket closes when its own is rotated out.
+    tokens: Tokens,
+    /// The token this connection opened with.
+    token: String,
 }
 
 impl SocketPeer for EventsClient {
@@ -76,6 +86,10 @@ impl Actor for EventsClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
+        // Events frames are fleet events only; a subscriber learns of the revocation from the
+        // close and reconnects with the current token.
+        let token = std::mem::take(&mut self.token);
+        drop_when_revoked(ctx, &self.tokens, token, self.client, None);
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {
