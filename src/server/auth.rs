@@ -55,7 +55,7 @@ pub fn check_token(
     tokens: &Tokens,
 ) -> Result<(), DaemonError> {
     let given = presented_token(req.headers(), req.query_string());
-    match (tokens.current(), given) {
+    tokens.with_current(|current| match (current, given) {
         (TokenState::Invalid(_), _) => Err(DaemonError::new(
             ErrorCode::Unauthorized,
             "no token is accepted until the daemon's token file is fixed and re-read (SIGHUP); the daemon log says what is wrong with it",
@@ -63,7 +63,7 @@ pub fn check_token(
         (TokenState::Valid(set), Some(given)) if set.accepts(given.as_bytes()) => Ok(()),
         (TokenState::Valid(_), Some(_)) => Err(unauthorized("the token is wrong")),
         (TokenState::Valid(_), None) => Err(unauthorized("a token is required")),
-    }
+    })
 }
 
 fn unauthorized(why: &str) -> DaemonError {

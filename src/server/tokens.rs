@@ -182,14 +182,10 @@ impl Tokens {
         (TokenPublisher { tx }, Tokens { rx })
     }
 
-    /// A copy of the current state.
-    pub fn current(&self) -> TokenState {
-        self.rx.borrow().clone()
-    }
-
-    /// Whether `given` is accepted right now.
-    pub fn accepts(&self, given: &[u8]) -> bool {
-        self.rx.borrow().accepts(given)
+    /// Runs `f` on the current state. The read lock is held only for the call, so `f` must
+    /// be quick and cannot await.
+    pub fn with_current<R>(&self, f: impl FnOnce(&TokenState) -> R) -> R {
+        f(&self.rx.borrow())
     }
 
     /// Resolves once `token` is no longer accepted (at once, if it is not now). Never
