@@ -12,6 +12,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::conn_socket::ConnSocket;
+use super::tokens::{drop_when_revoked, Tokens};
 use super::ws_transport::{
     keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
 };
@@ -83,6 +84,11 @@ pub async fn attach(
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, state.limits.body_cap_bytes)),
+        tokens: state.tokens.clone(),
+        // The auth middleware let this request through, so it presented a token.
+        token: auth::presented_token(req.headers(), req.query_string())
+            .unwrap_or_default()
+            .to_string(),
     }
     .start();
     Ok(response.streaming(outbound))
@@ -97,6 +103,10 @@ struct AttachClient {
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
+    /// The accepted tokens, watched so the socket closes when its own is rotated out.
+    tokens: Tokens,
+    /// The token this connection opened with.
+    token: String,
 }
 
 #[derive(Deserialize)]
@@ -189,6 +199,13 @@ impl Actor for AttachClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
+        let notice = AttachFrame::Error {
+            code: ErrorCode::Unauthorized,
+            message: "the token this socket opened with is no longer accepted; reconnect with the current one".into(),
+        }
+        .to_text();
+        let token = std::mem::take(&mut self.token);
+        drop_when_revoked(ctx, &self.tokens, token, self.client, Some(notice));
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {

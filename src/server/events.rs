@@ -10,6 +10,7 @@ use actix_http::ws::CloseCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::conn_socket::ConnSocket;
+use super::tokens::{drop_when_revoked, Tokens};
 use super::ws_transport::{
     keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
 };
@@ -52,6 +53,11 @@ pub async fn events(
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, 64 * 1024)),
+        tokens: state.tokens.clone(),
+        // The auth middleware let this request through, so it presented a token.
+        token: auth::presented_token(req.headers(), req.query_string())
+            .unwrap_or_default()
+            .to_string(),
     }
     .start();
     Ok(response.streaming(outbound))
@@ -65,6 +71,10 @@ struct EventsClient {
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
+    /// The accepted tokens, watched so the socket closes when its own is rotated out.
+    tokens: Tokens,
+    /// The token this connection opened with.
+    token: String,
 }
 
 impl SocketPeer for EventsClient {
@@ -85,6 +95,10 @@ impl Actor for EventsClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
+        // Events frames are fleet events only; a subscriber learns of the revocation from the
+        // close and reconnects with the current token.
+        let token = std::mem::take(&mut self.token);
+        drop_when_revoked(ctx, &self.tokens, token, self.client, None);
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {

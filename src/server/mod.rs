@@ -8,6 +8,7 @@ mod error_response;
 mod events;
 pub mod reporter;
 mod routes;
+pub mod tokens;
 mod ws_header;
 mod ws_transport;
 
@@ -44,8 +45,8 @@ pub struct AppState {
     pub store: StateStore,
     /// Agents.
     pub catalog: Arc<AgentCatalog>,
-    /// The bearer token.
-    pub token: String,
+    /// The bearer tokens accepted now (changed by a reload, see [`tokens::Tokens`]).
+    pub tokens: tokens::Tokens,
     /// Stable daemon id.
     pub daemon_id: Uuid,
     /// Sizes.
@@ -158,7 +159,7 @@ pub fn serve(
                 let refused = if auth::is_public(req.path()) {
                     None
                 } else {
-                    auth::check_token(&req, &state.token).err()
+                    auth::check_token(&req, &state.tokens).err()
                 };
                 if let Some(e) = refused {
                     {
