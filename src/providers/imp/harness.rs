@@ -3,13 +3,14 @@
 //! The harness first has its host readied (through the imp's [`HostLease`]), then opens
 //! connections one at a time, each an [`ImpConnection`] actor. The first connection sends a
 //! `start`; once impd has answered one, every later connection is an `attach` with
-//! `wake: false` resuming from the [`Cursor`]. How a connection ended decides what follows
+//! `wake: false` resuming from the [`super::cursor::Cursor`]. How a connection ended decides what follows
 //! ([`super::outcome::decide`]): an exit ends the harness, a drop of a started connection reconnects
 //! at once, other failures reconnect after the next of the given delays, and when those run
 //! out the harness ends with the last outcome's text.
 //!
 //! Input written while no connection is started waits and goes out in order on the next
-//! start; a resize made meanwhile is sent after start when it differs from what the opening
+//! start (at most 4 MiB waits, counting what a connection has not sent yet; more is
+//! `too_slow`); a resize made meanwhile is sent after start when it differs from what the opening
 //! asked for; a kill made meanwhile goes out as soon as a connection starts.
 //!
 //! Two starts continue a process an earlier harness let go of. A revive sends its `start`

@@ -130,7 +130,7 @@ impl InputQueue {
     }
 
     /// Hands pending input to `link` in order, stopping at the first chunk it refuses (that
-    /// chunk and the rest stay pending). Returns whether everything went.
+    /// chunk and the rest stay pending); `Gone` when it refused one.
     pub fn flush<W: Link>(&mut self, link: &W) -> Result<(), Gone> {
         while let Some(chunk) = self.pending.pop_front() {
             if link.input(chunk.clone()).is_err() {
