@@ -27,9 +27,6 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
-/// The impd client moved to its own crate; this name stays until the last users of the old
-/// path (`providers/imp/harness.rs`) say `impd_client`.
-pub use impd_client as imp;
 pub mod ledger;
 pub mod permissions;
 pub mod protocol;
