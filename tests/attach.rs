@@ -5,7 +5,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{id_of, test_config, Frame, TestDaemon};
+use support::{assert_attached_comes_first, id_of, test_config, Frame, TestDaemon};
 
 /// Renders bytes on a fresh vt100 screen of the given size and returns its text.
 fn render(bytes: &[u8], cols: u16, rows: u16) -> String {
@@ -226,7 +226,11 @@ async fn a_slow_client_is_desynced_and_repainted_while_a_fast_one_gets_every_byt
     // Only now does the slow client read: it must see a desync, then a repaint.
     let desync = slow.next_text("desync").await;
     assert!(desync["dropped"].as_u64().unwrap() > 0, "{desync}");
-    let resynced = slow.next_text("resynced").await;
+    // Nothing comes between the desync and its resync and repaint.
+    let resynced = match slow.next().await {
+        Frame::Text(v) if v["type"] == "resynced" => v,
+        other => panic!("after desync came {other:?}; seen {:?}", slow.seen),
+    };
     let prelude = slow
         .read_exact(resynced["prelude"].as_u64().unwrap() as usize)
         .await;
@@ -291,5 +295,66 @@ async fn bad_control_frames_get_an_error_frame_and_the_socket_stays() {
         .err()
         .unwrap();
     assert_eq!(status, 400);
+    d.stop().await;
+}
+
+/// Keeps `id` (an `sh` session) printing until it is killed.
+async fn print_forever(d: &TestDaemon, id: &str) {
+    d.submit(id, "while :; do echo tick-tock; sleep 0.01; done")
+        .await;
+}
+
+/// A size other than the session's, so each attach changes it.
+fn fresh_size(i: usize) -> String {
+    format!("cols={}&rows=24", 70 + i % 3)
+}
+
+#[actix_rt::test]
+async fn attached_comes_first_on_fresh_attaches_while_the_session_prints_and_resizes() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut other, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    print_forever(&d, &id).await;
+    other.read_until(b"tick-tock").await;
+    let frames = assert_attached_comes_first(&d, &id, &mut other, 20, fresh_size, |_| {}).await;
+    assert!(frames.iter().all(|f| f["replay"] == "screen"), "{frames:?}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn attached_comes_first_on_resumes_while_the_session_prints_and_resizes() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut other, att, _) = d.attach(&id, "cols=80&rows=24").await;
+    let (stream, from) = (att["stream"].as_str().unwrap().to_string(), &att["offset"]);
+    print_forever(&d, &id).await;
+    other.read_until(b"tick-tock").await;
+    let frames = assert_attached_comes_first(
+        &d,
+        &id,
+        &mut other,
+        20,
+        |i| format!("{}&stream={stream}&from={from}", fresh_size(i)),
+        |_| {},
+    )
+    .await;
+    assert!(frames.iter().all(|f| f["replay"] == "resume"), "{frames:?}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn attached_comes_first_after_a_revive() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    d.call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (mut other, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    print_forever(&d, &id).await;
+    other.read_until(b"tick-tock").await;
+    assert_attached_comes_first(&d, &id, &mut other, 20, fresh_size, |_| {}).await;
     d.stop().await;
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::json;
 use support::impd_sim::{ImpdSim, SimOptions, When};
-use support::{id_of, test_config, with_imp_target, TestDaemon};
+use support::{
+    assert_attached_comes_first, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
+};
 
 /// The test config plus an imp target `box` (the default) on `sim`, with short reconnect
 /// delays.
@@ -283,5 +285,50 @@ async fn ctrl_c_interrupts_the_foreground_job_of_a_remote_session() {
         !text.lines().any(|l| l == "not-interrupted"),
         "the sleep was interrupted: {screen}"
     );
+    d.stop().await;
+}
+
+/// A remote `sh` session that prints until it is killed, and a client attached to it that
+/// has seen the printing start.
+async fn printing_remote(d: &TestDaemon, sim: &ImpdSim) -> (support::Remote, support::Ws) {
+    let remote = spawn_remote(d, sim).await;
+    let (mut other, _, _) = d.attach(&remote.id, "cols=80&rows=24").await;
+    d.submit(&remote.id, "while :; do echo tick-tock; sleep 0.01; done")
+        .await;
+    other.read_until(b"tick-tock").await;
+    (remote, other)
+}
+
+#[actix_rt::test]
+async fn attached_comes_first_on_a_remote_session_while_it_prints_and_resizes() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_on(&sim).await;
+    let (remote, mut other) = printing_remote(&d, &sim).await;
+    let query = |i: usize| format!("cols={}&rows=24", 70 + i % 3);
+    assert_attached_comes_first(&d, &remote.id, &mut other, 20, query, |_| {}).await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn attached_comes_first_while_a_remote_session_reattaches() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_on(&sim).await;
+    let (remote, mut other) = printing_remote(&d, &sim).await;
+    let faults = sim.faults();
+    let query = |i: usize| format!("cols={}&rows=24", 70 + i % 3);
+    // Each drop sends the harness through reattaching and back (two state changes), racing
+    // the attach that follows it.
+    assert_attached_comes_first(&d, &remote.id, &mut other, 20, query, |_| {
+        // While a reconnection is still under way there is no viewer to drop; the next
+        // round drops one again.
+        let _ = faults.drop_output(&remote.imp, &remote.session);
+    })
+    .await;
+    let s = d
+        .wait_session(&remote.id, "attached again", |s| {
+            s["lifecycle"]["attachment"] == "attached"
+        })
+        .await;
+    assert_eq!(s["alive"], true, "{s}");
     d.stop().await;
 }

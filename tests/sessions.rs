@@ -364,3 +364,63 @@ async fn status_json_counts_the_fleet() {
     }
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_bad_agent_entry_in_the_config_file_refuses_only_that_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("config.json");
+    std::fs::write(
+        &file,
+        r#"{"agents": {
+            "good": {"bin": "cat"},
+            "typo": {"bin": "cat", "colour": "secret-value"},
+            "claude": {"args": "secret-value"}
+        }}"#,
+    )
+    .unwrap();
+    let config = atc::config::Config::load(Some(&file), true);
+    let d = TestDaemon::start_on(&tmp.path().join("state"), config).await;
+
+    let (status, listing) = d.call("GET", "/v1/agents", None).await;
+    assert_eq!(status, 200, "{listing}");
+    let agent = |id: &str| {
+        listing["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} is not listed: {listing}"))
+    };
+    for (id, key) in [("typo", "colour"), ("claude", "args")] {
+        let a = agent(id);
+        assert_eq!(a["problem"]["problem"], "agent_invalid", "{a}");
+        assert!(
+            a["problem"]["detail"].as_str().unwrap().contains(key),
+            "{a}"
+        );
+        assert_eq!(a["installed"], false, "{a}");
+    }
+    assert!(agent("good").get("problem").is_none(), "{listing}");
+    assert!(!listing.to_string().contains("secret-value"), "{listing}");
+    let errors = listing["agentErrors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{listing}");
+
+    for id in ["typo", "claude"] {
+        let (status, err) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": id, "cwd": "/tmp"})),
+            )
+            .await;
+        assert_eq!(err["error"]["code"], "unsupported", "{id}: {status} {err}");
+        assert_eq!(err["error"]["data"]["agent"], id, "{err}");
+        assert_eq!(err["error"]["data"]["problem"], "agent_invalid", "{err}");
+    }
+    // Every other agent and the default target keep working.
+    let s = d.spawn("good").await;
+    assert_eq!(s["alive"], true, "{s}");
+    assert_eq!(d.spawn("shell").await["alive"], true);
+    d.stop().await;
+}

@@ -121,12 +121,29 @@ pub struct AgentListing {
     /// `{model, effort}` as spec §9.2 describes them.
     #[serde(rename = "spawnOptions")]
     pub spawn_options: serde_json::Value,
+    /// Why its config entry left it out (spawns of it are refused); absent when it is fine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<AgentProblem>,
+}
+
+/// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
+/// refused at spawn, while every other agent works.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentProblem {
+    /// Agent id.
+    pub agent: String,
+    /// `agent_invalid`.
+    pub problem: &'static str,
+    /// Which key is at fault and why; never its value.
+    pub detail: String,
 }
 
 /// All agents the daemon knows, built once from config at start.
 #[derive(Debug, Clone)]
 pub struct AgentCatalog {
     agents: BTreeMap<String, Agent>,
+    /// Configured agents left out, by id; none of them is in `agents`.
+    invalid: BTreeMap<String, AgentProblem>,
 }
 
 impl AgentCatalog {
@@ -180,7 +197,36 @@ impl AgentCatalog {
                 },
             );
         }
-        AgentCatalog { agents }
+        AgentCatalog {
+            agents,
+            invalid: BTreeMap::new(),
+        }
+    }
+
+    /// Records the configured agents whose entries were invalid, as `(id, detail)`. A built-in
+    /// of the same id goes too: the entry meant to replace it, and running the built-in in its
+    /// place would run something the config did not ask for.
+    pub fn with_invalid<'a>(
+        mut self,
+        invalid: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        for (id, detail) in invalid {
+            self.agents.remove(id);
+            self.invalid.insert(
+                id.to_string(),
+                AgentProblem {
+                    agent: id.to_string(),
+                    problem: "agent_invalid",
+                    detail: detail.to_string(),
+                },
+            );
+        }
+        self
+    }
+
+    /// The problems of the agents left out, for `GET /v1/agents`.
+    pub fn problems(&self) -> Vec<AgentProblem> {
+        self.invalid.values().cloned().collect()
     }
 
     /// The listing for `GET /v1/agents`, resolving each program now.
@@ -198,8 +244,20 @@ impl AgentCatalog {
                     kind: a.kind.clone(),
                     models: a.models(),
                     spawn_options: spawn_options::listing(a, installed),
+                    problem: None,
                 }
             })
+            .chain(self.invalid.values().map(|p| AgentListing {
+                id: p.agent.clone(),
+                label: p.agent.clone(),
+                installed: false,
+                bin: String::new(),
+                builtin: false,
+                kind: None,
+                models: None,
+                spawn_options: serde_json::Value::Null,
+                problem: Some(p.clone()),
+            }))
             .collect()
     }
 
@@ -221,6 +279,19 @@ impl AgentCatalog {
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
     /// its program does not resolve.
     pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, DaemonError> {
+        if let Some(p) = self.invalid.get(id) {
+            // An agent left out of the config is unregistered (spec §2.8), with the reason.
+            return Err(DaemonError::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "agent '{id}' has a problem in the config file ({}); fix its entry and restart the daemon",
+                    p.detail
+                ),
+            )
+            .with("agent", id)
+            .with("problem", p.problem)
+            .with("detail", p.detail.as_str()));
+        }
         let agent = self.agents.get(id).ok_or_else(|| {
             DaemonError::new(
                 ErrorCode::Unsupported,

@@ -298,15 +298,16 @@ impl Config {
         config.allowed_origins = raw.allowed_origins;
         config.targets =
             targets::Targets::from_config(raw.targets.as_ref(), raw.default_target.as_ref(), None);
-        for (id, agent) in raw.agents {
-            match checked_agent(&id, agent) {
+        for (id, entry) in raw.agents {
+            match raw_agent(entry).and_then(|agent| checked_agent(&id, agent).map_err(String::from))
+            {
                 Ok(agent) => {
                     config.agents.insert(id, agent);
                 }
                 Err(detail) => config.problems.push(ConfigProblem {
                     scope: format!("agents.{id}"),
                     problem: "agent_invalid",
-                    detail: detail.into(),
+                    detail,
                     path: None,
                 }),
             }
@@ -331,6 +332,14 @@ impl Config {
         config
     }
 
+    /// The configured agents that were left out for a problem of their entry, with its detail.
+    pub fn invalid_agents(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.problems
+            .iter()
+            .filter(|p| p.problem == "agent_invalid")
+            .filter_map(|p| Some((p.scope.strip_prefix("agents.")?, p.detail.as_str())))
+    }
+
     fn with_problem(mut self, problem: ConfigProblem) -> Config {
         // A file that cannot be used at all leaves no target usable (spec §4.1).
         if problem.scope == "config" {
@@ -348,6 +357,38 @@ impl Config {
         self.problems.push(problem);
         self
     }
+}
+
+/// Reads one `agents` entry. The error names the key at fault (an unknown one, or one of the
+/// wrong type) and what was expected, never the value.
+fn raw_agent(entry: serde_json::Value) -> Result<raw::RawAgent, String> {
+    let serde_json::Value::Object(fields) = &entry else {
+        return Err("an agent entry must be an object".into());
+    };
+    let whole = match serde_json::from_value::<raw::RawAgent>(entry.clone()) {
+        Ok(agent) => return Ok(agent),
+        Err(e) => e,
+    };
+    if whole.to_string().starts_with("unknown field") {
+        return Err(whole.classify_detail());
+    }
+    // serde's error for a wrong type has no path; the key at fault is the one that fails alone.
+    let culprit = fields.iter().find_map(|(key, value)| {
+        let alone = serde_json::Value::Object([(key.clone(), value.clone())].into_iter().collect());
+        serde_json::from_value::<raw::RawAgent>(alone)
+            .err()
+            .map(|e| (key, e))
+    });
+    let (key, err) = match &culprit {
+        Some((key, err)) => (key.as_str(), err),
+        None => return Err(whole.classify_detail()),
+    };
+    let text = err.to_string();
+    Err(match text.rsplit_once(", expected ") {
+        // What was expected comes from our own types; what was found is cut at its value.
+        Some((_, expected)) => format!("'{key}' must be {expected}"),
+        None => format!("'{key}': {}", err.classify_detail()),
+    })
 }
 
 /// serde_json's error text can quote a string value it choked on; keep only the category and
@@ -401,6 +442,48 @@ mod tests {
         assert_eq!(c.problems[0].problem, "config_malformed");
         assert!(!c.problems[0].detail.contains("secret"));
         assert_eq!(c.listen, Config::default().listen);
+    }
+
+    #[test]
+    fn an_unknown_key_in_one_agent_is_that_agents_problem_naming_the_key() {
+        let c = Config::from_json(
+            br#"{"agents": {"bad": {"bin": "sh", "colour": "secret-value"}, "good": {"bin": "sh"}},
+                 "limits": {"killGraceMs": 1234}}"#,
+        );
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+        let p = &c.problems[0];
+        assert_eq!(
+            (p.scope.as_str(), p.problem),
+            ("agents.bad", "agent_invalid")
+        );
+        assert!(p.detail.contains("colour"), "{p:?}");
+        assert!(!p.detail.contains("secret"), "{p:?}");
+        assert!(c.agents.contains_key("good") && !c.agents.contains_key("bad"));
+        // The rest of the file still applies.
+        assert_eq!(c.timings.kill_grace, Duration::from_millis(1234));
+        assert_eq!(
+            c.invalid_agents().collect::<Vec<_>>(),
+            [("bad", p.detail.as_str())]
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_in_one_agent_is_that_agents_problem_naming_the_key() {
+        let c = Config::from_json(
+            br#"{"agents": {"bad": {"bin": "sh", "args": "secret-value"}, "good": {"bin": "sh"},
+                            "worse": 7}}"#,
+        );
+        let detail = |id: &str| {
+            c.problems
+                .iter()
+                .find(|p| p.scope == format!("agents.{id}") && p.problem == "agent_invalid")
+                .map(|p| p.detail.clone())
+                .unwrap_or_else(|| panic!("no problem for {id}: {:?}", c.problems))
+        };
+        assert_eq!(detail("bad"), "'args' must be a sequence");
+        assert_eq!(detail("worse"), "an agent entry must be an object");
+        assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
+        assert!(c.agents.contains_key("good"));
     }
 
     #[test]

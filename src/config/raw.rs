@@ -13,8 +13,9 @@ pub struct RawConfig {
     pub listen: Option<String>,
     /// Origins allowed to open WebSockets besides same-host ones.
     pub allowed_origins: Vec<String>,
-    /// Extra agents, by id.
-    pub agents: BTreeMap<String, RawAgent>,
+    /// Extra agents, by id. Each entry is read into a [`RawAgent`] on its own, so a bad one is
+    /// a problem of that agent and not of the file (spec §9.3).
+    pub agents: BTreeMap<String, serde_json::Value>,
     /// Sizes and durations.
     pub limits: RawLimits,
     /// Execution targets by id, in config order; checked in `targets.rs` with scoped errors,

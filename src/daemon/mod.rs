@@ -184,7 +184,8 @@ impl Daemon {
             tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
         }
 
-        let catalog = Arc::new(AgentCatalog::new(&config.agents));
+        let catalog =
+            Arc::new(AgentCatalog::new(&config.agents).with_invalid(config.invalid_agents()));
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
         });

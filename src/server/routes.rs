@@ -155,6 +155,7 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
         "spawnDefaults": {"agent": "claude", "target": state.targets.default_id()},
         "configRevision": state.targets.revision(),
         "targetErrors": state.targets.problems(),
+        "agentErrors": state.catalog.problems(),
     }))
 }
 

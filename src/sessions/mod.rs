@@ -2,6 +2,7 @@
 //! messages, and the pieces a session owns: the screen model, the output ring and the bounded
 //! queue of each attached client.
 
+pub mod client_delivery;
 pub mod client_queue;
 pub mod launch;
 pub mod manager;

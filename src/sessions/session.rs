@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use super::client_delivery::{ClientDelivery, Opening};
 use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
 use super::ring::OutputRing;
@@ -312,26 +313,12 @@ impl SessionRecord {
     }
 }
 
-/// Where an attached client's byte stream stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Delivery {
-    /// Every output byte is queued for it.
-    Live,
-    /// Its backlog overflowed: output is counted, not queued, until the backlog drains.
-    Dropping(u64),
-    /// Waiting for a screen snapshot: output is not queued (the ring replays it after the
-    /// repaint). `dropped` is set when this repaint follows a desync.
-    Repainting {
-        /// Bytes dropped before the repaint, for the `desync` notice.
-        dropped: Option<u64>,
-    },
-}
-
-/// One attached client.
+/// One attached client. Everything the session sends it goes through `delivery`, which
+/// keeps `attached` (or `resynced` and its repaint) ahead of anything else.
 struct ClientSlot {
     queue: ClientQueue,
     size: Option<TermSize>,
-    delivery: Delivery,
+    delivery: ClientDelivery,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -592,30 +579,29 @@ impl Session {
         self.deps.manager.do_send(FleetNotice(event));
     }
 
-    fn notify_state(&self) {
+    fn notify_state(&mut self) {
         let d = self.descriptor();
-        let frame = AttachFrame::State {
+        self.broadcast_text(&AttachFrame::State {
             session: Box::new(d.clone()),
-        }
-        .to_text();
-        for c in self.clients.values() {
-            c.queue.push_text(frame.clone());
-        }
+        });
         self.notify(FleetEvent::State {
             session: Box::new(d),
         });
     }
 
-    fn broadcast_text(&self, frame: &AttachFrame) {
+    fn broadcast_text(&mut self, frame: &AttachFrame) {
         let text = frame.to_text();
-        for c in self.clients.values() {
-            c.queue.push_text(text.clone());
+        let at = self.ring.end();
+        for c in self.clients.values_mut() {
+            c.delivery.text(&c.queue, text.clone(), at);
         }
     }
 
     fn effective_size(&self) -> Option<TermSize> {
         self.clients
             .values()
+            // A client closed by an exit only waits for its repaint; its size is history.
+            .filter(|c| !c.delivery.is_closed())
             .filter_map(|c| c.size)
             .reduce(TermSize::min)
     }
@@ -657,43 +643,47 @@ impl Session {
         if self.harness.is_none() {
             return Err(DaemonError::session_dead(&self.record.id.to_string()));
         }
-        let resumed = msg
+        let resume_from = msg
             .resume
             .filter(|r| r.stream == self.stream)
-            .and_then(|r| self.ring.since(r.from).map(|bytes| (r.from, bytes)));
-        let delivery = match resumed {
-            Some(_) => Delivery::Live,
-            None => Delivery::Repainting { dropped: None },
-        };
+            .map(|r| r.from)
+            .filter(|from| self.ring.since(*from).is_some());
+        // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
+        // The new client learns it from its `attached`, so it applies before the slot exists.
+        let size = self
+            .effective_size()
+            .into_iter()
+            .chain(msg.size)
+            .reduce(TermSize::min);
+        if let Some(size) = size {
+            self.apply_size(size);
+        }
+        // Pending until its `attached` is out: anything meanwhile is held for it.
         self.clients.insert(
             msg.client,
             ClientSlot {
                 queue: msg.queue.clone(),
                 size: msg.size,
-                delivery,
+                delivery: ClientDelivery::pending(Opening::Attach),
             },
         );
-        // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
-        if let Some(size) = self.effective_size() {
-            self.apply_size(size);
-        }
-        match resumed {
-            Some((from, bytes)) => {
+        match resume_from {
+            Some(from) => {
                 let size = self.record.size;
-                msg.queue.push_text(
-                    AttachFrame::Attached {
-                        session: self.record.id,
-                        stream: self.stream.clone(),
-                        cols: size.cols,
-                        rows: size.rows,
-                        offset: from,
-                        prelude: 0,
-                        replay: atc_protocol::Replay::Resume,
-                    }
-                    .to_text(),
-                );
-                if !bytes.is_empty() {
-                    msg.queue.push(Outgoing::Binary(Bytes::from(bytes)));
+                let attached = AttachFrame::Attached {
+                    session: self.record.id,
+                    stream: self.stream.clone(),
+                    cols: size.cols,
+                    rows: size.rows,
+                    offset: from,
+                    prelude: 0,
+                    replay: atc_protocol::Replay::Resume,
+                }
+                .to_text();
+                let tail = Bytes::from(self.ring.since(from).unwrap_or_default());
+                if let Some(slot) = self.clients.get_mut(&msg.client) {
+                    slot.delivery
+                        .open(&slot.queue, vec![attached], None, from, tail);
                 }
             }
             None => self.request_repaint(msg.client, ctx),
@@ -713,9 +703,12 @@ impl Session {
     /// Asks the screen worker for a snapshot; the client gets it (and the ring's bytes after
     /// it) when the answer comes back.
     fn request_repaint(&mut self, client: ClientId, ctx: &mut Context<Self>) {
+        // The snapshot has the size the screen has when it takes it: every resize sent to
+        // the worker so far, and none sent after (those are held for the client and follow).
+        let size = self.record.size;
         ctx.spawn(self.screen.send(TakeSnapshot).into_actor(self).map(
             move |res, act, _| match res {
-                Ok(snapshot) => act.finish_repaint(client, snapshot),
+                Ok(snapshot) => act.finish_repaint(client, size, snapshot),
                 Err(e) => {
                     tracing::error!(session = %act.record.id, error = %e, "screen worker gone")
                 }
@@ -723,57 +716,54 @@ impl Session {
         ));
     }
 
-    /// Sends a client its repaint, then the ring's bytes from the snapshot's offset, and
-    /// makes it live.
-    fn finish_repaint(&mut self, client: ClientId, snapshot: Snapshot) {
-        let size = self.record.size;
+    /// Opens a client with its repaint (taken at `size`): `attached`, or `desync` and
+    /// `resynced`, then the repaint, then the ring's bytes from the snapshot's offset with
+    /// whatever was held for it meanwhile.
+    fn finish_repaint(&mut self, client: ClientId, size: TermSize, snapshot: Snapshot) {
         let (id, stream) = (self.record.id, self.stream.clone());
         let tail = self.ring.since(snapshot.offset);
         let Some(slot) = self.clients.get_mut(&client) else {
             return;
         };
-        let Delivery::Repainting { dropped } = slot.delivery else {
-            return;
-        };
         let prelude = snapshot.repaint.len();
-        let queue = slot.queue.clone();
-        match dropped {
-            None => queue.push_text(
-                AttachFrame::Attached {
-                    session: id,
-                    stream,
-                    cols: size.cols,
-                    rows: size.rows,
-                    offset: snapshot.offset,
-                    prelude,
-                    replay: atc_protocol::Replay::Screen,
-                }
-                .to_text(),
-            ),
-            Some(dropped) => {
-                queue.push_text(AttachFrame::Desync { dropped }.to_text());
-                queue.push_text(
+        let frames = match slot.delivery.opening() {
+            None => return,
+            Some(Opening::Attach) => vec![AttachFrame::Attached {
+                session: id,
+                stream,
+                cols: size.cols,
+                rows: size.rows,
+                offset: snapshot.offset,
+                prelude,
+                replay: atc_protocol::Replay::Screen,
+            }
+            .to_text()],
+            Some(Opening::Resync { dropped }) => {
+                tracing::debug!(session = %id, client, dropped, "client resynced");
+                vec![
+                    AttachFrame::Desync { dropped }.to_text(),
                     AttachFrame::Resynced {
                         offset: snapshot.offset,
                         prelude,
                     }
                     .to_text(),
-                );
-                tracing::debug!(session = %id, client, dropped, "client resynced");
+                ]
             }
-        }
-        queue.push(Outgoing::Binary(Bytes::from(snapshot.repaint)));
-        slot.delivery = Delivery::Live;
-        match tail {
-            Some(bytes) if !bytes.is_empty() => {
-                let len = bytes.len() as u64;
-                if !queue.push_output(Bytes::from(bytes)) {
-                    slot.delivery = Delivery::Dropping(len);
-                }
-            }
-            Some(_) => {}
+        };
+        if tail.is_none() {
             // The bounded screen mailbox keeps the model within half a ring of the output.
-            None => tracing::error!(session = %id, "screen snapshot older than the ring"),
+            tracing::error!(session = %id, "screen snapshot older than the ring");
+        }
+        slot.delivery.open(
+            &slot.queue,
+            frames,
+            Some(Bytes::from(snapshot.repaint)),
+            snapshot.offset,
+            Bytes::from(tail.unwrap_or_default()),
+        );
+        // An exit came while it waited: it has its exit and close now, and goes.
+        if slot.delivery.is_closed() {
+            self.clients.remove(&client);
         }
     }
 
@@ -781,16 +771,7 @@ impl Session {
         self.last_output = std::time::Instant::now();
         self.ring.push(bytes);
         for slot in self.clients.values_mut() {
-            match &mut slot.delivery {
-                Delivery::Live => {
-                    if !slot.queue.push_output(bytes.clone()) {
-                        slot.delivery = Delivery::Dropping(bytes.len() as u64);
-                    }
-                }
-                Delivery::Dropping(n) => *n += bytes.len() as u64,
-                // The ring replays these after the repaint.
-                Delivery::Repainting { .. } => {}
-            }
+            slot.delivery.output(&slot.queue, bytes);
         }
     }
 
@@ -798,13 +779,9 @@ impl Session {
         let Some(slot) = self.clients.get_mut(&client) else {
             return;
         };
-        let Delivery::Dropping(dropped) = slot.delivery else {
-            return;
-        };
-        slot.delivery = Delivery::Repainting {
-            dropped: Some(dropped),
-        };
-        self.request_repaint(client, ctx);
+        if slot.delivery.start_resync() {
+            self.request_repaint(client, ctx);
+        }
     }
 
     fn on_exited(&mut self, status: HarnessExited) {
@@ -853,10 +830,13 @@ impl Session {
             detail,
         }
         .to_text();
-        for (_, slot) in self.clients.drain() {
-            slot.queue.push_text(exit.clone());
-            slot.queue.push(Outgoing::Close);
-        }
+        let at = self.ring.end();
+        // A client still waiting for its repaint keeps its slot until the repaint lands, so
+        // it gets `attached` before the exit and the close.
+        self.clients.retain(|_, slot| {
+            slot.delivery.text(&slot.queue, exit.clone(), at);
+            !slot.delivery.close(&slot.queue, at)
+        });
         let written = self.persist();
         self.notify_state();
         let waiters = std::mem::take(&mut self.exit_waiters);

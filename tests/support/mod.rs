@@ -529,6 +529,39 @@ impl Ws {
     }
 }
 
+/// api.md: `attached` is the first frame on an attach socket, whatever happens meanwhile.
+/// Opens `n` sockets on `id` one after another with `query(i)`, each after `before_each(i)`
+/// and a resize from `other` (attached already), so state and size changes race each attach;
+/// fails naming the frame that came first. Returns each socket's `attached` frame.
+pub async fn assert_attached_comes_first(
+    d: &TestDaemon,
+    id: &str,
+    other: &mut Ws,
+    n: usize,
+    query: impl Fn(usize) -> String,
+    mut before_each: impl FnMut(usize),
+) -> Vec<Value> {
+    let mut frames = Vec::with_capacity(n);
+    for i in 0..n {
+        before_each(i);
+        let cols = if i % 2 == 0 { 60 } else { 90 };
+        other
+            .send_json(serde_json::json!({"type": "resize", "cols": cols, "rows": 24}))
+            .await;
+        let q = query(i);
+        let mut ws = d.ws(&format!("/v1/sessions/{id}/attach?{q}")).await;
+        match ws.next().await {
+            Frame::Text(v) if v["type"] == "attached" => frames.push(v),
+            first => panic!(
+                "attach {i} ({q}): the first frame is {first:?}, not attached; seen {:?}",
+                ws.seen
+            ),
+        }
+        ws.close().await;
+    }
+    frames
+}
+
 /// A descriptor's id as a string.
 pub fn id_of(d: &Value) -> String {
     d["id"].as_str().expect("descriptor has an id").to_string()
