@@ -15,7 +15,7 @@
 //! - [`impd_client`] (its own crate): the client of impd, the control plane that runs imps
 //!   (microVMs) for the imp execution target.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
-//! - [`client`] and [`cli`]: the `atc` client commands, which find a daemon through its state
+//! - [`cli`]: the `atc` client commands, on the `atc-client` crate, which find a daemon through its state
 //!   dir and speak its HTTP/WebSocket API like any other client; [`bench`](mod@bench) is the load tool.
 //!
 //! The daemon can be started in-process ([`daemon::Daemon::start`]) on any listener, which is
@@ -24,7 +24,6 @@
 pub mod agents;
 pub mod bench;
 pub mod cli;
-pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod ledger;

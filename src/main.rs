@@ -125,9 +125,9 @@ fn run_bench(args: atc::bench::BenchArgs, state_dir: Option<PathBuf>) -> anyhow:
     let (url, token) = if args.needs_daemon() {
         let dir = match state_dir {
             Some(dir) => dir,
-            None => atc::client::discovery::default_state_dir()?,
+            None => atc_client::discovery::default_state_dir()?,
         };
-        let found = atc::client::discovery::read_state_dir(&dir)?;
+        let found = atc_client::discovery::read_state_dir(&dir)?;
         (found.base_url, found.token)
     } else {
         (String::new(), String::new())

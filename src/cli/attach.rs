@@ -18,18 +18,18 @@ use std::io::{IsTerminal, Read, Write};
 use std::time::Duration;
 
 use actix_http::ws::Item;
+use atc_client::atc_protocol::{AttachFrame, ClientFrame, ErrorCode, ExitReason};
 use awc::ws::{CloseCode, CloseReason, Frame, Message};
 use bytes::Bytes;
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
 use rustix::process::Signal as Sig;
-use serde::Deserialize;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
 use super::output;
 use super::terminal::{self, AltScreenTracker, RawMode, TermSize};
-use crate::client::{routes, DaemonClient, SessionSummary, WsConnection};
+use atc_client::{routes, DaemonClient, Descriptor, SessionLabels, WsConnection};
 
 /// Arguments of `atc attach`.
 #[derive(Debug, Args)]
@@ -65,28 +65,21 @@ enum Ended {
     Signalled(i32),
 }
 
-/// The `exit` frame's fields.
-#[derive(Debug, Default, PartialEq, Deserialize)]
+/// What an `exit` frame says, as the CLI reports it.
+#[derive(Debug, Default, PartialEq)]
 struct ExitInfo {
-    code: Option<i64>,
-    signal: Option<i64>,
-    reason: Option<String>,
+    code: Option<i32>,
+    signal: Option<i32>,
+    reason: Option<ExitReason>,
 }
 
-/// The text frames the daemon sends on the attach socket that the CLI acts on. The others
-/// (`attached`, `resized`, `state`, `desync`, `resynced`, `attachment`) need nothing: the
-/// bytes that follow a desync repaint the screen by themselves.
-#[derive(Debug, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// What the CLI does with a text frame from the attach socket. Only `exit` and `error` need
+/// anything: the bytes that follow a desync repaint the screen by themselves, and `attached`,
+/// `resized`, `state` and `attachment` change nothing for a raw terminal.
+#[derive(Debug, PartialEq)]
 enum ServerText {
     Exit(ExitInfo),
-    Error {
-        #[serde(default)]
-        code: String,
-        #[serde(default)]
-        message: String,
-    },
-    #[serde(other)]
+    Error { code: ErrorCode, message: String },
     Other,
 }
 
@@ -109,7 +102,7 @@ pub async fn run(client: &DaemonClient, args: AttachArgs) -> anyhow::Result<i32>
     // and so that from raw mode on, these signals end the pump instead of the process.
     let mut signals = Signals::register()?;
     let mut ws = client
-        .ws_connect(&routes::attach(&session.id, size.cols, size.rows))
+        .ws_connect(&routes::attach(session.id, size.cols, size.rows))
         .await?;
     let input = spawn_stdin_reader();
 
@@ -157,9 +150,9 @@ pub async fn run(client: &DaemonClient, args: AttachArgs) -> anyhow::Result<i32>
 
 /// The size a client without a terminal reports: the session's own, since the session's size
 /// is the minimum over attached clients and a script must not shrink it to 80x24.
-fn keep_session_size(session: &SessionSummary) -> TermSize {
-    match (u16::try_from(session.cols), u16::try_from(session.rows)) {
-        (Ok(cols), Ok(rows)) if cols > 0 && rows > 0 => TermSize { cols, rows },
+fn keep_session_size(session: &Descriptor) -> TermSize {
+    match (session.cols, session.rows) {
+        (cols, rows) if cols > 0 && rows > 0 => TermSize { cols, rows },
         _ => terminal::FALLBACK_SIZE,
     }
 }
@@ -345,13 +338,31 @@ pub fn split_at_detach(chunk: &[u8]) -> (&[u8], bool) {
 
 /// The `resize` text frame for a new window size.
 fn resize_message(size: TermSize) -> String {
-    serde_json::json!({ "type": "resize", "cols": size.cols, "rows": size.rows }).to_string()
+    serde_json::to_string(&ClientFrame::Resize {
+        cols: size.cols,
+        rows: size.rows,
+    })
+    // A two-integer tagged struct always serializes.
+    .unwrap_or_default()
 }
 
 /// A text frame that does not parse is treated like one we do not act on: the daemon may add
 /// frame types, and none of the ones we need can be mistaken for it.
 fn parse_text(bytes: &[u8]) -> ServerText {
-    serde_json::from_slice(bytes).unwrap_or(ServerText::Other)
+    match serde_json::from_slice::<AttachFrame>(bytes) {
+        Ok(AttachFrame::Exit {
+            code,
+            signal,
+            reason,
+            ..
+        }) => ServerText::Exit(ExitInfo {
+            code,
+            signal,
+            reason: Some(reason),
+        }),
+        Ok(AttachFrame::Error { code, message }) => ServerText::Error { code, message },
+        Ok(_) | Err(_) => ServerText::Other,
+    }
 }
 
 /// `[session exited: code X / signal Y]`, naming only what the exit frame carries, plus the
@@ -369,7 +380,8 @@ fn exit_note(info: &ExitInfo) -> String {
     } else {
         format!("[session exited: {}", parts.join(" / "))
     };
-    if let Some(reason) = info.reason.as_deref().filter(|r| *r != "exited") {
+    if let Some(reason) = info.reason.filter(|r| *r != ExitReason::Exited) {
+        let reason = reason.as_str();
         note.push_str(&format!(" ({reason})"));
     }
     note.push(']');
@@ -452,13 +464,13 @@ mod tests {
 
     #[test]
     fn exit_frame_is_recognised() {
-        let text = br#"{"type":"exit","code":0,"signal":null,"reason":"exited","detail":null}"#;
+        let text = br#"{"type":"exit","code":0,"signal":null,"reason":"exited","detail":""}"#;
         assert_eq!(
             parse_text(text),
             ServerText::Exit(ExitInfo {
                 code: Some(0),
                 signal: None,
-                reason: Some("exited".into()),
+                reason: Some(ExitReason::Exited),
             })
         );
     }
@@ -482,7 +494,7 @@ mod tests {
         assert_eq!(
             parse_text(text),
             ServerText::Error {
-                code: "session_dead".into(),
+                code: ErrorCode::SessionDead,
                 message: "gone".into()
             }
         );
@@ -497,14 +509,14 @@ mod tests {
         assert_eq!(exit_note(&code), "[session exited: code 3]");
         let killed = ExitInfo {
             signal: Some(9),
-            reason: Some("killed".into()),
+            reason: Some(ExitReason::Killed),
             ..ExitInfo::default()
         };
         assert_eq!(exit_note(&killed), "[session exited: signal 9 (killed)]");
         let both = ExitInfo {
             code: Some(1),
             signal: Some(2),
-            reason: Some("exited".into()),
+            reason: Some(ExitReason::Exited),
         };
         assert_eq!(exit_note(&both), "[session exited: code 1 / signal 2]");
         assert_eq!(exit_note(&ExitInfo::default()), "[session exited]");
@@ -512,10 +524,10 @@ mod tests {
 
     #[test]
     fn scripts_keep_the_session_size() {
-        let session = SessionSummary {
+        let session = Descriptor {
             cols: 132,
             rows: 50,
-            ..SessionSummary::default()
+            ..Descriptor::default()
         };
         assert_eq!(
             keep_session_size(&session),
@@ -525,7 +537,7 @@ mod tests {
             }
         );
         assert_eq!(
-            keep_session_size(&SessionSummary::default()),
+            keep_session_size(&Descriptor::default()),
             terminal::FALLBACK_SIZE
         );
     }

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::output;
-use crate::client::{routes, DaemonClient};
+use atc_client::{routes, DaemonClient, SessionLabels};
 
 /// Arguments of `atc forget`.
 #[derive(Debug, Args)]
@@ -22,7 +22,7 @@ pub struct ForgetArgs {
 /// Forgets the session, confirming the host destruction only with `--yes`.
 pub async fn run(client: &DaemonClient, args: ForgetArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
-    let mut answer = client.delete(&routes::session(&session.id)).await?;
+    let mut answer = client.delete(&routes::session(session.id)).await?;
     if let Some(token) = confirm_token(&answer) {
         if !args.yes {
             anyhow::bail!(
@@ -32,7 +32,7 @@ pub async fn run(client: &DaemonClient, args: ForgetArgs) -> anyhow::Result<i32>
             );
         }
         answer = client
-            .delete(&routes::forget_confirmed(&session.id, &token))
+            .delete(&routes::forget_confirmed(session.id, &token))
             .await?;
     }
     let destroyed = answer

@@ -6,7 +6,7 @@
 use clap::Args;
 
 use super::output;
-use crate::client::{routes, DaemonClient};
+use atc_client::{routes, DaemonClient, SessionLabels};
 
 /// Arguments of `atc kill`.
 #[derive(Debug, Args)]
@@ -20,7 +20,7 @@ pub async fn run(client: &DaemonClient, args: KillArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
     let answer = client
         .post_json(
-            &routes::session_action(&session.id, "kill"),
+            &routes::session_action(session.id, "kill"),
             &serde_json::json!({}),
         )
         .await?;

@@ -6,7 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::Args;
 
 use super::output;
-use crate::client::{routes, session, DaemonClient, SessionSummary};
+use atc_client::atc_protocol::{Attachment, ExitReason};
+use atc_client::{routes, session, DaemonClient, Descriptor, SessionLabels};
 
 /// Arguments of `atc ls`.
 #[derive(Debug, Args)]
@@ -23,7 +24,7 @@ pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
         output::print(&format!("{}\n", serde_json::to_string_pretty(&answer)?))?;
         return Ok(0);
     }
-    let sessions = session::parse_list(&answer)?;
+    let sessions = session::parse_list(answer)?;
     if sessions.is_empty() {
         output::note("no sessions; start one with `atc spawn`");
         return Ok(0);
@@ -44,26 +45,26 @@ const HEADER: [&str; 9] = [
 ];
 
 /// The state as a user reads it: a remote session's lost connection and a host asleep say so.
-fn shown_state(s: &SessionSummary) -> String {
-    if s.alive && s.lifecycle.attachment == "reattaching" {
+fn shown_state(s: &Descriptor) -> String {
+    if s.alive && s.lifecycle.attachment == Attachment::Reattaching {
         return format!("{} (reattaching)", s.state);
     }
-    if !s.alive && s.exit_reason.as_deref() == Some("suspended") {
+    if !s.alive && s.exit_reason == Some(ExitReason::Suspended) {
         return "asleep".into();
     }
-    s.state.clone()
+    s.state.to_string()
 }
 
 /// Renders sessions as left-aligned columns separated by two spaces, one line per session,
 /// header first. `now_ms` and `home` are passed in so the output is reproducible in tests;
 /// a cwd under `home` is shown as `~/...`.
-pub fn format_table(sessions: &[SessionSummary], now_ms: u64, home: Option<&str>) -> String {
+pub fn format_table(sessions: &[Descriptor], now_ms: u64, home: Option<&str>) -> String {
     let mut rows: Vec<[String; 9]> = Vec::with_capacity(sessions.len() + 1);
     rows.push(HEADER.map(String::from));
     for s in sessions {
         rows.push([
             s.short_id(),
-            printable(s.name.as_deref().unwrap_or("-")),
+            printable(if s.name.is_empty() { "-" } else { &s.name }),
             printable(&s.agent),
             printable(if s.locator.target_id.is_empty() {
                 "-"
@@ -74,7 +75,7 @@ pub fn format_table(sessions: &[SessionSummary], now_ms: u64, home: Option<&str>
             if s.alive { "yes" } else { "no" }.to_string(),
             format!("{}x{}", s.cols, s.rows),
             printable(&shorten_home(&s.cwd, home)),
-            format_age(now_ms.saturating_sub(s.created_at)),
+            format_age(now_ms.saturating_sub(u64::try_from(s.created_at).unwrap_or(0))),
         ]);
     }
     let mut widths = [0usize; 9];
@@ -134,21 +135,31 @@ fn printable(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn sample(id: &str, name: Option<&str>, cwd: &str, created_at: u64) -> SessionSummary {
-        SessionSummary {
-            id: id.to_string(),
-            name: name.map(String::from),
+    use atc_client::atc_protocol::{Locator, SessionState};
+
+    fn sample(id: &str, name: Option<&str>, cwd: &str, created_at: i64) -> Descriptor {
+        Descriptor {
+            id: uuid::Uuid::parse_str(id).expect("test ids are uuids"),
+            name: name.unwrap_or_default().into(),
             agent: "shell".into(),
-            state: "running".into(),
+            state: SessionState::Running,
             alive: true,
             cols: 120,
             rows: 40,
             cwd: cwd.into(),
             created_at,
-            locator: crate::client::session::SummaryLocator {
+            locator: Locator {
                 target_id: "local".into(),
+                ..Locator::default()
             },
-            ..SessionSummary::default()
+            ..Descriptor::default()
+        }
+    }
+
+    fn on_box() -> Locator {
+        Locator {
+            target_id: "box".into(),
+            ..Locator::default()
         }
     }
 
@@ -161,31 +172,38 @@ mod tests {
                 "/home/u/src/atc",
                 1_000,
             ),
-            SessionSummary {
+            Descriptor {
                 alive: false,
-                state: "exited".into(),
+                state: SessionState::Exited,
                 agent: "claude".into(),
                 cols: 80,
                 rows: 24,
-                ..sample("0123abcd-0000", None, "/tmp", 0)
+                ..sample("0123abcd-0000-0000-0000-000000000000", None, "/tmp", 0)
             },
-            SessionSummary {
-                locator: crate::client::session::SummaryLocator {
-                    target_id: "box".into(),
+            Descriptor {
+                locator: on_box(),
+                lifecycle: atc_client::atc_protocol::Lifecycle {
+                    attachment: Attachment::Reattaching,
+                    ..Default::default()
                 },
-                lifecycle: crate::client::session::SummaryLifecycle {
-                    attachment: "reattaching".into(),
-                },
-                ..sample("9a9a9a9a-0000", Some("remote"), "/w", 0)
+                ..sample(
+                    "9a9a9a9a-0000-0000-0000-000000000000",
+                    Some("remote"),
+                    "/w",
+                    0,
+                )
             },
-            SessionSummary {
+            Descriptor {
                 alive: false,
-                state: "exited".into(),
-                exit_reason: Some("suspended".into()),
-                locator: crate::client::session::SummaryLocator {
-                    target_id: "box".into(),
-                },
-                ..sample("8b8b8b8b-0000", Some("napping"), "/w", 0)
+                state: SessionState::Exited,
+                exit_reason: Some(ExitReason::Suspended),
+                locator: on_box(),
+                ..sample(
+                    "8b8b8b8b-0000-0000-0000-000000000000",
+                    Some("napping"),
+                    "/w",
+                    0,
+                )
             },
         ];
         let table = format_table(&sessions, 3_601_000, Some("/home/u"));
@@ -201,7 +219,12 @@ ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD    
 
     #[test]
     fn control_characters_in_names_are_not_sent_to_the_terminal() {
-        let sessions = [sample("abc", Some("evil\x1b[2J"), "/", 0)];
+        let sessions = [sample(
+            "abc00000-0000-0000-0000-000000000000",
+            Some("evil\x1b[2J"),
+            "/",
+            0,
+        )];
         let table = format_table(&sessions, 0, None);
         assert!(!table.contains('\x1b'));
         assert!(table.contains("evil?[2J"));

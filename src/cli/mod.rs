@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::client::DaemonClient;
+use atc_client::DaemonClient;
 
 /// The client subcommands, meant to be flattened into `main.rs`'s command enum next to
 /// `daemon`, `hook-report` and `bench` (`#[command(flatten)] Client(ClientCommand)`).

@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{output, terminal};
-use crate::client::{routes, DaemonClient};
+use atc_client::{routes, DaemonClient};
 
 /// Arguments of `atc revive`.
 #[derive(Debug, Args)]
@@ -21,7 +21,7 @@ pub async fn run(client: &DaemonClient, args: ReviveArgs) -> anyhow::Result<i32>
     let size = terminal::stdout_size().unwrap_or(terminal::FALLBACK_SIZE);
     client
         .post_json(
-            &routes::session_action(&session.id, "revive"),
+            &routes::session_action(session.id, "revive"),
             &json!({ "cols": size.cols, "rows": size.rows }),
         )
         .await?;

@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::output;
-use crate::client::{routes, ClientError, DaemonClient};
+use atc_client::{routes, ClientError, DaemonClient};
 
 /// Arguments of `atc screen`.
 #[derive(Debug, Args)]

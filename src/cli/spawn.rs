@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{output, terminal};
-use crate::client::{routes, session, DaemonClient};
+use atc_client::{routes, session, DaemonClient};
 
 /// Arguments of `atc spawn`.
 #[derive(Debug, Args)]
@@ -41,10 +41,10 @@ pub async fn run(client: &DaemonClient, args: SpawnArgs) -> anyhow::Result<i32> 
     let size = terminal::stdout_size().unwrap_or(terminal::FALLBACK_SIZE);
     let body = spawn_body(&args, &cwd, size);
     let answer = client.post_json(routes::SESSIONS, &body).await?;
-    let created = session::parse_one(&answer)?;
     for warning in warnings(&answer) {
         output::note(&format!("warning: {warning}"));
     }
+    let created = session::parse_one(answer)?;
     output::print(&format!("{}\n", created.id))?;
     Ok(0)
 }

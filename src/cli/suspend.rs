@@ -5,7 +5,7 @@
 use clap::Args;
 
 use super::output;
-use crate::client::{routes, DaemonClient};
+use atc_client::{routes, DaemonClient, SessionLabels};
 
 /// Arguments of `atc suspend`.
 #[derive(Debug, Args)]
@@ -22,7 +22,7 @@ pub async fn run(client: &DaemonClient, args: SuspendArgs) -> anyhow::Result<i32
     let session = client.find_session(&args.session).await?;
     client
         .post_json(
-            &routes::session_action(&session.id, "suspend"),
+            &routes::session_action(session.id, "suspend"),
             &serde_json::json!({ "force": args.force }),
         )
         .await?;

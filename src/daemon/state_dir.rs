@@ -7,8 +7,6 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::server::tokens::{TokenFileError, TokenSet};
 
 /// The default state dir: `$XDG_STATE_HOME/atc`, else `~/.local/state/atc`.
@@ -16,31 +14,9 @@ pub fn default_state_dir() -> Option<PathBuf> {
     state_dir_from_env(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
-/// The default-state-dir rule with the environment passed in: a non-empty `XDG_STATE_HOME`
-/// wins, else `$HOME/.local/state/atc`. Clients use the same rule to find the daemon.
-pub fn state_dir_from_env(
-    xdg_state_home: Option<std::ffi::OsString>,
-    home: Option<std::ffi::OsString>,
-) -> Option<PathBuf> {
-    if let Some(x) = xdg_state_home.filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(x).join("atc"));
-    }
-    home.filter(|v| !v.is_empty())
-        .map(|h| PathBuf::from(h).join(".local/state/atc"))
-}
-
-/// What `daemon.json` holds.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct DaemonInfo {
-    /// The daemon's pid.
-    pub pid: u32,
-    /// `host:port` it listens on.
-    pub listen: String,
-    /// Base URL for clients.
-    pub url: String,
-    /// Build version.
-    pub version: String,
-}
+use atc_protocol::state_dir::state_dir_from_env;
+/// What `daemon.json` holds (the shape clients read is `atc_protocol`'s).
+pub use atc_protocol::state_dir::DaemonFile as DaemonInfo;
 
 /// Why the state dir could not be taken.
 #[derive(Debug, thiserror::Error)]

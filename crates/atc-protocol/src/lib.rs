@@ -7,6 +7,7 @@
 //!   reason, the lifecycle layers, attachment, who named it).
 //! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
 //! - [`size`]: terminal sizes and their bounds.
+//! - [`state_dir`]: where the state dir is and what `daemon.json` and `token` in it say.
 //!
 //! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
 //! fields are ignored when reading, as the spec asks of every wire type.
@@ -15,11 +16,12 @@ pub mod error;
 pub mod frames;
 pub mod session;
 pub mod size;
+pub mod state_dir;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use frames::{AttachFrame, ClientFrame, FleetEvent, Replay};
 pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
-    OutputKind, SessionState, VmState,
+    OutputKind, SessionAnswer, SessionList, SessionState, VmState,
 };
 pub use size::{TermSize, DIM_RANGE};

@@ -8,10 +8,11 @@ use crate::size::TermSize;
 
 /// The listed state of a session (spec §3.3): the attention state while a harness runs,
 /// else `exited`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
     /// The agent is working (or nothing has said otherwise).
+    #[default]
     Running,
     /// The agent waits for the user.
     NeedsYou,
@@ -19,6 +20,24 @@ pub enum SessionState {
     Done,
     /// No harness: the process ended, was killed, or died with an old daemon.
     Exited,
+}
+
+impl SessionState {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Running => "running",
+            SessionState::NeedsYou => "needs_you",
+            SessionState::Done => "done",
+            SessionState::Exited => "exited",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Why a session's process is gone.
@@ -67,10 +86,11 @@ impl ExitReason {
 }
 
 /// A harness's connection state (spec §3.3 `attachment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Attachment {
     /// A local PTY: nothing to connect.
+    #[default]
     Local,
     /// A remote harness, connected.
     Attached,
@@ -81,7 +101,7 @@ pub enum Attachment {
 }
 
 /// The layers behind the listed state (spec §3.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Lifecycle {
     /// Operator intent.
     pub desired: Desired,
@@ -94,10 +114,11 @@ pub struct Lifecycle {
 }
 
 /// Operator intent for a session (spec §3.3 `desired`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Desired {
     /// It should run.
+    #[default]
     Run,
     /// Its host should sleep with it inside.
     Sleep,
@@ -106,10 +127,11 @@ pub enum Desired {
 }
 
 /// The state of a session's host (spec §3.3 `vm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum VmState {
     /// No host of its own: it runs on the daemon's machine.
+    #[default]
     None,
     /// The host is awake and connected.
     Awake,
@@ -120,10 +142,11 @@ pub enum VmState {
 }
 
 /// The harness layer (spec §3.3 `harness`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum HarnessLayer {
     /// A harness runs the process.
+    #[default]
     Running,
     /// The process sleeps with its host.
     Suspended,
@@ -132,18 +155,20 @@ pub enum HarnessLayer {
 }
 
 /// How a session's output is carried; only terminals exist so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputKind {
     /// A pseudo-terminal's byte stream.
+    #[default]
     Pty,
 }
 
 /// How a name was given: agent rename beats user rename beats the automatic one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum NamedBy {
     /// Derived from the cwd.
+    #[default]
     Auto,
     /// Set by a client.
     User,
@@ -152,7 +177,8 @@ pub enum NamedBy {
 }
 
 /// The wire shape of a session (spec §3.2, the fields that apply to local sessions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Default` is a fresh local session with a nil id, for building one field by field.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
     /// Minted at spawn, stable forever.
@@ -207,7 +233,7 @@ pub struct Descriptor {
 }
 
 /// Where a session runs (spec §3.2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Locator {
     /// The daemon that owns it.
     #[serde(rename = "daemonID")]
@@ -224,5 +250,51 @@ impl Descriptor {
             cols: self.cols,
             rows: self.rows,
         }
+    }
+}
+
+/// The answer of the per-session routes (`GET /v1/sessions/{id}`, a spawn, a revive…):
+/// `{"session": descriptor}`, with whatever else a route adds alongside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionAnswer {
+    /// The session as it is now.
+    pub session: Descriptor,
+}
+
+/// The answer of `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    /// Every session the daemon holds.
+    pub sessions: Vec<Descriptor>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_are_the_wire_spelling() {
+        for state in [
+            SessionState::Running,
+            SessionState::NeedsYou,
+            SessionState::Done,
+            SessionState::Exited,
+        ] {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+        }
+    }
+
+    #[test]
+    fn a_descriptor_reads_back_what_it_wrote() {
+        let d = Descriptor {
+            name: "fix-bug".into(),
+            exit_reason: Some(ExitReason::Suspended),
+            ..Descriptor::default()
+        };
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["lifecycle"]["vm"], "none");
+        assert_eq!(json["kind"], "pty");
+        assert_eq!(json["locator"]["targetID"], "");
+        assert_eq!(serde_json::from_value::<Descriptor>(json).unwrap(), d);
     }
 }

@@ -21,9 +21,12 @@ use awc::http::{Method, Version};
 use awc::BoxedSocket;
 use serde_json::Value;
 
+pub use atc_protocol;
+pub use atc_protocol::Descriptor;
 pub use discovery::default_state_dir;
+pub use error::ApiCode;
 pub use error::{ApiError, ClientError};
-pub use session::SessionSummary;
+pub use session::SessionLabels;
 
 /// An open attach or events WebSocket, as `awc` hands it out: a `Stream` of
 /// `awc::ws::Frame` and a `Sink` of `awc::ws::Message`.
@@ -53,7 +56,7 @@ impl DaemonClient {
     /// Finds the daemon whose files are in `state_dir` (default: [`default_state_dir`]).
     /// Only reads `daemon.json` and `token`; an unreachable address shows up on the first
     /// request as [`ClientError::Unreachable`], which says to start the daemon.
-    pub fn discover(state_dir: Option<PathBuf>) -> anyhow::Result<DaemonClient> {
+    pub fn discover(state_dir: Option<PathBuf>) -> Result<DaemonClient, ClientError> {
         let state_dir = match state_dir {
             Some(dir) => dir,
             None => default_state_dir()?,
@@ -61,7 +64,7 @@ impl DaemonClient {
         Self::discover_in(&state_dir)
     }
 
-    fn discover_in(state_dir: &Path) -> anyhow::Result<DaemonClient> {
+    fn discover_in(state_dir: &Path) -> Result<DaemonClient, ClientError> {
         let found = discovery::read_state_dir(state_dir)?;
         Ok(DaemonClient::new(found.base_url, found.token))
     }
@@ -187,42 +190,38 @@ impl DaemonClient {
     }
 
     /// All sessions, parsed.
-    pub async fn list_sessions(&self) -> anyhow::Result<Vec<SessionSummary>> {
+    pub async fn list_sessions(&self) -> Result<Vec<Descriptor>, ClientError> {
         let answer = self.get_json(routes::SESSIONS).await?;
-        Ok(session::parse_list(&answer)?)
+        session::parse_list(answer)
     }
 
     /// Finds a session by uuid, exact name, or a unique prefix of its uuid (the short id
     /// `atc ls` prints). Not finding it is an error that points at `atc ls`.
-    pub async fn find_session(&self, id_or_name: &str) -> anyhow::Result<SessionSummary> {
+    pub async fn find_session(&self, id_or_name: &str) -> Result<Descriptor, ClientError> {
         if id_or_name.trim().is_empty() {
-            anyhow::bail!("give a session id or name; see `atc ls`");
+            return Err(ClientError::NoSessionGiven);
         }
         match self.get_json(&routes::session(id_or_name)).await {
-            Ok(answer) => Ok(session::parse_one(&answer)?),
+            Ok(answer) => session::parse_one(answer),
             Err(ClientError::Api(err)) if err.is_no_such_session() || err.status == 404 => {
                 let all = self.list_sessions().await?;
                 match session::match_id_prefix(&all, id_or_name) {
                     session::PrefixMatch::One(found) => Ok(found.clone()),
-                    session::PrefixMatch::None => {
-                        anyhow::bail!("no session named {id_or_name}; see `atc ls`")
-                    }
-                    session::PrefixMatch::Many(found) => {
-                        let ids: Vec<&str> = found.iter().map(|s| s.id.as_str()).collect();
-                        anyhow::bail!(
-                            "{id_or_name} matches {} sessions ({}); type more of the id",
-                            ids.len(),
-                            ids.join(", ")
-                        )
-                    }
+                    session::PrefixMatch::None => Err(ClientError::NoSuchSession {
+                        given: id_or_name.to_string(),
+                    }),
+                    session::PrefixMatch::Many(found) => Err(ClientError::AmbiguousSession {
+                        given: id_or_name.to_string(),
+                        ids: found.iter().map(|s| s.id.to_string()).collect(),
+                    }),
                 }
             }
-            Err(err) => Err(err.into()),
+            Err(err) => Err(err),
         }
     }
 
     /// The uuid of the session `id_or_name` names (see [`DaemonClient::find_session`]).
-    pub async fn resolve_session(&self, id_or_name: &str) -> anyhow::Result<String> {
-        Ok(self.find_session(id_or_name).await?.id)
+    pub async fn resolve_session(&self, id_or_name: &str) -> Result<String, ClientError> {
+        Ok(self.find_session(id_or_name).await?.id.to_string())
     }
 }

@@ -5,7 +5,27 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use atc_protocol::{ErrorBody, ErrorCode};
 use serde::Deserialize;
+
+/// The code of an error the daemon answered with: one of the closed set, or, from a daemon
+/// newer than this client (or a proxy in between), a name this client does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiCode {
+    /// A code of the closed set.
+    Known(ErrorCode),
+    /// Anything else, as sent (or `http_<status>` for a body that was not an error body).
+    Other(String),
+}
+
+impl fmt::Display for ApiCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiCode::Known(code) => f.write_str(code.as_str()),
+            ApiCode::Other(name) => f.write_str(name),
+        }
+    }
+}
 
 /// An error the daemon answered with: the HTTP status plus the `code`, `message` and `data`
 /// of its `{"error": {...}}` body. Callers branch on `code` (a closed set in the behaviour
@@ -15,11 +35,11 @@ pub struct ApiError {
     /// HTTP status of the response, e.g. 404.
     pub status: u16,
     /// Machine-readable error code, e.g. `no_such_session`.
-    pub code: String,
+    pub code: ApiCode,
     /// The daemon's explanation, which already says what to do next.
     pub message: String,
-    /// Fields the code defines (`serde_json::Value::Null` when absent).
-    pub data: serde_json::Value,
+    /// Fields the code defines (empty when absent).
+    pub data: serde_json::Map<String, serde_json::Value>,
 }
 
 impl fmt::Display for ApiError {
@@ -30,20 +50,20 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-/// The error envelope as the daemon sends it. Unknown fields are ignored, as for every wire
-/// type.
+/// An error body whose code this client does not know; unknown fields are ignored, as for
+/// every wire type.
 #[derive(Debug, Deserialize)]
-struct Envelope {
-    error: EnvelopeBody,
+struct UnknownBody {
+    error: UnknownDetail,
 }
 
 #[derive(Debug, Deserialize)]
-struct EnvelopeBody {
+struct UnknownDetail {
     code: String,
     #[serde(default)]
     message: String,
     #[serde(default)]
-    data: serde_json::Value,
+    data: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -51,28 +71,41 @@ impl ApiError {
     /// not the daemon's envelope (a proxy, or a route this daemon does not have) still yields
     /// an `ApiError`, with a code made from the status so the user sees something actionable.
     pub fn from_response(status: u16, body: &[u8]) -> ApiError {
-        match serde_json::from_slice::<Envelope>(body) {
-            Ok(Envelope { error }) => ApiError {
+        if let Ok(ErrorBody { error }) = serde_json::from_slice::<ErrorBody>(body) {
+            return ApiError {
                 status,
-                code: error.code,
+                code: ApiCode::Known(error.code),
+                message: error.message,
+                data: error.data,
+            };
+        }
+        match serde_json::from_slice::<UnknownBody>(body) {
+            Ok(UnknownBody { error }) => ApiError {
+                status,
+                code: ApiCode::Other(error.code),
                 message: error.message,
                 data: error.data,
             },
             Err(_) => ApiError {
                 status,
-                code: format!("http_{status}"),
+                code: ApiCode::Other(format!("http_{status}")),
                 message: format!(
                     "the daemon answered HTTP {status} without an error body; \
                      check that `atc` and the daemon are the same version"
                 ),
-                data: serde_json::Value::Null,
+                data: serde_json::Map::new(),
             },
         }
     }
 
+    /// Whether the daemon answered with `code`.
+    pub fn is(&self, code: ErrorCode) -> bool {
+        self.code == ApiCode::Known(code)
+    }
+
     /// True when the daemon does not know the session (or name) the request named.
     pub fn is_no_such_session(&self) -> bool {
-        self.code == "no_such_session"
+        self.is(ErrorCode::NoSuchSession)
     }
 }
 
@@ -154,6 +187,26 @@ pub enum ClientError {
     /// The daemon answered with an error.
     #[error(transparent)]
     Api(#[from] ApiError),
+
+    /// A session was asked for by an empty id or name.
+    #[error("give a session id or name; see `atc ls`")]
+    NoSessionGiven,
+
+    /// No session has this id, name or id prefix.
+    #[error("no session named {given}; see `atc ls`")]
+    NoSuchSession {
+        /// What the user typed.
+        given: String,
+    },
+
+    /// Several sessions' ids start with what the user typed.
+    #[error("{given} matches {} sessions ({}); type more of the id", ids.len(), ids.join(", "))]
+    AmbiguousSession {
+        /// What the user typed.
+        given: String,
+        /// The ids it matches.
+        ids: Vec<String>,
+    },
 }
 
 /// What a refused WebSocket upgrade most likely means, keyed by the statuses of the API's
@@ -180,14 +233,24 @@ mod tests {
         assert_eq!(err.status, 404);
         assert!(err.is_no_such_session());
         assert_eq!(err.to_string(), "no_such_session: no session x");
-        assert_eq!(err.data, serde_json::json!({"s": "x"}));
+        assert_eq!(
+            serde_json::Value::Object(err.data),
+            serde_json::json!({"s": "x"})
+        );
     }
 
     #[test]
     fn body_without_envelope_gets_a_status_code() {
         let err = ApiError::from_response(502, b"Bad Gateway");
-        assert_eq!(err.code, "http_502");
+        assert_eq!(err.code, ApiCode::Other("http_502".into()));
         assert!(!err.message.is_empty());
+    }
+
+    #[test]
+    fn a_code_this_client_does_not_know_is_kept_as_sent() {
+        let err = ApiError::from_response(409, br#"{"error":{"code":"brand_new","message":"m"}}"#);
+        assert_eq!(err.code, ApiCode::Other("brand_new".into()));
+        assert_eq!(err.to_string(), "brand_new: m");
     }
 
     #[test]

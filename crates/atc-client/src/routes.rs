@@ -8,23 +8,23 @@ use std::fmt::Write as _;
 pub const SESSIONS: &str = "/v1/sessions";
 
 /// `/v1/sessions/{id}`: the session itself (GET, PATCH, DELETE). `id` may be a uuid or a name.
-pub fn session(id: &str) -> String {
-    format!("{SESSIONS}/{}", encode_segment(id))
+pub fn session(id: impl std::fmt::Display) -> String {
+    format!("{SESSIONS}/{}", encode_segment(&id.to_string()))
 }
 
 /// `/v1/sessions/{id}/{action}` for the per-session verbs (`kill`, `revive`, `screen`, ...).
 /// `action` is one of our own literals and is not encoded.
-pub fn session_action(id: &str, action: &str) -> String {
+pub fn session_action(id: impl std::fmt::Display, action: &str) -> String {
     format!("{}/{action}", session(id))
 }
 
 /// `DELETE /v1/sessions/{id}?confirm=TOKEN`, the second step of a forget that destroys a host.
-pub fn forget_confirmed(id: &str, confirm_token: &str) -> String {
+pub fn forget_confirmed(id: impl std::fmt::Display, confirm_token: &str) -> String {
     format!("{}?confirm={}", session(id), encode_segment(confirm_token))
 }
 
 /// The attach WebSocket for a session at the given client size.
-pub fn attach(id: &str, cols: u16, rows: u16) -> String {
+pub fn attach(id: impl std::fmt::Display, cols: u16, rows: u16) -> String {
     format!("{}?cols={cols}&rows={rows}", session_action(id, "attach"))
 }
 

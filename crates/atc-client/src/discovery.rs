@@ -9,14 +9,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use atc_protocol::state_dir::{DAEMON_FILE, TOKEN_FILE};
 use serde::Deserialize;
 
 use super::error::ClientError;
-
-/// File name of the daemon's address record inside the state dir.
-pub const DAEMON_FILE: &str = "daemon.json";
-/// File name of the bearer token inside the state dir.
-pub const TOKEN_FILE: &str = "token";
 
 /// Where a daemon can be reached and how to prove we may talk to it, as read from a state dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +23,11 @@ pub struct Discovered {
     pub token: String,
 }
 
-/// The fields of `daemon.json` the client reads; the rest (`pid`, `version`) are ignored so a
-/// newer daemon can add fields without breaking older clients.
+/// The two fields of `daemon.json` (`atc_protocol::state_dir::DaemonFile`) that locate the
+/// daemon. Read on their own, both optional, because a hand-written or older file may carry
+/// only `listen`; a file with neither is refused below with a message naming the file.
 #[derive(Debug, Deserialize)]
-struct DaemonFile {
+struct Address {
     url: Option<String>,
     listen: Option<String>,
 }
@@ -38,21 +35,17 @@ struct DaemonFile {
 /// The state dir used when `--state-dir` is not given: `$XDG_STATE_HOME/atc`, else
 /// `~/.local/state/atc`. The daemon uses the same rule, which is what lets a bare `atc ls`
 /// find a bare `atc daemon`.
-pub fn default_state_dir() -> anyhow::Result<PathBuf> {
-    Ok(state_dir_from_env(
-        std::env::var_os("XDG_STATE_HOME"),
-        std::env::var_os("HOME"),
-    )?)
+pub fn default_state_dir() -> Result<PathBuf, ClientError> {
+    state_dir_from_env(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
-/// The default-state-dir rule with the environment passed in; the rule itself lives with the
-/// daemon (`daemon::state_dir::state_dir_from_env`) so client and daemon cannot drift apart.
+/// The default-state-dir rule with the environment passed in; the rule itself is
+/// `atc_protocol::state_dir::state_dir_from_env`, shared with the daemon so they cannot drift.
 pub fn state_dir_from_env(
     xdg_state_home: Option<OsString>,
     home: Option<OsString>,
 ) -> Result<PathBuf, ClientError> {
-    crate::daemon::state_dir::state_dir_from_env(xdg_state_home, home)
-        .ok_or(ClientError::NoStateDir)
+    atc_protocol::state_dir::state_dir_from_env(xdg_state_home, home).ok_or(ClientError::NoStateDir)
 }
 
 /// Reads `daemon.json` and `token` from `state_dir`. A missing `daemon.json` means no daemon
@@ -95,7 +88,7 @@ pub fn read_state_dir(state_dir: &Path) -> Result<Discovered, ClientError> {
 /// Extracts the base URL from the text of `daemon.json`: `url` when present, else
 /// `http://` + `listen` (older or hand-written files may carry only the address).
 pub fn parse_daemon_file(text: &str) -> Result<String, String> {
-    let file: DaemonFile =
+    let file: Address =
         serde_json::from_str(text).map_err(|err| format!("it is not valid JSON ({err})"))?;
     let url = match (file.url, file.listen) {
         (Some(url), _) if !url.trim().is_empty() => url.trim().to_string(),
@@ -193,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn read_state_dir_reads_both_files() -> anyhow::Result<()> {
+    fn read_state_dir_reads_both_files() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         std::fs::write(
             dir.path().join(DAEMON_FILE),
@@ -215,7 +208,8 @@ mod tests {
     }
 
     #[test]
-    fn missing_daemon_file_says_not_running_and_how_to_start() -> anyhow::Result<()> {
+    fn missing_daemon_file_says_not_running_and_how_to_start(
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let err = read_state_dir(dir.path()).err();
         assert!(matches!(err, Some(ClientError::NotRunning { .. })));
@@ -225,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_token_names_the_file() -> anyhow::Result<()> {
+    fn missing_token_names_the_file() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         std::fs::write(
             dir.path().join(DAEMON_FILE),
