@@ -493,3 +493,95 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for HeadGuard<T> {
         Pin::new(&mut this.io).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A judge; its config starts a date timer, so the tests run on an actix runtime.
+    fn judge() -> Judge {
+        Judge::new(ServiceConfig::default())
+    }
+
+    #[actix_rt::test]
+    async fn bodies_are_skipped_by_their_length_and_the_next_head_is_judged() {
+        let mut j = judge();
+        let good = b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_eq!(j.read(good), Verdict::Pass);
+        assert_eq!(j.framing, Framing::Head);
+        let bad =
+            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nX: \x01\r\n\r\n";
+        match judge().read(bad) {
+            Verdict::RefuseFrom(n, r) => {
+                assert_eq!(n, 28);
+                assert_eq!((r.status, r.field), (400, "headers"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[actix_rt::test]
+    async fn an_incomplete_head_is_held_and_a_huge_one_refused() {
+        assert_eq!(judge().read(b"GET /a HTTP/1.1\r\nHo"), Verdict::HoldFrom(0));
+        let mut j = judge();
+        assert_eq!(
+            j.read(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HT"),
+            Verdict::HoldFrom(28)
+        );
+        let huge = vec![b'a'; MAX_HEAD_BYTES + 1];
+        assert!(matches!(
+            judge().read(&huge),
+            Verdict::RefuseFrom(0, Refusal { status: 431, .. })
+        ));
+    }
+
+    #[actix_rt::test]
+    async fn a_chunked_body_is_followed_to_its_end_across_reads() {
+        let mut j = judge();
+        let head = b"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(j.read(head), Verdict::Pass);
+        assert_eq!(j.framing, Framing::Chunked(Chunk::Size(0)));
+        // Chunk data that looks like a bad head must not be judged as one.
+        assert_eq!(j.read(b"a;ext=1\r\nGET \x01\r\n\r\n"), Verdict::Pass);
+        assert_eq!(j.read(b"\r\n0\r\nTrailer: t\r\n"), Verdict::Pass);
+        assert_eq!(
+            j.read(b"\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Verdict::Pass
+        );
+        assert_eq!(j.framing, Framing::Head);
+    }
+
+    #[actix_rt::test]
+    async fn an_upgrade_makes_the_rest_a_stream() {
+        let mut j = judge();
+        let head = b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\x01\x02 not http";
+        assert_eq!(j.read(head), Verdict::Pass);
+        assert_eq!(j.framing, Framing::Stream);
+    }
+
+    #[actix_rt::test]
+    async fn blank_lines_before_a_head_are_part_of_it() {
+        let mut j = judge();
+        assert_eq!(
+            j.read(b"\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Verdict::Pass
+        );
+        assert_eq!(j.framing, Framing::Head);
+    }
+
+    #[test]
+    fn the_refusal_answer_carries_the_body_and_the_request_id() {
+        let r = Refusal::from_parse_error(&ParseError::Header);
+        let text = String::from_utf8(r.response("r7")).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 400 "), "{head}");
+        assert!(head.contains("x-request-id: r7"), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "bad_args");
+        assert_eq!(v["error"]["data"]["field"], "headers");
+    }
+}
