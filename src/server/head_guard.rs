@@ -26,7 +26,7 @@ use actix_http::error::ParseError;
 use actix_http::h1::{Codec, Message, MessageType};
 use actix_http::header;
 use actix_http::HttpMessage;
-use actix_http::ServiceConfig;
+use actix_http::{ServiceConfig, StatusCode};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -83,9 +83,9 @@ enum Verdict {
 
 /// A refused head: what the client is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+struct Refusal {
     /// 400, or 431 for a head too large.
-    status: u16,
+    status: StatusCode,
     /// The part of the head at fault (`data.field`).
     field: &'static str,
     /// What was wrong, and what to do.
@@ -96,18 +96,18 @@ impl Refusal {
     fn from_parse_error(e: &ParseError) -> Refusal {
         let (status, field, what) = match e {
             ParseError::TooLarge => (
-                431,
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "headers",
                 format!("the request head is too large (over {MAX_HEAD_BYTES} bytes, or over 96 headers)"),
             ),
-            ParseError::Method => (400, "method", "the request method is not a valid token".into()),
-            ParseError::Uri(_) => (400, "uri", "the request target is not a valid URI".into()),
-            ParseError::Version => (400, "version", "the HTTP version is not HTTP/1.0 or HTTP/1.1".into()),
-            // Header, Utf8 and the rest: a byte outside the allowed set in a name or value, a
-            // bad or repeated Content-Length, a Transfer-Encoding other than chunked, both of
-            // those, or a missing or repeated Host.
+            ParseError::Method => (StatusCode::BAD_REQUEST, "method", "the request method is not a valid token".into()),
+            ParseError::Uri(_) => (StatusCode::BAD_REQUEST, "uri", "the request target is not a valid URI".into()),
+            ParseError::Version => (StatusCode::BAD_REQUEST, "version", "the HTTP version is not HTTP/1.0 or HTTP/1.1".into()),
+            // Header, Utf8 and the rest (ParseError is non-exhaustive): a byte outside the
+            // allowed set in a name or value, a bad or repeated Content-Length, a
+            // Transfer-Encoding other than chunked, both of those, or a missing or repeated Host.
             _ => (
-                400,
+                StatusCode::BAD_REQUEST,
                 "headers",
                 "a header is malformed: a control byte, a bad or repeated Content-Length, a Transfer-Encoding other than chunked, or a missing or repeated Host".into(),
             ),
@@ -127,13 +127,10 @@ impl Refusal {
     fn response(&self, request_id: &str) -> Vec<u8> {
         let body = DaemonError::bad_arg(self.field, self.message.clone()).body();
         let body = body.to_string();
-        let reason = match self.status {
-            431 => "Request Header Fields Too Large",
-            _ => "Bad Request",
-        };
+        let reason = self.status.canonical_reason().unwrap_or("Bad Request");
         format!(
             "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
-            self.status,
+            self.status.as_u16(),
             body.len()
         )
         .into_bytes()
@@ -197,7 +194,13 @@ impl Judge {
     /// Judges the head at the start of `bytes` with actix-http's decoder, copying only the head.
     fn judge_head(&self, bytes: &[u8]) -> HeadRead {
         let Some(end) = head_end(bytes) else {
-            return HeadRead::Incomplete;
+            // The decoder fails a head on its first bad byte, before the head is complete; so
+            // does the guard, rather than wait for the rest of a head already known bad.
+            let mut partial = BytesMut::from(&bytes[..bytes.len().min(MAX_HEAD_BYTES + 1)]);
+            return match Codec::new(self.config.clone()).decode(&mut partial) {
+                Err(e) => HeadRead::Bad(Refusal::from_parse_error(&e)),
+                Ok(_) => HeadRead::Incomplete,
+            };
         };
         if end > MAX_HEAD_BYTES {
             return HeadRead::Bad(Refusal::too_large());
@@ -229,6 +232,7 @@ impl Judge {
                 };
                 HeadRead::Good { len, framing }
             }
+            // A fresh codec yields a head first; were it ever a chunk, stepping aside is safe.
             Ok(Some(Message::Chunk(_))) => HeadRead::Good {
                 len: end,
                 framing: Framing::Stream,
@@ -352,7 +356,7 @@ impl<T> HeadGuard<T> {
 
     fn refuse(&mut self, refusal: Refusal) {
         let id = super::next_request_id();
-        tracing::warn!(id = %id, status = refusal.status, field = refusal.field,
+        tracing::warn!(id = %id, status = refusal.status.as_u16(), field = refusal.field,
             problem = %refusal.message, "malformed request refused");
         self.held.clear();
         self.answer = Answer::Owed {
@@ -514,7 +518,7 @@ mod tests {
         match judge().read(bad) {
             Verdict::RefuseFrom(n, r) => {
                 assert_eq!(n, 28);
-                assert_eq!((r.status, r.field), (400, "headers"));
+                assert_eq!((r.status, r.field), (StatusCode::BAD_REQUEST, "headers"));
             }
             other => panic!("{other:?}"),
         }
@@ -531,8 +535,32 @@ mod tests {
         let huge = vec![b'a'; MAX_HEAD_BYTES + 1];
         assert!(matches!(
             judge().read(&huge),
-            Verdict::RefuseFrom(0, Refusal { status: 431, .. })
+            Verdict::RefuseFrom(
+                0,
+                Refusal {
+                    status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    ..
+                }
+            )
         ));
+    }
+
+    #[actix_rt::test]
+    async fn a_bad_byte_is_refused_before_the_head_is_complete() {
+        let verdict = judge().read(b"GET /a HTTP/1.1\r\nHost: x\r\nX-Probe: a\x01");
+        assert!(
+            matches!(
+                verdict,
+                Verdict::RefuseFrom(
+                    0,
+                    Refusal {
+                        field: "headers",
+                        ..
+                    }
+                )
+            ),
+            "{verdict:?}"
+        );
     }
 
     #[actix_rt::test]
