@@ -55,8 +55,10 @@ pub fn close_on_exec_beyond_stdio() -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_fd_opened_without_cloexec_is_marked() {
+    /// One test, not two: it is the only one in this binary that opens fds without
+    /// close-on-exec, so no other test's child can see them, and its own steps do not race.
+    #[actix_rt::test]
+    async fn fds_without_cloexec_are_marked_and_reach_no_command() {
         let file = std::fs::File::open("/dev/null").unwrap();
         // A plain dup has no close-on-exec flag, like an inherited fd.
         let plain = rustix::io::dup(&file).unwrap();
@@ -65,5 +67,22 @@ mod tests {
         close_on_exec_beyond_stdio().unwrap();
         let after = rustix::io::fcntl_getfd(&plain).unwrap();
         assert!(after.contains(rustix::io::FdFlags::CLOEXEC));
+
+        // `runCommand` is not reachable over the API yet, so its spawn path is checked here.
+        let plain_again = rustix::io::dup(&file).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out = super::super::local_command::run(super::super::RunRequest {
+            // The shell lists its own fds; `ls` itself opens the directory it reads.
+            argv: vec!["sh".into(), "-c".into(), "ls /proc/$$/fd".into()],
+            cwd: dir.path().to_path_buf(),
+            stdin: bytes::Bytes::new(),
+            host_key: None,
+        })
+        .await
+        .unwrap();
+        drop((plain, plain_again));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let fds: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(fds, ["0", "1", "2"], "{text}");
     }
 }
