@@ -20,9 +20,6 @@
 //! Everything runs on one actix system thread (awc is not `Send`) except the simulator, which
 //! has its own thread and runs guest processes on this machine. Every wait has a deadline.
 
-#[path = "../tests/support/impd_sim/mod.rs"]
-mod impd_sim;
-
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -12,8 +12,8 @@
 //! - [`ledger`]: the idempotency ledger, so a retried spawn never runs twice.
 //! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and the
 //!   shapes and error codes clients see.
-//! - [`imp`]: the client of impd, the control plane that runs imps (microVMs) for the
-//!   imp execution target.
+//! - [`impd_client`] (its own crate): the client of impd, the control plane that runs imps
+//!   (microVMs) for the imp execution target.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
 //! - [`client`] and [`cli`]: the `atc` client commands, which find a daemon through its state
 //!   dir and speak its HTTP/WebSocket API like any other client; [`bench`](mod@bench) is the load tool.
@@ -27,7 +27,6 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
-pub mod imp;
 pub mod ledger;
 pub mod permissions;
 pub mod protocol;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use atc::config::Config;
-use atc::daemon::{Daemon, DaemonOptions};
+use atc::daemon::{Daemon, DaemonOptions, DaemonSignals};
 
 #[derive(Parser)]
 #[command(
@@ -102,9 +102,18 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     };
     let system = actix_rt::System::new();
     system.block_on(async move {
+        // Before the start: a SIGHUP that arrives once daemon.json exists must find its handler.
+        let signals = match DaemonSignals::install() {
+            Ok(signals) => Some(signals),
+            Err(e) => {
+                tracing::error!(error = %e,
+                    "could not install signal handlers; stop the daemon with POST /v1/daemon/quit");
+                None
+            }
+        };
         match Daemon::start(opts).await {
             Ok(handle) => {
-                handle.run_until_stopped().await;
+                handle.run_until_stopped(signals).await;
                 ExitCode::SUCCESS
             }
             Err(e) => {

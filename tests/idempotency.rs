@@ -151,7 +151,7 @@ fn cat_spawn_hash() -> String {
         agent: "cat".into(),
         cwd: "/tmp".into(),
         name: None,
-        size: atc::protocol::params::TermSize::DEFAULT,
+        size: atc_protocol::TermSize::DEFAULT,
         target: "local".into(),
         target_identity: "local-pty:44136fa355b3678a".into(),
         model: None,

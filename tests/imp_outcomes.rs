@@ -537,3 +537,190 @@ async fn a_lease_impd_ended_is_never_taken_back_by_renewal() {
     assert!(sim.live_leases(&r.imp).is_empty());
     d.stop().await;
 }
+
+/// Puts the remote shell in raw mode (bytes reach the process unchanged, nothing echoes) and
+/// has it copy its input into `got` once `go` exists (at once when `go` is `None`), so a test
+/// can see exactly what the process read.
+async fn copy_input_to_a_file(d: &TestDaemon, r: &Remote, got: &Path, go: Option<&Path>) {
+    let wait = go
+        .map(|go| format!("while [ ! -e {} ]; do sleep 0.02; done; ", go.display()))
+        .unwrap_or_default();
+    d.submit(
+        &r.id,
+        &format!(
+            "stty raw -echo; echo RAW-$((40+2)); {wait}exec cat > {}",
+            got.display()
+        ),
+    )
+    .await;
+    d.wait_screen(&r.id, "RAW-42").await;
+}
+
+/// Sends `bytes` as raw input; the status and body.
+async fn raw_input(d: &TestDaemon, r: &Remote, bytes: Vec<u8>) -> (u16, Value) {
+    d.post_raw(
+        &format!("/v1/sessions/{}/input", r.id),
+        "application/octet-stream",
+        bytes,
+    )
+    .await
+}
+
+/// Waits until `path` holds `len` bytes, then proves it gets no more, and returns it.
+async fn file_once_complete(path: &Path, len: usize) -> Vec<u8> {
+    let size = || {
+        std::fs::metadata(path)
+            .map(|m| m.len() as usize)
+            .unwrap_or(0)
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while size() < len {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} holds {} of {len} bytes",
+            path.display(),
+            size()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_steady("the copied input", Duration::from_millis(300), size).await;
+    std::fs::read(path).unwrap()
+}
+
+/// One input of `len` bytes of `letter`.
+fn block(letter: u8, len: usize) -> Vec<u8> {
+    vec![letter; len]
+}
+
+const MIB: usize = 1024 * 1024;
+
+#[actix_rt::test]
+async fn input_past_four_mib_while_reconnecting_is_too_slow_and_none_of_it_arrives() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, tmp) = daemon_with(&sim, |_| {}).await;
+    let r = spawn_remote(&d, &sim).await;
+    let got = tmp.path().join("got");
+    copy_input_to_a_file(&d, &r, &got, None).await;
+    keep_away(&d, &sim, &r).await;
+    // Four inputs just under 1 MiB each wait; a fifth would pass 4 MiB and is refused whole,
+    // a small one still fits, and one more does not.
+    let mut want = Vec::new();
+    for letter in b"ABCD" {
+        let (status, body) = raw_input(&d, &r, block(*letter, MIB - 1000)).await;
+        assert_eq!(status, 200, "{body}");
+        want.extend(block(*letter, MIB - 1000));
+    }
+    let (status, body) = raw_input(&d, &r, block(b'E', MIB - 1000)).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (429, &json!("too_slow")),
+        "{body}"
+    );
+    let (status, body) = raw_input(&d, &r, block(b'F', 3000)).await;
+    assert_eq!(status, 200, "{body}");
+    want.extend(block(b'F', 3000));
+    let (status, body) = raw_input(&d, &r, block(b'G', 2000)).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (429, &json!("too_slow")),
+        "{body}"
+    );
+    assert!(
+        sim.session(&r.imp, &r.session).is_some_and(|s| !s.attached),
+        "the harness got through early"
+    );
+    come_back(&sim);
+    let copied = file_once_complete(&got, want.len()).await;
+    assert!(copied == want, "not exactly the accepted input, in order");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn input_past_four_mib_a_connected_peer_has_not_read_is_too_slow_and_none_of_it_arrives() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, tmp) = daemon_with(&sim, |_| {}).await;
+    let r = spawn_remote(&d, &sim).await;
+    let (got, go) = (tmp.path().join("got"), tmp.path().join("go"));
+    copy_input_to_a_file(&d, &r, &got, Some(&go)).await;
+    // The process reads nothing until `go`. Fill its pty, then impd's queue of up to 1024
+    // stdin messages for it (with small ones) so impd stops reading the socket, then send
+    // big ones until the harness has 4 MiB its socket could not send.
+    let mut want = Vec::new();
+    for letter in [b'a', b'b'] {
+        let (status, body) = raw_input(&d, &r, block(letter, 256 * 1024)).await;
+        assert_eq!(status, 200, "{body}");
+        want.extend(block(letter, 256 * 1024));
+    }
+    for _ in 0..1100 {
+        let (status, body) = raw_input(&d, &r, b"s".to_vec()).await;
+        assert_eq!(status, 200, "{body}");
+        want.push(b's');
+    }
+    let mut refused = None;
+    for letter in b'A'..=b'Z' {
+        let (status, body) = raw_input(&d, &r, block(letter, MIB - 1000)).await;
+        if status == 429 {
+            assert_eq!(body["error"]["code"], "too_slow", "{body}");
+            refused = Some(letter);
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        want.extend(block(letter, MIB - 1000));
+    }
+    let refused = refused.expect("26 MB of input taken without a too_slow");
+    assert_eq!(
+        d.session(&r.id).await["lifecycle"]["attachment"],
+        "attached",
+        "the connection stayed up"
+    );
+    std::fs::write(&go, b"").unwrap();
+    let copied = file_once_complete(&got, want.len()).await;
+    assert!(
+        copied == want,
+        "not exactly the accepted input, in order (refused: {})",
+        refused as char
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn input_waiting_for_a_connection_whose_writer_fails_arrives_on_the_next_once_in_order() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, tmp) = daemon_with(&sim, |_| {}).await;
+    let r = spawn_remote(&d, &sim).await;
+    let got = tmp.path().join("got");
+    copy_input_to_a_file(&d, &r, &got, None).await;
+    // Ten failed reconnects while the input is written, then one that starts and is closed
+    // at once: its writer is gone by the time the harness hands it the input.
+    let before = opens(&sim);
+    sim.faults()
+        .drop_next_connections(10, When::BeforeStarted, 1011);
+    sim.faults()
+        .drop_next_connections(1, When::AfterStarted, 1011);
+    assert!(sim.faults().drop_output(&r.imp, &r.session));
+    d.wait_session(&r.id, "reattaching", |s| {
+        s["lifecycle"]["attachment"] == "reattaching"
+    })
+    .await;
+    let (status, body) = raw_input(&d, &r, b"one-".to_vec()).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = raw_input(&d, &r, b"two-".to_vec()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        opens(&sim) - before < 11,
+        "the input was written after the connection that failed"
+    );
+    sim.wait_until("the failing connection and the one after it", |sim| {
+        opens(sim) - before >= 12
+    })
+    .await;
+    d.wait_session(&r.id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    let (status, body) = raw_input(&d, &r, b"three".to_vec()).await;
+    assert_eq!(status, 200, "{body}");
+    let copied = file_once_complete(&got, b"one-two-three".len()).await;
+    assert_eq!(String::from_utf8_lossy(&copied), "one-two-three");
+    d.stop().await;
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::protocol::wire::NamedBy;
+use atc_protocol::NamedBy;
 
 /// Bytes read from the start of a Claude transcript. Claude writes `summary` lines at the top
 /// of a resumed or compacted transcript, so the head is where they are.

@@ -111,7 +111,13 @@ pub fn parse_daemon_file(text: &str) -> Result<String, String> {
 /// Trims the token file's text and checks it can go into an HTTP header as is, so a damaged
 /// file is reported here instead of as an obscure header error later.
 pub fn parse_token(text: &str) -> Result<String, String> {
-    let token = text.trim();
+    // The file holds the current token on its first line and, while a rotation is under way,
+    // the previous one on the second (README, "Rotating the token"); clients use the current.
+    let token = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     if token.is_empty() {
         return Err("it is empty".to_string());
     }
@@ -124,6 +130,15 @@ pub fn parse_token(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_token_of_a_rotating_file_is_used() {
+        assert_eq!(
+            parse_token("\n new-token \nold-token\n").as_deref(),
+            Ok("new-token")
+        );
+        assert!(parse_token(" \n\n").is_err());
+    }
 
     #[test]
     fn xdg_state_home_wins_when_set() {

@@ -3,7 +3,7 @@
 //! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, binds the
 //! listener, starts the actors and the HTTP server, then writes `daemon.json`. It returns a
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
-//! `main.rs` drives until a signal or `POST /v1/daemon/quit`.
+//! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
 
 pub mod state_dir;
 
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr};
 use actix_web::dev::ServerHandle;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::agents::AgentCatalog;
@@ -21,6 +22,7 @@ use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::permissions::registry::PermissionRegistry;
 use crate::providers::local_pty::LocalPty;
+use crate::server::tokens::{TokenFileError, TokenPublisher, TokenState};
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
 use crate::sessions::messages::ShutdownAll;
@@ -107,7 +109,7 @@ pub fn reporter_socket_path(
 pub struct DaemonHandle {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// Its bearer token.
+    /// Its bearer token at start (the current one, when the file holds two).
     pub token: String,
     /// Its state dir.
     pub state_dir: PathBuf,
@@ -121,6 +123,8 @@ pub struct DaemonHandle {
     screen_arbiter: actix::Arbiter,
     /// Set by the worker that binds the reporter socket; removed again on a clean stop.
     reporter_socket: Arc<std::sync::OnceLock<crate::server::reporter::BoundSocket>>,
+    /// Where a reload publishes the token file's new content.
+    tokens: TokenPublisher,
 }
 
 /// The daemon.
@@ -138,7 +142,9 @@ impl Daemon {
                     source: std::io::Error::other(e.to_string()),
                 })
             })??;
-        let token = dir.token()?;
+        let token_set = dir.tokens()?;
+        let token = token_set.current().to_string();
+        let (token_publisher, tokens) = crate::server::tokens::Tokens::new(token_set);
         let store = StateStore::open(&dir.db_path()).await?;
         let daemon_id = store.daemon_id().await?;
         let rows = store.load_fleet().await?;
@@ -239,7 +245,7 @@ impl Daemon {
             ledger: None,
             store: store.clone(),
             catalog,
-            token: token.clone(),
+            tokens,
             daemon_id,
             limits: config.limits.clone(),
             timings: config.timings.clone(),
@@ -372,33 +378,87 @@ impl Daemon {
             quit_rx,
             screen_arbiter,
             reporter_socket: bound_socket,
+            tokens: token_publisher,
+        })
+    }
+}
+
+/// The signals the daemon answers: SIGTERM and SIGINT stop it, SIGHUP re-reads the token
+/// file. Installed before [`Daemon::start`] so that a SIGHUP sent as soon as `daemon.json`
+/// appears reloads instead of killing the process (the default action).
+pub struct DaemonSignals {
+    term: Signal,
+    int: Signal,
+    hup: Signal,
+}
+
+impl DaemonSignals {
+    /// Installs the handlers; needs a running tokio runtime. They stay for the process's life.
+    pub fn install() -> std::io::Result<DaemonSignals> {
+        Ok(DaemonSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
         })
     }
 }
 
 impl DaemonHandle {
-    /// Waits for SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops.
-    pub async fn run_until_stopped(mut self) {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (mut term, mut int) = match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(t), Ok(i)) => (t, i),
-            _ => {
-                tracing::error!(
-                    "could not install signal handlers; stop the daemon with POST /v1/daemon/quit"
-                );
-                self.quit_rx.recv().await;
-                return self.stop().await;
-            }
+    /// Serves until SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops; each SIGHUP
+    /// reloads the token file. Without `signals` (they could not be installed) only quit stops it.
+    pub async fn run_until_stopped(mut self, signals: Option<DaemonSignals>) {
+        let Some(mut signals) = signals else {
+            self.quit_rx.recv().await;
+            return self.stop().await;
         };
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-            _ = self.quit_rx.recv() => tracing::info!("quit requested: shutting down"),
+        loop {
+            tokio::select! {
+                _ = signals.term.recv() => {
+                    tracing::info!("SIGTERM: shutting down");
+                    break;
+                }
+                _ = signals.int.recv() => {
+                    tracing::info!("SIGINT: shutting down");
+                    break;
+                }
+                _ = signals.hup.recv() => {
+                    tracing::info!("SIGHUP: re-reading the token file");
+                    self.reload_tokens().await;
+                }
+                _ = self.quit_rx.recv() => {
+                    tracing::info!("quit requested: shutting down");
+                    break;
+                }
+            }
         }
         self.stop().await;
+    }
+
+    /// Re-reads the token file and makes what it holds the accepted set: sockets opened on a
+    /// token that is gone are closed. A file it cannot use fails closed (nothing is accepted
+    /// until a later reload reads a good one) and the log says why, never what it holds.
+    pub async fn reload_tokens(&self) {
+        let path = self.dir.token_path();
+        let read_path = path.clone();
+        let read = tokio::task::spawn_blocking(move || state_dir::read_tokens(&read_path))
+            .await
+            .unwrap_or_else(|e| {
+                Err(TokenFileError::Unreadable {
+                    reason: e.to_string(),
+                })
+            });
+        let state = match read {
+            Ok(set) => {
+                tracing::info!(file = %path.display(), tokens = set.len(), "token file reloaded");
+                TokenState::Valid(set)
+            }
+            Err(problem) => {
+                tracing::error!(file = %path.display(), %problem,
+                    "token file unusable: every request but health is refused until a good file is in place and the daemon gets SIGHUP");
+                TokenState::Invalid(problem)
+            }
+        };
+        self.tokens.publish(state);
     }
 
     /// Graceful stop: stop accepting, hang up every local harness and record its exit, close

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::server::tokens::{TokenFileError, TokenSet};
+
 /// The default state dir: `$XDG_STATE_HOME/atc`, else `~/.local/state/atc`.
 pub fn default_state_dir() -> Option<PathBuf> {
     state_dir_from_env(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
@@ -50,6 +52,14 @@ pub enum StateDirError {
         pid: u32,
         /// The dir.
         dir: String,
+    },
+    /// The token file holds something that is not a usable token set.
+    #[error("token file {path}: {problem}; fix or remove it (a missing file is minted anew)")]
+    Token {
+        /// The file.
+        path: String,
+        /// What is wrong (never the content).
+        problem: TokenFileError,
     },
     /// Filesystem trouble.
     #[error("state dir {dir}: {source}")]
@@ -126,12 +136,22 @@ impl StateDir {
         self.dir.join("token")
     }
 
-    /// Reads the token, creating it (32 random bytes as hex, mode 0600) on first start.
-    pub fn token(&self) -> Result<String, StateDirError> {
+    /// Reads the token file, creating it (one token of 32 random bytes as hex, mode 0600) on
+    /// first start, or when it holds nothing but whitespace. A file that holds something it
+    /// cannot use is an error: the daemon does not start on a token it would refuse.
+    pub fn tokens(&self) -> Result<TokenSet, StateDirError> {
         let path = self.token_path();
-        match std::fs::read_to_string(&path) {
-            Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
-            Ok(_) => {}
+        match std::fs::read(&path) {
+            Ok(bytes) => match TokenSet::parse(&bytes) {
+                Ok(set) => return Ok(set),
+                Err(TokenFileError::Empty) => {}
+                Err(problem) => {
+                    return Err(StateDirError::Token {
+                        path: path.display().to_string(),
+                        problem,
+                    })
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(&self.dir)(e)),
         }
@@ -150,7 +170,7 @@ impl StateDir {
             .map_err(io(&self.dir))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
             .map_err(io(&self.dir))?;
-        Ok(token)
+        Ok(TokenSet::single(token))
     }
 
     /// Writes `daemon.json` atomically (temp file, then rename).
@@ -169,6 +189,15 @@ impl StateDir {
     }
 }
 
+/// Re-reads a token file (on SIGHUP). Unlike [`StateDir::tokens`] it never mints: a missing
+/// or empty file is an error, and the caller fails closed on it.
+pub fn read_tokens(path: &Path) -> Result<TokenSet, TokenFileError> {
+    let bytes = std::fs::read(path).map_err(|e| TokenFileError::Unreadable {
+        reason: e.to_string(),
+    })?;
+    TokenSet::parse(&bytes)
+}
+
 /// Reads `daemon.json` from a state dir.
 pub fn read_info(dir: &Path) -> Option<DaemonInfo> {
     let text = std::fs::read(dir.join("daemon.json")).ok()?;
@@ -183,15 +212,40 @@ mod tests {
     fn token_is_minted_once_with_mode_0600() {
         let dir = tempfile::tempdir().unwrap();
         let sd = StateDir::take(dir.path(), Duration::ZERO).unwrap();
-        let t = sd.token().unwrap();
+        let set = sd.tokens().unwrap();
+        assert_eq!(set.len(), 1);
+        let t = set.current();
         assert_eq!(t.len(), 64);
         assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(sd.token().unwrap(), t);
+        assert_eq!(sd.tokens().unwrap(), set);
         let mode = std::fs::metadata(sd.token_path())
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_token_file_it_cannot_use_stops_the_start_and_a_reload_never_mints() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = StateDir::take(dir.path(), Duration::ZERO).unwrap();
+        std::fs::write(sd.token_path(), "short\n").unwrap();
+        match sd.tokens() {
+            Err(StateDirError::Token { problem, .. }) => {
+                assert_eq!(problem, TokenFileError::TooShort { line: 1, len: 5 })
+            }
+            other => panic!("expected a token problem, got {other:?}"),
+        }
+        // Left as it was for the operator to fix.
+        assert_eq!(std::fs::read_to_string(sd.token_path()).unwrap(), "short\n");
+        std::fs::write(sd.token_path(), "").unwrap();
+        assert_eq!(read_tokens(&sd.token_path()), Err(TokenFileError::Empty));
+        std::fs::remove_file(sd.token_path()).unwrap();
+        assert!(matches!(
+            read_tokens(&sd.token_path()),
+            Err(TokenFileError::Unreadable { .. })
+        ));
+        assert!(!sd.token_path().exists());
     }
 
     #[test]

@@ -12,9 +12,9 @@ use actix::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::protocol::wire::FleetEvent;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::sessions::messages::FleetNotice;
+use atc_protocol::FleetEvent;
 
 /// How many resolved ids are remembered (spec §8).
 pub const RESOLVED_CAP: usize = 1000;

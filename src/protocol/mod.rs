@@ -1,11 +1,13 @@
-//! What crosses the wire: the closed error-code set and its HTTP mapping (`error`), the JSON
-//! shapes clients see (`wire`), and the checked extraction of request parameters (`params`).
-//! Nothing here knows about actors; the server and the sessions both speak these types.
+//! The daemon's side of the wire: [`DaemonError`] (a refusal on its way to a client, with its
+//! code from `atc_protocol`), the checked extraction of request parameters (`params`), and the
+//! canonical JSON hashes (`canonical`). The wire types themselves are the `atc-protocol`
+//! crate's; nothing here knows about actors.
 
 pub mod canonical;
 pub mod error;
 pub mod params;
-pub mod wire;
-pub mod ws_fragments;
+// The reassembler lives in its own crate (the impd client and simulator use it too); this
+// path stays for the daemon's sockets until they name the crate.
+pub use ws_fragments;
 
 pub use error::{DaemonError, ErrorCode};

@@ -24,8 +24,8 @@ use super::{
     HarnessHandle, OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec,
     StartedHarness, WriteInput,
 };
-use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
+use atc_protocol::TermSize;
 use futures_util::future::LocalBoxFuture;
 
 /// Input bytes allowed to wait for a child that is not reading its stdin. Beyond this, input

@@ -27,8 +27,8 @@ use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 
 use crate::agents::LaunchPlan;
-use crate::protocol::params::TermSize;
 use crate::protocol::{DaemonError, ErrorCode};
+use atc_protocol::TermSize;
 
 /// Bytes a harness read from its process. Sent by the harness to its session; the reply is
 /// awaited, so a session that falls behind slows the reader instead of growing a mailbox.
@@ -149,7 +149,7 @@ pub struct SessionView {
     /// That target's identity when the session bound to it.
     pub target_identity: String,
     /// Its listed state.
-    pub state: crate::protocol::wire::SessionState,
+    pub state: atc_protocol::SessionState,
     /// Its `lastMsg`.
     pub last_msg: String,
 }

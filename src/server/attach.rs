@@ -6,19 +6,25 @@
 use std::time::Instant;
 
 use actix::prelude::*;
+use actix_http::ws::CloseCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
+use super::conn_socket::ConnSocket;
+use super::tokens::{drop_when_revoked, Tokens};
+use super::ws_transport::{
+    keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
+};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
-use crate::protocol::params::{Params, TermSize, DIM_RANGE};
-use crate::protocol::wire::AttachFrame;
+use crate::protocol::params::Params;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
 use crate::sessions::messages::{Attach, ClientId, ClientResized, Detach, Input, ResumeFrom};
 use crate::sessions::session::Session;
+use atc_protocol::AttachFrame;
+use atc_protocol::{TermSize, DIM_RANGE};
 
 /// Upgrades the request and attaches the new client to the session.
 pub async fn attach(
@@ -65,19 +71,27 @@ pub async fn attach(
         .await
         .map_err(|_| DaemonError::session_dead(&found.descriptor.id.to_string()))??;
     let session = found.addr.clone();
+    let on_drained = Box::new(move || {
+        session.do_send(crate::sessions::messages::ClientDrained { client });
+    });
+    let (outbound, hangup) =
+        OutboundStream::new(rx, req.conn_data::<ConnSocket>().cloned(), on_drained);
     AttachClient {
         client,
         session: found.addr,
         queue,
+        hangup,
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, state.limits.body_cap_bytes)),
+        tokens: state.tokens.clone(),
+        // The auth middleware let this request through, so it presented a token.
+        token: auth::presented_token(req.headers(), req.query_string())
+            .unwrap_or_default()
+            .to_string(),
     }
     .start();
-    let on_drained = Box::new(move || {
-        session.do_send(crate::sessions::messages::ClientDrained { client });
-    });
-    Ok(response.streaming(OutboundStream::new(rx, on_drained)))
+    Ok(response.streaming(outbound))
 }
 
 /// One attached client connection.
@@ -85,9 +99,14 @@ struct AttachClient {
     client: ClientId,
     session: Addr<Session>,
     queue: ClientQueue,
+    hangup: Hangup,
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
+    /// The accepted tokens, watched so the socket closes when its own is rotated out.
+    tokens: Tokens,
+    /// The token this connection opened with.
+    token: String,
 }
 
 #[derive(Deserialize)]
@@ -102,7 +121,7 @@ impl AttachClient {
     fn refuse(&self, e: DaemonError) {
         self.queue.push_text(
             AttachFrame::Error {
-                code: e.code.as_str(),
+                code: e.code,
                 message: e.message,
             }
             .to_text(),
@@ -180,6 +199,13 @@ impl Actor for AttachClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
+        let notice = AttachFrame::Error {
+            code: ErrorCode::Unauthorized,
+            message: "the token this socket opened with is no longer accepted; reconnect with the current one".into(),
+        }
+        .to_text();
+        let token = std::mem::take(&mut self.token);
+        drop_when_revoked(ctx, &self.tokens, token, self.client, Some(notice));
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {
@@ -191,12 +217,8 @@ impl Actor for AttachClient {
     }
 }
 
-impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachClient {
-    fn handle(
-        &mut self,
-        item: Result<Inbound, actix_http::ws::ProtocolError>,
-        ctx: &mut Self::Context,
-    ) {
+impl StreamHandler<Result<Inbound, InboundError>> for AttachClient {
+    fn handle(&mut self, item: Result<Inbound, InboundError>, ctx: &mut Self::Context) {
         self.last_heard = Instant::now();
         match item {
             Ok(Inbound::Binary(bytes)) => self.on_binary(bytes, ctx),
@@ -204,18 +226,18 @@ impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for AttachCli
             Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),
             Ok(Inbound::Pong) => {}
             Ok(Inbound::Close) => {
-                self.queue.push(Outgoing::Close);
+                self.hangup.hang_up(CloseCode::Normal);
                 ctx.stop();
             }
-            Err(e) => {
-                // An I/O error here is almost always the connection ending under us (the
-                // body finished after an exit, or the peer vanished); only a real protocol
-                // violation is the peer's fault.
-                if matches!(e, actix_http::ws::ProtocolError::Io(_)) {
-                    tracing::debug!(client = self.client, error = %e, "attach socket ended");
-                } else {
-                    tracing::warn!(client = self.client, error = %e, "attach socket protocol error");
-                }
+            Err(InboundError::Violation(v)) => {
+                tracing::warn!(client = self.client, error = %v, "attach socket protocol error");
+                self.hangup.hang_up(v.close_code());
+                ctx.stop();
+            }
+            Err(e @ InboundError::Failed(_)) => {
+                // Almost always the connection ending under us (the body finished after an
+                // exit, or the peer vanished): nobody is left to read a close code.
+                tracing::debug!(client = self.client, error = %e, "attach socket ended");
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }

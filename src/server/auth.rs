@@ -1,9 +1,11 @@
 //! Who may talk to the daemon: the bearer token on every route but health, and the Origin
 //! check on WebSocket upgrades. The daemon types into shells, so both are on by default.
+//! Which tokens are accepted right now is `tokens.rs`'s business.
 
 use actix_web::http::header;
 use actix_web::HttpRequest;
 
+use super::tokens::{TokenState, Tokens};
 use crate::protocol::{DaemonError, ErrorCode};
 
 /// Routes reachable without a token.
@@ -11,28 +13,57 @@ pub fn is_public(path: &str) -> bool {
     path == "/v1/health"
 }
 
-/// Checks the bearer token, from `Authorization` or (for WebSocket upgrades, which browsers
-/// cannot give headers) the `access_token` query parameter.
-pub fn check_token(req: &actix_web::dev::ServiceRequest, token: &str) -> Result<(), DaemonError> {
-    let from_header = req
-        .headers()
+/// The token a request presents: from `Authorization` or (for WebSocket upgrades, which
+/// browsers cannot give headers) the `access_token` query parameter.
+pub fn presented_token<'a>(headers: &'a header::HeaderMap, query: &'a str) -> Option<&'a str> {
+    let from_header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_credentials);
     let from_query = || {
-        if !req.headers().contains_key(header::UPGRADE) {
+        if !headers.contains_key(header::UPGRADE) {
             return None;
         }
-        req.query_string()
+        query
             .split('&')
             .find_map(|kv| kv.strip_prefix("access_token="))
     };
-    match from_header.or_else(from_query) {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => Ok(()),
-        Some(_) => Err(unauthorized("the token is wrong")),
-        None => Err(unauthorized("a token is required")),
+    from_header.or_else(from_query)
+}
+
+/// The token of a `Bearer` credential, per RFC 7235 §2.1: the scheme is case-insensitive, it
+/// is separated from the token by one or more spaces, and the field value may have optional
+/// whitespace (spaces, tabs) around it. `None` for another scheme or no token.
+pub fn bearer_credentials(value: &str) -> Option<&str> {
+    let ows = |c: char| c == ' ' || c == '\t';
+    let value = value.trim_matches(ows);
+    let (scheme, rest) = value.split_once(ows)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
     }
+    let token = rest.trim_start_matches(ows);
+    // A token68 has no whitespace inside; anything after one is not a bearer credential.
+    if token.is_empty() || token.contains(ows) {
+        return None;
+    }
+    Some(token)
+}
+
+/// Checks the request's token against the tokens accepted now.
+pub fn check_token(
+    req: &actix_web::dev::ServiceRequest,
+    tokens: &Tokens,
+) -> Result<(), DaemonError> {
+    let given = presented_token(req.headers(), req.query_string());
+    tokens.with_current(|current| match (current, given) {
+        (TokenState::Invalid(_), _) => Err(DaemonError::new(
+            ErrorCode::Unauthorized,
+            "no token is accepted until the daemon's token file is fixed and re-read (SIGHUP); the daemon log says what is wrong with it",
+        )),
+        (TokenState::Valid(set), Some(given)) if set.accepts(given.as_bytes()) => Ok(()),
+        (TokenState::Valid(_), Some(_)) => Err(unauthorized("the token is wrong")),
+        (TokenState::Valid(_), None) => Err(unauthorized("a token is required")),
+    })
 }
 
 fn unauthorized(why: &str) -> DaemonError {
@@ -42,14 +73,6 @@ fn unauthorized(why: &str) -> DaemonError {
             "{why}: send 'Authorization: Bearer <token>' with the token from <state dir>/token"
         ),
     )
-}
-
-/// Compares without an early exit, so timing does not tell how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// A WebSocket upgrade may come with no Origin (non-browser clients), an Origin naming the
@@ -114,9 +137,47 @@ mod tests {
     }
 
     #[test]
-    fn token_compare() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
+    fn bearer_scheme_is_case_insensitive_and_whitespace_tolerant() {
+        let t = "abc123";
+        for ok in [
+            "Bearer abc123",
+            "bearer abc123",
+            "BEARER abc123",
+            "bEaReR abc123",
+            "Bearer   abc123",
+            "  Bearer abc123  ",
+            "\tbearer\tabc123\t",
+        ] {
+            assert_eq!(bearer_credentials(ok), Some(t), "{ok:?}");
+        }
+        for bad in [
+            "Basic abc123",
+            "Bearer",
+            "Bearer ",
+            "Bearerabc123",
+            "Bearer abc 123",
+            "Bear abc123",
+            "",
+        ] {
+            assert_eq!(bearer_credentials(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_query_token_counts_only_on_upgrades() {
+        let plain = TestRequest::default().to_http_request();
+        assert_eq!(presented_token(plain.headers(), "access_token=x"), None);
+        let upgrade = TestRequest::default()
+            .insert_header((header::UPGRADE, "websocket"))
+            .to_http_request();
+        assert_eq!(
+            presented_token(upgrade.headers(), "a=1&access_token=x"),
+            Some("x")
+        );
+        let both = TestRequest::default()
+            .insert_header((header::UPGRADE, "websocket"))
+            .insert_header((header::AUTHORIZATION, "bearer y"))
+            .to_http_request();
+        assert_eq!(presented_token(both.headers(), "access_token=x"), Some("y"));
     }
 }

@@ -1,13 +1,19 @@
 //! The events socket: `GET /v1/events`. A snapshot of `session.added` frames, then every
-//! fleet event as JSON text. Anything the client sends is ignored except pings and close. A
-//! subscriber that falls a queue behind is disconnected and reconnects for a fresh snapshot.
+//! fleet event as JSON text. Anything the client sends is ignored except pings, close and
+//! protocol violations (closed with their code, as on the attach socket). A subscriber that
+//! falls a queue behind is disconnected and reconnects for a fresh snapshot.
 
 use std::time::Instant;
 
 use actix::prelude::*;
+use actix_http::ws::CloseCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::ws_transport::{keep_alive, Inbound, InboundMessages, OutboundStream, SocketPeer};
+use super::conn_socket::ConnSocket;
+use super::tokens::{drop_when_revoked, Tokens};
+use super::ws_transport::{
+    keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
+};
 use super::{auth, next_client_id, AppState};
 use crate::config::Timings;
 use crate::protocol::{DaemonError, ErrorCode};
@@ -36,26 +42,39 @@ pub async fn events(
         })
         .await
         .map_err(|_| DaemonError::internal())?;
+    // Events never desync: an overflowing subscriber is closed instead.
+    let (outbound, hangup) =
+        OutboundStream::new(rx, req.conn_data::<ConnSocket>().cloned(), Box::new(|| {}));
     EventsClient {
         client,
         manager: state.manager()?.clone(),
         queue,
+        hangup,
         last_heard: Instant::now(),
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, 64 * 1024)),
+        tokens: state.tokens.clone(),
+        // The auth middleware let this request through, so it presented a token.
+        token: auth::presented_token(req.headers(), req.query_string())
+            .unwrap_or_default()
+            .to_string(),
     }
     .start();
-    // Events never desync: an overflowing subscriber is closed instead.
-    Ok(response.streaming(OutboundStream::new(rx, Box::new(|| {}))))
+    Ok(response.streaming(outbound))
 }
 
 struct EventsClient {
     client: ClientId,
     manager: Addr<SessionManager>,
     queue: ClientQueue,
+    hangup: Hangup,
     last_heard: Instant,
     timings: Timings,
     payload: Option<InboundMessages<web::Payload>>,
+    /// The accepted tokens, watched so the socket closes when its own is rotated out.
+    tokens: Tokens,
+    /// The token this connection opened with.
+    token: String,
 }
 
 impl SocketPeer for EventsClient {
@@ -76,6 +95,10 @@ impl Actor for EventsClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
+        // Events frames are fleet events only; a subscriber learns of the revocation from the
+        // close and reconnects with the current token.
+        let token = std::mem::take(&mut self.token);
+        drop_when_revoked(ctx, &self.tokens, token, self.client, None);
     }
 
     fn stopping(&mut self, _: &mut Self::Context) -> Running {
@@ -86,20 +109,26 @@ impl Actor for EventsClient {
     }
 }
 
-impl StreamHandler<Result<Inbound, actix_http::ws::ProtocolError>> for EventsClient {
-    fn handle(
-        &mut self,
-        item: Result<Inbound, actix_http::ws::ProtocolError>,
-        ctx: &mut Self::Context,
-    ) {
+impl StreamHandler<Result<Inbound, InboundError>> for EventsClient {
+    fn handle(&mut self, item: Result<Inbound, InboundError>, ctx: &mut Self::Context) {
         self.last_heard = Instant::now();
         match item {
             Ok(Inbound::Ping(p)) => self.queue.push(Outgoing::Pong(p)),
-            Ok(Inbound::Close) | Err(_) => {
+            Ok(Inbound::Close) => {
+                self.hangup.hang_up(CloseCode::Normal);
+                ctx.stop();
+            }
+            Err(InboundError::Violation(v)) => {
+                tracing::warn!(client = self.client, error = %v, "events socket protocol error");
+                self.hangup.hang_up(v.close_code());
+                ctx.stop();
+            }
+            Err(e @ InboundError::Failed(_)) => {
+                tracing::debug!(client = self.client, error = %e, "events socket ended");
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }
-            Ok(_) => {}
+            Ok(Inbound::Binary(_) | Inbound::Text(_) | Inbound::Pong) => {}
         }
     }
 

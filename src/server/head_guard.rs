@@ -125,8 +125,10 @@ impl Refusal {
 
     /// The whole HTTP response, closing the connection.
     fn response(&self, request_id: &str) -> Vec<u8> {
-        let body = DaemonError::bad_arg(self.field, self.message.clone()).body();
-        let body = body.to_string();
+        // Strings and a JSON map: serializing cannot fail.
+        let body =
+            serde_json::to_string(&DaemonError::bad_arg(self.field, self.message.clone()).body())
+                .unwrap_or_default();
         let reason = self.status.canonical_reason().unwrap_or("Bad Request");
         format!(
             "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
@@ -352,6 +354,11 @@ impl<T> HeadGuard<T> {
             answer: Answer::None,
             eof: false,
         }
+    }
+
+    /// The guarded stream, for hooks that need the socket itself (`conn_socket`).
+    pub fn get_ref(&self) -> &T {
+        &self.io
     }
 
     fn refuse(&mut self, refusal: Refusal) {

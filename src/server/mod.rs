@@ -3,10 +3,14 @@
 
 mod attach;
 mod auth;
+mod conn_socket;
+mod error_response;
 mod events;
 mod head_guard;
 pub mod reporter;
 mod routes;
+pub mod tokens;
+mod ws_header;
 mod ws_transport;
 
 use std::net::{SocketAddr, TcpListener};
@@ -42,8 +46,8 @@ pub struct AppState {
     pub store: StateStore,
     /// Agents.
     pub catalog: Arc<AgentCatalog>,
-    /// The bearer token.
-    pub token: String,
+    /// The bearer tokens accepted now (changed by a reload, see [`tokens::Tokens`]).
+    pub tokens: tokens::Tokens,
     /// Stable daemon id.
     pub daemon_id: Uuid,
     /// Sizes.
@@ -100,7 +104,7 @@ impl AppState {
     }
 
     /// Whether forgetting `session` destroys its host (its target's provider can).
-    pub fn destroys_host(&self, session: &crate::protocol::wire::Descriptor) -> bool {
+    pub fn destroys_host(&self, session: &atc_protocol::Descriptor) -> bool {
         self.providers
             .get(&session.locator.target_id)
             .is_some_and(|p| p.capabilities().destroy)
@@ -109,7 +113,7 @@ impl AppState {
     /// The refusal chain for an existing session.
     pub fn refuse_session(
         &self,
-        session: &crate::protocol::wire::Descriptor,
+        session: &atc_protocol::Descriptor,
         capability: crate::providers::Capability,
     ) -> Result<(), DaemonError> {
         self.refuse(
@@ -164,7 +168,12 @@ pub fn serve(
                     async move { signal.notified().await }
                 })
                 .client_disconnect_timeout(std::time::Duration::from_secs(1))
-                .local_addr(addr);
+                .local_addr(addr)
+                .on_connect_ext(
+                    |io: &head_guard::HeadGuard<actix_rt::net::TcpStream>, data| {
+                        conn_socket::on_connect(io.get_ref(), data)
+                    },
+                );
             // The guard judges heads with a codec built from the dispatcher's own settings.
             let config = actix_http::ServiceConfig::new(
                 actix_http::KeepAlive::default(),
@@ -216,7 +225,7 @@ fn app(
             let refused = if auth::is_public(req.path()) {
                 None
             } else {
-                auth::check_token(&req, &state.token)
+                auth::check_token(&req, &state.tokens)
                     .err()
                     .map(|e| e.error_response())
             }

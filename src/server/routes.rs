@@ -12,11 +12,12 @@ use crate::agents::spawn_options::{self, SpawnOption};
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
-use crate::protocol::params::{Params, TermSize};
+use crate::protocol::params::Params;
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::Capability;
 use crate::sessions::messages::*;
 use crate::store::KeyId;
+use atc_protocol::TermSize;
 
 /// Registers every route under `/v1`.
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -5,8 +5,14 @@
 //! Instead the response body is an [`OutboundStream`] that pops frames from the client's
 //! [`QueueReceiver`] only when actix-http asks for more body, which it does only while the
 //! socket keeps up. That is what makes the per-client queue a real bound. Input is decoded
-//! by [`InboundMessages`] and fed to the client's actor as a stream.
+//! by [`InboundMessages`] and fed to the client's actor as a stream; each frame header is
+//! checked before its payload is read (`ws_header`), so a client cannot make us buffer more
+//! than the cap. A socket ends in one of two ways: a close frame that comes through the queue
+//! (the session or the heartbeat closing), after which actix-http lingers for the peer as it
+//! always does, or a [`Hangup`] from the socket's actor (the close handshake is done, or the
+//! peer broke the protocol), after which the TCP connection ends at once.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -15,7 +21,10 @@ use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, Message, ProtocolErro
 use actix_web::error::PayloadError;
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
+use tokio::sync::oneshot;
 
+use super::conn_socket::ConnSocket;
+use super::ws_header::{self, Violation};
 use crate::config::Timings;
 use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
 use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
@@ -23,25 +32,82 @@ use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
 /// Encoded bytes handed to actix-http per poll, at most; bounds what sits outside our queue.
 const BATCH_BYTES: usize = 64 * 1024;
 
+/// How the TCP connection ends once the writer's close frame is out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// As actix-http ends any response whose request is still open: it reads on until the
+    /// peer closes or its disconnect timeout runs out. Right when we closed first and the
+    /// peer still owes us its close frame.
+    Linger,
+    /// Right away: the close handshake is over, or the peer is being failed.
+    AtOnce,
+}
+
+/// Where the writer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Frames go out.
+    Open,
+    /// The close frame is written (or the queue ended); nothing more goes out.
+    Closed(Ending),
+}
+
 /// The response body of a socket: frames from a client queue, encoded.
 pub struct OutboundStream {
     rx: QueueReceiver,
+    /// Fires once, from the socket's actor; `None` once it fired or its sender is gone.
+    hangup: Option<oneshot::Receiver<CloseCode>>,
+    /// The connection's socket, to end it at once (absent only if it could not be kept).
+    socket: Option<ConnSocket>,
     codec: Codec,
     buf: BytesMut,
     on_drained: Box<dyn Fn() + Unpin>,
-    closed: bool,
+    phase: Phase,
+}
+
+/// The actor's way to end its socket at once: a close frame with the given code goes out ahead
+/// of anything still queued (the peer is leaving or being failed, so queued output is moot),
+/// then the TCP connection ends without waiting for the peer.
+pub struct Hangup(Option<oneshot::Sender<CloseCode>>);
+
+impl Hangup {
+    /// Closes with `code` and ends the connection; later calls do nothing.
+    pub fn hang_up(&mut self, code: CloseCode) {
+        if let Some(tx) = self.0.take() {
+            if tx.send(code).is_err() {
+                // The writer is gone: the connection already ended.
+                tracing::debug!("socket writer gone before the hang-up");
+            }
+        }
+    }
 }
 
 impl OutboundStream {
-    /// `on_drained` runs when the backlog empties after a desync.
-    pub fn new(rx: QueueReceiver, on_drained: Box<dyn Fn() + Unpin>) -> OutboundStream {
-        OutboundStream {
+    /// A writer on `rx` for the connection `socket` (from the request's connection data), and
+    /// the [`Hangup`] for the socket's actor. `on_drained` runs when the backlog empties after
+    /// a desync.
+    pub fn new(
+        rx: QueueReceiver,
+        socket: Option<ConnSocket>,
+        on_drained: Box<dyn Fn() + Unpin>,
+    ) -> (OutboundStream, Hangup) {
+        let (tx, hangup) = oneshot::channel();
+        let stream = OutboundStream {
             rx,
+            hangup: Some(hangup),
+            socket,
             codec: Codec::new(),
             buf: BytesMut::new(),
             on_drained,
-            closed: false,
-        }
+            phase: Phase::Open,
+        };
+        (stream, Hangup(Some(tx)))
+    }
+
+    fn close(&mut self, code: CloseCode, ending: Ending) -> Result<(), ProtocolError> {
+        self.phase = Phase::Closed(ending);
+        self.codec
+            .encode(Message::Close(Some(CloseReason::from(code))), &mut self.buf)
     }
 
     fn encode(&mut self, frame: Outgoing) -> Result<(), ProtocolError> {
@@ -51,12 +117,27 @@ impl OutboundStream {
             Outgoing::Text(t) => Message::Text(t.into()),
             Outgoing::Ping => Message::Ping(Bytes::new()),
             Outgoing::Pong(b) => Message::Pong(b),
-            Outgoing::Close => {
-                self.closed = true;
-                Message::Close(Some(CloseReason::from(CloseCode::Normal)))
-            }
+            Outgoing::Close => return self.close(CloseCode::Normal, Ending::Linger),
         };
         self.codec.encode(msg, &mut self.buf)
+    }
+
+    /// A hang-up from the actor, if one came. Checked before the queue: the actor hangs up
+    /// before it stops, and its stopping is what ends the queue.
+    fn poll_hangup(&mut self, cx: &mut Context<'_>) -> Option<CloseCode> {
+        let rx = self.hangup.as_mut()?;
+        match Pin::new(rx).poll(cx) {
+            Poll::Ready(Ok(code)) => {
+                self.hangup = None;
+                Some(code)
+            }
+            // The actor stopped without hanging up; the queue decides how the socket ends.
+            Poll::Ready(Err(_)) => {
+                self.hangup = None;
+                None
+            }
+            Poll::Pending => None,
+        }
     }
 }
 
@@ -65,7 +146,14 @@ impl Stream for OutboundStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        while !this.closed && this.buf.len() < BATCH_BYTES {
+        if this.phase == Phase::Open {
+            if let Some(code) = this.poll_hangup(cx) {
+                if let Err(e) = this.close(code, Ending::AtOnce) {
+                    return Poll::Ready(Some(Err(e.into())));
+                }
+            }
+        }
+        while this.phase == Phase::Open && this.buf.len() < BATCH_BYTES {
             match this.rx.poll_pop(cx) {
                 Poll::Ready(Some(popped)) => {
                     if popped.drained_after_desync {
@@ -76,16 +164,24 @@ impl Stream for OutboundStream {
                     }
                 }
                 // Every sender is gone: the session dropped this client and its actor stopped.
-                Poll::Ready(None) => this.closed = true,
+                Poll::Ready(None) => this.phase = Phase::Closed(Ending::Linger),
                 Poll::Pending => break,
             }
         }
         if !this.buf.is_empty() {
-            Poll::Ready(Some(Ok(this.buf.split().freeze())))
-        } else if this.closed {
-            Poll::Ready(None)
-        } else {
-            Poll::Pending
+            return Poll::Ready(Some(Ok(this.buf.split().freeze())));
+        }
+        match this.phase {
+            Phase::Open => Poll::Pending,
+            Phase::Closed(Ending::Linger) => Poll::Ready(None),
+            Phase::Closed(Ending::AtOnce) => {
+                // The close frame is with actix-http now; it writes it before it acts on the
+                // EOF this causes.
+                if let Some(socket) = this.socket.take() {
+                    socket.stop_reading();
+                }
+                Poll::Ready(None)
+            }
         }
     }
 }
@@ -95,7 +191,7 @@ impl Stream for OutboundStream {
 pub enum Inbound {
     /// Binary message.
     Binary(Bytes),
-    /// Text message (not yet checked for UTF-8).
+    /// Text message, valid UTF-8.
     Text(Bytes),
     /// Ping with payload.
     Ping(Bytes),
@@ -105,45 +201,93 @@ pub enum Inbound {
     Close,
 }
 
-/// Decodes the request payload of an upgraded connection into messages.
+/// Why the peer's messages ended.
+#[derive(Debug, thiserror::Error)]
+pub enum InboundError {
+    /// The peer broke the protocol; the socket answers with the violation's close code.
+    #[error("the peer broke the WebSocket protocol: {0}")]
+    Violation(#[from] Violation),
+    /// The connection failed under us (the peer vanished, or the body ended after an exit).
+    #[error("the connection failed: {0}")]
+    Failed(#[source] std::io::Error),
+}
+
+/// Decodes the request payload of an upgraded connection into messages. After the first
+/// error it ends: a connection that broke the protocol is not read further.
 pub struct InboundMessages<S> {
     payload: S,
     codec: Codec,
     buf: BytesMut,
     /// A fragmented message in progress.
     fragments: Fragments,
+    cap: usize,
     eof: bool,
+    failed: bool,
 }
 
 impl<S> InboundMessages<S> {
-    /// Messages larger than `max_size` end the connection with a protocol error.
+    /// Messages larger than `max_size` end the connection with close code 1009, refused from
+    /// the header of the frame that declares them.
     pub fn new(payload: S, max_size: usize) -> InboundMessages<S> {
         InboundMessages {
             payload,
             codec: Codec::new().max_size(max_size),
             buf: BytesMut::new(),
             fragments: Fragments::new(max_size),
+            cap: max_size,
             eof: false,
+            failed: false,
         }
     }
 
-    fn assemble(&mut self, frame: Frame) -> Result<Option<Inbound>, ProtocolError> {
+    fn assemble(&mut self, frame: Frame) -> Result<Option<Inbound>, Violation> {
         Ok(Some(match frame {
             Frame::Binary(b) => Inbound::Binary(b),
-            Frame::Text(b) => Inbound::Text(b),
+            Frame::Text(b) => Inbound::Text(utf8(b)?),
             Frame::Ping(b) => Inbound::Ping(b),
             Frame::Pong(_) => Inbound::Pong,
             Frame::Close(_) => Inbound::Close,
             Frame::Continuation(item) => match self.fragments.push(item) {
                 Ok(None) => return Ok(None),
-                Ok(Some(Whole::Text(b))) => Inbound::Text(b),
+                Ok(Some(Whole::Text(b))) => Inbound::Text(utf8(b)?),
                 Ok(Some(Whole::Binary(b))) => Inbound::Binary(b),
-                Err(FragmentError::NotStarted) => {
-                    return Err(ProtocolError::ContinuationNotStarted)
+                Err(FragmentError::NotStarted) => return Err(Violation::BadContinuation),
+                Err(FragmentError::TooBig) => {
+                    return Err(Violation::TooBig {
+                        declared: self.cap as u64 + 1,
+                        cap: self.cap,
+                    })
                 }
-                Err(FragmentError::TooBig) => return Err(ProtocolError::Overflow),
             },
         }))
+    }
+
+    /// The next message already in the buffer, if a whole one is there.
+    fn next_buffered(&mut self) -> Result<Option<Inbound>, InboundError> {
+        while ws_header::check(&self.buf, self.cap)? {
+            let frame = match self.codec.decode(&mut self.buf) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    return Err(match Violation::from_codec(&e, self.cap) {
+                        Some(v) => InboundError::Violation(v),
+                        None => InboundError::Failed(std::io::Error::other(e.to_string())),
+                    })
+                }
+            };
+            if let Some(msg) = self.assemble(frame)? {
+                return Ok(Some(msg));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Text as the peer sent it, once it is known to be UTF-8.
+fn utf8(text: Bytes) -> Result<Bytes, Violation> {
+    match std::str::from_utf8(&text) {
+        Ok(_) => Ok(text),
+        Err(_) => Err(Violation::InvalidUtf8),
     }
 }
 
@@ -151,29 +295,34 @@ impl<S> Stream for InboundMessages<S>
 where
     S: Stream<Item = Result<Bytes, PayloadError>> + Unpin,
 {
-    type Item = Result<Inbound, ProtocolError>;
+    type Item = Result<Inbound, InboundError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         loop {
-            match this.codec.decode(&mut this.buf) {
-                Ok(Some(frame)) => match this.assemble(frame) {
-                    Ok(Some(msg)) => return Poll::Ready(Some(Ok(msg))),
-                    Ok(None) => continue,
-                    Err(e) => return Poll::Ready(Some(Err(e))),
-                },
+            if this.failed {
+                return Poll::Ready(None);
+            }
+            match this.next_buffered() {
+                Ok(Some(msg)) => return Poll::Ready(Some(Ok(msg))),
                 Ok(None) => {}
-                Err(e) => return Poll::Ready(Some(Err(e))),
+                Err(e) => {
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
             }
             if this.eof {
                 return Poll::Ready(None);
             }
+            // The header check above bounds this buffer: at most one frame under the cap, plus
+            // the chunk that completes it.
             match Pin::new(&mut this.payload).poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => this.buf.extend_from_slice(&chunk),
                 Poll::Ready(Some(Err(e))) => {
-                    return Poll::Ready(Some(Err(ProtocolError::Io(std::io::Error::other(
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(InboundError::Failed(std::io::Error::other(
                         e.to_string(),
-                    )))))
+                    )))));
                 }
                 Poll::Ready(None) => this.eof = true,
                 Poll::Pending => return Poll::Pending,

@@ -14,9 +14,9 @@ use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
 use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
 use crate::agents::AgentCatalog;
-use crate::protocol::wire::{Descriptor, ExitReason, FleetEvent, NamedBy};
 use crate::protocol::DaemonError;
 use crate::store::FleetRow;
+use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
 
 struct Entry {
     addr: Addr<Session>,

@@ -7,9 +7,9 @@ use bytes::Bytes;
 
 use super::client_queue::ClientQueue;
 use super::screen::ScreenText;
-use crate::protocol::params::TermSize;
-use crate::protocol::wire::{Descriptor, FleetEvent};
 use crate::protocol::DaemonError;
+use atc_protocol::TermSize;
+use atc_protocol::{Descriptor, FleetEvent};
 
 /// Identifies one attached client connection within the daemon.
 pub type ClientId = u64;

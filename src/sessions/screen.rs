@@ -6,7 +6,7 @@
 //! a repaint needs only the visible screen, and every row kept costs memory in each of
 //! thousands of sessions.
 
-use crate::protocol::params::TermSize;
+use atc_protocol::TermSize;
 
 /// One session's emulated terminal.
 pub struct ScreenModel {

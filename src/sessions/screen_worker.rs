@@ -17,7 +17,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 
 use super::screen::{ScreenModel, ScreenText};
-use crate::protocol::params::TermSize;
+use atc_protocol::TermSize;
 
 /// Parse these output bytes (in order). Sent by the session for every chunk.
 #[derive(Message)]

@@ -24,10 +24,6 @@ use super::screen_worker::{
 use crate::agents::hooks::{HookKind, HookMemory};
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
-use crate::protocol::params::TermSize;
-use crate::protocol::wire::{
-    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
-};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
     AttachmentChanged, CheckIdle, DetachHarness, ExecutionProvider, Hangup, HarnessEnd,
@@ -35,6 +31,10 @@ use crate::providers::{
     WriteInput,
 };
 use crate::store::{FleetRow, StateStore};
+use atc_protocol::TermSize;
+use atc_protocol::{
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
+};
 
 /// What every session shares with its siblings: the store, the provider, limits and timings.
 #[derive(Clone)]
@@ -539,9 +539,9 @@ impl Session {
             rows: self.record.size.rows,
             created_at: self.record.created_at,
             last_attached_at: self.record.last_attached_at,
-            kind: "pty",
+            kind: atc_protocol::OutputKind::Pty,
             stream: self.stream.clone(),
-            locator: crate::protocol::wire::Locator {
+            locator: atc_protocol::Locator {
                 daemon_id: self.deps.daemon_id,
                 target_id: self.record.target.clone(),
             },
@@ -552,27 +552,28 @@ impl Session {
     }
 
     fn lifecycle(&self) -> Lifecycle {
+        use atc_protocol::{Desired, HarnessLayer, VmState};
         let alive = self.harness.is_some();
         let reason = self.record.exit.map(|e| e.reason);
         // The host went to sleep with the process inside, and no revive has run since.
         let suspended = !alive && reason == Some(ExitReason::Suspended);
         Lifecycle {
             desired: match (alive, reason) {
-                (true, _) => "run",
-                (false, Some(ExitReason::Suspended)) => "sleep",
-                (false, Some(ExitReason::Killed)) => "stop",
-                (false, _) => "run",
+                (true, _) => Desired::Run,
+                (false, Some(ExitReason::Suspended)) => Desired::Sleep,
+                (false, Some(ExitReason::Killed)) => Desired::Stop,
+                (false, _) => Desired::Run,
             },
             vm: match (self.remote, alive, suspended) {
-                (false, _, _) => "none",
-                (true, _, true) => "asleep",
-                (true, true, false) if self.attachment == Attachment::Attached => "awake",
-                (true, _, false) => "unknown",
+                (false, _, _) => VmState::None,
+                (true, _, true) => VmState::Asleep,
+                (true, true, false) if self.attachment == Attachment::Attached => VmState::Awake,
+                (true, _, false) => VmState::Unknown,
             },
             harness: match (alive, suspended) {
-                (true, _) => "running",
-                (false, true) => "suspended",
-                (false, false) => "exited",
+                (true, _) => HarnessLayer::Running,
+                (false, true) => HarnessLayer::Suspended,
+                (false, false) => HarnessLayer::Exited,
             },
             attachment: if alive {
                 self.attachment
@@ -687,7 +688,7 @@ impl Session {
                         rows: size.rows,
                         offset: from,
                         prelude: 0,
-                        replay: "resume",
+                        replay: atc_protocol::Replay::Resume,
                     }
                     .to_text(),
                 );
@@ -745,7 +746,7 @@ impl Session {
                     rows: size.rows,
                     offset: snapshot.offset,
                     prelude,
-                    replay: "screen",
+                    replay: atc_protocol::Replay::Screen,
                 }
                 .to_text(),
             ),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::protocol::wire::{Descriptor, SessionState};
+use atc_protocol::{Descriptor, SessionState};
 
 /// What the file holds.
 #[derive(Debug, Default, PartialEq, Serialize)]
@@ -94,7 +94,7 @@ pub fn line(contents: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::wire::NamedBy;
+    use atc_protocol::NamedBy;
 
     #[test]
     fn the_statusline_reads_the_file() {
@@ -134,19 +134,19 @@ mod tests {
             rows: 24,
             created_at: 0,
             last_attached_at: None,
-            kind: "pty",
+            kind: atc_protocol::OutputKind::Pty,
             stream: String::new(),
-            locator: crate::protocol::wire::Locator {
+            locator: atc_protocol::Locator {
                 daemon_id: uuid::Uuid::nil(),
                 target_id: "local".into(),
             },
             target_identity: String::new(),
             agent_session_id: None,
-            lifecycle: crate::protocol::wire::Lifecycle {
-                desired: "run",
-                vm: "none",
-                harness: "running",
-                attachment: crate::protocol::wire::Attachment::Local,
+            lifecycle: atc_protocol::Lifecycle {
+                desired: atc_protocol::Desired::Run,
+                vm: atc_protocol::VmState::None,
+                harness: atc_protocol::HarnessLayer::Running,
+                attachment: atc_protocol::Attachment::Local,
             },
         }
     }

@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
-pub mod impd_sim;
+/// The impd simulator, a crate of its own (compiled once, not into every test binary); tests
+/// reach it as `support::impd_sim`.
+pub use impd_sim;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

@@ -307,7 +307,7 @@ impl Bridges {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::wire::SessionState;
+    use atc_protocol::SessionState;
 
     fn binding() -> Binding {
         Binding {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::harness::ImpHarness;
 use super::outcome::ConnectionEnd;
-use crate::imp::{ExecEvent, ExecWriter, ImpPortError, ImpdClient, Opening, Started};
+use impd_client::{ExecEvent, ExecWriter, ImpPortError, ImpdClient, Opening, Started};
 
 /// impd answered `started` on attempt `attempt`.
 #[derive(Message)]
@@ -93,8 +93,8 @@ impl ImpConnection {
 /// How an error answering the open reads as a connection end.
 fn open_failure(e: ImpPortError) -> ConnectionEnd {
     match e.code.as_str() {
-        crate::imp::error::UNAUTHORIZED => ConnectionEnd::Unauthorized,
-        crate::imp::error::UNREACHABLE | crate::imp::error::UPGRADE_REFUSED => {
+        impd_client::error::UNAUTHORIZED => ConnectionEnd::Unauthorized,
+        impd_client::error::UNREACHABLE | impd_client::error::UPGRADE_REFUSED => {
             ConnectionEnd::Unreachable(e.message)
         }
         _ => ConnectionEnd::Refused {

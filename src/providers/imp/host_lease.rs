@@ -11,9 +11,9 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::settings::ImpSettings;
-use crate::imp::{CreateImp, ImpPortError, RunSpec};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::CheckIdle;
+use impd_client::{CreateImp, ImpPortError, RunSpec};
 
 /// What a readied host offers a harness.
 #[derive(Debug, Clone, Copy)]

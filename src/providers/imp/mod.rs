@@ -1,5 +1,5 @@
 //! The `imp` provider: sessions whose agent runs inside an imp (a microVM) on an impd host,
-//! reached over impd's HTTP API and `/exec` WebSocket (`crate::imp` speaks the wire protocol;
+//! reached over impd's HTTP API and `/exec` WebSocket (`impd_client` speaks the wire protocol;
 //! this module decides what atc does with it, spec §5).
 //!
 //! Layer by layer, from the trait down:
@@ -10,12 +10,14 @@
 //! * [`host_lease`]: one actor per imp that readies it, holds and renews this daemon's lease,
 //!   and sleeps or destroys it, strictly one request after another.
 //! * [`harness`]: one actor per remote process, keeping it connected across drops, impd
-//!   restarts, sleeps and daemon restarts; [`connection`]: one actor per `/exec` connection
-//!   attempt of a harness.
+//!   restarts, sleeps and daemon restarts, a shell over [`harness_state`], its phase machine;
+//!   [`connection`]: one actor per `/exec` connection attempt of a harness; [`input_queue`]:
+//!   the harness's input, bounded and never dropped.
 //! * [`naming`]: imp, exec session and guest socket names that fit impd's limits.
 //! * [`cursor`]: where a harness is in its process's output, so a reconnect resumes by offset
 //!   and no byte reaches a session twice.
-//! * [`outcome`]: what a harness does when a connection ends.
+//! * [`outcome`]: what a harness does when a connection ends; [`opening`]: what it opens the
+//!   next connection with.
 //! * [`report_forward`]: a harness's report socket inside its imp, and [`bridge`]: the session
 //!   bridge protocol each of its connections speaks.
 
@@ -23,8 +25,11 @@ pub mod bridge;
 pub mod connection;
 pub mod cursor;
 pub mod harness;
+pub mod harness_state;
 pub mod host_lease;
+pub mod input_queue;
 pub mod naming;
+pub mod opening;
 pub mod outcome;
 pub mod provider;
 pub mod report_forward;

@@ -190,7 +190,7 @@ impl ExecutionProvider for ImpProvider {
         let client = self.settings.client();
         let target = self.settings.target.clone();
         Box::pin(async move {
-            let spec = crate::imp::RunSpec {
+            let spec = impd_client::RunSpec {
                 name: imp,
                 argv: req.argv,
                 cwd: Some(req.cwd.display().to_string()),

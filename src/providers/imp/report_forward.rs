@@ -26,9 +26,9 @@ use serde_json::{Map, Value};
 
 use super::bridge::{self, Binding, BridgeCode, Bridges, Line, Op};
 use super::settings::ImpSettings;
-use crate::imp::{ImpPortError, Relay, RelayWriter, ReverseForward};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{HookReported, ReadSessionView};
+use impd_client::{ImpPortError, Relay, RelayWriter, ReverseForward};
 
 /// Listen on the guest socket unless already listening. Answers once impd listens, or with
 /// its refusal.

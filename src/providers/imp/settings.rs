@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::naming::{DEFAULT_GUEST_DIR, DEFAULT_IMP_PREFIX};
 use crate::config::Timings;
-use crate::imp::TokenSource;
+use impd_client::TokenSource;
 
 /// What the imp provider of one target works with.
 #[derive(Debug, Clone)]
@@ -85,7 +85,7 @@ impl ImpSettings {
 
     /// A client for impd (cheap; made where it is used, since awc clients stay on their
     /// thread).
-    pub fn client(&self) -> crate::imp::ImpdClient {
-        crate::imp::ImpdClient::new(&self.url, self.token.clone())
+    pub fn client(&self) -> impd_client::ImpdClient {
+        impd_client::ImpdClient::new(&self.url, self.token.clone())
     }
 }

@@ -7,7 +7,7 @@ use actix::prelude::*;
 
 use super::Session;
 use crate::agents::names::{self, FoundName, NameSource};
-use crate::protocol::wire::{FleetEvent, NamedBy};
+use atc_protocol::{FleetEvent, NamedBy};
 
 /// The name refresh of one session.
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! Reassembly of fragmented WebSocket messages (RFC 6455 §5.4), shared by every socket atc
 //! reads: its own attach and events sockets (`server::ws_transport`), its connections to impd
-//! (`imp::ws_link`), and the impd simulator the tests run. actix-http's codec hands out a
+//! (`impd-client`'s `ws_link`), and the impd simulator the tests run. actix-http's codec hands out a
 //! fragmented message as continuation items; this collects them, bounded, into one message.
 
 use actix_http::ws::Item;

@@ -26,7 +26,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::error::ImpPortError;
-use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
+use ws_fragments::{FragmentError, Fragments, Whole};
 
 /// An upgraded socket as awc hands it over.
 pub(crate) type WsFramed = Framed<BoxedSocket, Codec>;

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use atc::protocol::ws_fragments::{FragmentError, Fragments, Whole};
+use ws_fragments::{FragmentError, Fragments, Whole};
 
 /// Frames queued toward the peer before a sender waits.
 const OUT_QUEUE: usize = 16;

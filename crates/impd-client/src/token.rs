@@ -51,7 +51,7 @@ impl TokenSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imp::error::UNAUTHORIZED;
+    use crate::error::UNAUTHORIZED;
 
     #[test]
     fn file_is_trimmed_and_reread() {

@@ -1,24 +1,24 @@
-//! The impd client (`atc::imp`) against the impd simulator, through real loopback HTTP and
+//! The impd client (`impd-client`) against the impd simulator, through real loopback HTTP and
 //! WebSockets: the oRPC envelope and its errors, auth and transport failures, features, imps,
 //! leases, `/exec` sessions and plain runs, and `/tunnel` reverse forwards.
 
-mod support;
-
 use std::time::Duration;
 
-use atc::imp::error::{
+use bytes::Bytes;
+use futures_util::StreamExt;
+use impd_client::error::{
     BAD_MESSAGE, LOST, UNAUTHORIZED, UNKNOWN_PROCEDURE, UNREACHABLE, UPGRADE_REFUSED,
 };
-use atc::imp::{
+use impd_client::{
     AttachMsg, CreateImp, ExecEvent, ExecEvents, ImpdClient, ImpdTimeouts, Opening, Resume,
     ResumeFrom, RunSpec, StartMsg, TokenSource,
 };
-use bytes::Bytes;
-use futures_util::StreamExt;
+use impd_sim::{Features, ImpState, ImpdSim, Scope, SimOptions, When};
 use serde_json::json;
-use support::impd_sim::{Features, ImpState, ImpdSim, Scope, SimOptions, When};
-use support::WITHIN;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Generous bound for things that should happen quickly; it only bounds failure.
+const WITHIN: Duration = Duration::from_secs(10);
 
 /// A simulator with one running imp named `box`.
 fn sim_with_box() -> ImpdSim {
@@ -503,7 +503,7 @@ async fn an_attach_to_nothing_is_no_session_then_close_1011() {
     match next_event(&mut events).await {
         ExecEvent::Error(e) => {
             assert!(e.is("NO_SESSION"), "{e:?}");
-            let ns = atc::imp::NoSession::from_data(&e.data).expect("boot history");
+            let ns = impd_client::NoSession::from_data(&e.data).expect("boot history");
             assert_eq!(
                 Some(ns.boot_id.as_str()),
                 sim.imp("box").unwrap().boot_id.as_deref()
@@ -864,6 +864,6 @@ async fn an_impd_restart_closes_exec_sockets_with_1012_and_ends_forwards() {
         .unwrap()
         .expect("an error item")
         .unwrap_err();
-    assert!(e.is(atc::imp::error::CLOSED), "{e:?}");
+    assert!(e.is(impd_client::error::CLOSED), "{e:?}");
     assert_eq!(e.data["closeCode"], 1012);
 }

@@ -88,7 +88,7 @@ fn envelope_error(body: &Value) -> Option<ImpPortError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imp::error::BAD_MESSAGE;
+    use crate::error::BAD_MESSAGE;
 
     #[test]
     fn paths_and_bodies() {

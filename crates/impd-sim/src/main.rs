@@ -1,15 +1,12 @@
 //! Runs the impd simulator on its own, so an atc `imp` target can be pointed at it:
 //!
 //! ```text
-//! cargo run --example impd_sim -- --listen 127.0.0.1:7070 [--token-file PATH]
+//! cargo run -p impd-sim -- --listen 127.0.0.1:7070 [--token-file PATH]
 //! ```
 //!
 //! It prints the URL, the token file and a target entry for atc's config. Imps, sessions and
 //! leases live in memory until the simulator exits (Ctrl-C); sessions run as real processes on
 //! this machine.
-
-#[path = "../tests/support/impd_sim/mod.rs"]
-mod impd_sim;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

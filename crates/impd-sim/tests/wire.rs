@@ -2,19 +2,17 @@
 //! raw protocol (no atc code): the envelope, auth, imps, leases, `/exec` sessions and plain
 //! execs, continuity, every injectable fault as a client sees it, and `/tunnel`.
 
-mod support;
-
 use std::time::Duration;
 
 use actix_http::ws;
 use awc::BoxedSocket;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use impd_sim::{BootEnd, Clock, Features, ImpState, ImpdSim, Scope, SimOptions, When, RING_BYTES};
 use serde_json::{json, Value};
-use support::impd_sim::{
-    BootEnd, Clock, Features, ImpState, ImpdSim, Scope, SimOptions, When, RING_BYTES,
-};
-use support::WITHIN;
+
+/// Generous bound for things that should happen quickly; it only bounds failure.
+const WITHIN: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------------------
 // A raw impd client: RPC envelope and WebSocket frames with close codes.

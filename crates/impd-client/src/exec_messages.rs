@@ -282,8 +282,8 @@ pub fn decode_server_text(text: &[u8]) -> Result<Option<ExecEvent>, ImpPortError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imp::error::BAD_MESSAGE;
-    use crate::imp::output::Resume;
+    use crate::error::BAD_MESSAGE;
+    use crate::output::Resume;
 
     #[test]
     fn start_of_a_harness_session_as_in_the_spec() {

@@ -15,11 +15,9 @@
 //! `process` (guest processes), `tunnel` (`/tunnel`), `ws` (framing), `faults`, `clock`,
 //! `options`, `state` (the shared state), `input` (field parsing).
 //!
-//! This tree depends on nothing else in `tests/support`, so `examples/impd_sim.rs` can include
-//! it by path. Different test binaries (and the example) use different parts of it, hence the
-//! `dead_code` and `unused_imports` allows (the latter for the public re-exports below).
-
-#![allow(dead_code, unused_imports)]
+//! It depends on nothing of atc's (only the shared WebSocket reassembler), so it stays an
+//! independent second implementation of the wire protocol the daemon's client speaks. The
+//! `impd-sim` binary (`src/main.rs`) runs it for a person trying atc's `imp` target.
 
 mod auth;
 mod clock;

@@ -171,7 +171,7 @@ impl NoSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imp::error::BAD_MESSAGE;
+    use crate::error::BAD_MESSAGE;
     use serde_json::json;
 
     #[test]

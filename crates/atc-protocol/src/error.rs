@@ -1,0 +1,222 @@
+//! The closed set of error codes a client can see (behaviour spec §2.8), the HTTP status of
+//! each (api.md), and the error body every refusal carries.
+//!
+//! Codes the spec reserves for later work (principals, brokers) are listed already so the
+//! wire set never changes shape; the daemon simply does not produce them yet.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A stable error code. The wire form is the snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A parameter failed validation; `data.field` names it.
+    BadArgs,
+    /// Missing or wrong bearer token.
+    Unauthorized,
+    /// A WebSocket upgrade from an Origin that is not allowed.
+    ForbiddenOrigin,
+    /// The session id or name is not known.
+    NoSuchSession,
+    /// The session has no live harness to talk to.
+    SessionDead,
+    /// The agent is not registered or not installed.
+    Unsupported,
+    /// The target's provider lacks a capability.
+    UnsupportedOperation,
+    /// Target id not configured.
+    UnknownTarget,
+    /// Target identity changed since the session bound to it.
+    TargetChanged,
+    /// Target configuration invalid.
+    TargetConfigInvalid,
+    /// Target configured but not servable.
+    TargetUnavailable,
+    /// A permission request was already resolved.
+    AlreadyAnswered,
+    /// No permission request has this id (or it was resolved so long ago it was forgotten).
+    NoSuchRequest,
+    /// Same idempotency key, different payload.
+    IdempotencyConflict,
+    /// A keyed effect may or may not have happened; `data.effectRef` names it.
+    OutcomeUnknown,
+    /// `Idempotency-Replay-Only` for a key the daemon does not hold.
+    IdempotencyKeyUnknown,
+    /// The client (or the process behind a session) cannot keep up.
+    TooSlow,
+    /// The remote host could not be readied or reached; `data.problem` says why.
+    HostUnavailable,
+    /// The remote host is leased by someone else and will not sleep; `data` has impd's leases.
+    HostLeased,
+    /// A second kill of a dead session whose forgetting would destroy its host: forget it
+    /// with the two-step `DELETE` instead (`data.session`).
+    ConfirmationRequired,
+    /// No such route or method.
+    UnknownMethod,
+    /// Anything else; details are logged, never sent.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order (for documents and tests that walk the set).
+    pub const ALL: [ErrorCode; 22] = [
+        ErrorCode::BadArgs,
+        ErrorCode::Unauthorized,
+        ErrorCode::ForbiddenOrigin,
+        ErrorCode::NoSuchSession,
+        ErrorCode::SessionDead,
+        ErrorCode::Unsupported,
+        ErrorCode::UnsupportedOperation,
+        ErrorCode::UnknownTarget,
+        ErrorCode::TargetChanged,
+        ErrorCode::TargetConfigInvalid,
+        ErrorCode::TargetUnavailable,
+        ErrorCode::AlreadyAnswered,
+        ErrorCode::NoSuchRequest,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::OutcomeUnknown,
+        ErrorCode::IdempotencyKeyUnknown,
+        ErrorCode::TooSlow,
+        ErrorCode::HostUnavailable,
+        ErrorCode::HostLeased,
+        ErrorCode::ConfirmationRequired,
+        ErrorCode::UnknownMethod,
+        ErrorCode::Internal,
+    ];
+
+    /// The wire name of the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadArgs => "bad_args",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::ForbiddenOrigin => "forbidden_origin",
+            ErrorCode::NoSuchSession => "no_such_session",
+            ErrorCode::SessionDead => "session_dead",
+            ErrorCode::Unsupported => "unsupported",
+            ErrorCode::UnsupportedOperation => "unsupported_operation",
+            ErrorCode::UnknownTarget => "unknown_target",
+            ErrorCode::TargetChanged => "target_changed",
+            ErrorCode::TargetConfigInvalid => "target_config_invalid",
+            ErrorCode::TargetUnavailable => "target_unavailable",
+            ErrorCode::AlreadyAnswered => "already_answered",
+            ErrorCode::NoSuchRequest => "no_such_request",
+            ErrorCode::IdempotencyConflict => "idempotency_conflict",
+            ErrorCode::OutcomeUnknown => "outcome_unknown",
+            ErrorCode::IdempotencyKeyUnknown => "idempotency_key_unknown",
+            ErrorCode::TooSlow => "too_slow",
+            ErrorCode::HostUnavailable => "host_unavailable",
+            ErrorCode::HostLeased => "host_leased",
+            ErrorCode::ConfirmationRequired => "confirmation_required",
+            ErrorCode::UnknownMethod => "unknown_method",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The code with this wire name, if it is one of ours (a newer daemon may send others).
+    pub fn parse(name: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The HTTP status api.md assigns to the code. Exhaustive on purpose: a new code does not
+    /// compile until someone decides its status.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::BadArgs => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::ForbiddenOrigin => 403,
+            ErrorCode::NoSuchSession
+            | ErrorCode::UnknownTarget
+            | ErrorCode::UnknownMethod
+            | ErrorCode::IdempotencyKeyUnknown
+            | ErrorCode::NoSuchRequest => 404,
+            ErrorCode::SessionDead
+            | ErrorCode::AlreadyAnswered
+            | ErrorCode::IdempotencyConflict
+            | ErrorCode::OutcomeUnknown
+            | ErrorCode::HostLeased
+            | ErrorCode::ConfirmationRequired
+            | ErrorCode::TargetChanged => 409,
+            ErrorCode::TooSlow => 429,
+            ErrorCode::Unsupported | ErrorCode::UnsupportedOperation => 422,
+            ErrorCode::TargetConfigInvalid
+            | ErrorCode::TargetUnavailable
+            | ErrorCode::HostUnavailable => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The body of every refusal: `{"error": {code, message, data}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The refusal.
+    pub error: ErrorDetail,
+}
+
+/// What an error body says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// The stable code; clients branch on it, never on the message.
+    pub code: ErrorCode,
+    /// Human text that says what to do next.
+    #[serde(default)]
+    pub message: String,
+    /// The fields the code defines (`field` for `bad_args`, `session` for `no_such_session`…).
+    #[serde(default)]
+    pub data: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_api_md() {
+        assert_eq!(ErrorCode::BadArgs.status(), 400);
+        assert_eq!(ErrorCode::Unauthorized.status(), 401);
+        assert_eq!(ErrorCode::ForbiddenOrigin.status(), 403);
+        assert_eq!(ErrorCode::NoSuchSession.status(), 404);
+        assert_eq!(ErrorCode::SessionDead.status(), 409);
+        assert_eq!(ErrorCode::Unsupported.status(), 422);
+        assert_eq!(ErrorCode::TooSlow.status(), 429);
+        assert_eq!(ErrorCode::TargetUnavailable.status(), 503);
+        assert_eq!(ErrorCode::Internal.status(), 500);
+    }
+
+    #[test]
+    fn wire_names_round_trip_through_serde_and_parse() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, code.as_str());
+            assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), code);
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("not_a_code"), None);
+    }
+
+    #[test]
+    fn body_reads_back_what_it_wrote() {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: ErrorCode::BadArgs,
+                message: "cols must be 1-4096".into(),
+                data: [("field".to_string(), Value::from("cols"))]
+                    .into_iter()
+                    .collect(),
+            },
+        };
+        let text = serde_json::to_string(&body).unwrap();
+        assert_eq!(
+            text,
+            r#"{"error":{"code":"bad_args","message":"cols must be 1-4096","data":{"field":"cols"}}}"#
+        );
+        assert_eq!(serde_json::from_str::<ErrorBody>(&text).unwrap(), body);
+    }
+}

@@ -1,0 +1,25 @@
+//! The wire types of atc's client API (`shared/design/api.md`), both ways: what the daemon
+//! serializes is what every client deserializes, from this one declaration.
+//!
+//! - [`error`]: the closed [`ErrorCode`] set, each code's HTTP status, and the
+//!   `{"error": {code, message, data}}` body.
+//! - [`session`]: the session [`Descriptor`] and the closed sets inside it (state, exit
+//!   reason, the lifecycle layers, attachment, who named it).
+//! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
+//! - [`size`]: terminal sizes and their bounds.
+//!
+//! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
+//! fields are ignored when reading, as the spec asks of every wire type.
+
+pub mod error;
+pub mod frames;
+pub mod session;
+pub mod size;
+
+pub use error::{ErrorBody, ErrorCode, ErrorDetail};
+pub use frames::{AttachFrame, ClientFrame, FleetEvent, Replay};
+pub use session::{
+    Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
+    OutputKind, SessionState, VmState,
+};
+pub use size::{TermSize, DIM_RANGE};

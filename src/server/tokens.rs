@@ -1,0 +1,322 @@
+//! The bearer tokens the daemon accepts: the token file's format, the set read from it, and
+//! the holder every request and every socket reads the current set from.
+//!
+//! The token file (`<state dir>/token`) holds one or two tokens, one per line. The first is
+//! the current one (clients use it); a second line is the previous token, still accepted while
+//! clients move over, and dropped by the next rotation. Surrounding whitespace and blank lines
+//! are ignored. A token is at least [`MIN_TOKEN_BYTES`] bytes of visible ASCII (no spaces), so
+//! it can go into a header as is. Anything else (no token, three tokens, a short token,
+//! non-text) makes the file invalid, and an invalid file accepts nothing: the daemon fails
+//! closed until a good file is in place and it is told to re-read it (SIGHUP).
+//!
+//! Reading the file is the daemon's job (`daemon/state_dir.rs`); this module only parses it
+//! and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
+//! [`TokenFileError`] names lines and lengths, never content.
+
+use std::future::Future;
+
+use actix::{ActorContext, ActorFutureExt, AsyncContext};
+use tokio::sync::watch;
+
+use super::ws_transport::SocketPeer;
+use crate::sessions::client_queue::Outgoing;
+
+/// The shortest token the file may hold (spec §1.2: tokens are at least 32 bytes).
+pub const MIN_TOKEN_BYTES: usize = 32;
+
+/// How many tokens the file may hold: the current one and, during a rotation, the previous.
+pub const MAX_TOKENS: usize = 2;
+
+/// Why a token file cannot be used. Never carries a token or a piece of one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file could not be read (missing, permissions, I/O).
+    #[error("the token file could not be read: {reason}")]
+    Unreadable {
+        /// The I/O error's text (it names no content).
+        reason: String,
+    },
+    /// The file is not UTF-8 text.
+    #[error("the token file is not text")]
+    NotText,
+    /// Nothing but whitespace.
+    #[error("the token file holds no token")]
+    Empty,
+    /// More tokens than [`MAX_TOKENS`].
+    #[error("the token file holds {count} tokens; it holds one, or two while clients move from the second to the first")]
+    TooMany {
+        /// How many non-blank lines it has.
+        count: usize,
+    },
+    /// A token shorter than [`MIN_TOKEN_BYTES`].
+    #[error("the token on line {line} is {len} bytes; a token has at least {MIN_TOKEN_BYTES}")]
+    TooShort {
+        /// 1-based line number.
+        line: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// A token with a space, a control byte or non-ASCII inside it.
+    #[error("the token on line {line} has a character a token cannot have (only visible ASCII, no spaces)")]
+    BadCharacter {
+        /// 1-based line number.
+        line: usize,
+    },
+}
+
+/// One or two valid tokens, the current one first.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenSet(Vec<String>);
+
+impl std::fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenSet({} tokens, redacted)", self.0.len())
+    }
+}
+
+impl TokenSet {
+    /// Parses the token file's bytes (format in the module doc).
+    pub fn parse(bytes: &[u8]) -> Result<TokenSet, TokenFileError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| TokenFileError::NotText)?;
+        let mut tokens = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let token = line.trim();
+            if token.is_empty() {
+                continue;
+            }
+            let line = index + 1;
+            if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(TokenFileError::BadCharacter { line });
+            }
+            if token.len() < MIN_TOKEN_BYTES {
+                return Err(TokenFileError::TooShort {
+                    line,
+                    len: token.len(),
+                });
+            }
+            tokens.push(token.to_string());
+        }
+        match tokens.len() {
+            0 => Err(TokenFileError::Empty),
+            n if n > MAX_TOKENS => Err(TokenFileError::TooMany { count: n }),
+            _ => Ok(TokenSet(tokens)),
+        }
+    }
+
+    /// A set of one freshly minted token.
+    pub fn single(token: String) -> TokenSet {
+        TokenSet(vec![token])
+    }
+
+    /// The current token: the one clients should use.
+    pub fn current(&self) -> &str {
+        &self.0[0]
+    }
+
+    /// How many tokens the set holds (1 or 2).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Always false: a set holds at least one token. (For clippy's `len_without_is_empty`.)
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `given` is one of the tokens. Every token is compared in full, so timing says
+    /// neither which one matched nor how much of a guess was right.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        self.0
+            .iter()
+            .fold(false, |hit, t| constant_time_eq(given, t.as_bytes()) | hit)
+    }
+}
+
+/// Compares without an early exit, so timing does not tell how much of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What the daemon accepts right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenState {
+    /// The file was good: these tokens are accepted.
+    Valid(TokenSet),
+    /// The last read failed: nothing is accepted until a good file is read (fail closed).
+    Invalid(TokenFileError),
+}
+
+impl TokenState {
+    /// Whether `given` is accepted in this state.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        match self {
+            TokenState::Valid(set) => set.accepts(given),
+            TokenState::Invalid(_) => false,
+        }
+    }
+}
+
+/// The current token state, shared by every worker's `AppState` and every socket.
+///
+/// Shared because it is configuration that every request reads and a reload (SIGHUP) changes
+/// under running connections. A `watch` channel fits both readers: a request's check is a
+/// short read lock (`borrow`, never held across an await), and a socket waits on `changed`
+/// to learn that its token went away. The daemon keeps the one [`TokenPublisher`].
+#[derive(Clone)]
+pub struct Tokens {
+    rx: watch::Receiver<TokenState>,
+}
+
+/// The writing end of [`Tokens`], held by the daemon, which re-reads the file on SIGHUP.
+pub struct TokenPublisher {
+    tx: watch::Sender<TokenState>,
+}
+
+impl Tokens {
+    /// A holder starting at `set`, and its publisher.
+    pub fn new(set: TokenSet) -> (TokenPublisher, Tokens) {
+        let (tx, rx) = watch::channel(TokenState::Valid(set));
+        (TokenPublisher { tx }, Tokens { rx })
+    }
+
+    /// Runs `f` on the current state. The read lock is held only for the call, so `f` must
+    /// be quick and cannot await.
+    pub fn with_current<R>(&self, f: impl FnOnce(&TokenState) -> R) -> R {
+        f(&self.rx.borrow())
+    }
+
+    /// Resolves once `token` is no longer accepted (at once, if it is not now). Never
+    /// resolves if the daemon drops the publisher, which happens only as it stops.
+    pub fn revoked(&self, token: String) -> impl Future<Output = ()> + 'static {
+        let mut rx = self.rx.clone();
+        async move {
+            loop {
+                let accepted = rx.borrow_and_update().accepts(token.as_bytes());
+                if !accepted {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+impl TokenPublisher {
+    /// Makes `state` the current one for every request and socket from now on.
+    pub fn publish(&self, state: TokenState) {
+        self.tx.send_replace(state);
+    }
+
+    /// A reader of what this publishes.
+    pub fn subscribe(&self) -> Tokens {
+        Tokens {
+            rx: self.tx.subscribe(),
+        }
+    }
+}
+
+/// Closes a socket once the token it opened with is no longer accepted: `notice` (a text
+/// frame, if any) goes out first, then a close, then the actor stops.
+pub fn drop_when_revoked<A: SocketPeer>(
+    ctx: &mut actix::Context<A>,
+    tokens: &Tokens,
+    token: String,
+    client: u64,
+    notice: Option<String>,
+) {
+    ctx.spawn(actix::fut::wrap_future::<_, A>(tokens.revoked(token)).map(
+        move |(), act: &mut A, ctx: &mut actix::Context<A>| {
+            tracing::info!(client, "socket's token no longer accepted; closing it");
+            if let Some(text) = notice {
+                act.queue().push_text(text);
+            }
+            act.queue().push(Outgoing::Close);
+            ctx.stop();
+        },
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn one_or_two_tokens_one_per_line() {
+        let one = TokenSet::parse(format!("{A}\n").as_bytes()).unwrap();
+        assert_eq!((one.len(), one.current()), (1, A));
+        let two = TokenSet::parse(format!("\n  {B}\r\n\n{A}  \n").as_bytes()).unwrap();
+        assert_eq!((two.len(), two.current()), (2, B));
+        assert!(two.accepts(A.as_bytes()) && two.accepts(B.as_bytes()));
+        assert!(!two.accepts(&A.as_bytes()[1..]));
+        assert!(!two.accepts(b""));
+    }
+
+    #[test]
+    fn what_the_file_cannot_hold() {
+        let parse = |s: &[u8]| TokenSet::parse(s).unwrap_err();
+        assert_eq!(parse(b""), TokenFileError::Empty);
+        assert_eq!(parse(b" \n\t\n"), TokenFileError::Empty);
+        assert_eq!(
+            parse(format!("{A}\n{B}\n{A}\n").as_bytes()),
+            TokenFileError::TooMany { count: 3 }
+        );
+        assert_eq!(
+            parse(format!("{A}\nshort\n").as_bytes()),
+            TokenFileError::TooShort { line: 2, len: 5 }
+        );
+        assert_eq!(
+            parse(format!("{A} {B}").as_bytes()),
+            TokenFileError::BadCharacter { line: 1 }
+        );
+        assert_eq!(parse(&[0xff; 40]), TokenFileError::NotText);
+        assert_eq!(
+            parse("é".repeat(20).as_bytes()),
+            TokenFileError::BadCharacter { line: 1 }
+        );
+    }
+
+    #[test]
+    fn nothing_prints_a_token() {
+        let set = TokenSet::parse(A.as_bytes()).unwrap();
+        assert!(!format!("{set:?}").contains(A));
+        let state = format!("{:?}", TokenState::Valid(set));
+        assert!(!state.contains(A), "{state}");
+        let problem = TokenSet::parse(b"secretsecret").unwrap_err().to_string();
+        assert!(!problem.contains("secret"), "{problem}");
+    }
+
+    #[test]
+    fn an_invalid_state_accepts_nothing() {
+        let state = TokenState::Invalid(TokenFileError::Empty);
+        assert!(!state.accepts(A.as_bytes()));
+        assert!(!state.accepts(b""));
+    }
+
+    #[tokio::test]
+    async fn revoked_resolves_when_the_token_leaves_the_set() {
+        let (publisher, tokens) = Tokens::new(TokenSet::single(A.into()));
+        let mut gone_a = Box::pin(tokens.revoked(A.into()));
+        let mut gone_b = Box::pin(tokens.revoked(B.into()));
+        let quick = std::time::Duration::from_millis(50);
+        // B was never accepted: at once. A stays while it is in the set.
+        tokio::time::timeout(quick, &mut gone_b).await.unwrap();
+        let two = TokenSet::parse(format!("{B}\n{A}").as_bytes()).unwrap();
+        publisher.publish(TokenState::Valid(two));
+        assert!(tokio::time::timeout(quick, &mut gone_a).await.is_err());
+        publisher.publish(TokenState::Valid(TokenSet::single(B.into())));
+        tokio::time::timeout(quick, &mut gone_a).await.unwrap();
+        // A failed-closed reload revokes everything.
+        let mut gone_b = Box::pin(publisher.subscribe().revoked(B.into()));
+        assert!(tokio::time::timeout(quick, &mut gone_b).await.is_err());
+        publisher.publish(TokenState::Invalid(TokenFileError::Empty));
+        tokio::time::timeout(quick, &mut gone_b).await.unwrap();
+    }
+}

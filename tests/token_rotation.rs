@@ -1,0 +1,368 @@
+//! Which tokens the daemon accepts and how they change: the bearer scheme in any case, and a
+//! token rotated by rewriting the token file and sending SIGHUP. Rotation runs against the real
+//! `atc` binary in a child process, because a SIGHUP sent to this test process would reach
+//! every daemon running in it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use atc::daemon::state_dir::read_info;
+use serde_json::{json, Value};
+use support::{id_of, Frame, TestDaemon, Ws, WITHIN};
+
+/// Tokens as an operator would write them (at least 32 bytes).
+const NEW: &str = "new-token-0123456789abcdef0123456789abcdef";
+const OTHER: &str = "other-token-0123456789abcdef0123456789abcd";
+
+/// The real `atc` binary running as a daemon in a child process.
+struct ChildDaemon {
+    child: Child,
+    url: String,
+    state_dir: PathBuf,
+    log: PathBuf,
+}
+
+impl ChildDaemon {
+    /// Starts `atc daemon` on a fresh state dir under `root` (port 0) and waits until its
+    /// `daemon.json` names it.
+    async fn start(root: &Path) -> ChildDaemon {
+        let state_dir = root.join("state");
+        let config = root.join("config.json");
+        std::fs::write(
+            &config,
+            json!({"agents": {"sh": {"bin": "/bin/sh", "env": {"PS1": ""}}}}).to_string(),
+        )
+        .unwrap();
+        let log = root.join("daemon.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_atc"))
+            .arg("daemon")
+            .arg("--state-dir")
+            .arg(&state_dir)
+            .args(["--listen", "127.0.0.1:0", "--workers", "1", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start the atc binary");
+        let mut d = ChildDaemon {
+            child,
+            url: String::new(),
+            state_dir,
+            log,
+        };
+        let deadline = Instant::now() + WITHIN;
+        d.url = loop {
+            if let Some(info) = read_info(&d.state_dir).filter(|i| i.pid == d.child.id()) {
+                break info.url;
+            }
+            if let Some(status) = d.child.try_wait().unwrap() {
+                panic!(
+                    "the daemon exited with {status} at start; log:\n{}",
+                    d.log()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!("no daemon.json within {WITHIN:?}; log:\n{}", d.log());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        d
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn token_file(&self) -> PathBuf {
+        self.state_dir.join("token")
+    }
+
+    /// The token the daemon minted on its first start.
+    fn minted_token(&self) -> String {
+        std::fs::read_to_string(self.token_file())
+            .expect("token file")
+            .trim()
+            .to_string()
+    }
+
+    /// A client presenting `token`.
+    fn client(&self, token: &str) -> TestDaemon {
+        TestDaemon::connect(&self.url, token, &self.state_dir)
+    }
+
+    /// Rewrites the token file and sends SIGHUP.
+    fn rotate(&self, content: &[u8]) {
+        std::fs::write(self.token_file(), content).unwrap();
+        self.signal(rustix::process::Signal::HUP);
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), signal)
+            .unwrap();
+    }
+
+    /// Asserts the daemon still runs and its `daemon.json` still names it.
+    fn assert_running(&mut self) {
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "the daemon exited; log:\n{}",
+            self.log()
+        );
+        let info = read_info(&self.state_dir).expect("daemon.json left in place");
+        assert_eq!(info.pid, self.child.id());
+    }
+
+    /// SIGTERM still stops it cleanly, after any number of SIGHUPs.
+    async fn stop(mut self) {
+        self.signal(rustix::process::Signal::TERM);
+        let deadline = Instant::now() + WITHIN;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(status.code(), Some(0), "log:\n{}", self.log());
+        assert!(!self.state_dir.join("daemon.json").exists());
+    }
+}
+
+impl Drop for ChildDaemon {
+    fn drop(&mut self) {
+        // A failed test must not leave the daemon running; an error here means it already ended.
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Polls `GET /v1/sessions` with `token` until it answers `status`: a reload is asynchronous
+/// to the signal that asked for it.
+async fn wait_status(d: &ChildDaemon, token: &str, status: u16) {
+    let client = d.client(token);
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let (got, body) = client.call("GET", "/v1/sessions", None).await;
+        if got == status {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {got} {body} instead of {status}; log:\n{}",
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads until the socket closes; answers the text frames seen on the way.
+async fn until_closed(ws: &mut Ws) -> Vec<Value> {
+    let mut texts = Vec::new();
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match ws.next_within(remaining).await {
+            Some(Frame::Close) => return texts,
+            Some(Frame::Text(v)) => texts.push(v),
+            Some(Frame::Binary(_)) => {}
+            None => panic!("the socket stayed open; seen {:?}", ws.seen),
+        }
+    }
+}
+
+/// Proves an attach socket still carries input and output both ways.
+async fn assert_attach_works(ws: &mut Ws, marker: &str) {
+    ws.send_binary(format!("echo {marker}-$((40+2))\n").as_bytes())
+        .await;
+    ws.read_until(format!("{marker}-42").as_bytes()).await;
+}
+
+/// Proves an events socket is still subscribed: a spawn arrives on it as `session.added`.
+async fn assert_events_work(ws: &mut Ws, client: &TestDaemon) {
+    let id = id_of(&client.spawn("sh").await);
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match ws.next_within(remaining).await {
+            Some(Frame::Text(v)) if v["type"] == "session.added" && v["session"]["id"] == id => {
+                return
+            }
+            Some(Frame::Close) => panic!("events socket closed; seen {:?}", ws.seen),
+            Some(_) => {}
+            None => panic!("no session.added for {id}; seen {:?}", ws.seen),
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn sighup_rotates_the_token_with_an_overlap_and_drops_only_the_sockets_of_the_old_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ChildDaemon::start(tmp.path()).await;
+    let old = d.minted_token();
+    let on_old = d.client(&old);
+    let id = id_of(&on_old.spawn("sh").await);
+    let (mut old_attach, _, _) = on_old.attach(&id, "cols=80&rows=24").await;
+    let mut old_events = on_old.ws("/v1/events").await;
+
+    // Overlap: the new token first, the old one still accepted while clients move over.
+    d.rotate(format!("{NEW}\n{old}\n").as_bytes());
+    wait_status(&d, NEW, 200).await;
+    d.assert_running();
+    let on_new = d.client(NEW);
+    assert_eq!(on_old.call("GET", "/v1/sessions", None).await.0, 200);
+    assert_eq!(
+        d.client(OTHER).call("GET", "/v1/sessions", None).await.0,
+        401
+    );
+    assert_attach_works(&mut old_attach, "overlap").await;
+    assert_events_work(&mut old_events, &on_new).await;
+    let (mut new_attach, _, _) = on_new.attach(&id, "cols=80&rows=24").await;
+    let mut new_events = on_new.ws("/v1/events").await;
+
+    // The old token leaves the file: it is refused, and what it opened is dropped.
+    d.rotate(format!("{NEW}\n").as_bytes());
+    wait_status(&d, &old, 401).await;
+    d.assert_running();
+    let (status, body) = on_old.call("GET", "/v1/daemon", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    assert!(
+        on_old.try_ws("/v1/events", None).await.is_err(),
+        "an upgrade on the old token was accepted"
+    );
+    let said = until_closed(&mut old_attach).await;
+    assert!(
+        said.iter()
+            .any(|v| v["type"] == "error" && v["code"] == "unauthorized"),
+        "the attach socket closed without saying why: {said:?}"
+    );
+    until_closed(&mut old_events).await;
+    // The sockets of the kept token stay open and working.
+    assert_attach_works(&mut new_attach, "kept").await;
+    assert_events_work(&mut new_events, &on_new).await;
+    assert_eq!(on_new.call("GET", "/v1/sessions", None).await.0, 200);
+
+    let log = d.log();
+    assert!(log.contains("token file reloaded"), "log:\n{log}");
+    for secret in [old.as_str(), NEW] {
+        assert!(!log.contains(secret), "a token reached the log:\n{log}");
+    }
+    d.assert_running();
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn an_unusable_token_file_fails_closed_until_a_good_one_is_read_on_sighup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ChildDaemon::start(tmp.path()).await;
+    let old = d.minted_token();
+    let on_old = d.client(&old);
+    let id = id_of(&on_old.spawn("sh").await);
+    let mut events = on_old.ws("/v1/events").await;
+
+    let not_text: &[u8] = b"not a token \xff\xfe at all\n";
+    let not_a_token: &[u8] = b"not a token at all, only words\n";
+    let mut accepted = old.clone();
+    for (bad, good) in [(&b""[..], NEW), (not_text, OTHER), (not_a_token, NEW)] {
+        d.rotate(bad);
+        wait_status(&d, &accepted, 401).await;
+        d.assert_running();
+        let client = d.client(&accepted);
+        for (method, path) in [
+            ("GET", "/v1/daemon".to_string()),
+            ("GET", "/v1/agents".to_string()),
+            ("POST", "/v1/sessions".to_string()),
+            ("GET", format!("/v1/sessions/{id}")),
+            ("GET", format!("/v1/sessions/{id}/screen")),
+            ("POST", format!("/v1/sessions/{id}/kill")),
+        ] {
+            let body = (method == "POST").then(|| json!({"agent": "sh", "cwd": "/tmp"}));
+            let (status, err) = client.call(method, &path, body).await;
+            assert_eq!(status, 401, "{method} {path}: {err}");
+            assert_eq!(
+                err["error"]["code"], "unauthorized",
+                "{method} {path}: {err}"
+            );
+        }
+        assert!(client.try_ws("/v1/events", None).await.is_err());
+        let (status, health) = d
+            .client("")
+            .call_with("GET", "/v1/health", None, None)
+            .await;
+        assert_eq!(status, 200, "{health}");
+
+        // A good file and SIGHUP restore service.
+        d.rotate(format!("{good}\n").as_bytes());
+        wait_status(&d, good, 200).await;
+        assert_eq!(
+            d.client(&accepted)
+                .call("GET", "/v1/sessions", None)
+                .await
+                .0,
+            401
+        );
+        accepted = good.to_string();
+    }
+    // The socket opened before the first failure was dropped by it.
+    until_closed(&mut events).await;
+    // The session was never touched while the daemon refused.
+    assert_eq!(d.client(&accepted).session(&id).await["alive"], true);
+
+    let log = d.log();
+    assert!(log.contains("holds no token"), "log:\n{log}");
+    assert!(log.contains("not text"), "log:\n{log}");
+    assert!(log.contains("a token cannot have"), "log:\n{log}");
+    for secret in [old.as_str(), NEW, OTHER, "not a token"] {
+        assert!(
+            !log.contains(secret),
+            "token file content reached the log:\n{log}"
+        );
+    }
+    d.assert_running();
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn the_bearer_scheme_is_accepted_in_any_case() {
+    let d = TestDaemon::start().await;
+    let http = awc::Client::default();
+    for header in [
+        format!("bearer {}", d.token),
+        format!("BEARER {}", d.token),
+        format!("bEaReR   {}", d.token),
+    ] {
+        let resp = http
+            .get(format!("{}/v1/sessions", d.url))
+            .insert_header(("Authorization", header.as_str()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{header}");
+    }
+    // Another scheme with the right token is still no bearer token.
+    let resp = http
+        .get(format!("{}/v1/sessions", d.url))
+        .insert_header(("Authorization", format!("Basic {}", d.token)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    // And the upgrade of a socket.
+    let url = format!("{}/v1/events", d.url.replace("http://", "ws://"));
+    let upgraded = awc::Client::default()
+        .ws(url)
+        .set_header("Authorization", format!("bearer {}", d.token))
+        .connect()
+        .await;
+    assert!(upgraded.is_ok(), "{:?}", upgraded.err());
+    d.stop().await;
+}
