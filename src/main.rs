@@ -77,7 +77,12 @@ fn init_logging(format: LogFormat) {
 }
 
 fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
+    // Before anything else opens an fd: what the daemon inherited must not reach sessions.
+    let inherited = atc::providers::child_fds::close_on_exec_beyond_stdio();
     init_logging(args.log_format);
+    if let Err(e) = inherited {
+        tracing::warn!(error = %e, "could not mark inherited fds close-on-exec; each spawn tries again");
+    }
     let Some(state_dir) = state_dir.or_else(atc::daemon::state_dir::default_state_dir) else {
         eprintln!("atc: no state dir: set HOME or XDG_STATE_HOME, or pass --state-dir");
         return ExitCode::FAILURE;

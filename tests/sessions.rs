@@ -172,7 +172,7 @@ async fn bad_input_gets_bad_args_naming_the_field() {
         .await;
     assert_eq!(status, 400);
     assert_eq!(err["error"]["data"]["field"], "body");
-    // Over the body cap.
+    // Over the body cap: refused from the declared length, 413.
     let (status, err) = d
         .post_raw(
             &format!("/v1/sessions/{id}/input"),
@@ -180,7 +180,7 @@ async fn bad_input_gets_bad_args_naming_the_field() {
             vec![b'a'; 2 * 1024 * 1024],
         )
         .await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 413);
     assert_eq!(err["error"]["data"]["field"], "body");
     // The session survived all of it.
     assert_eq!(d.session(&id).await["alive"], true);

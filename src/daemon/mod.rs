@@ -121,6 +121,8 @@ pub struct DaemonHandle {
     dir: StateDir,
     quit_rx: mpsc::UnboundedReceiver<()>,
     screen_arbiter: actix::Arbiter,
+    /// Set by the worker that binds the reporter socket; removed again on a clean stop.
+    reporter_socket: Arc<std::sync::OnceLock<crate::server::reporter::BoundSocket>>,
     /// Where a reload publishes the token file's new content.
     tokens: TokenPublisher,
 }
@@ -225,6 +227,8 @@ impl Daemon {
         });
         let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
         let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
+        let bound_socket = Arc::new(std::sync::OnceLock::new());
+        let worker_bound_socket = bound_socket.clone();
         let targets = Arc::new(config.targets.clone());
         let deps_targets = targets.clone();
         for p in targets.problems() {
@@ -314,8 +318,12 @@ impl Daemon {
                         manager.clone(),
                         serve_stats.clone(),
                     ) {
-                        Ok(path) => {
-                            tracing::info!(socket = %path.display(), "reporter socket listening")
+                        Ok(bound) => {
+                            tracing::info!(socket = %bound.path().display(),
+                                "reporter socket listening");
+                            // The first worker binds, once (inside `get_or_init`); nothing
+                            // else sets it, so it cannot be taken already.
+                            let _ = worker_bound_socket.set(bound);
                         }
                         Err(e) => tracing::error!(socket = %serve_socket.display(), error = %e,
                             "could not bind the reporter socket; hook reports will not arrive"),
@@ -370,6 +378,7 @@ impl Daemon {
             dir,
             quit_rx,
             screen_arbiter,
+            reporter_socket: bound_socket,
             tokens: token_publisher,
         })
     }
@@ -454,7 +463,8 @@ impl DaemonHandle {
     }
 
     /// Graceful stop: stop accepting, hang up every local harness and record its exit, close
-    /// client sockets, flush and close the store, remove `daemon.json`, release the lock.
+    /// client sockets, flush and close the store, remove the reporter socket (when it is still
+    /// ours) and `daemon.json`, release the lock.
     pub async fn stop(self) {
         self.server.pause().await;
         if let Err(e) = self.manager.send(ShutdownAll).await {
@@ -465,6 +475,9 @@ impl DaemonHandle {
             tracing::error!(error = %e, "closing the store failed");
         }
         self.screen_arbiter.stop();
+        if let Some(socket) = self.reporter_socket.get() {
+            socket.remove_if_ours();
+        }
         self.dir.remove_info();
         tracing::info!("atc daemon stopped");
     }

@@ -60,6 +60,8 @@ async fn run_with(req: RunRequest, withheld: &[&str]) -> Result<RunOutput, Provi
     for name in withheld {
         cmd.env_remove(name);
     }
+    // Only the three pipes may reach the command.
+    super::child_fds::close_on_exec_beyond_stdio()?;
     let mut child = cmd.spawn()?;
     // Feed stdin while output is collected, so a command that writes before it has read all
     // its input cannot deadlock against us.

@@ -126,6 +126,9 @@ impl LocalPtyHarness {
         }
         let (pty, pts) = pty_process::open()?;
         pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
+        // Only the PTY may reach the child (this PTY's master, and every other session's,
+        // were opened without close-on-exec).
+        super::child_fds::close_on_exec_beyond_stdio()?;
         let child = match setsid_program() {
             Some(setsid) => spawn_without_fork(setsid, &spec, pts)?,
             None => pty_process::Command::new(&plan.program)

@@ -12,6 +12,7 @@
 //! a provider by kind, and the refusal chain (`config::targets`) asks the provider's
 //! [`Capabilities`] whether it can do what a request needs.
 
+pub mod child_fds;
 pub mod imp;
 pub mod local_command;
 pub mod local_pty;

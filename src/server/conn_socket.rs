@@ -37,7 +37,7 @@ impl ConnSocket {
     }
 }
 
-/// The `HttpServer::on_connect` hook: keeps a [`ConnSocket`] in each plain TCP connection's data.
+/// The connect hook `serve` installs: keeps a [`ConnSocket`] in each plain TCP connection's data.
 pub fn on_connect(conn: &dyn Any, data: &mut Extensions) {
     let Some(stream) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
         return;

@@ -6,6 +6,7 @@ mod auth;
 mod conn_socket;
 mod error_response;
 mod events;
+mod head_guard;
 pub mod reporter;
 mod routes;
 pub mod tokens;
@@ -21,7 +22,7 @@ use actix::Addr;
 use actix_web::body::{BoxBody, EitherBody};
 use actix_web::dev::{Server, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
-use actix_web::{web, App, HttpServer, ResponseError};
+use actix_web::{web, App, ResponseError};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -73,6 +74,11 @@ pub struct AppState {
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
+
+/// The id a request is logged under and answered with in `X-Request-Id`.
+fn next_request_id() -> String {
+    format!("r{}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed))
+}
 
 /// A daemon-wide unique id for a socket connection.
 pub fn next_client_id() -> u64 {
@@ -137,63 +143,149 @@ pub async fn lookup(state: &AppState, key: &str) -> Result<Found, DaemonError> {
 
 /// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).
 /// `make_state` runs once per worker, on the worker's thread.
+///
+/// This is what `actix_web::HttpServer` does for a TCP listener, with the same settings, except
+/// that each connection's stream is wrapped in a [`head_guard::HeadGuard`], so malformed heads
+/// get our error body instead of the dispatcher's empty answer.
 pub fn serve(
     listener: TcpListener,
     make_state: impl Fn() -> AppState + Send + Clone + 'static,
     workers: usize,
 ) -> std::io::Result<Server> {
-    let server = HttpServer::new(move || {
-        let state = web::Data::new(make_state());
-        App::new()
-            .app_data(state.clone())
-            .app_data(web::QueryConfig::default().error_handler(|e, _| {
-                DaemonError::bad_arg("query", format!("bad query string: {e}")).into()
-            }))
-            .configure(routes::configure)
-            .default_service(web::to(routes::not_found))
-            .wrap_fn(move |req, srv| {
-                use actix_web::dev::Service;
-                let request_id = format!("r{}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed));
-                let span = tracing::info_span!("request", id = %request_id,
-                    method = %req.method(), path = %req.path());
-                let refused = if auth::is_public(req.path()) {
-                    None
-                } else {
-                    auth::check_token(&req, &state.tokens).err()
-                };
-                if let Some(e) = refused {
-                    {
-                        tracing::warn!(parent: &span, code = e.code.as_str(), "request refused");
-                        let resp = req.into_response(e.error_response());
-                        return Box::pin(async move {
-                            Ok(with_request_id(resp.map_into_right_body(), &request_id))
-                        })
-                            as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
-                    }
-                }
-                let fut = srv.call(req);
-                Box::pin(
-                    async move {
-                        let resp = fut.await?;
-                        let status = resp.status();
-                        if status.is_server_error() {
-                            tracing::error!(status = status.as_u16(), "request failed");
-                        } else {
-                            tracing::debug!(status = status.as_u16(), "request done");
-                        }
-                        Ok(with_request_id(resp.map_into_left_body(), &request_id))
-                    }
-                    .instrument(span),
-                )
+    use actix_service::{fn_service, map_config, ServiceFactoryExt};
+    let addr = listener.local_addr()?;
+    let builder = actix_server::Server::build();
+    let shutdown = builder.graceful_shutdown_signal();
+    let server = builder
+        .workers(workers)
+        .disable_signals()
+        .shutdown_timeout(2)
+        .listen("atc-http", listener, move || {
+            let shutdown = shutdown.clone();
+            let http = actix_http::HttpService::build()
+                .graceful_shutdown_signal(move || {
+                    let signal = shutdown.clone();
+                    async move { signal.notified().await }
+                })
+                .client_disconnect_timeout(std::time::Duration::from_secs(1))
+                .local_addr(addr)
+                .on_connect_ext(
+                    |io: &head_guard::HeadGuard<actix_rt::net::TcpStream>, data| {
+                        conn_socket::on_connect(io.get_ref(), data)
+                    },
+                );
+            // The guard judges heads with a codec built from the dispatcher's own settings.
+            let config = actix_http::ServiceConfig::new(
+                actix_http::KeepAlive::default(),
+                std::time::Duration::from_secs(5),
+                std::time::Duration::from_secs(1),
+                false,
+                Some(addr),
+            );
+            // The host only feeds URL generation, which no route uses.
+            let app = map_config(app(make_state.clone()), |_| {
+                actix_web::dev::AppConfig::default()
+            });
+            fn_service(move |io: actix_rt::net::TcpStream| {
+                let peer = io.peer_addr().ok();
+                let guarded = head_guard::HeadGuard::new(io, config.clone());
+                std::future::ready(Ok((guarded, actix_http::Protocol::Http1, peer)))
             })
-    })
-    .on_connect(conn_socket::on_connect)
-    .workers(workers)
-    .disable_signals()
-    .shutdown_timeout(2)
-    .listen(listener)?
-    .run();
+            .and_then(http.finish(app))
+        })?
+        .run();
     Ok(server)
+}
+
+/// The application one worker serves.
+fn app(
+    make_state: impl Fn() -> AppState,
+) -> App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<EitherBody<BoxBody, BoxBody>>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let state = web::Data::new(make_state());
+    App::new()
+        .app_data(state.clone())
+        .app_data(web::QueryConfig::default().error_handler(|e, _| {
+            DaemonError::bad_arg("query", format!("bad query string: {e}")).into()
+        }))
+        .configure(routes::configure)
+        .default_service(web::to(routes::not_found))
+        .wrap_fn(move |req, srv| {
+            use actix_web::dev::Service;
+            let request_id = next_request_id();
+            let span = tracing::info_span!("request", id = %request_id,
+                    method = %req.method(), path = %req.path());
+            let refused = if auth::is_public(req.path()) {
+                None
+            } else {
+                auth::check_token(&req, &state.tokens)
+                    .err()
+                    .map(|e| e.error_response())
+            }
+            .or_else(|| declared_body_too_large(&req, state.limits.body_cap_bytes));
+            if let Some(refusal) = refused {
+                {
+                    tracing::warn!(parent: &span, status = refusal.status().as_u16(),
+                            "request refused");
+                    let resp = req.into_response(refusal);
+                    return Box::pin(async move {
+                        Ok(with_request_id(resp.map_into_right_body(), &request_id))
+                    })
+                        as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
+                }
+            }
+            let fut = srv.call(req);
+            Box::pin(
+                async move {
+                    let resp = fut.await?;
+                    let status = resp.status();
+                    if status.is_server_error() {
+                        tracing::error!(status = status.as_u16(), "request failed");
+                    } else {
+                        tracing::debug!(status = status.as_u16(), "request done");
+                    }
+                    Ok(with_request_id(resp.map_into_left_body(), &request_id))
+                }
+                .instrument(span),
+            )
+        })
+}
+
+/// A body the request declares longer than the cap is refused from its head, before any of
+/// it is read: waiting for it would only end in the client's upload or our request timeout.
+/// actix-http closes the connection after this answer, since the body stays unread. (A
+/// chunked body has no declared length; `routes::read_body` stops it at the cap.)
+fn declared_body_too_large(
+    req: &actix_web::dev::ServiceRequest,
+    cap: usize,
+) -> Option<actix_web::HttpResponse> {
+    let declared = req
+        .headers()
+        .get(actix_web::http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    if declared <= cap as u64 {
+        return None;
+    }
+    let e = DaemonError::bad_arg(
+        "body",
+        format!("request body of {declared} bytes exceeds the {cap}-byte limit"),
+    )
+    .with("limit", cap);
+    Some(
+        actix_web::HttpResponse::build(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE)
+            .json(e.body()),
+    )
 }
 
 fn with_request_id<B>(

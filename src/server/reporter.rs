@@ -32,17 +32,56 @@ pub struct ReporterStats {
     pub dropped: AtomicU64,
 }
 
+/// The socket file this daemon bound, known by its inode so that a clean stop removes only
+/// its own: a daemon started on another state dir may have replaced the file meanwhile (the
+/// path can be in the shared runtime dir, see `daemon::reporter_socket_path`).
+#[derive(Debug)]
+pub struct BoundSocket {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl BoundSocket {
+    /// Where the socket is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the socket file if it is still the one we bound. Called once the listener's
+    /// arbiter has stopped, so no new reporter can connect to a file about to vanish.
+    pub fn remove_if_ours(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.dev() == self.dev && m.ino() == self.ino);
+        if !ours {
+            return;
+        }
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            tracing::warn!(socket = %self.path.display(), error = %e,
+                "could not remove the reporter socket");
+        }
+    }
+}
+
 /// Binds the socket at `path` (replacing a stale one) and serves it on the current arbiter.
 pub fn serve(
     path: &Path,
     manager: Addr<SessionManager>,
     stats: Arc<ReporterStats>,
-) -> std::io::Result<PathBuf> {
+) -> std::io::Result<BoundSocket> {
+    use std::os::unix::fs::MetadataExt;
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
     let listener = UnixListener::bind(path)?;
+    let meta = std::fs::symlink_metadata(path)?;
+    let bound = BoundSocket {
+        path: path.to_path_buf(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
     actix_rt::spawn(async move {
         loop {
             let Ok((mut conn, _)) = listener.accept().await else {
@@ -72,7 +111,7 @@ pub fn serve(
             });
         }
     });
-    Ok(path.to_path_buf())
+    Ok(bound)
 }
 
 /// One line: `atcId` and `event` strings, `payload` an object; anything else is malformed.

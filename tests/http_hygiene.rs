@@ -1,0 +1,401 @@
+//! What a careless or hostile client meets at the HTTP layer, and what a session's process may
+//! inherit: malformed heads get the documented error body, an oversized declared body is
+//! refused from its head, the reporter socket goes with a clean stop, and only the standard
+//! streams reach a child.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use atc::daemon::state_dir::read_info;
+use serde_json::{json, Value};
+use support::{id_of, TestDaemon, WITHIN};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// An answer read off a raw connection.
+#[derive(Debug)]
+struct Raw {
+    status: u16,
+    head: String,
+    body: Value,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Writes `bytes` on a fresh connection and reads the first answer (the daemon closes the
+/// connection after each refusal tested here).
+async fn raw(d: &TestDaemon, bytes: &[u8], within: Duration) -> Raw {
+    let addr = d.url.trim_start_matches("http://");
+    let mut conn = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    conn.write_all(bytes).await.expect("write the request");
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+            if complete(&got) {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "no complete answer within {within:?}; got {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    let text = String::from_utf8_lossy(&got).to_string();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no head in {text:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head:?}"));
+    Raw {
+        status,
+        head: head.to_string(),
+        body: serde_json::from_str(body).unwrap_or(Value::Null),
+    }
+}
+
+/// Whether `got` holds a head and the body its content-length announces.
+fn complete(got: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(got);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let len = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    body.len() >= len
+}
+
+#[track_caller]
+fn assert_refused(r: &Raw, status: u16, field: &str) {
+    assert_eq!(r.status, status, "{r:?}");
+    assert_eq!(r.body["error"]["code"], "bad_args", "{r:?}");
+    assert_eq!(r.body["error"]["data"]["field"], field, "{r:?}");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{r:?}"
+    );
+    assert!(
+        r.header("x-request-id").is_some_and(|v| v.starts_with('r')),
+        "{r:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn malformed_heads_get_the_error_body_and_a_request_id() {
+    let d = TestDaemon::start().await;
+    let bearer = format!("Authorization: Bearer {}\r\n", d.token);
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        (
+            "a control byte in a header value",
+            b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Probe: a\x01b\r\n\r\n".to_vec(),
+            400,
+            "headers",
+        ),
+        (
+            "a Content-Length that is not a number",
+            format!("POST /v1/sessions HTTP/1.1\r\nHost: x\r\n{bearer}Content-Length: 12abc\r\n\r\n")
+                .into_bytes(),
+            400,
+            "headers",
+        ),
+        (
+            "a signed Content-Length",
+            b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}".to_vec(),
+            400,
+            "headers",
+        ),
+        (
+            "two Content-Lengths",
+            b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"
+                .to_vec(),
+            400,
+            "headers",
+        ),
+        (
+            "a header too large",
+            format!(
+                "GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+                "a".repeat(40 * 1024)
+            )
+            .into_bytes(),
+            431,
+            "headers",
+        ),
+        (
+            "an unknown HTTP version",
+            b"GET /v1/health HTTP/9.9\r\nHost: x\r\n\r\n".to_vec(),
+            400,
+            "version",
+        ),
+    ];
+    for (what, bytes, status, field) in cases {
+        let r = raw(&d, &bytes, WITHIN).await;
+        assert_refused(&r, status, field);
+        eprintln!("{what}: {}", r.body);
+    }
+
+    // A head that arrives in pieces is judged whole, and one after a good request on the same
+    // connection is refused after the good one is answered.
+    let pipelined = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: x\r\nX-Probe: \x7f\r\n\r\n";
+    let addr = d.url.trim_start_matches("http://");
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    for piece in pipelined.chunks(7) {
+        conn.write_all(piece).await.unwrap();
+        conn.flush().await.unwrap();
+    }
+    let mut got = Vec::new();
+    tokio::time::timeout(WITHIN, conn.read_to_end(&mut got))
+        .await
+        .expect("the daemon closes the connection after the refusal")
+        .ok();
+    let text = String::from_utf8_lossy(&got);
+    let first = text.find("HTTP/1.1 200").expect(&text);
+    let second = text.find("HTTP/1.1 400").expect(&text);
+    assert!(first < second, "{text}");
+    assert!(text.contains("\"bad_args\""), "{text}");
+
+    // Good requests, including one with a body, still pass on the guarded connection.
+    let (status, body) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{body}");
+    d.spawn("sh").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_declared_body_over_the_cap_is_refused_at_once() {
+    let d = TestDaemon::start().await;
+    let started = Instant::now();
+    let r = raw(
+        &d,
+        format!(
+            "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n",
+            d.token
+        )
+        .as_bytes(),
+        // Well inside the daemon's 5 s request timeout.
+        Duration::from_secs(2),
+    )
+    .await;
+    assert_refused(&r, 413, "body");
+    assert_eq!(r.body["error"]["data"]["limit"], 1024 * 1024, "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_clean_stop_removes_the_reporter_socket() {
+    let d = TestDaemon::start().await;
+    let socket = d.state_dir.join("atc.sock");
+    assert!(socket.exists(), "the reporter socket is bound at start");
+    let tmp = d.stop_keep_dir().await;
+    assert!(!socket.exists(), "atc.sock left after a clean stop");
+    drop(tmp);
+}
+
+#[actix_rt::test]
+async fn a_clean_stop_leaves_a_socket_that_is_not_ours() {
+    let d = TestDaemon::start().await;
+    let socket = d.state_dir.join("atc.sock");
+    // Someone else's socket took the path meanwhile.
+    std::fs::remove_file(&socket).unwrap();
+    let other = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let tmp = d.stop_keep_dir().await;
+    assert!(socket.exists(), "a socket that is not ours was removed");
+    drop((other, tmp));
+}
+
+/// The real binary as a daemon, started with an extra fd 3 open, as a probe found it.
+struct ChildDaemon {
+    child: Child,
+    client: TestDaemon,
+    log: std::path::PathBuf,
+}
+
+impl ChildDaemon {
+    async fn start(root: &Path, path_env: Option<&Path>) -> ChildDaemon {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let state_dir = root.join("state");
+        let config = root.join("config.json");
+        std::fs::write(
+            &config,
+            json!({"agents": {"sleeper": {"bin": "/bin/sleep", "args": ["600"]}}}).to_string(),
+        )
+        .unwrap();
+        let log = root.join("daemon.log");
+        let leak = std::fs::File::open("/dev/null").unwrap();
+        let leak_fd = leak.as_raw_fd();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atc"));
+        cmd.arg("daemon")
+            .arg("--state-dir")
+            .arg(&state_dir)
+            .args(["--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        if let Some(p) = path_env {
+            cmd.env("PATH", p);
+        }
+        // SAFETY: dup2 is async-signal-safe; the hook touches nothing else.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(leak_fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("start the atc binary");
+        drop(leak);
+        let mut cd = ChildDaemon {
+            client: TestDaemon::connect("http://0.0.0.0:0", "", &state_dir),
+            child,
+            log,
+        };
+        let deadline = Instant::now() + WITHIN;
+        let info = loop {
+            if let Some(info) = read_info(&state_dir).filter(|i| i.pid == cd.child.id()) {
+                break info;
+            }
+            if let Some(status) = cd.child.try_wait().unwrap() {
+                panic!("the daemon exited with {status}; log:\n{}", cd.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no daemon.json; log:\n{}",
+                cd.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let token = std::fs::read_to_string(state_dir.join("token")).expect("token file");
+        cd.client = TestDaemon::connect(&info.url, &token, &state_dir);
+        assert_eq!(
+            std::fs::read_link(format!("/proc/{}/fd/3", cd.child.id())).ok(),
+            Some("/dev/null".into()),
+            "the daemon runs with the probe fd open"
+        );
+        cd
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Spawns `sleeper` sessions and answers each one's open fds, once it runs `sleep`.
+    async fn session_fds(&self, sessions: usize) -> Vec<Vec<i32>> {
+        let mut all = Vec::new();
+        for _ in 0..sessions {
+            let s = self
+                .client
+                .spawn_with(json!({"agent": "sleeper", "cwd": "/tmp"}))
+                .await;
+            let id = id_of(&s);
+            let pid = self.sleep_pid(&id).await;
+            all.push(fds_of(pid));
+        }
+        all
+    }
+
+    /// The pid of the daemon's `sleep` child for session `id`, found by its environment.
+    async fn sleep_pid(&self, id: &str) -> u32 {
+        let marker = format!("ATC_SESSION_ID={id}");
+        let deadline = Instant::now() + WITHIN;
+        loop {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                if comm.trim() == "sleep"
+                    && env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes())
+                {
+                    return pid;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no sleep process for {id}; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for ChildDaemon {
+    fn drop(&mut self) {
+        // SIGTERM: a clean stop hangs up the sessions; a kill if that does not do it.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child pid"),
+            rustix::process::Signal::TERM,
+        );
+        let deadline = Instant::now() + WITHIN;
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fds_of(pid: u32) -> Vec<i32> {
+    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"))
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort();
+    fds
+}
+
+#[actix_rt::test]
+async fn an_inherited_fd_reaches_no_session_on_the_posix_spawn_path() {
+    let root = tempfile::tempdir().unwrap();
+    let d = ChildDaemon::start(root.path(), None).await;
+    for fds in d.session_fds(2).await {
+        assert_eq!(fds, vec![0, 1, 2], "log:\n{}", d.log());
+    }
+}
+
+#[actix_rt::test]
+async fn an_inherited_fd_reaches_no_session_on_the_fork_path() {
+    // Without `setsid` on its PATH, the daemon falls back to pty-process's fork.
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let d = ChildDaemon::start(root.path(), Some(&bin)).await;
+    for fds in d.session_fds(2).await {
+        assert_eq!(fds, vec![0, 1, 2], "log:\n{}", d.log());
+    }
+}
