@@ -16,13 +16,12 @@
 //!   (microVMs) for the imp execution target.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
 //! - [`cli`]: the `atc` client commands, on the `atc-client` crate, which find a daemon through its state
-//!   dir and speak its HTTP/WebSocket API like any other client; [`bench`](mod@bench) is the load tool.
+//!   dir and speak its HTTP/WebSocket API like any other client (the load tool is the `atc-bench` crate).
 //!
 //! The daemon can be started in-process ([`daemon::Daemon::start`]) on any listener, which is
 //! how the integration tests run the real thing on port 0.
 
 pub mod agents;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod daemon;

@@ -30,7 +30,7 @@ enum Command {
     /// Run the daemon in the foreground (systemd Type=simple).
     Daemon(DaemonArgs),
     /// Load-test a running daemon; every figure comes with its bare-PTY ceiling.
-    Bench(atc::bench::BenchArgs),
+    Bench(atc_bench::BenchArgs),
     /// Report an agent hook (JSON on stdin) to the daemon; for agents' hook configs.
     /// Always exits 0 within 2 s.
     HookReport(atc::cli::hook_report::HookReportArgs),
@@ -125,37 +125,12 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     })
 }
 
-/// Runs the load tool; `Ok(true)` means it was interrupted by Ctrl-C.
-fn run_bench(args: atc::bench::BenchArgs, state_dir: Option<PathBuf>) -> anyhow::Result<bool> {
-    let (url, token) = if args.needs_daemon() {
-        let dir = match state_dir {
-            Some(dir) => dir,
-            None => atc_client::discovery::default_state_dir()?,
-        };
-        let found = atc_client::discovery::read_state_dir(&dir)?;
-        (found.base_url, found.token)
-    } else {
-        (String::new(), String::new())
-    };
-    let json = args.json;
-    let report = actix_rt::System::new().block_on(atc::bench::run(args, url, token))?;
-    atc::bench::print_report(&report, json)?;
-    Ok(report.interrupted())
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Daemon(args) => run_daemon(args, cli.state_dir),
         Command::HookReport(args) => ExitCode::from(atc::cli::hook_report::run(&args) as u8),
-        Command::Bench(args) => match run_bench(args, cli.state_dir) {
-            Ok(false) => ExitCode::SUCCESS,
-            Ok(true) => ExitCode::from(130),
-            Err(err) => {
-                eprintln!("atc: {err:#}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Bench(args) => atc_bench::main_with(args, cli.state_dir),
         Command::Client(cmd) => {
             match actix_rt::System::new().block_on(atc::cli::run(cmd, cli.state_dir)) {
                 Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

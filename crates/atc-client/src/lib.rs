@@ -28,6 +28,13 @@ pub use error::ApiCode;
 pub use error::{ApiError, ClientError};
 pub use session::SessionLabels;
 
+/// What a request carries.
+enum Body<'a> {
+    Json(&'a Value),
+    Bytes(Vec<u8>),
+    Empty,
+}
+
 /// An open attach or events WebSocket, as `awc` hands it out: a `Stream` of
 /// `awc::ws::Frame` and a `Sink` of `awc::ws::Message`.
 pub type WsConnection = Framed<BoxedSocket, awc::ws::Codec>;
@@ -43,6 +50,26 @@ const WS_MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Bound on one request/response exchange. Everything the CLI asks returns promptly (kill is
 /// answered before the process is gone), so hitting this means the daemon is wedged.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a [`DaemonClient`] bounds its requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Bound on one request/response exchange.
+    pub request_timeout: Duration,
+    /// Most connections open at once (`None`: no cap, for a caller that bounds its own
+    /// concurrency and must not see a hidden client-side queue as daemon latency).
+    pub connection_limit: Option<usize>,
+}
+
+impl Default for ClientOptions {
+    /// The CLI's: everything it asks returns promptly, and awc's usual pool of 100.
+    fn default() -> ClientOptions {
+        ClientOptions {
+            request_timeout: REQUEST_TIMEOUT,
+            connection_limit: Some(100),
+        }
+    }
+}
 
 /// A daemon found through a state dir, ready to take requests. Cheap to keep for the whole
 /// command; it holds one `awc` connection pool and is not `Send` (awc is single-threaded).
@@ -72,13 +99,21 @@ impl DaemonClient {
     /// A client for a daemon whose address and token are already known (tests, in-process
     /// use). `base_url` is like `http://127.0.0.1:7767`, without `/v1`.
     pub fn new(base_url: String, token: String) -> DaemonClient {
+        DaemonClient::with_options(base_url, token, ClientOptions::default())
+    }
+
+    /// [`DaemonClient::new`] with its limits chosen by the caller (the load tool's).
+    pub fn with_options(base_url: String, token: String, options: ClientOptions) -> DaemonClient {
+        // awc reads a limit of 0 as no cap.
+        let connector = awc::Connector::new().limit(options.connection_limit.unwrap_or(0));
         let http = awc::Client::builder()
+            .connector(connector)
             .max_http_version(Version::HTTP_11)
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(options.request_timeout)
             .finish();
         DaemonClient {
             base_url: base_url.trim_end_matches('/').to_string(),
-            token,
+            token: token.trim().to_string(),
             http,
         }
     }
@@ -103,6 +138,16 @@ impl DaemonClient {
         self.request(Method::PATCH, path, Some(body)).await
     }
 
+    /// `POST path` with raw bytes (`application/octet-stream`) and the JSON answer.
+    pub async fn post_bytes(&self, path: &str, bytes: Vec<u8>) -> Result<Value, ClientError> {
+        self.exchange(Method::POST, path, Body::Bytes(bytes)).await
+    }
+
+    /// `POST /v1/sessions` with a spawn body; the new session.
+    pub async fn spawn(&self, body: &Value) -> Result<Descriptor, ClientError> {
+        session::parse_one(self.post_json(routes::SESSIONS, body).await?)
+    }
+
     /// `DELETE path` and the JSON answer.
     pub async fn delete(&self, path: &str) -> Result<Value, ClientError> {
         self.request(Method::DELETE, path, None).await
@@ -116,11 +161,30 @@ impl DaemonClient {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, ClientError> {
+        let body = match body {
+            Some(json) => Body::Json(json),
+            None => Body::Empty,
+        };
+        self.exchange(method, path, body).await
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body<'_>,
+    ) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base_url);
         let request = self.http.request(method, &url).bearer_auth(&self.token);
         let sent = match body {
-            Some(body) => request.send_json(body).await,
-            None => request.send().await,
+            Body::Json(json) => request.send_json(json).await,
+            Body::Bytes(bytes) => {
+                request
+                    .content_type("application/octet-stream")
+                    .send_body(bytes)
+                    .await
+            }
+            Body::Empty => request.send().await,
         };
         let mut response = sent.map_err(|err| self.send_error(err))?;
         let status = response.status();

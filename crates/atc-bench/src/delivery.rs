@@ -249,7 +249,7 @@ async fn read_payload(
                 }
             }
             Event::Control(ControlFrame::Exit { reason }) => {
-                break Ending::Closed(format!("session exited ({})", reason.unwrap_or_default()))
+                break Ending::Closed(format!("session exited ({})", reason.as_str()))
             }
             Event::Control(ControlFrame::Error { code, message }) => {
                 break Ending::Failed(format!("{code}: {message}"))

@@ -127,12 +127,12 @@ impl SessionLedger {
 async fn end_session(api: &DaemonApi, id: SessionId) -> Result<(), ApiError> {
     match api.kill(&id).await {
         Ok(()) => {}
-        Err(e) if e.is_gone() => {}
+        Err(e) if super::api::is_gone(&e) => {}
         Err(e) => return Err(e),
     }
     match api.forget(&id).await {
         Ok(()) => Ok(()),
-        Err(e) if e.is_gone() => Ok(()),
+        Err(e) if super::api::is_gone(&e) => Ok(()),
         Err(e) => Err(e),
     }
 }

@@ -542,7 +542,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::cleanup::CleanupReport;
+    use crate::cleanup::CleanupReport;
 
     fn ok<T>(figures: T) -> Option<PhaseReport<T>> {
         Some(PhaseReport {

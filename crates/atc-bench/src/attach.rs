@@ -142,7 +142,7 @@ impl AttachClient {
                 Event::Control(ControlFrame::Exit { reason }) => {
                     bail!(
                         "session exited ({}) before it printed the marker",
-                        reason.unwrap_or_default()
+                        reason.as_str()
                     )
                 }
                 Event::Closed(why) => bail!("attach WebSocket {why} before the marker"),

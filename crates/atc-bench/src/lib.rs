@@ -1,4 +1,4 @@
-//! `atc bench`: the load tool. Against a running daemon it measures spawning (rate, latency,
+//! `atc-bench` (also `atc bench`): the load tool. Against a running daemon it measures spawning (rate, latency,
 //! memory per session), the echo round trip through the attach WebSocket, one-client throughput,
 //! fan-out to several clients, and a slow client beside a fast one; and it measures the same
 //! operations on a bare PTY in this process, so each daemon figure comes with its ceiling from
@@ -6,7 +6,7 @@
 //!
 //! Layout: one module per phase (`spawn`, `echo`, `throughput`, `fanout`, `slow_client`,
 //! `bare_pty`); `delivery` is the payload procedure the three throughput-type phases share;
-//! `api` and `attach` are the bench's own thin HTTP and WebSocket clients; `stream` and `payload`
+//! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `rss` reads the daemon's memory; `stats` and `report` make the figures.
 //!
@@ -232,7 +232,7 @@ impl Context {
         let id = deadline
             .within("spawning the shell session", self.api.spawn(&spawn))
             .await??;
-        ledger.record(id.clone());
+        ledger.record(id);
         Ok(id)
     }
 
@@ -283,16 +283,51 @@ impl Context {
 /// cannot start (bad arguments, daemon unreachable); a phase that fails or times out is recorded
 /// in the report and the run goes on. Ctrl-C interrupts the current phase, which still cleans up,
 /// and skips the rest; the report then has what was measured so far.
+/// Runs the tool as `atc-bench` and `atc bench` do: finds the daemon through `state_dir` (or
+/// the default one) when a phase needs it, prints the report, and gives the exit status: 130
+/// after a Ctrl-C, 1 on failure.
+pub fn main_with(args: BenchArgs, state_dir: Option<std::path::PathBuf>) -> std::process::ExitCode {
+    match run_from_state_dir(args, state_dir) {
+        Ok(false) => std::process::ExitCode::SUCCESS,
+        Ok(true) => std::process::ExitCode::from(130),
+        Err(err) => {
+            eprintln!("atc-bench: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `Ok(true)` means the run was interrupted by Ctrl-C.
+fn run_from_state_dir(
+    args: BenchArgs,
+    state_dir: Option<std::path::PathBuf>,
+) -> anyhow::Result<bool> {
+    let (url, token) = if args.needs_daemon() {
+        let dir = match state_dir {
+            Some(dir) => dir,
+            None => atc_client::discovery::default_state_dir()?,
+        };
+        let found = atc_client::discovery::read_state_dir(&dir)?;
+        (found.base_url, found.token)
+    } else {
+        (String::new(), String::new())
+    };
+    let json = args.json;
+    let report = actix_rt::System::new().block_on(run(args, url, token))?;
+    print_report(&report, json)?;
+    Ok(report.interrupted())
+}
+
+/// Runs every phase the arguments ask for against the daemon at `url`.
 pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<Report> {
     let plan = Plan::from_args(&args)?;
     let api = DaemonApi::new(&url, &token);
     let needs_daemon = plan.needs_daemon();
     let pid = if needs_daemon {
-        let info = Deadline::after(HELLO_LIMIT)
-            .within("asking the daemon for its pid", api.daemon_info())
+        Deadline::after(HELLO_LIMIT)
+            .within("asking the daemon for its pid", api.daemon_pid())
             .await?
-            .with_context(|| format!("cannot use the daemon at {url}"))?;
-        info.daemon_pid()
+            .with_context(|| format!("cannot use the daemon at {url}"))?
     } else {
         None
     };

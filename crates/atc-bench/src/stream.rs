@@ -7,23 +7,21 @@
 //! and at which offset the next live byte sits. It is pure (no sockets, no clocks), so the rules
 //! are unit-tested here; `attach.rs` feeds it the frames it reads.
 
-use serde::Deserialize;
+use atc_protocol::{AttachFrame, ErrorCode, ExitReason};
 use thiserror::Error;
 
-/// A text frame from the daemon on the attach WebSocket, parsed at the boundary.
+/// What the bench makes of a text frame from the attach socket (the frame itself is
+/// `atc_protocol::AttachFrame`).
 ///
-/// Only the fields the bench acts on are read; unknown frame types (`resized`, `state`,
-/// `attachment`, ...) become [`ControlFrame::Other`] because the contract may add more and the
-/// bench has no use for them.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// Only what the bench acts on is kept; frame types it has no use for (`resized`, `state`,
+/// `attachment`, and any the contract adds later) become [`ControlFrame::Other`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlFrame {
     /// First frame: live bytes start at `offset`, after `prelude` repaint bytes.
     Attached {
         /// Offset of the first live byte.
         offset: u64,
         /// Repaint bytes that precede it.
-        #[serde(default)]
         prelude: u64,
     },
     /// This client's queue overflowed and `dropped` bytes will never reach it.
@@ -36,34 +34,58 @@ pub enum ControlFrame {
         /// Offset of the next live byte.
         offset: u64,
         /// Repaint bytes that precede it.
-        #[serde(default)]
         prelude: u64,
     },
     /// The harness ended; a normal close follows.
     Exit {
-        /// Why, as the daemon words it (`exited`, `killed`, ...).
-        #[serde(default)]
-        reason: Option<String>,
+        /// Why.
+        reason: ExitReason,
     },
     /// The daemon refused something on this socket.
     Error {
         /// Closed-set error code.
-        #[serde(default)]
-        code: String,
+        code: ErrorCode,
         /// What to do next, as the daemon words it.
-        #[serde(default)]
         message: String,
     },
     /// A frame the bench does not act on.
-    #[serde(other)]
     Other,
 }
 
 impl ControlFrame {
-    /// Parses one text frame; a frame that is not a JSON object with a `type` is an error, since
-    /// the contract promises every text frame has one.
+    /// Parses one text frame. A JSON object with a `type` the protocol does not know is
+    /// [`ControlFrame::Other`] (a newer daemon may add frames); anything else that does not
+    /// parse is an error, since the contract promises every text frame is one of its frames.
     pub fn parse(text: &[u8]) -> Result<ControlFrame, StreamError> {
-        serde_json::from_slice(text).map_err(|e| StreamError::BadControl(e.to_string()))
+        let frame = match serde_json::from_slice::<AttachFrame>(text) {
+            Ok(frame) => frame,
+            Err(e) => {
+                let typed = serde_json::from_slice::<serde_json::Value>(text)
+                    .ok()
+                    .is_some_and(|v| v.get("type").is_some_and(|t| t.is_string()));
+                return if typed {
+                    Ok(ControlFrame::Other)
+                } else {
+                    Err(StreamError::BadControl(e.to_string()))
+                };
+            }
+        };
+        Ok(match frame {
+            AttachFrame::Attached {
+                offset, prelude, ..
+            } => ControlFrame::Attached {
+                offset,
+                prelude: prelude as u64,
+            },
+            AttachFrame::Desync { dropped } => ControlFrame::Desync { dropped },
+            AttachFrame::Resynced { offset, prelude } => ControlFrame::Resynced {
+                offset,
+                prelude: prelude as u64,
+            },
+            AttachFrame::Exit { reason, .. } => ControlFrame::Exit { reason },
+            AttachFrame::Error { code, message } => ControlFrame::Error { code, message },
+            AttachFrame::Resized { .. } | AttachFrame::State { .. } => ControlFrame::Other,
+        })
     }
 }
 
@@ -159,7 +181,7 @@ mod tests {
     #[test]
     fn parses_the_frames_it_acts_on_and_ignores_the_rest() {
         let f = ControlFrame::parse(
-            br#"{"type":"attached","session":"s","stream":"x","cols":80,"rows":24,"offset":7,"prelude":3,"replay":"screen"}"#,
+            br#"{"type":"attached","session":"5f0c2a1e-8b7d-4c3e-9f10-0123456789ab","stream":"x","cols":80,"rows":24,"offset":7,"prelude":3,"replay":"screen"}"#,
         );
         assert_eq!(
             f,
@@ -177,8 +199,8 @@ mod tests {
             Ok(ControlFrame::Other)
         );
         assert!(matches!(
-            ControlFrame::parse(br#"{"type":"exit","code":0,"signal":null,"reason":"killed","detail":null}"#),
-            Ok(ControlFrame::Exit { reason: Some(r) }) if r == "killed"
+            ControlFrame::parse(br#"{"type":"exit","code":0,"signal":null,"reason":"killed","detail":""}"#),
+            Ok(ControlFrame::Exit { reason }) if reason == ExitReason::Killed
         ));
         assert!(ControlFrame::parse(b"not json").is_err());
     }

@@ -83,7 +83,7 @@ fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::delivery::Ending;
+    use crate::delivery::Ending;
 
     fn client(rate: f64, lost: Option<u64>, ending: Ending) -> ClientFigures {
         ClientFigures {

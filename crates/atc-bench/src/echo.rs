@@ -136,10 +136,7 @@ impl RoundTrip for AttachEcho {
                     self.stray_bytes += bytes.len() as u64;
                 }
                 Event::Control(ControlFrame::Exit { reason }) => {
-                    bail!(
-                        "session exited ({}) during the echo phase",
-                        reason.unwrap_or_default()
-                    )
+                    bail!("session exited ({}) during the echo phase", reason.as_str())
                 }
                 Event::Closed(why) => bail!("attach WebSocket {why} during the echo phase"),
                 Event::Control(_) => {}
