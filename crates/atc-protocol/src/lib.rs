@@ -7,12 +7,18 @@
 //!   reason, the lifecycle layers, attachment, who named it).
 //! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
 //! - [`size`]: terminal sizes and their bounds.
+//! - [`requests`] and [`responses`]: the JSON bodies of the HTTP routes, both ways.
+//!
+//! Every type derives `utoipa::ToSchema`, so the daemon's OpenAPI document is generated from
+//! these declarations (`GET /v1/openapi.json`).
 //!
 //! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
 //! fields are ignored when reading, as the spec asks of every wire type.
 
 pub mod error;
 pub mod frames;
+pub mod requests;
+pub mod responses;
 pub mod session;
 pub mod size;
 

@@ -2,13 +2,14 @@
 //! and become strings only through serde.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::size::TermSize;
 
 /// The listed state of a session (spec §3.3): the attention state while a harness runs,
 /// else `exited`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
     /// The agent is working (or nothing has said otherwise).
@@ -22,7 +23,7 @@ pub enum SessionState {
 }
 
 /// Why a session's process is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitReason {
     /// The process ended by itself.
@@ -67,7 +68,7 @@ impl ExitReason {
 }
 
 /// A harness's connection state (spec §3.3 `attachment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Attachment {
     /// A local PTY: nothing to connect.
@@ -81,7 +82,7 @@ pub enum Attachment {
 }
 
 /// The layers behind the listed state (spec §3.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Lifecycle {
     /// Operator intent.
     pub desired: Desired,
@@ -94,7 +95,7 @@ pub struct Lifecycle {
 }
 
 /// Operator intent for a session (spec §3.3 `desired`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Desired {
     /// It should run.
@@ -106,7 +107,7 @@ pub enum Desired {
 }
 
 /// The state of a session's host (spec §3.3 `vm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VmState {
     /// No host of its own: it runs on the daemon's machine.
@@ -120,7 +121,7 @@ pub enum VmState {
 }
 
 /// The harness layer (spec §3.3 `harness`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HarnessLayer {
     /// A harness runs the process.
@@ -132,7 +133,7 @@ pub enum HarnessLayer {
 }
 
 /// How a session's output is carried; only terminals exist so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputKind {
     /// A pseudo-terminal's byte stream.
@@ -140,7 +141,7 @@ pub enum OutputKind {
 }
 
 /// How a name was given: agent rename beats user rename beats the automatic one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NamedBy {
     /// Derived from the cwd.
@@ -152,7 +153,7 @@ pub enum NamedBy {
 }
 
 /// The wire shape of a session (spec §3.2, the fields that apply to local sessions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
     /// Minted at spawn, stable forever.
@@ -207,7 +208,7 @@ pub struct Descriptor {
 }
 
 /// Where a session runs (spec §3.2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Locator {
     /// The daemon that owns it.
     #[serde(rename = "daemonID")]
