@@ -471,3 +471,73 @@ async fn keyed_spawn(d: &TestDaemon, body: &Value, key: &str) -> (u16, Value) {
     let answer = resp.json::<Value>().await.expect("a JSON answer");
     (status, answer)
 }
+
+/// Answers only an imp target gives (a host's layers, capabilities beyond a PTY's, sleeping
+/// a host, the two-step forget) against the document, on the impd simulator.
+#[actix_rt::test]
+async fn imp_target_answers_match_the_document_too() {
+    use support::impd_sim::{ImpdSim, SimOptions};
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config = support::with_imp_target(
+        support::test_config(),
+        &sim.url(),
+        sim.token_file(),
+        json!({}),
+    );
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let doc = document(&d).await;
+    let mut r = Recorder {
+        doc,
+        covered: BTreeSet::new(),
+    };
+    let one = "/v1/sessions/{id}";
+    r.call(&d, "GET", "/v1/agents", "/v1/agents", None).await;
+    let support::Remote { id, .. } = support::spawn_remote(&d, &sim).await;
+    let at = |suffix: &str| format!("/v1/sessions/{id}{suffix}");
+    r.call(&d, "GET", one, &at(""), None).await;
+
+    // Sleep the host once its output has settled (it answers `busy` until then).
+    let deadline = std::time::Instant::now() + WITHIN;
+    loop {
+        let (status, body) = r
+            .call(
+                &d,
+                "POST",
+                "/v1/sessions/{id}/suspend",
+                &at("/suspend"),
+                None,
+            )
+            .await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            status == 503 && std::time::Instant::now() < deadline,
+            "suspend: {status} {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    r.call(&d, "GET", "/v1/sessions", "/v1/sessions", None)
+        .await;
+    let (status, body) = r
+        .call(&d, "POST", "/v1/sessions/{id}/revive", &at("/revive"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // The two-step forget: a token, a wrong token refused, then the host destroyed.
+    let (status, step_one) = r.call(&d, "DELETE", one, &at(""), None).await;
+    assert_eq!(status, 200, "{step_one}");
+    let token = step_one["confirmToken"]
+        .as_str()
+        .expect("a token")
+        .to_string();
+    let (status, _) = r.call(&d, "DELETE", one, &at("?confirm=nope"), None).await;
+    assert_eq!(status, 400);
+    let (status, gone) = r
+        .call(&d, "DELETE", one, &at(&format!("?confirm={token}")), None)
+        .await;
+    assert_eq!((status, &gone["destroyed"]), (200, &json!(true)), "{gone}");
+    r.call(&d, "GET", "/v1/fleet", "/v1/fleet", None).await;
+    d.stop().await;
+}
