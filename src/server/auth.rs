@@ -1,5 +1,6 @@
-//! Who may talk to the daemon: the bearer token on every route but health, and the Origin
-//! check on WebSocket upgrades. The daemon types into shells, so both are on by default.
+//! Who may talk to the daemon: the bearer token on every route but the public ones (health
+//! and the OpenAPI document, marked in `route_table.rs`), and the Origin check on WebSocket
+//! upgrades. The daemon types into shells, so both are on by default.
 //! Which tokens are accepted right now is `tokens.rs`'s business.
 
 use actix_web::http::header;
@@ -10,7 +11,7 @@ use crate::protocol::{DaemonError, ErrorCode};
 
 /// Routes reachable without a token.
 pub fn is_public(path: &str) -> bool {
-    path == "/v1/health"
+    super::route_table::is_public(path)
 }
 
 /// The token a request presents: from `Authorization` or (for WebSocket upgrades, which

@@ -1,5 +1,6 @@
-//! HTTP routes. Each handler reads its parameters through [`Params`], asks the actor that owns
-//! the state, and shapes the answer; no handler keeps state of its own.
+//! HTTP routes: which handler answers each entry of `route_table.rs`, and the handlers. Each
+//! handler reads its parameters through [`Params`], asks the actor that owns the state, and
+//! shapes the answer; no handler keeps state of its own.
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,6 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::json;
 
+use super::route_table::{Endpoint, ROUTES};
 use super::{lookup, AppState};
 use crate::agents::spawn_options::{self, SpawnOption};
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
@@ -19,43 +21,46 @@ use crate::sessions::messages::*;
 use crate::store::KeyId;
 use atc_protocol::TermSize;
 
-/// Registers every route under `/v1`.
+/// Registers every route of [`ROUTES`], each with its method as a guard (so a wrong method
+/// falls through to [`not_found`], `unknown_method`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/v1")
-            .route("/health", web::get().to(health))
-            .route("/daemon", web::get().to(daemon))
-            .route("/daemon/quit", web::post().to(quit))
-            .route("/agents", web::get().to(agents))
-            .route("/sessions", web::get().to(list))
-            .route("/sessions", web::post().to(spawn))
-            .route("/sessions/{id}", web::get().to(get))
-            .route("/sessions/{id}", web::patch().to(update))
-            .route("/sessions/{id}", web::delete().to(forget))
-            .route("/sessions/{id}/input", web::post().to(input))
-            .route("/sessions/{id}/submit", web::post().to(submit))
-            .route("/sessions/{id}/resize", web::post().to(resize))
-            .route("/sessions/{id}/ack", web::post().to(ack))
-            .route("/sessions/{id}/screen", web::get().to(screen))
-            .route(
-                "/sessions/{id}/resume-command",
-                web::get().to(resume_command),
-            )
-            .route("/sessions/{id}/kill", web::post().to(kill))
-            .route("/sessions/{id}/revive", web::post().to(revive))
-            .route("/sessions/{id}/suspend", web::post().to(suspend))
-            .route(
-                "/sessions/{id}/attach",
-                web::get().to(super::attach::attach),
-            )
-            .route("/fleet", web::get().to(fleet))
-            .route("/fleet/restore", web::post().to(restore))
-            .route("/dirs", web::get().to(dirs))
-            .route("/permissions", web::get().to(permissions))
-            .route("/permissions/{id}", web::post().to(respond))
-            .route("/events", web::get().to(super::events::events))
-            .route("/events/trail", web::get().to(trail)),
-    );
+    for r in ROUTES {
+        cfg.route(r.path, handler(r.endpoint).method(r.method.http()));
+    }
+}
+
+/// The handler of each endpoint.
+fn handler(endpoint: Endpoint) -> actix_web::Route {
+    let r = web::route();
+    match endpoint {
+        Endpoint::Health => r.to(health),
+        Endpoint::OpenApi => r.to(super::openapi::serve),
+        Endpoint::Daemon => r.to(daemon),
+        Endpoint::Quit => r.to(quit),
+        Endpoint::Agents => r.to(agents),
+        Endpoint::ListSessions => r.to(list),
+        Endpoint::Spawn => r.to(spawn),
+        Endpoint::GetSession => r.to(get),
+        Endpoint::UpdateSession => r.to(update),
+        Endpoint::Forget => r.to(forget),
+        Endpoint::Input => r.to(input),
+        Endpoint::Submit => r.to(submit),
+        Endpoint::Resize => r.to(resize),
+        Endpoint::Ack => r.to(ack),
+        Endpoint::Screen => r.to(screen),
+        Endpoint::ResumeCommand => r.to(resume_command),
+        Endpoint::Kill => r.to(kill),
+        Endpoint::Revive => r.to(revive),
+        Endpoint::Suspend => r.to(suspend),
+        Endpoint::Attach => r.to(super::attach::attach),
+        Endpoint::Fleet => r.to(fleet),
+        Endpoint::Restore => r.to(restore),
+        Endpoint::Dirs => r.to(dirs),
+        Endpoint::Permissions => r.to(permissions),
+        Endpoint::Respond => r.to(respond),
+        Endpoint::Events => r.to(super::events::events),
+        Endpoint::Trail => r.to(trail),
+    }
 }
 
 /// Reads a request body, refusing more than the configured cap.

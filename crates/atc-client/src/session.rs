@@ -2,7 +2,8 @@
 //! session from what a user typed. The daemon resolves a full uuid or an exact name; the CLI
 //! adds one convenience on top: the short id `atc ls` prints (a unique uuid prefix).
 
-use atc_protocol::{Descriptor, SessionAnswer, SessionList};
+use atc_protocol::responses::{SessionEnvelope, SessionList};
+use atc_protocol::Descriptor;
 
 use super::error::ClientError;
 
@@ -39,7 +40,7 @@ pub fn parse_list(answer: serde_json::Value) -> Result<Vec<Descriptor>, ClientEr
 
 /// Parses the `{session: descriptor, ..}` answer of the per-session routes.
 pub fn parse_one(answer: serde_json::Value) -> Result<Descriptor, ClientError> {
-    serde_json::from_value::<SessionAnswer>(answer)
+    serde_json::from_value::<SessionEnvelope>(answer)
         .map(|one| one.session)
         .map_err(|err| ClientError::BadResponse {
             cause: format!("the session descriptor does not parse: {err}"),
@@ -97,7 +98,7 @@ mod tests {
 
     #[test]
     fn list_and_one_answers_parse_and_bad_ones_do_not() {
-        let one = serde_json::to_value(atc_protocol::SessionAnswer {
+        let one = serde_json::to_value(SessionEnvelope {
             session: with_id("5f0c2a1e-8b7d-4c3e-9f10-0123456789ab"),
         })
         .unwrap();

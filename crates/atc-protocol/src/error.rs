@@ -6,9 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 /// A stable error code. The wire form is the snake_case name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// A parameter failed validation; `data.field` names it.
@@ -154,14 +155,14 @@ impl std::fmt::Display for ErrorCode {
 }
 
 /// The body of every refusal: `{"error": {code, message, data}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
     /// The refusal.
     pub error: ErrorDetail,
 }
 
 /// What an error body says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorDetail {
     /// The stable code; clients branch on it, never on the message.
     pub code: ErrorCode,
@@ -170,6 +171,7 @@ pub struct ErrorDetail {
     pub message: String,
     /// The fields the code defines (`field` for `bad_args`, `session` for `no_such_session`…).
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub data: Map<String, Value>,
 }
 

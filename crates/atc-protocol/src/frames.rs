@@ -2,13 +2,14 @@
 //! socket. Binary frames are raw terminal bytes and have no type here.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::ErrorCode;
 use crate::session::{Descriptor, ExitReason, NamedBy};
 
 /// How an `attached` frame's replay is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Replay {
     /// A repaint of `prelude` bytes from the screen model, then live bytes from `offset`.
@@ -18,7 +19,7 @@ pub enum Replay {
 }
 
 /// Text frames a client sends on the attach socket (binary frames are input bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ClientFrame {
     /// This client's terminal size; the session's is the minimum over its clients.
@@ -31,7 +32,7 @@ pub enum ClientFrame {
 }
 
 /// Text frames the attach socket sends (api.md, "The attach WebSocket").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum AttachFrame {
     /// First frame: where the byte stream starts and how the screen is replayed.
@@ -96,7 +97,7 @@ pub enum AttachFrame {
 }
 
 /// Frames of the `/v1/events` socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type")]
 pub enum FleetEvent {
     /// A session is listed (also the snapshot on connect).

@@ -8,12 +8,18 @@
 //! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
 //! - [`size`]: terminal sizes and their bounds.
 //! - [`state_dir`]: where the state dir is and what `daemon.json` and `token` in it say.
+//! - [`requests`] and [`responses`]: the JSON bodies of the HTTP routes, both ways.
+//!
+//! Every type derives `utoipa::ToSchema`, so the daemon's OpenAPI document is generated from
+//! these declarations (`GET /v1/openapi.json`).
 //!
 //! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
 //! fields are ignored when reading, as the spec asks of every wire type.
 
 pub mod error;
 pub mod frames;
+pub mod requests;
+pub mod responses;
 pub mod session;
 pub mod size;
 pub mod state_dir;
@@ -22,6 +28,6 @@ pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use frames::{AttachFrame, ClientFrame, FleetEvent, Replay};
 pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
-    OutputKind, SessionAnswer, SessionList, SessionState, VmState,
+    OutputKind, SessionState, VmState,
 };
 pub use size::{TermSize, DIM_RANGE};

@@ -2,13 +2,14 @@
 //! and become strings only through serde.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::size::TermSize;
 
 /// The listed state of a session (spec §3.3): the attention state while a harness runs,
 /// else `exited`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
     /// The agent is working (or nothing has said otherwise).
@@ -41,7 +42,7 @@ impl std::fmt::Display for SessionState {
 }
 
 /// Why a session's process is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitReason {
     /// The process ended by itself.
@@ -86,7 +87,7 @@ impl ExitReason {
 }
 
 /// A harness's connection state (spec §3.3 `attachment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Attachment {
     /// A local PTY: nothing to connect.
@@ -101,7 +102,7 @@ pub enum Attachment {
 }
 
 /// The layers behind the listed state (spec §3.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 pub struct Lifecycle {
     /// Operator intent.
     pub desired: Desired,
@@ -114,7 +115,7 @@ pub struct Lifecycle {
 }
 
 /// Operator intent for a session (spec §3.3 `desired`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Desired {
     /// It should run.
@@ -127,7 +128,7 @@ pub enum Desired {
 }
 
 /// The state of a session's host (spec §3.3 `vm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VmState {
     /// No host of its own: it runs on the daemon's machine.
@@ -142,7 +143,7 @@ pub enum VmState {
 }
 
 /// The harness layer (spec §3.3 `harness`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HarnessLayer {
     /// A harness runs the process.
@@ -155,7 +156,7 @@ pub enum HarnessLayer {
 }
 
 /// How a session's output is carried; only terminals exist so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputKind {
     /// A pseudo-terminal's byte stream.
@@ -164,7 +165,7 @@ pub enum OutputKind {
 }
 
 /// How a name was given: agent rename beats user rename beats the automatic one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NamedBy {
     /// Derived from the cwd.
@@ -178,7 +179,7 @@ pub enum NamedBy {
 
 /// The wire shape of a session (spec §3.2, the fields that apply to local sessions).
 /// `Default` is a fresh local session with a nil id, for building one field by field.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
     /// Minted at spawn, stable forever.
@@ -233,7 +234,7 @@ pub struct Descriptor {
 }
 
 /// Where a session runs (spec §3.2).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, ToSchema)]
 pub struct Locator {
     /// The daemon that owns it.
     #[serde(rename = "daemonID")]
@@ -251,21 +252,6 @@ impl Descriptor {
             rows: self.rows,
         }
     }
-}
-
-/// The answer of the per-session routes (`GET /v1/sessions/{id}`, a spawn, a revive…):
-/// `{"session": descriptor}`, with whatever else a route adds alongside.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionAnswer {
-    /// The session as it is now.
-    pub session: Descriptor,
-}
-
-/// The answer of `GET /v1/sessions`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionList {
-    /// Every session the daemon holds.
-    pub sessions: Vec<Descriptor>,
 }
 
 #[cfg(test)]

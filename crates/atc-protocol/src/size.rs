@@ -1,12 +1,13 @@
 //! Terminal sizes in character cells.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Smallest and largest terminal dimension a client may ask for.
 pub const DIM_RANGE: std::ops::RangeInclusive<u64> = 1..=4096;
 
 /// A terminal size, both dimensions within [`DIM_RANGE`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TermSize {
     /// Columns.
     pub cols: u16,

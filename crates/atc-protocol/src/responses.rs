@@ -1,0 +1,442 @@
+//! The JSON answers of the HTTP routes (api.md, "Routes"), as the daemon sends them today.
+//! Where the daemon still builds an answer itself, `tests/openapi.rs` validates what it sends
+//! against these shapes (through the OpenAPI document), so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::session::Descriptor;
+
+/// `GET /v1/health`'s one status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    /// The daemon answers.
+    Ok,
+}
+
+/// `GET /v1/health` (no token needed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// Always `ok` when it answers at all.
+    pub status: HealthStatus,
+    /// The daemon's package version.
+    pub version: String,
+    /// Stable daemon id.
+    pub daemon_id: Uuid,
+}
+
+/// An answer with nothing to say: `{}` (quit, input, submit, a permission decision).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Empty {}
+
+/// `GET /v1/daemon` (spec `daemon.hello`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonInfo {
+    /// `atc/<version>`.
+    pub build: String,
+    /// Stable daemon id.
+    pub daemon_id: Uuid,
+    /// The daemon's process id.
+    pub pid: u32,
+    /// The address it listens on.
+    pub listen: String,
+    /// Its state directory.
+    pub state_dir: String,
+    /// Its sizes.
+    pub limits: Limits,
+    /// Optional behaviours it has (`session.forget`, `session.submit`, `daemon.id`).
+    pub features: Vec<String>,
+    /// The agent of the last deliberate spawn that reported its start (`claude` until one
+    /// has).
+    pub last_used_agent: String,
+    /// Problems found in the config file; the daemon runs on regardless.
+    pub config_problems: Vec<ConfigProblem>,
+    /// What the hook reporter socket received.
+    pub reporter: ReporterCounts,
+}
+
+/// The daemon's sizes, in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Bytes a client may have queued before it is desynced.
+    pub queue_bytes: u64,
+    /// Bytes of recent output kept per session for exact resume.
+    pub ring_bytes: u64,
+    /// Largest request body.
+    pub body_cap_bytes: u64,
+}
+
+/// A problem of the config file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ConfigProblem {
+    /// `config` for the whole file, `agents.<id>` for one entry.
+    pub scope: String,
+    /// `config_unreadable`, `config_malformed`, `agent_invalid`.
+    pub problem: String,
+    /// Parser or OS detail; never the file's values.
+    pub detail: String,
+    /// The file involved.
+    pub path: Option<String>,
+}
+
+/// Counts of lines the reporter socket received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReporterCounts {
+    /// Lines routed to a session.
+    pub accepted: u64,
+    /// Lines dropped: malformed, too long, too slow, or naming no session.
+    pub dropped: u64,
+}
+
+/// `GET /v1/agents` (spec `agents.list`, §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsListing {
+    /// Every agent, built in or configured.
+    pub agents: Vec<AgentEntry>,
+    /// Every configured target, never with its options.
+    pub targets: Vec<TargetEntry>,
+    /// The default target's id, if there is one.
+    pub default_target: Option<String>,
+    /// What a spawn without `agent` or `target` uses.
+    pub spawn_defaults: SpawnDefaults,
+    /// Changes whenever targets, identities, the default or the errors change.
+    pub config_revision: String,
+    /// Problems of the target configuration.
+    pub target_errors: Vec<TargetProblem>,
+    /// Configured agents left out for a problem of their entry.
+    pub agent_errors: Vec<AgentProblem>,
+}
+
+/// One agent of `GET /v1/agents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentEntry {
+    /// Agent id.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// Whether its program resolves now.
+    pub installed: bool,
+    /// The configured program.
+    pub bin: String,
+    /// Built in or configured.
+    pub builtin: bool,
+    /// `claude`, `codex`, `grok`, or null.
+    pub kind: Option<String>,
+    /// Role → model map (spec §9.1), or null.
+    pub models: Option<BTreeMap<String, String>>,
+    /// `{model, effort}`, each as spec §9.2 describes it (supported, available, values,
+    /// examples, default, backendEffect, note).
+    #[serde(rename = "spawnOptions")]
+    #[schema(value_type = Object)]
+    pub spawn_options: serde_json::Value,
+    /// Why its config entry left it out; absent when it is fine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<AgentProblem>,
+}
+
+/// A configured agent left out for a problem of its entry (spec §9.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentProblem {
+    /// Agent id.
+    pub agent: String,
+    /// `agent_invalid`.
+    pub problem: String,
+    /// Which key is at fault and why; never its value.
+    pub detail: String,
+}
+
+/// One target of `GET /v1/agents` (spec §4.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TargetEntry {
+    /// Its id.
+    pub id: String,
+    /// Provider kind, e.g. `local-pty`.
+    pub provider: String,
+    /// `<kind>:<16 hex of sha256 over the canonical options>`.
+    pub identity: String,
+    /// Whether this daemon can serve it now.
+    pub available: bool,
+    /// Whether it is the default target.
+    pub default: bool,
+    /// What its provider can do (all false when unavailable).
+    pub capabilities: Capabilities,
+}
+
+/// What a target's provider can do (spec §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Capabilities {
+    /// Start a harness.
+    pub spawn: bool,
+    /// Attach clients.
+    pub attach: bool,
+    /// Write input.
+    pub input: bool,
+    /// Resize the terminal.
+    pub resize: bool,
+    /// Kill a harness.
+    pub kill: bool,
+    /// Unpack a tar into a host directory.
+    pub transfer: bool,
+    /// Run a command to completion.
+    pub run: bool,
+    /// Agent turns without a terminal.
+    pub headless: bool,
+    /// Sleep a host.
+    pub suspend: bool,
+    /// Delete a host.
+    pub destroy: bool,
+}
+
+/// What a spawn without `agent` or `target` uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SpawnDefaults {
+    /// Agent id.
+    pub agent: String,
+    /// Target id, if there is a default target.
+    pub target: Option<String>,
+}
+
+/// Where a target problem sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TargetProblemScope {
+    /// The whole file: no target is usable.
+    Config,
+    /// The `targets` map: no target is usable.
+    Targets,
+    /// One entry: that target is unusable.
+    Target,
+    /// `defaultTarget`: there is no default.
+    DefaultTarget,
+}
+
+/// One problem of the target configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TargetProblem {
+    /// Where.
+    pub scope: TargetProblemScope,
+    /// The target it concerns, for `target` scope.
+    pub target: Option<String>,
+    /// A stable word: `config_unreadable`, `config_malformed`, `not_an_object`, `no_provider`…
+    pub problem: String,
+    /// Human detail (never option values).
+    pub detail: String,
+}
+
+/// `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    /// Every session.
+    pub sessions: Vec<Descriptor>,
+}
+
+/// `{session}`: what spawn, get, update, ack, revive and suspend answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionEnvelope {
+    /// The session as it is now.
+    pub session: Descriptor,
+}
+
+/// `POST /v1/sessions/{id}/kill`: the session, and `forgotten: true` when it was already dead
+/// and the kill forgot it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KillAnswer {
+    /// The session (as it was, when forgotten).
+    pub session: Descriptor,
+    /// Present (true) when the kill forgot a dead session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forgotten: Option<bool>,
+}
+
+/// `DELETE /v1/sessions/{id}`: forgotten, or (on a target that destroys hosts, without
+/// `confirm`) the token that confirms it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ForgetAnswer {
+    /// The session is gone.
+    Forgotten(Forgotten),
+    /// Step one of two: repeat with `?confirm=<confirmToken>` before `expiresAt`.
+    Confirm(ForgetConfirmation),
+}
+
+/// The session is forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Forgotten {
+    /// Always true.
+    pub forgotten: bool,
+    /// Whether its host was destroyed with it.
+    pub destroyed: bool,
+}
+
+/// Step one of a forget that destroys a host (spec §3.7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgetConfirmation {
+    /// Single-use token for `?confirm=`.
+    pub confirm_token: String,
+    /// Epoch milliseconds after which the token is refused.
+    pub expires_at: i64,
+    /// What confirming destroys.
+    pub destroys: String,
+}
+
+/// `GET /v1/sessions/{id}/screen`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ScreenText {
+    /// Rows joined by `\n`, trailing blanks trimmed.
+    pub text: String,
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+    /// Cursor position.
+    pub cursor: Cursor,
+}
+
+/// A zero-based cursor position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Cursor {
+    /// Zero-based row.
+    pub row: u16,
+    /// Zero-based column.
+    pub col: u16,
+}
+
+/// `GET /v1/sessions/{id}/resume-command`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ResumeCommand {
+    /// A shell command line that resumes the agent's session outside atc.
+    pub command: String,
+}
+
+/// `GET /v1/fleet`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FleetList {
+    /// Every persisted session row.
+    pub fleet: Vec<FleetEntry>,
+}
+
+/// One persisted session row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetEntry {
+    /// Session id.
+    pub session_id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// `auto`, `user` or `agent`.
+    pub named_by: String,
+    /// Working directory.
+    pub cwd: String,
+    /// Pinned flag.
+    pub pinned: bool,
+    /// Epoch milliseconds of the last attach.
+    pub last_attached: Option<i64>,
+    /// Agent id.
+    pub agent: String,
+    /// The agent's arguments.
+    pub args: Vec<String>,
+    /// Whether the process is gone.
+    pub exited: bool,
+    /// Exit status.
+    pub exit_code: Option<i32>,
+    /// Ending signal.
+    pub exit_signal: Option<i32>,
+    /// Why it is gone.
+    pub exit_reason: Option<String>,
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    /// Target id.
+    pub target: Option<String>,
+    /// The target's identity at spawn.
+    pub target_identity: Option<String>,
+    /// The agent's own session id.
+    pub agent_session_id: Option<String>,
+    /// The agent's transcript file.
+    pub transcript_path: Option<String>,
+    /// The last turn's result.
+    pub result: Option<String>,
+    /// Model override.
+    pub model: Option<String>,
+    /// Effort override.
+    pub effort: Option<String>,
+}
+
+/// `POST /v1/fleet/restore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Restored {
+    /// How many sessions were revived.
+    pub restored: u64,
+}
+
+/// `GET /v1/dirs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Dirs {
+    /// Recent spawn directories, most recent first.
+    pub dirs: Vec<String>,
+}
+
+/// `GET /v1/permissions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PermissionList {
+    /// Pending requests, oldest first.
+    pub permissions: Vec<PermissionRequest>,
+}
+
+/// A pending permission request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PermissionRequest {
+    /// `p<n>`.
+    pub request: String,
+    /// The session it concerns.
+    pub session: Uuid,
+    /// What the agent asked.
+    pub message: String,
+    /// Whether a decision can be sent through the API (PTY prompts are answered by typing).
+    pub respondable: bool,
+}
+
+/// `GET /v1/events/trail`: a page of the event trail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Trail {
+    /// Events, oldest first.
+    pub events: Vec<TrailEntry>,
+    /// Whether more follow right away.
+    pub more: bool,
+    /// Opaque; pass it back as `?cursor=` for what follows.
+    pub cursor: String,
+}
+
+/// One trail event (a hook report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrailEntry {
+    /// Row id.
+    pub id: i64,
+    /// RFC 3339 UTC time.
+    pub ts: String,
+    /// The atc session id.
+    pub atc_id: String,
+    /// The hook's name.
+    pub event: String,
+    /// Its message.
+    pub message: Option<String>,
+    /// The agent's own session id.
+    pub session_id: Option<String>,
+    /// Normalized kind.
+    pub kind: Option<String>,
+    /// Extra detail (a turn's result).
+    pub detail: Option<String>,
+}

@@ -1,0 +1,522 @@
+//! The OpenAPI 3.1 document of the API (`GET /v1/openapi.json`): its paths and methods are
+//! [`ROUTES`], its schemas are the `atc-protocol` types (through `utoipa::ToSchema`), and what
+//! each endpoint takes and answers is [`operation`]'s exhaustive match. It owns no behaviour;
+//! `tests/openapi.rs` checks the document against the live daemon, route by route.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use actix_web::HttpResponse;
+use atc_protocol::{requests, responses, ErrorCode};
+use serde_json::json;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::extensions::ExtensionsBuilder;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    InfoBuilder, ObjectBuilder, OpenApi, Paths, Ref, Required, ResponseBuilder, Type,
+};
+use utoipa::OpenApi as _;
+
+use super::route_table::{Endpoint, Method, Route, ROUTES};
+use crate::protocol::DaemonError;
+
+/// Every schema the document names; utoipa adds the ones they contain.
+#[derive(utoipa::OpenApi)]
+#[openapi(components(schemas(
+    atc_protocol::ErrorBody,
+    atc_protocol::ErrorCode,
+    atc_protocol::Descriptor,
+    atc_protocol::TermSize,
+    atc_protocol::AttachFrame,
+    atc_protocol::ClientFrame,
+    atc_protocol::FleetEvent,
+    requests::SpawnRequest,
+    requests::UpdateRequest,
+    requests::InputRequest,
+    requests::SubmitRequest,
+    requests::ReviveRequest,
+    requests::SuspendRequest,
+    requests::PermissionDecision,
+    responses::Health,
+    responses::Empty,
+    responses::DaemonInfo,
+    responses::AgentsListing,
+    responses::SessionList,
+    responses::SessionEnvelope,
+    responses::KillAnswer,
+    responses::ForgetAnswer,
+    responses::ScreenText,
+    responses::ResumeCommand,
+    responses::FleetList,
+    responses::Restored,
+    responses::Dirs,
+    responses::PermissionList,
+    responses::Trail,
+)))]
+struct Schemas;
+
+/// The security scheme every non-public route requires.
+const BEARER: &str = "bearer";
+
+/// What one endpoint takes and answers.
+struct Operation {
+    summary: &'static str,
+    /// The JSON request body's schema, and whether a body is required.
+    body: Option<(&'static str, bool)>,
+    /// Success statuses and the schema each answers.
+    ok: &'static [(u16, &'static str)],
+    /// Query parameters: name, type, description.
+    query: &'static [(&'static str, Type, &'static str)],
+    /// The socket's frames (server → client, client → server), for WebSocket routes.
+    socket: Option<(&'static str, Option<&'static str>)>,
+}
+
+const fn op(summary: &'static str, ok: &'static [(u16, &'static str)]) -> Operation {
+    Operation {
+        summary,
+        body: None,
+        ok,
+        query: &[],
+        socket: None,
+    }
+}
+
+/// What `endpoint` takes and answers. Exhaustive: a new endpoint is not served until it is
+/// described.
+fn operation(endpoint: Endpoint) -> Operation {
+    const SESSION: &[(u16, &str)] = &[(200, "SessionEnvelope")];
+    const EMPTY: &[(u16, &str)] = &[(200, "Empty")];
+    match endpoint {
+        Endpoint::Health => op(
+            "Liveness and the daemon id; no token needed",
+            &[(200, "Health")],
+        ),
+        Endpoint::OpenApi => Operation {
+            summary: "This document (OpenAPI 3.1); no token needed",
+            ..op("", &[(200, "")])
+        },
+        Endpoint::Daemon => op(
+            "Build, daemon id, limits, features, last used agent",
+            &[(200, "DaemonInfo")],
+        ),
+        Endpoint::Quit => op("Stop the daemon", EMPTY),
+        Endpoint::Agents => op(
+            "Agents with spawn options, targets, spawn defaults, config revision, config errors",
+            &[(200, "AgentsListing")],
+        ),
+        Endpoint::ListSessions => op("Every session", &[(200, "SessionList")]),
+        Endpoint::Spawn => Operation {
+            body: Some(("SpawnRequest", true)),
+            ..op(
+                "Spawn a session (201); a replay of an Idempotency-Key answers 200 with \
+                 `Idempotent-Replayed: true`",
+                &[(201, "SessionEnvelope"), (200, "SessionEnvelope")],
+            )
+        },
+        Endpoint::GetSession => op("One session, by id or name", SESSION),
+        Endpoint::UpdateSession => Operation {
+            body: Some(("UpdateRequest", true)),
+            ..op("Rename or (un)pin a session", SESSION)
+        },
+        Endpoint::Forget => Operation {
+            query: &[(
+                "confirm",
+                Type::String,
+                "The confirmToken of step one, on a target that destroys hosts",
+            )],
+            ..op(
+                "Forget a session; two steps when forgetting destroys its host",
+                &[(200, "ForgetAnswer")],
+            )
+        },
+        Endpoint::Input => Operation {
+            body: Some(("InputRequest", true)),
+            ..op(
+                "Type into a session: `{data}` as JSON, or raw bytes as application/octet-stream",
+                EMPTY,
+            )
+        },
+        Endpoint::Submit => Operation {
+            body: Some(("SubmitRequest", true)),
+            ..op("Type text, then Enter", EMPTY)
+        },
+        Endpoint::Resize => Operation {
+            body: Some(("TermSize", true)),
+            ..op(
+                "Resize for a client not attached by WebSocket; answers the effective size",
+                &[(200, "TermSize")],
+            )
+        },
+        Endpoint::Ack => op("Clear the unread flag", SESSION),
+        Endpoint::Screen => op("The visible screen as text", &[(200, "ScreenText")]),
+        Endpoint::ResumeCommand => op(
+            "A command line that resumes the agent's session outside atc",
+            &[(200, "ResumeCommand")],
+        ),
+        Endpoint::Kill => op(
+            "End the harness (SIGHUP, then SIGKILL after the grace); a dead session is forgotten",
+            &[(200, "KillAnswer")],
+        ),
+        Endpoint::Revive => Operation {
+            body: Some(("ReviveRequest", false)),
+            ..op("A fresh harness resumes the session in place", SESSION)
+        },
+        Endpoint::Suspend => Operation {
+            body: Some(("SuspendRequest", false)),
+            ..op(
+                "Sleep the session's host with the harness inside (imp)",
+                SESSION,
+            )
+        },
+        Endpoint::Attach => Operation {
+            query: &[
+                (
+                    "cols",
+                    Type::Integer,
+                    "This client's columns, 1-4096 (with rows)",
+                ),
+                (
+                    "rows",
+                    Type::Integer,
+                    "This client's rows, 1-4096 (with cols)",
+                ),
+                ("stream", Type::String, "Resume: the stream id of `from`"),
+                ("from", Type::Integer, "Resume: the offset to replay from"),
+                (
+                    "access_token",
+                    Type::String,
+                    "The token, for browsers that cannot send headers",
+                ),
+            ],
+            socket: Some(("AttachFrame", Some("ClientFrame"))),
+            ..op(
+                "WebSocket: the session's terminal. Text frames are AttachFrame (server) and \
+                 ClientFrame (client); binary frames are terminal bytes both ways",
+                &[],
+            )
+        },
+        Endpoint::Fleet => op("The persisted session rows", &[(200, "FleetList")]),
+        Endpoint::Restore => op(
+            "Revive every session that died with an old daemon",
+            &[(200, "Restored")],
+        ),
+        Endpoint::Dirs => op("Recent spawn directories", &[(200, "Dirs")]),
+        Endpoint::Permissions => op("Pending permission requests", &[(200, "PermissionList")]),
+        Endpoint::Respond => Operation {
+            body: Some(("PermissionDecision", true)),
+            ..op("Answer a permission request", EMPTY)
+        },
+        Endpoint::Events => Operation {
+            query: &[(
+                "access_token",
+                Type::String,
+                "The token, for browsers that cannot send headers",
+            )],
+            socket: Some(("FleetEvent", None)),
+            ..op(
+                "WebSocket: one session.added per session, then every fleet event; each text \
+                 frame is a FleetEvent",
+                &[],
+            )
+        },
+        Endpoint::Trail => Operation {
+            query: &[
+                ("cursor", Type::String, "Opaque: from the previous page"),
+                ("limit", Type::Integer, "1-200 (50)"),
+                (
+                    "waitMs",
+                    Type::Integer,
+                    "0-30000: how long to wait for a first event",
+                ),
+            ],
+            ..op("Long-poll read of the event trail", &[(200, "Trail")])
+        },
+    }
+}
+
+fn schema_ref(name: &str) -> Ref {
+    Ref::from_schema_name(name)
+}
+
+fn json_content(name: &str) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema_ref(name))).build()
+}
+
+/// The error responses: each status with the codes that answer it (spec §2.8), all with the
+/// `ErrorBody` shape. `unauthorized` is left out of public routes.
+fn error_responses(public: bool) -> Vec<(u16, String)> {
+    let mut by_status: BTreeMap<u16, Vec<&str>> = BTreeMap::new();
+    for code in ErrorCode::ALL {
+        if public && code == ErrorCode::Unauthorized {
+            continue;
+        }
+        by_status
+            .entry(code.status())
+            .or_default()
+            .push(code.as_str());
+    }
+    by_status
+        .into_iter()
+        .map(|(status, codes)| {
+            (
+                status,
+                format!("error.code is one of: {}", codes.join(", ")),
+            )
+        })
+        .collect()
+}
+
+fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
+    let spec = operation(route.endpoint);
+    let mut b = OperationBuilder::new()
+        .summary(Some(spec.summary))
+        .operation_id(Some(format!("{:?}", route.endpoint)));
+    if route.path.contains("{id}") {
+        b = b.parameter(
+            ParameterBuilder::new()
+                .name("id")
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .description(Some(if route.path.starts_with("/v1/permissions") {
+                    "Permission request id"
+                } else {
+                    "Session id or name"
+                }))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    for (name, ty, description) in spec.query {
+        b = b.parameter(
+            ParameterBuilder::new()
+                .name(*name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(*description))
+                .schema(Some(ObjectBuilder::new().schema_type(ty.clone()))),
+        );
+    }
+    if route.endpoint == Endpoint::Spawn {
+        for (name, description) in [
+            (
+                "Idempotency-Key",
+                "1-200 characters: a retry with the same key and payload replays",
+            ),
+            (
+                "Idempotency-Replay-Only",
+                "`true`: only replay a held key, never spawn",
+            ),
+        ] {
+            b = b.parameter(
+                ParameterBuilder::new()
+                    .name(name)
+                    .parameter_in(ParameterIn::Header)
+                    .required(Required::False)
+                    .description(Some(description))
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+            );
+        }
+    }
+    if let Some((name, required)) = spec.body {
+        let mut body = RequestBodyBuilder::new()
+            .required(Some(if required {
+                Required::True
+            } else {
+                Required::False
+            }))
+            .content("application/json", json_content(name));
+        if route.endpoint == Endpoint::Input {
+            body = body.content(
+                "application/octet-stream",
+                ContentBuilder::new()
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                    .build(),
+            );
+        }
+        b = b.request_body(Some(body.build()));
+    }
+    for (status, name) in spec.ok {
+        let response = if route.endpoint == Endpoint::OpenApi {
+            ResponseBuilder::new()
+                .description("The OpenAPI 3.1 document")
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(ObjectBuilder::new().schema_type(Type::Object)))
+                        .build(),
+                )
+        } else {
+            ResponseBuilder::new()
+                .description(*name)
+                .content("application/json", json_content(name))
+        };
+        b = b.response(status.to_string(), response.build());
+    }
+    if let Some((server, client)) = spec.socket {
+        let mut frames = json!({ "server": { "$ref": format!("#/components/schemas/{server}") } });
+        if let Some(client) = client {
+            frames["client"] = json!({ "$ref": format!("#/components/schemas/{client}") });
+        }
+        b = b
+            .response(
+                "101",
+                ResponseBuilder::new()
+                    .description(format!(
+                        "Switching Protocols: a WebSocket whose text frames the server sends are \
+                         each one {server} (see x-websocket-frames)"
+                    ))
+                    .build(),
+            )
+            .extensions(Some(
+                ExtensionsBuilder::new()
+                    .add("x-websocket-frames", frames)
+                    .build(),
+            ));
+    }
+    for (status, description) in error_responses(route.public) {
+        b = b.response(
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/json", json_content("ErrorBody"))
+                .build(),
+        );
+    }
+    if route.public {
+        // An empty requirement list overrides the document's bearer requirement.
+        b = b.securities(Some(Vec::<SecurityRequirement>::new()));
+    }
+    b.build()
+}
+
+fn http_method(m: Method) -> HttpMethod {
+    match m {
+        Method::Get => HttpMethod::Get,
+        Method::Post => HttpMethod::Post,
+        Method::Patch => HttpMethod::Patch,
+        Method::Delete => HttpMethod::Delete,
+    }
+}
+
+/// Builds the document.
+pub fn document() -> OpenApi {
+    let mut doc = Schemas::openapi();
+    doc.info = InfoBuilder::new()
+        .title("atc")
+        .version(env!("CARGO_PKG_VERSION"))
+        .description(Some(
+            "The client API of atc, a daemon that hosts coding-agent CLIs in pseudo-terminals. \
+             Every error answers its status with an ErrorBody; its code is from the closed \
+             ErrorCode set.",
+        ))
+        .build();
+    let mut paths = Paths::new();
+    for route in ROUTES {
+        let item = PathItem::new(http_method(route.method), build_operation(route));
+        match paths.paths.get_mut(route.path) {
+            Some(existing) => existing.merge_operations(item),
+            None => {
+                paths.paths.insert(route.path.to_string(), item);
+            }
+        }
+    }
+    doc.paths = paths;
+    if let Some(components) = doc.components.as_mut() {
+        components.add_security_scheme(
+            BEARER,
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+    doc.security = Some(vec![SecurityRequirement::new::<_, [&str; 0], &str>(
+        BEARER,
+        [],
+    )]);
+    // The closed code set with each code's status, for clients that map codes themselves.
+    let statuses: serde_json::Map<String, serde_json::Value> = ErrorCode::ALL
+        .into_iter()
+        .map(|c| (c.as_str().to_string(), c.status().into()))
+        .collect();
+    doc.extensions = Some(
+        ExtensionsBuilder::new()
+            .add("x-error-status", serde_json::Value::Object(statuses))
+            .build(),
+    );
+    doc
+}
+
+/// The document as JSON text, built once.
+pub fn document_json() -> Result<&'static str, serde_json::Error> {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    if let Some(text) = TEXT.get() {
+        return Ok(text);
+    }
+    let text = serde_json::to_string(&document())?;
+    Ok(TEXT.get_or_init(|| text))
+}
+
+/// `GET /v1/openapi.json`.
+pub async fn serve() -> Result<HttpResponse, DaemonError> {
+    let text = document_json().map_err(|e| {
+        tracing::error!(error = %e, "could not serialize the OpenAPI document");
+        DaemonError::internal()
+    })?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_in_the_document_and_nothing_else() {
+        let doc = serde_json::to_value(document()).expect("document serializes");
+        let mut in_doc = Vec::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if [
+                    "get", "post", "patch", "delete", "put", "head", "options", "trace",
+                ]
+                .contains(&method.as_str())
+                {
+                    in_doc.push((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        let mut in_table: Vec<_> = ROUTES
+            .iter()
+            .map(|r| (r.method.as_str().to_string(), r.path.to_string()))
+            .collect();
+        in_doc.sort();
+        in_table.sort();
+        assert_eq!(in_doc, in_table);
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+
+    #[test]
+    fn every_error_code_is_documented_with_its_status() {
+        let doc = serde_json::to_value(document()).expect("document serializes");
+        let op = &doc["paths"]["/v1/sessions/{id}"]["get"]["responses"];
+        for code in ErrorCode::ALL {
+            let description = op[code.status().to_string()]["description"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                description.contains(code.as_str()),
+                "{code} is not under {}",
+                code.status()
+            );
+        }
+        let codes = doc["components"]["schemas"]["ErrorCode"]["enum"]
+            .as_array()
+            .expect("ErrorCode is an enum");
+        assert_eq!(codes.len(), ErrorCode::ALL.len());
+        for code in ErrorCode::ALL {
+            assert_eq!(doc["x-error-status"][code.as_str()], code.status());
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The one table of HTTP routes: every (method, path) the daemon serves, and which endpoint
+//! answers it. `routes::configure` registers exactly these with actix, the OpenAPI document
+//! (`openapi.rs`) describes exactly these, and the auth middleware reads the public ones from
+//! here, so the three cannot disagree. The table owns no behaviour: `routes::handler` maps each
+//! [`Endpoint`] onto its handler with an exhaustive match, and `openapi::operation` onto its
+//! description the same way, so a new endpoint does not compile until both exist.
+
+/// The HTTP methods the API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// GET (WebSocket upgrades too).
+    Get,
+    /// POST.
+    Post,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+}
+
+impl Method {
+    /// The actix method.
+    pub fn http(self) -> actix_web::http::Method {
+        match self {
+            Method::Get => actix_web::http::Method::GET,
+            Method::Post => actix_web::http::Method::POST,
+            Method::Patch => actix_web::http::Method::PATCH,
+            Method::Delete => actix_web::http::Method::DELETE,
+        }
+    }
+
+    /// The upper-case name (`GET`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// What answers a route: one per handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `GET /v1/health`.
+    Health,
+    /// `GET /v1/openapi.json`.
+    OpenApi,
+    /// `GET /v1/daemon`.
+    Daemon,
+    /// `POST /v1/daemon/quit`.
+    Quit,
+    /// `GET /v1/agents`.
+    Agents,
+    /// `GET /v1/sessions`.
+    ListSessions,
+    /// `POST /v1/sessions`.
+    Spawn,
+    /// `GET /v1/sessions/{id}`.
+    GetSession,
+    /// `PATCH /v1/sessions/{id}`.
+    UpdateSession,
+    /// `DELETE /v1/sessions/{id}`.
+    Forget,
+    /// `POST /v1/sessions/{id}/input`.
+    Input,
+    /// `POST /v1/sessions/{id}/submit`.
+    Submit,
+    /// `POST /v1/sessions/{id}/resize`.
+    Resize,
+    /// `POST /v1/sessions/{id}/ack`.
+    Ack,
+    /// `GET /v1/sessions/{id}/screen`.
+    Screen,
+    /// `GET /v1/sessions/{id}/resume-command`.
+    ResumeCommand,
+    /// `POST /v1/sessions/{id}/kill`.
+    Kill,
+    /// `POST /v1/sessions/{id}/revive`.
+    Revive,
+    /// `POST /v1/sessions/{id}/suspend`.
+    Suspend,
+    /// `GET /v1/sessions/{id}/attach` (WebSocket).
+    Attach,
+    /// `GET /v1/fleet`.
+    Fleet,
+    /// `POST /v1/fleet/restore`.
+    Restore,
+    /// `GET /v1/dirs`.
+    Dirs,
+    /// `GET /v1/permissions`.
+    Permissions,
+    /// `POST /v1/permissions/{id}`.
+    Respond,
+    /// `GET /v1/events` (WebSocket).
+    Events,
+    /// `GET /v1/events/trail`.
+    Trail,
+}
+
+/// One route: a method on a path (actix's `{name}` segments, which are also OpenAPI's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The method.
+    pub method: Method,
+    /// The full path, `/v1/...`.
+    pub path: &'static str,
+    /// What answers it.
+    pub endpoint: Endpoint,
+    /// Served without a token.
+    pub public: bool,
+}
+
+const fn route(method: Method, path: &'static str, endpoint: Endpoint) -> Route {
+    Route {
+        method,
+        path,
+        endpoint,
+        public: false,
+    }
+}
+
+const fn public(method: Method, path: &'static str, endpoint: Endpoint) -> Route {
+    Route {
+        method,
+        path,
+        endpoint,
+        public: true,
+    }
+}
+
+use Endpoint as E;
+use Method::{Delete, Get, Patch, Post};
+
+/// Every route, in registration order.
+pub const ROUTES: &[Route] = &[
+    public(Get, "/v1/health", E::Health),
+    public(Get, "/v1/openapi.json", E::OpenApi),
+    route(Get, "/v1/daemon", E::Daemon),
+    route(Post, "/v1/daemon/quit", E::Quit),
+    route(Get, "/v1/agents", E::Agents),
+    route(Get, "/v1/sessions", E::ListSessions),
+    route(Post, "/v1/sessions", E::Spawn),
+    route(Get, "/v1/sessions/{id}", E::GetSession),
+    route(Patch, "/v1/sessions/{id}", E::UpdateSession),
+    route(Delete, "/v1/sessions/{id}", E::Forget),
+    route(Post, "/v1/sessions/{id}/input", E::Input),
+    route(Post, "/v1/sessions/{id}/submit", E::Submit),
+    route(Post, "/v1/sessions/{id}/resize", E::Resize),
+    route(Post, "/v1/sessions/{id}/ack", E::Ack),
+    route(Get, "/v1/sessions/{id}/screen", E::Screen),
+    route(Get, "/v1/sessions/{id}/resume-command", E::ResumeCommand),
+    route(Post, "/v1/sessions/{id}/kill", E::Kill),
+    route(Post, "/v1/sessions/{id}/revive", E::Revive),
+    route(Post, "/v1/sessions/{id}/suspend", E::Suspend),
+    route(Get, "/v1/sessions/{id}/attach", E::Attach),
+    route(Get, "/v1/fleet", E::Fleet),
+    route(Post, "/v1/fleet/restore", E::Restore),
+    route(Get, "/v1/dirs", E::Dirs),
+    route(Get, "/v1/permissions", E::Permissions),
+    route(Post, "/v1/permissions/{id}", E::Respond),
+    route(Get, "/v1/events", E::Events),
+    route(Get, "/v1/events/trail", E::Trail),
+];
+
+/// Whether `path` is served without a token (whatever the method: a wrong one answers
+/// `unknown_method`, which needs no token either).
+pub fn is_public(path: &str) -> bool {
+    ROUTES.iter().any(|r| r.public && r.path == path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_method_and_path_is_listed_twice() {
+        for (i, a) in ROUTES.iter().enumerate() {
+            for b in &ROUTES[i + 1..] {
+                assert!(
+                    (a.method, a.path) != (b.method, b.path),
+                    "{} {} is listed twice",
+                    a.method.as_str(),
+                    a.path
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_health_and_the_document_are_public() {
+        assert!(is_public("/v1/health"));
+        assert!(is_public("/v1/openapi.json"));
+        assert!(!is_public("/v1/daemon"));
+        assert!(!is_public("/v1/sessions"));
+        assert!(!is_public("/v1/openapi.json/x"));
+    }
+}
