@@ -26,6 +26,7 @@ use crate::agents::hooks::{HookKind, HookMemory};
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
 use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, DetachHarness, ExecutionProvider, Hangup, HarnessEnd,
     HarnessEvents, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal, StartSpec,
@@ -58,8 +59,8 @@ pub struct SessionDeps {
     pub state_dir: std::path::PathBuf,
     /// This daemon's id, for session records.
     pub daemon_id: Uuid,
-    /// Execution targets, for the refusal chain of restores.
-    pub targets: Arc<crate::config::targets::Targets>,
+    /// The refusal chain (spec §4.4), asked once by each operation's handler.
+    pub refusal: Refusal,
     /// The reporter socket harnesses report to (`ATC_SOCKET`).
     pub reporter_socket: std::path::PathBuf,
     /// Where Codex keeps `session_index.jsonl` (its names); `None`: Codex names are not read.
@@ -109,12 +110,9 @@ fn reattachable(
     if !provider.remote() || !stopped {
         return None;
     }
-    let allowed = deps.targets.check_on(
-        Some(&record.target),
-        Some(&record.target_identity),
-        crate::providers::Capability::Attach,
-        &deps.providers,
-    );
+    let allowed = deps
+        .refusal
+        .check(Operation::Reattach, &record.target, &record.target_identity);
     if let Err(e) = allowed {
         tracing::warn!(session = %record.id, code = e.code.as_str(), "target refuses; not re-attached");
         return None;
@@ -501,6 +499,14 @@ impl Session {
         }
     }
 
+    /// The refusal chain for `op` on this session's target and bound identity; each
+    /// operation's handler asks it once, before anything else.
+    fn refuse(&self, op: Operation) -> Result<(), DaemonError> {
+        self.deps
+            .refusal
+            .check(op, &self.record.target, &self.record.target_identity)
+    }
+
     fn descriptor(&self) -> Descriptor {
         let alive = self.harness.is_some();
         let exit = if alive { None } else { self.record.exit };
@@ -640,6 +646,7 @@ impl Session {
     }
 
     fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
+        self.refuse(Operation::Attach)?;
         if self.harness.is_none() {
             return Err(DaemonError::session_dead(&self.record.id.to_string()));
         }
@@ -1176,6 +1183,9 @@ impl Handler<Input> for Session {
     type Result = ResponseFuture<Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Input) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
         Box::pin(self.write_together(vec![msg.0]))
     }
 }
@@ -1184,6 +1194,9 @@ impl Handler<Submit> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Submit) {
+            return Box::pin(fut::ready(Err(e)));
+        }
         let agent = self
             .deps
             .catalog
@@ -1210,7 +1223,17 @@ impl Handler<ClientResized> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
+        let refused = self.refuse(Operation::Resize);
+        let at = self.ring.end();
         if let Some(slot) = self.clients.get_mut(&msg.client) {
+            // The client hears a refusal on its socket, as it would from its own actor.
+            if let Err(e) = refused {
+                let frame = AttachFrame::Error {
+                    code: e.code,
+                    message: e.message,
+                };
+                return slot.delivery.text(&slot.queue, frame.to_text(), at);
+            }
             slot.size = Some(msg.size);
             self.schedule_resize(ctx);
         }
@@ -1221,6 +1244,7 @@ impl Handler<ResizeSession> for Session {
     type Result = Result<TermSize, DaemonError>;
 
     fn handle(&mut self, msg: ResizeSession, _: &mut Self::Context) -> Self::Result {
+        self.refuse(Operation::Resize)?;
         self.apply_size(msg.0);
         self.persist();
         Ok(self.record.size)
@@ -1287,19 +1311,42 @@ impl Handler<GetScreen> for Session {
 }
 
 impl Handler<Kill> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Killed, DaemonError>>;
 
     fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
-        if self.harness.is_some() {
-            self.last_msg = "killing".into();
+        if let Err(e) = self.refuse(Operation::Kill) {
+            return Box::pin(fut::ready(Err(e)));
         }
+        if self.harness.is_none() {
+            // Spec §3.7: killing a dead session forgets it, unless forgetting would destroy
+            // its host: that takes the two-step DELETE.
+            if self.deps.refusal.destroys_host(&self.record.target) {
+                let id = self.record.id.to_string();
+                return Box::pin(fut::ready(Err(DaemonError::new(
+                    ErrorCode::ConfirmationRequired,
+                    format!(
+                        "session '{id}' is dead; forgetting it destroys its imp: DELETE \
+                         /v1/sessions/{id} for a confirmation token, then DELETE \
+                         /v1/sessions/{id}?confirm=TOKEN (`atc forget {id} --yes`)"
+                    ),
+                )
+                .with("session", id))));
+            }
+            let before = self.descriptor();
+            return Box::pin(
+                self.forget()
+                    .map(move |res, _, _| res.map(|()| Killed::Forgotten(before))),
+            );
+        }
+        self.last_msg = "killing".into();
         let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
         Box::pin(
             async move {
+                // The sender only goes away with the actor, and then nobody reads the answer.
                 let _ = done.await;
             }
             .into_actor(self)
-            .map(|_, act, _| Ok(act.descriptor())),
+            .map(|_, act, _| Ok(Killed::Ended(act.descriptor()))),
         )
     }
 }
@@ -1326,6 +1373,9 @@ impl Handler<Suspend> for Session {
     /// let go as suspended (exit reason `suspended`, `lastMsg` `asleep`), and a revive wakes
     /// the host and resumes the same process.
     fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Suspend) {
+            return Box::pin(fut::ready(Err(e)));
+        }
         if self.harness.is_none() {
             return Box::pin(fut::ready(Err(DaemonError::session_dead(
                 &self.record.id.to_string(),
@@ -1359,6 +1409,9 @@ impl Handler<Revive> for Session {
     type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
     fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Revive) {
+            return Box::pin(fut::ready(Err(e)));
+        }
         let ready = match self.revive(msg.size, ctx) {
             Ok(ready) => ready,
             Err(e) => return Box::pin(fut::ready(Err(e))),
@@ -1433,6 +1486,7 @@ impl Handler<MintForgetToken> for Session {
     type Result = Result<(String, i64), DaemonError>;
 
     fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
+        self.refuse(Operation::Forget)?;
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| {
             tracing::error!(error = %e, "no randomness for a confirmation token");
@@ -1452,6 +1506,9 @@ impl Handler<ForgetDestroying> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Forget) {
+            return Box::pin(fut::ready(Err(e)));
+        }
         let refuse = |reason: &str, what: &str| {
             DaemonError::bad_arg(
                 "confirm",
@@ -1516,6 +1573,17 @@ impl Handler<Forget> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Forget) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        self.forget()
+    }
+}
+
+impl Handler<Discard> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
         self.forget()
     }
 }
