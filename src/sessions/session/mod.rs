@@ -3,13 +3,14 @@
 //! in the store. It never touches a PTY or a socket: its harness and its clients' socket
 //! writers do that and reach it by message.
 
+mod client_delivery;
+mod clients;
 mod naming;
 mod record;
 
 use record::cap_result;
 pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,13 +19,10 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::client_delivery::{ClientDelivery, Opening};
-use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
-use super::ring::OutputRing;
 use super::screen::ScreenText;
 use super::screen_worker::{
-    Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, Snapshot, TakeSnapshot,
+    Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot,
 };
 use crate::agents::hooks::{HookKind, HookMemory};
 use crate::agents::AgentCatalog;
@@ -41,6 +39,7 @@ use atc_protocol::TermSize;
 use atc_protocol::{
     AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
 };
+use clients::{Clients, Opened};
 
 /// What every session shares with its siblings: the store, the provider, limits and timings.
 #[derive(Clone)]
@@ -155,14 +154,6 @@ fn initial_attachment(started: &crate::providers::StartedHarness) -> Attachment 
     }
 }
 
-/// One attached client. Everything the session sends it goes through `delivery`, which
-/// keeps `attached` (or `resynced` and its repaint) ahead of anything else.
-struct ClientSlot {
-    queue: ClientQueue,
-    size: Option<TermSize>,
-    delivery: ClientDelivery,
-}
-
 /// Why the process is being ended, which decides the recorded exit reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
@@ -174,10 +165,9 @@ enum Ending {
 pub struct Session {
     record: SessionRecord,
     deps: SessionDeps,
-    stream: String,
     screen: Addr<ScreenWorker>,
-    ring: OutputRing,
-    clients: HashMap<ClientId, ClientSlot>,
+    /// The output stream and the attached clients.
+    clients: Clients,
     harness: Option<HarnessHandle>,
     ending: Option<Ending>,
     /// The harness's connection (remote harnesses report changes).
@@ -276,7 +266,6 @@ impl Session {
 
     fn new(record: SessionRecord, deps: SessionDeps) -> Session {
         Session {
-            stream: Uuid::new_v4().simple().to_string()[..12].to_string(),
             screen: {
                 let size = record.size;
                 // The model may lag the ring by at most half of it, so a snapshot's offset is
@@ -287,8 +276,7 @@ impl Session {
                     ScreenWorker::new(size, 0, mailbox)
                 })
             },
-            ring: OutputRing::new(deps.limits.ring_bytes),
-            clients: HashMap::new(),
+            clients: Clients::new(deps.limits.ring_bytes),
             harness: None,
             ending: None,
             attachment: Attachment::Detached,
@@ -346,7 +334,7 @@ impl Session {
             created_at: self.record.created_at,
             last_attached_at: self.record.last_attached_at,
             kind: atc_protocol::OutputKind::Pty,
-            stream: self.stream.clone(),
+            stream: self.clients.stream().to_string(),
             locator: atc_protocol::Locator {
                 daemon_id: self.deps.daemon_id,
                 target_id: self.record.target.clone(),
@@ -400,29 +388,12 @@ impl Session {
 
     fn notify_state(&mut self) {
         let d = self.descriptor();
-        self.broadcast_text(&AttachFrame::State {
+        self.clients.broadcast(&AttachFrame::State {
             session: Box::new(d.clone()),
         });
         self.notify(FleetEvent::State {
             session: Box::new(d),
         });
-    }
-
-    fn broadcast_text(&mut self, frame: &AttachFrame) {
-        let text = frame.to_text();
-        let at = self.ring.end();
-        for c in self.clients.values_mut() {
-            c.delivery.text(&c.queue, text.clone(), at);
-        }
-    }
-
-    fn effective_size(&self) -> Option<TermSize> {
-        self.clients
-            .values()
-            // A client closed by an exit only waits for its repaint; its size is history.
-            .filter(|c| !c.delivery.is_closed())
-            .filter_map(|c| c.size)
-            .reduce(TermSize::min)
     }
 
     /// Applies a new size to the PTY and the screen model if it differs, and tells everyone.
@@ -435,7 +406,7 @@ impl Session {
         if let Some(h) = &self.harness {
             h.resize.do_send(ResizeTerminal(size));
         }
-        self.broadcast_text(&AttachFrame::Resized {
+        self.clients.broadcast(&AttachFrame::Resized {
             cols: size.cols,
             rows: size.rows,
         });
@@ -452,7 +423,7 @@ impl Session {
         }
         self.resize_timer = Some(ctx.run_later(self.deps.timings.resize_debounce, |act, _| {
             act.resize_timer = None;
-            if let Some(size) = act.effective_size() {
+            if let Some(size) = act.clients.size_to_apply(act.record.size) {
                 act.apply_size(size);
             }
         }));
@@ -463,50 +434,23 @@ impl Session {
         if self.harness.is_none() {
             return Err(DaemonError::session_dead(&self.record.id.to_string()));
         }
-        let resume_from = msg
-            .resume
-            .filter(|r| r.stream == self.stream)
-            .map(|r| r.from)
-            .filter(|from| self.ring.since(*from).is_some());
+        let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         // The new client learns it from its `attached`, so it applies before the slot exists.
-        let size = self
-            .effective_size()
-            .into_iter()
-            .chain(msg.size)
-            .reduce(TermSize::min);
-        if let Some(size) = size {
+        if let Some(size) = self.clients.size_on_attach(msg.size) {
             self.apply_size(size);
         }
         // Pending until its `attached` is out: anything meanwhile is held for it.
-        self.clients.insert(
+        let opened = self.clients.attach(
             msg.client,
-            ClientSlot {
-                queue: msg.queue.clone(),
-                size: msg.size,
-                delivery: ClientDelivery::pending(Opening::Attach),
-            },
+            msg.queue,
+            msg.size,
+            resume_from,
+            self.record.id,
+            self.record.size,
         );
-        match resume_from {
-            Some(from) => {
-                let size = self.record.size;
-                let attached = AttachFrame::Attached {
-                    session: self.record.id,
-                    stream: self.stream.clone(),
-                    cols: size.cols,
-                    rows: size.rows,
-                    offset: from,
-                    prelude: 0,
-                    replay: atc_protocol::Replay::Resume,
-                }
-                .to_text();
-                let tail = Bytes::from(self.ring.since(from).unwrap_or_default());
-                if let Some(slot) = self.clients.get_mut(&msg.client) {
-                    slot.delivery
-                        .open(&slot.queue, vec![attached], None, from, tail);
-                }
-            }
-            None => self.request_repaint(msg.client, ctx),
+        if opened == Opened::NeedsRepaint {
+            self.request_repaint(msg.client, ctx);
         }
         self.unread = false;
         // Spec §3.4: attaching answers the attention request.
@@ -526,80 +470,29 @@ impl Session {
         // The snapshot has the size the screen has when it takes it: every resize sent to
         // the worker so far, and none sent after (those are held for the client and follow).
         let size = self.record.size;
-        ctx.spawn(self.screen.send(TakeSnapshot).into_actor(self).map(
-            move |res, act, _| match res {
-                Ok(snapshot) => act.finish_repaint(client, size, snapshot),
-                Err(e) => {
-                    tracing::error!(session = %act.record.id, error = %e, "screen worker gone")
-                }
-            },
-        ));
-    }
-
-    /// Opens a client with its repaint (taken at `size`): `attached`, or `desync` and
-    /// `resynced`, then the repaint, then the ring's bytes from the snapshot's offset with
-    /// whatever was held for it meanwhile.
-    fn finish_repaint(&mut self, client: ClientId, size: TermSize, snapshot: Snapshot) {
-        let (id, stream) = (self.record.id, self.stream.clone());
-        let tail = self.ring.since(snapshot.offset);
-        let Some(slot) = self.clients.get_mut(&client) else {
-            return;
-        };
-        let prelude = snapshot.repaint.len();
-        let frames = match slot.delivery.opening() {
-            None => return,
-            Some(Opening::Attach) => vec![AttachFrame::Attached {
-                session: id,
-                stream,
-                cols: size.cols,
-                rows: size.rows,
-                offset: snapshot.offset,
-                prelude,
-                replay: atc_protocol::Replay::Screen,
-            }
-            .to_text()],
-            Some(Opening::Resync { dropped }) => {
-                tracing::debug!(session = %id, client, dropped, "client resynced");
-                vec![
-                    AttachFrame::Desync { dropped }.to_text(),
-                    AttachFrame::Resynced {
-                        offset: snapshot.offset,
-                        prelude,
+        ctx.spawn(
+            self.screen
+                .send(TakeSnapshot)
+                .into_actor(self)
+                .map(move |res, act, _| match res {
+                    Ok(snapshot) => {
+                        act.clients
+                            .finish_repaint(client, act.record.id, size, snapshot)
                     }
-                    .to_text(),
-                ]
-            }
-        };
-        if tail.is_none() {
-            // The bounded screen mailbox keeps the model within half a ring of the output.
-            tracing::error!(session = %id, "screen snapshot older than the ring");
-        }
-        slot.delivery.open(
-            &slot.queue,
-            frames,
-            Some(Bytes::from(snapshot.repaint)),
-            snapshot.offset,
-            Bytes::from(tail.unwrap_or_default()),
+                    Err(e) => {
+                        tracing::error!(session = %act.record.id, error = %e, "screen worker gone")
+                    }
+                }),
         );
-        // An exit came while it waited: it has its exit and close now, and goes.
-        if slot.delivery.is_closed() {
-            self.clients.remove(&client);
-        }
     }
 
     fn on_output(&mut self, bytes: &Bytes) {
         self.last_output = std::time::Instant::now();
-        self.ring.push(bytes);
-        for slot in self.clients.values_mut() {
-            slot.delivery.output(&slot.queue, bytes);
-        }
+        self.clients.output(bytes);
     }
 
     fn resync(&mut self, client: ClientId, ctx: &mut Context<Self>) {
-        let Some(slot) = self.clients.get_mut(&client) else {
-            return;
-        };
-        if slot.delivery.start_resync() {
+        if self.clients.start_resync(client) {
             self.request_repaint(client, ctx);
         }
     }
@@ -643,19 +536,11 @@ impl Session {
             (None, Some(s), None) => format!("ended by signal {s}"),
             (None, None, None) => "ended".to_string(),
         };
-        let exit = AttachFrame::Exit {
+        self.clients.exited(&AttachFrame::Exit {
             code: status.code,
             signal: status.signal,
             reason,
             detail,
-        }
-        .to_text();
-        let at = self.ring.end();
-        // A client still waiting for its repaint keeps its slot until the repaint lands, so
-        // it gets `attached` before the exit and the close.
-        self.clients.retain(|_, slot| {
-            slot.delivery.text(&slot.queue, exit.clone(), at);
-            !slot.delivery.close(&slot.queue, at)
         });
         let written = self.persist();
         self.notify_state();
@@ -986,7 +871,7 @@ impl Handler<Detach> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: Detach, ctx: &mut Self::Context) {
-        if self.clients.remove(&msg.client).is_some() {
+        if self.clients.detach(msg.client) {
             self.schedule_resize(ctx);
         }
     }
@@ -1036,18 +921,15 @@ impl Handler<ClientResized> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
-        let refused = self.refuse(Operation::Resize);
-        let at = self.ring.end();
-        if let Some(slot) = self.clients.get_mut(&msg.client) {
-            // The client hears a refusal on its socket, as it would from its own actor.
-            if let Err(e) = refused {
-                let frame = AttachFrame::Error {
-                    code: e.code,
-                    message: e.message,
-                };
-                return slot.delivery.text(&slot.queue, frame.to_text(), at);
-            }
-            slot.size = Some(msg.size);
+        // The client hears a refusal on its socket, as it would from its own actor.
+        if let Err(e) = self.refuse(Operation::Resize) {
+            let frame = AttachFrame::Error {
+                code: e.code,
+                message: e.message,
+            };
+            return self.clients.tell(msg.client, &frame);
+        }
+        if self.clients.resized(msg.client, msg.size) {
             self.schedule_resize(ctx);
         }
     }
@@ -1407,9 +1289,7 @@ impl Session {
     fn forget(&mut self) -> ResponseActFuture<Self, Result<(), DaemonError>> {
         // Forgetting does not wait out a grace: the session is going away for good.
         let done = self.end_process(Ending::Killed, Duration::ZERO);
-        for (_, slot) in self.clients.drain() {
-            slot.queue.push(Outgoing::Close);
-        }
+        self.clients.close_all();
         let id = self.record.id;
         let store = self.deps.store.clone();
         let state_dir = self.deps.state_dir.clone();
