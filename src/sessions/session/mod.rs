@@ -3,6 +3,7 @@
 //! in the store. It never touches a PTY or a socket: its harness and its clients' socket
 //! writers do that and reach it by message.
 
+mod attention;
 mod client_delivery;
 mod clients;
 mod naming;
@@ -39,6 +40,7 @@ use atc_protocol::TermSize;
 use atc_protocol::{
     AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
 };
+use attention::{Attention, PermissionChange};
 use clients::{Clients, Opened};
 
 /// What every session shares with its siblings: the store, the provider, limits and timings.
@@ -179,10 +181,8 @@ pub struct Session {
     /// The forget confirmation token minted last, kept one lifetime past its expiry so an
     /// expired token is told apart from an unknown one.
     forget_token: Option<ForgetToken>,
-    unread: bool,
-    last_msg: String,
-    /// The hook-driven attention state while a harness runs (spec §3.4).
-    attention: SessionState,
+    /// The hook-driven attention state while a harness runs, `unread` and `lastMsg`.
+    attention: Attention,
     /// What the hook mapping remembers between reports (spec §9.5).
     hooks: HookMemory,
     /// Reading the name the agent keeps in its files.
@@ -218,7 +218,7 @@ impl Session {
         let mut session = Session::new(record, deps);
         session.attachment = initial_attachment(&started);
         session.harness = Some(started.handle);
-        session.last_msg = "started".into();
+        session.attention.say("started");
         let descriptor = session.descriptor();
         session.persist();
         session.notify(FleetEvent::Added {
@@ -241,7 +241,7 @@ impl Session {
                     session.attachment = Attachment::Reattaching;
                     session.harness = Some(started.handle);
                     session.record.exit = None;
-                    session.last_msg = "reattaching".into();
+                    session.attention.say("reattaching");
                     session.persist();
                     let descriptor = session.descriptor();
                     tracing::info!(session = %descriptor.id, "re-attaching a remote session");
@@ -253,11 +253,13 @@ impl Session {
             }
         }
         let mut session = Session::new(record, deps);
-        session.last_msg = match session.record.exit.map(|e| e.reason) {
-            Some(ExitReason::DaemonStopped) => "daemon stopped".into(),
-            Some(ExitReason::Suspended) => "asleep".into(),
-            _ => "process exited".into(),
-        };
+        session
+            .attention
+            .say(match session.record.exit.map(|e| e.reason) {
+                Some(ExitReason::DaemonStopped) => "daemon stopped",
+                Some(ExitReason::Suspended) => "asleep",
+                _ => "process exited",
+            });
         // Rows loaded alive are rewritten as exited so the store agrees with the listing.
         session.persist();
         let descriptor = session.descriptor();
@@ -286,9 +288,7 @@ impl Session {
                 .is_some_and(|p| p.remote()),
             last_output: std::time::Instant::now(),
             forget_token: None,
-            unread: false,
-            last_msg: String::new(),
-            attention: SessionState::Running,
+            attention: Attention::new(),
             hooks: HookMemory::default(),
             names: naming::NameRefresh::default(),
             // Spawns are deliberate; each revive says whether it is.
@@ -318,12 +318,12 @@ impl Session {
             agent: self.record.agent.clone(),
             cwd: self.record.cwd.clone(),
             state: if alive {
-                self.attention
+                self.attention.state()
             } else {
                 SessionState::Exited
             },
-            unread: self.unread,
-            last_msg: self.last_msg.clone(),
+            unread: self.attention.unread(),
+            last_msg: self.attention.last_msg().to_string(),
             alive,
             exit_code: exit.and_then(|e| e.code),
             exit_signal: exit.and_then(|e| e.signal),
@@ -452,12 +452,9 @@ impl Session {
         if opened == Opened::NeedsRepaint {
             self.request_repaint(msg.client, ctx);
         }
-        self.unread = false;
         // Spec §3.4: attaching answers the attention request.
-        if self.attention == SessionState::NeedsYou {
-            self.last_msg = "attached".into();
-            self.set_attention(SessionState::Running);
-        }
+        let change = self.attention.attached();
+        self.permit(change);
         self.record.last_attached_at = Some(now_ms());
         self.persist();
         self.notify_state();
@@ -500,10 +497,8 @@ impl Session {
     fn on_exited(&mut self, status: HarnessExited) {
         self.harness = None;
         // Without a process the session is exited, and no longer waits for anyone.
-        if self.attention == SessionState::NeedsYou {
-            self.dismiss_permissions();
-        }
-        self.attention = SessionState::Running;
+        let change = self.attention.ended();
+        self.permit(change);
         let reason = match (self.ending.take(), status.end) {
             (Some(Ending::Killed), _) => ExitReason::Killed,
             (Some(Ending::DaemonStopping), _) => ExitReason::DaemonStopped,
@@ -520,14 +515,14 @@ impl Session {
             signal: status.signal,
             reason,
         });
-        self.unread = true;
-        self.last_msg = match reason {
+        self.attention.set_unread(true);
+        self.attention.say(match reason {
             ExitReason::Killed => "killed".into(),
             ExitReason::DaemonStopped => "daemon stopped".into(),
             ExitReason::Suspended => "asleep".into(),
             ExitReason::Ended => status.detail.clone().unwrap_or_else(|| "ended".into()),
-            ExitReason::Exited | ExitReason::SpawnFailed => "process exited".into(),
-        };
+            ExitReason::Exited | ExitReason::SpawnFailed => "process exited".to_string(),
+        });
         tracing::info!(session = %self.record.id, code = ?status.code, signal = ?status.signal,
             reason = reason.as_str(), detail = ?status.detail, "process ended");
         let detail = match (status.code, status.signal, &status.detail) {
@@ -637,13 +632,15 @@ impl Session {
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
-        self.last_msg = if resume.is_some()
-            && crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent))
-        {
-            "adopting…".into()
-        } else {
-            "revived".into()
-        };
+        self.attention.say(
+            if resume.is_some()
+                && crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent))
+            {
+                "adopting…"
+            } else {
+                "revived"
+            },
+        );
         self.persist();
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");
@@ -652,22 +649,28 @@ impl Session {
 }
 
 impl Session {
-    /// Changes the attention state; entering `needs_you` opens a permission request with the
-    /// current `lastMsg`, leaving it dismisses the session's pending ones (spec §8).
+    /// Changes the attention state and tells the permission registry what that means.
     fn set_attention(&mut self, next: SessionState) {
-        let was = self.attention;
-        self.attention = next;
-        if was != SessionState::NeedsYou && next == SessionState::NeedsYou {
-            self.deps
-                .permissions
-                .do_send(crate::permissions::registry::OpenRequest {
-                    session: self.record.id,
-                    message: self.last_msg.clone(),
-                    // A PTY prompt is answered by typing into the terminal.
-                    respondable: false,
-                });
-        } else if was == SessionState::NeedsYou && next != SessionState::NeedsYou {
-            self.dismiss_permissions();
+        let change = self.attention.set(next);
+        self.permit(change);
+    }
+
+    /// Spec §8: entering `needs_you` opens a permission request with the `lastMsg` of that
+    /// moment; leaving it dismisses the session's pending ones.
+    fn permit(&self, change: Option<PermissionChange>) {
+        match change {
+            Some(PermissionChange::Open(message)) => {
+                self.deps
+                    .permissions
+                    .do_send(crate::permissions::registry::OpenRequest {
+                        session: self.record.id,
+                        message,
+                        // A PTY prompt is answered by typing into the terminal.
+                        respondable: false,
+                    })
+            }
+            Some(PermissionChange::Dismiss) => self.dismiss_permissions(),
+            None => {}
         }
     }
 
@@ -685,7 +688,7 @@ impl Session {
             .kind(&self.record.agent)
             .unwrap_or_default()
             .to_string();
-        let n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
+        let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
         let mut persist = false;
         if let Some(id) = n
             .agent_session_id
@@ -715,40 +718,17 @@ impl Session {
                 self.refresh_name(source, ctx);
             }
         }
-        match n.kind {
-            HookKind::Started => {
-                self.note_started();
-                if self.last_msg == "adopting…" {
-                    self.last_msg = "adopted".into();
-                }
+        if n.kind == HookKind::Started {
+            self.note_started();
+        }
+        let change = self.attention.on_hook(n.kind, n.message.take());
+        self.permit(change);
+        if n.kind == HookKind::TurnDone {
+            if let Some(result) = &n.result {
+                self.deps
+                    .store
+                    .set_result(self.record.id, cap_result(result));
             }
-            HookKind::PromptSubmitted => {
-                self.unread = false;
-                self.last_msg = n.message.unwrap_or_else(|| "working".into());
-                self.set_attention(SessionState::Running);
-            }
-            HookKind::NeedsInput => {
-                self.unread = true;
-                self.last_msg = n.message.unwrap_or_else(|| "needs input".into());
-                self.set_attention(SessionState::NeedsYou);
-            }
-            HookKind::TurnDone => {
-                self.unread = true;
-                self.last_msg = "turn done".into();
-                self.set_attention(SessionState::Done);
-                if let Some(result) = &n.result {
-                    self.deps
-                        .store
-                        .set_result(self.record.id, cap_result(result));
-                }
-            }
-            // A live terminal may report its end without dying; only a session without a
-            // harness is exited, and that is already what its descriptor says.
-            HookKind::Ended => {
-                self.unread = false;
-                self.last_msg = "session ended".into();
-            }
-            HookKind::Heartbeat => {}
         }
         if event != "Statusline" {
             // The trail (spec §9.5): every report but statusline pings.
@@ -758,7 +738,7 @@ impl Session {
                 atc_id: self.record.id.to_string(),
                 event: event.to_string(),
                 message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
-                    .then(|| self.last_msg.clone()),
+                    .then(|| self.attention.last_msg().to_string()),
                 session_id: self.record.agent_session_id.clone(),
                 kind: Some(n.kind.as_str().to_string()),
                 detail: n.result.clone(),
@@ -958,8 +938,8 @@ impl Handler<Ack> for Session {
     type Result = MessageResult<Ack>;
 
     fn handle(&mut self, _: Ack, _: &mut Self::Context) -> Self::Result {
-        if self.unread {
-            self.unread = false;
+        if self.attention.unread() {
+            self.attention.set_unread(false);
             self.notify_state();
         }
         MessageResult(self.descriptor())
@@ -1033,7 +1013,7 @@ impl Handler<Kill> for Session {
                     .map(move |res, _, _| res.map(|()| Killed::Forgotten(before))),
             );
         }
-        self.last_msg = "killing".into();
+        self.attention.say("killing");
         let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
         Box::pin(
             async move {
@@ -1056,7 +1036,7 @@ impl Handler<CheckIdle> for Session {
     /// mid-turn) and no output for a moment.
     fn handle(&mut self, _: CheckIdle, _: &mut Self::Context) -> bool {
         let hooked = crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent));
-        let mid_turn = hooked && self.attention == SessionState::Running;
+        let mid_turn = hooked && self.attention.state() == SessionState::Running;
         !mid_turn && self.last_output.elapsed() >= BUSY_OUTPUT
     }
 }
