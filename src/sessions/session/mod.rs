@@ -8,6 +8,7 @@ mod client_delivery;
 mod clients;
 mod naming;
 mod record;
+mod start;
 
 use record::cap_result;
 pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
@@ -31,9 +32,8 @@ use crate::config::{Limits, Timings};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
-    AttachmentChanged, CheckIdle, DetachHarness, ExecutionProvider, Hangup, HarnessEnd,
-    HarnessEvents, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal, StartSpec,
-    WriteInput,
+    AttachmentChanged, CheckIdle, DetachHarness, HarnessExited, HarnessHandle, OutputArrived,
+    ResizeTerminal, WriteInput,
 };
 use crate::store::StateStore;
 use atc_protocol::TermSize;
@@ -42,6 +42,8 @@ use atc_protocol::{
 };
 use attention::{Attention, PermissionChange};
 use clients::{Clients, Opened};
+use start::provider_of;
+pub use start::{wait_started, StartWait};
 
 /// What every session shares with its siblings: the store, the provider, limits and timings.
 #[derive(Clone)]
@@ -74,86 +76,6 @@ pub struct SessionDeps {
     pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
     /// The `atc` program agents' hooks run (`atc hook-report`).
     pub atc_program: std::path::PathBuf,
-}
-
-/// The provider of `target`. The refusal chain has already run when this is asked, so a
-/// missing provider means the target lost its provider since (it cannot, today).
-fn provider_of<'a>(
-    deps: &'a SessionDeps,
-    target: &str,
-) -> Result<&'a Arc<dyn ExecutionProvider>, DaemonError> {
-    deps.providers.get(target).ok_or_else(|| {
-        DaemonError::new(
-            ErrorCode::TargetUnavailable,
-            format!("target '{target}' has no provider in this daemon"),
-        )
-        .with("target", target)
-    })
-}
-
-/// The position to re-attach from, for a row of a remote session whose process was running
-/// when the daemon stopped and whose target still serves it unchanged.
-fn reattachable(
-    record: &SessionRecord,
-    deps: &SessionDeps,
-) -> Option<crate::providers::RemotePosition> {
-    let provider = deps.providers.get(&record.target)?;
-    let stopped = record.exit.map(|e| e.reason) == Some(ExitReason::DaemonStopped);
-    if !provider.remote() || !stopped {
-        return None;
-    }
-    let allowed = deps
-        .refusal
-        .check(Operation::Reattach, &record.target, &record.target_identity);
-    if let Err(e) = allowed {
-        tracing::warn!(session = %record.id, code = e.code.as_str(), "target refuses; not re-attached");
-        return None;
-    }
-    record.remote.clone()
-}
-
-/// Starts a harness that joins the remote process of `record` (it sends no `start`).
-fn start_reattach(
-    record: &SessionRecord,
-    deps: &SessionDeps,
-    position: crate::providers::RemotePosition,
-    addr: &Addr<Session>,
-) -> Result<crate::providers::StartedHarness, DaemonError> {
-    let bin = deps
-        .catalog
-        .get(&record.agent)
-        .map(|a| a.bin.clone())
-        .unwrap_or_else(|| record.agent.clone());
-    // Only the names matter for an attach; argv and environment stay with the process.
-    let plan = crate::agents::LaunchPlan {
-        program: std::path::PathBuf::from(&bin),
-        bin,
-        args: record.args.clone(),
-        env: Default::default(),
-        cwd: std::path::PathBuf::from(&record.cwd),
-    };
-    Ok(provider_of(deps, &record.target)?.start(
-        StartSpec {
-            session_id: record.id,
-            plan,
-            size: record.size,
-            remote: Some(position),
-            attach_only: true,
-        },
-        events_for(addr),
-    )?)
-}
-
-/// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
-pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>;
-
-/// A local harness has no connection to lose; a remote one connects first.
-fn initial_attachment(started: &crate::providers::StartedHarness) -> Attachment {
-    if started.ready.is_some() {
-        Attachment::Reattaching
-    } else {
-        Attachment::Local
-    }
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -196,76 +118,6 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts a session with a fresh harness. Nothing is started (and no actor exists) when
-    /// the harness cannot start.
-    pub fn spawn(
-        record: SessionRecord,
-        mut plan: crate::agents::LaunchPlan,
-        deps: SessionDeps,
-    ) -> Result<(Addr<Session>, Descriptor, StartWait), DaemonError> {
-        super::launch::prepare(&record, &deps, &mut plan, None);
-        let ctx = Context::new();
-        let started = provider_of(&deps, &record.target)?.start(
-            StartSpec {
-                session_id: record.id,
-                plan,
-                size: record.size,
-                remote: None,
-                attach_only: false,
-            },
-            events_for(&ctx.address()),
-        )?;
-        let mut session = Session::new(record, deps);
-        session.attachment = initial_attachment(&started);
-        session.harness = Some(started.handle);
-        session.attention.say("started");
-        let descriptor = session.descriptor();
-        session.persist();
-        session.notify(FleetEvent::Added {
-            session: Box::new(descriptor.clone()),
-        });
-        Ok((ctx.run(session), descriptor, started.ready))
-    }
-
-    /// Registers a session loaded from the store, without a process.
-    ///
-    /// A remote session that ran when the daemon stopped is re-attached instead (spec §5.6,
-    /// issue 4): its process kept running in its imp. A sleeping imp answers the attach with
-    /// `INVALID_STATE`, which leaves the session suspended until a revive wakes it.
-    pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
-        if let Some(position) = reattachable(&record, &deps) {
-            let ctx = Context::new();
-            match start_reattach(&record, &deps, position, &ctx.address()) {
-                Ok(started) => {
-                    let mut session = Session::new(record, deps);
-                    session.attachment = Attachment::Reattaching;
-                    session.harness = Some(started.handle);
-                    session.record.exit = None;
-                    session.attention.say("reattaching");
-                    session.persist();
-                    let descriptor = session.descriptor();
-                    tracing::info!(session = %descriptor.id, "re-attaching a remote session");
-                    return (ctx.run(session), descriptor);
-                }
-                Err(e) => {
-                    tracing::warn!(session = %record.id, error = %e, "could not re-attach a remote session")
-                }
-            }
-        }
-        let mut session = Session::new(record, deps);
-        session
-            .attention
-            .say(match session.record.exit.map(|e| e.reason) {
-                Some(ExitReason::DaemonStopped) => "daemon stopped",
-                Some(ExitReason::Suspended) => "asleep",
-                _ => "process exited",
-            });
-        // Rows loaded alive are rewritten as exited so the store agrees with the listing.
-        session.persist();
-        let descriptor = session.descriptor();
-        (session.start(), descriptor)
-    }
-
     fn new(record: SessionRecord, deps: SessionDeps) -> Session {
         Session {
             screen: {
@@ -494,61 +346,6 @@ impl Session {
         }
     }
 
-    fn on_exited(&mut self, status: HarnessExited) {
-        self.harness = None;
-        // Without a process the session is exited, and no longer waits for anyone.
-        let change = self.attention.ended();
-        self.permit(change);
-        let reason = match (self.ending.take(), status.end) {
-            (Some(Ending::Killed), _) => ExitReason::Killed,
-            (Some(Ending::DaemonStopping), _) => ExitReason::DaemonStopped,
-            (None, HarnessEnd::Exited) => ExitReason::Exited,
-            (None, HarnessEnd::Suspended) => ExitReason::Suspended,
-            (None, HarnessEnd::Ended) => ExitReason::Ended,
-        };
-        self.attachment = Attachment::Detached;
-        if status.position.is_some() {
-            self.record.remote = status.position.clone();
-        }
-        self.record.exit = Some(ExitInfo {
-            code: status.code,
-            signal: status.signal,
-            reason,
-        });
-        self.attention.set_unread(true);
-        self.attention.say(match reason {
-            ExitReason::Killed => "killed".into(),
-            ExitReason::DaemonStopped => "daemon stopped".into(),
-            ExitReason::Suspended => "asleep".into(),
-            ExitReason::Ended => status.detail.clone().unwrap_or_else(|| "ended".into()),
-            ExitReason::Exited | ExitReason::SpawnFailed => "process exited".to_string(),
-        });
-        tracing::info!(session = %self.record.id, code = ?status.code, signal = ?status.signal,
-            reason = reason.as_str(), detail = ?status.detail, "process ended");
-        let detail = match (status.code, status.signal, &status.detail) {
-            (_, _, Some(d)) => d.clone(),
-            (Some(c), _, None) => format!("exited with status {c}"),
-            (None, Some(s), None) => format!("ended by signal {s}"),
-            (None, None, None) => "ended".to_string(),
-        };
-        self.clients.exited(&AttachFrame::Exit {
-            code: status.code,
-            signal: status.signal,
-            reason,
-            detail,
-        });
-        let written = self.persist();
-        self.notify_state();
-        let waiters = std::mem::take(&mut self.exit_waiters);
-        // Answer kill and shutdown only once the row saying so is durable.
-        actix_rt::spawn(async move {
-            let _ = written.await;
-            for w in waiters {
-                let _ = w.send(());
-            }
-        });
-    }
-
     /// Issues every write to the harness now, in order, so nothing lands between them, and
     /// resolves once all are written.
     fn write_together(
@@ -571,80 +368,6 @@ impl Session {
             }
             Ok(())
         }
-    }
-
-    /// Ends the process and returns a receiver that fires once its exit is written.
-    fn end_process(&mut self, ending: Ending, grace: Duration) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        match &self.harness {
-            Some(h) => {
-                self.ending.get_or_insert(ending);
-                self.exit_waiters.push(tx);
-                h.hangup.do_send(Hangup { grace });
-            }
-            None => {
-                let _ = tx.send(());
-            }
-        }
-        rx
-    }
-
-    fn revive(
-        &mut self,
-        size: Option<TermSize>,
-        ctx: &mut Context<Self>,
-    ) -> Result<StartWait, DaemonError> {
-        if self.harness.is_some() {
-            return Err(DaemonError::new(
-                ErrorCode::NoSuchSession,
-                format!(
-                    "session '{}' is still running; only an exited session can be revived",
-                    self.record.id
-                ),
-            )
-            .with("session", self.record.id.to_string()));
-        }
-        let mut plan = self
-            .deps
-            .catalog
-            .plan(&self.record.agent, std::path::Path::new(&self.record.cwd))?;
-        plan.args = self.record.args.clone();
-        // An agent that reported its own session id resumes it (spec §3.8); others start anew.
-        let resume = self.record.agent_session_id.clone();
-        super::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_deref());
-        if let Some(size) = size {
-            self.record.size = size;
-            self.screen.do_send(ResizeScreen(size));
-        }
-        let started = provider_of(&self.deps, &self.record.target)?.start(
-            StartSpec {
-                session_id: self.record.id,
-                plan,
-                size: self.record.size,
-                // A remote process still running (in a woken imp) is resumed, not restarted.
-                remote: self.record.remote.clone(),
-                attach_only: false,
-            },
-            events_for(&ctx.address()),
-        )?;
-        self.attachment = initial_attachment(&started);
-        self.harness = Some(started.handle);
-        self.ending = None;
-        self.record.exit = None;
-        self.set_attention(SessionState::Running);
-        self.attention.say(
-            if resume.is_some()
-                && crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent))
-            {
-                "adopting…"
-            } else {
-                "revived"
-            },
-        );
-        self.persist();
-        self.notify_state();
-        tracing::info!(session = %self.record.id, "session revived");
-        Ok(started.ready)
     }
 }
 
@@ -767,16 +490,6 @@ fn plan_writes(kind: &str, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
         .into_iter()
         .map(Bytes::from)
         .collect()
-}
-
-fn events_for(addr: &Addr<Session>) -> HarnessEvents {
-    HarnessEvents {
-        output: addr.clone().recipient(),
-        exited: addr.clone().recipient(),
-        attachment: addr.clone().recipient(),
-        hook: addr.clone().recipient(),
-        view: addr.clone().recipient(),
-    }
 }
 
 impl Handler<GetDescriptor> for Session {
@@ -1106,35 +819,6 @@ impl Handler<ReviveOnRestore> for Session {
         };
         self.deliberate_start = false;
         self.answer_when_started(ready)
-    }
-}
-
-impl Session {
-    /// Answers a revive with the descriptor once the harness is known to run (a remote start
-    /// may still be connecting), or with the refusal that ended it first.
-    fn answer_when_started(
-        &mut self,
-        ready: StartWait,
-    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
-        Box::pin(
-            async move { wait_started(ready).await }
-                .into_actor(self)
-                .map(|res, act, _| res.map(|()| act.descriptor())),
-        )
-    }
-}
-
-/// Waits for a harness start; `None` means it runs already.
-pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
-    match ready {
-        None => Ok(()),
-        Some(rx) => rx.await.unwrap_or_else(|_| {
-            Err(DaemonError::new(
-                ErrorCode::HostUnavailable,
-                "the harness ended before it started; see the session's lastMsg",
-            )
-            .with("problem", "not_started"))
-        }),
     }
 }
 
