@@ -3,8 +3,13 @@
 //! opens a permission request carrying the `lastMsg` of that moment; leaving it, by any way
 //! (a prompt, a turn done, an attach, the process ending), dismisses the session's pending
 //! requests. Plain state: it answers the [`PermissionChange`] to make and the session actor
-//! sends it to the registry.
+//! sends it to the registry. Below it, the actor's side: applying a hook report (spec §3.4,
+//! the trail of §9.5) and telling the registry.
 
+use actix::prelude::*;
+
+use super::record::{cap_result, rfc3339_now};
+use super::Session;
 use crate::agents::hooks::HookKind;
 use atc_protocol::SessionState;
 
@@ -120,6 +125,116 @@ impl Attention {
                 None
             }
             HookKind::Heartbeat => None,
+        }
+    }
+}
+
+impl Session {
+    /// Changes the attention state and tells the permission registry what that means.
+    pub(super) fn set_attention(&mut self, next: SessionState) {
+        let change = self.attention.set(next);
+        self.permit(change);
+    }
+
+    /// Spec §8: entering `needs_you` opens a permission request with the `lastMsg` of that
+    /// moment; leaving it dismisses the session's pending ones.
+    pub(super) fn permit(&self, change: Option<PermissionChange>) {
+        match change {
+            Some(PermissionChange::Open(message)) => {
+                self.deps
+                    .permissions
+                    .do_send(crate::permissions::registry::OpenRequest {
+                        session: self.record.id,
+                        message,
+                        // A PTY prompt is answered by typing into the terminal.
+                        respondable: false,
+                    })
+            }
+            Some(PermissionChange::Dismiss) => self.dismiss_permissions(),
+            None => {}
+        }
+    }
+
+    pub(super) fn dismiss_permissions(&self) {
+        self.deps
+            .permissions
+            .do_send(crate::permissions::registry::DismissSession(self.record.id));
+    }
+
+    /// Applies one hook report (spec §3.4).
+    pub(super) fn apply_hook(
+        &mut self,
+        event: &str,
+        payload: &serde_json::Value,
+        ctx: &mut Context<Self>,
+    ) {
+        let kind = self
+            .deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default()
+            .to_string();
+        let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
+        let mut persist = false;
+        if let Some(id) = n
+            .agent_session_id
+            .filter(|id| Some(id) != self.record.agent_session_id.as_ref())
+        {
+            self.record.agent_session_id = Some(id);
+            persist = true;
+        }
+        if let Some(path) = crate::agents::names::transcript_path(payload)
+            .map(|p| p.display().to_string())
+            .filter(|p| Some(p) != self.record.transcript_path.as_ref())
+        {
+            // A full write below carries it too; alone, it is a single-row update (§3.10).
+            if !persist {
+                self.deps.store.set_transcript_path(self.record.id, &path);
+            }
+            self.record.transcript_path = Some(path);
+        }
+        // Statusline pings come several times a second and carry nothing new to name.
+        if event != "Statusline" {
+            if let Some(source) = crate::agents::names::source_of(
+                &kind,
+                payload,
+                self.record.agent_session_id.as_deref(),
+                self.deps.codex_home.as_deref(),
+            ) {
+                self.refresh_name(source, ctx);
+            }
+        }
+        if n.kind == HookKind::Started {
+            self.note_started();
+        }
+        let change = self.attention.on_hook(n.kind, n.message.take());
+        self.permit(change);
+        if n.kind == HookKind::TurnDone {
+            if let Some(result) = &n.result {
+                self.deps
+                    .store
+                    .set_result(self.record.id, cap_result(result));
+            }
+        }
+        if event != "Statusline" {
+            // The trail (spec §9.5): every report but statusline pings.
+            self.deps.store.append_event(crate::store::TrailEvent {
+                id: 0,
+                ts: rfc3339_now(),
+                atc_id: self.record.id.to_string(),
+                event: event.to_string(),
+                message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
+                    .then(|| self.attention.last_msg().to_string()),
+                session_id: self.record.agent_session_id.clone(),
+                kind: Some(n.kind.as_str().to_string()),
+                detail: n.result.clone(),
+            });
+        }
+        if persist {
+            self.persist();
+        }
+        if n.kind != HookKind::Heartbeat || persist {
+            self.notify_state();
         }
     }
 }

@@ -6,11 +6,11 @@
 mod attention;
 mod client_delivery;
 mod clients;
+mod host_ops;
 mod naming;
 mod record;
 mod start;
 
-use record::cap_result;
 pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
 
 use std::sync::Arc;
@@ -26,10 +26,10 @@ use super::screen::ScreenText;
 use super::screen_worker::{
     Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot,
 };
-use crate::agents::hooks::{HookKind, HookMemory};
+use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::protocol::DaemonError;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, DetachHarness, HarnessExited, HarnessHandle, OutputArrived,
@@ -40,8 +40,9 @@ use atc_protocol::TermSize;
 use atc_protocol::{
     AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
 };
-use attention::{Attention, PermissionChange};
+use attention::Attention;
 use clients::{Clients, Opened};
+use host_ops::ForgetConfirmation;
 use start::provider_of;
 pub use start::{wait_started, StartWait};
 
@@ -102,7 +103,7 @@ pub struct Session {
     last_output: std::time::Instant,
     /// The forget confirmation token minted last, kept one lifetime past its expiry so an
     /// expired token is told apart from an unknown one.
-    forget_token: Option<ForgetToken>,
+    forget_token: ForgetConfirmation,
     /// The hook-driven attention state while a harness runs, `unread` and `lastMsg`.
     attention: Attention,
     /// What the hook mapping remembers between reports (spec §9.5).
@@ -139,7 +140,7 @@ impl Session {
                 .get(&record.target)
                 .is_some_and(|p| p.remote()),
             last_output: std::time::Instant::now(),
-            forget_token: None,
+            forget_token: ForgetConfirmation::default(),
             attention: Attention::new(),
             hooks: HookMemory::default(),
             names: naming::NameRefresh::default(),
@@ -371,111 +372,6 @@ impl Session {
     }
 }
 
-impl Session {
-    /// Changes the attention state and tells the permission registry what that means.
-    fn set_attention(&mut self, next: SessionState) {
-        let change = self.attention.set(next);
-        self.permit(change);
-    }
-
-    /// Spec §8: entering `needs_you` opens a permission request with the `lastMsg` of that
-    /// moment; leaving it dismisses the session's pending ones.
-    fn permit(&self, change: Option<PermissionChange>) {
-        match change {
-            Some(PermissionChange::Open(message)) => {
-                self.deps
-                    .permissions
-                    .do_send(crate::permissions::registry::OpenRequest {
-                        session: self.record.id,
-                        message,
-                        // A PTY prompt is answered by typing into the terminal.
-                        respondable: false,
-                    })
-            }
-            Some(PermissionChange::Dismiss) => self.dismiss_permissions(),
-            None => {}
-        }
-    }
-
-    fn dismiss_permissions(&self) {
-        self.deps
-            .permissions
-            .do_send(crate::permissions::registry::DismissSession(self.record.id));
-    }
-
-    /// Applies one hook report (spec §3.4).
-    fn apply_hook(&mut self, event: &str, payload: &serde_json::Value, ctx: &mut Context<Self>) {
-        let kind = self
-            .deps
-            .catalog
-            .kind(&self.record.agent)
-            .unwrap_or_default()
-            .to_string();
-        let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
-        let mut persist = false;
-        if let Some(id) = n
-            .agent_session_id
-            .filter(|id| Some(id) != self.record.agent_session_id.as_ref())
-        {
-            self.record.agent_session_id = Some(id);
-            persist = true;
-        }
-        if let Some(path) = crate::agents::names::transcript_path(payload)
-            .map(|p| p.display().to_string())
-            .filter(|p| Some(p) != self.record.transcript_path.as_ref())
-        {
-            // A full write below carries it too; alone, it is a single-row update (§3.10).
-            if !persist {
-                self.deps.store.set_transcript_path(self.record.id, &path);
-            }
-            self.record.transcript_path = Some(path);
-        }
-        // Statusline pings come several times a second and carry nothing new to name.
-        if event != "Statusline" {
-            if let Some(source) = crate::agents::names::source_of(
-                &kind,
-                payload,
-                self.record.agent_session_id.as_deref(),
-                self.deps.codex_home.as_deref(),
-            ) {
-                self.refresh_name(source, ctx);
-            }
-        }
-        if n.kind == HookKind::Started {
-            self.note_started();
-        }
-        let change = self.attention.on_hook(n.kind, n.message.take());
-        self.permit(change);
-        if n.kind == HookKind::TurnDone {
-            if let Some(result) = &n.result {
-                self.deps
-                    .store
-                    .set_result(self.record.id, cap_result(result));
-            }
-        }
-        if event != "Statusline" {
-            // The trail (spec §9.5): every report but statusline pings.
-            self.deps.store.append_event(crate::store::TrailEvent {
-                id: 0,
-                ts: rfc3339_now(),
-                atc_id: self.record.id.to_string(),
-                event: event.to_string(),
-                message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
-                    .then(|| self.attention.last_msg().to_string()),
-                session_id: self.record.agent_session_id.clone(),
-                kind: Some(n.kind.as_str().to_string()),
-                detail: n.result.clone(),
-            });
-        }
-        if persist {
-            self.persist();
-        }
-        if n.kind != HookKind::Heartbeat || persist {
-            self.notify_state();
-        }
-    }
-}
-
 impl Handler<HookReported> for Session {
     type Result = ();
 
@@ -702,40 +598,7 @@ impl Handler<Kill> for Session {
     type Result = ResponseActFuture<Self, Result<Killed, DaemonError>>;
 
     fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
-        if let Err(e) = self.refuse(Operation::Kill) {
-            return Box::pin(fut::ready(Err(e)));
-        }
-        if self.harness.is_none() {
-            // Spec §3.7: killing a dead session forgets it, unless forgetting would destroy
-            // its host: that takes the two-step DELETE.
-            if self.deps.refusal.destroys_host(&self.record.target) {
-                let id = self.record.id.to_string();
-                return Box::pin(fut::ready(Err(DaemonError::new(
-                    ErrorCode::ConfirmationRequired,
-                    format!(
-                        "session '{id}' is dead; forgetting it destroys its imp: DELETE \
-                         /v1/sessions/{id} for a confirmation token, then DELETE \
-                         /v1/sessions/{id}?confirm=TOKEN (`atc forget {id} --yes`)"
-                    ),
-                )
-                .with("session", id))));
-            }
-            let before = self.descriptor();
-            return Box::pin(
-                self.forget()
-                    .map(move |res, _, _| res.map(|()| Killed::Forgotten(before))),
-            );
-        }
-        self.attention.say("killing");
-        let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
-        Box::pin(
-            async move {
-                // The sender only goes away with the actor, and then nobody reads the answer.
-                let _ = done.await;
-            }
-            .into_actor(self)
-            .map(|_, act, _| Ok(Killed::Ended(act.descriptor()))),
-        )
+        self.kill()
     }
 }
 
@@ -757,39 +620,8 @@ impl Handler<CheckIdle> for Session {
 impl Handler<Suspend> for Session {
     type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
 
-    /// Spec §3.7 / §5.5: the host sleeps with the process inside; on success the harness is
-    /// let go as suspended (exit reason `suspended`, `lastMsg` `asleep`), and a revive wakes
-    /// the host and resumes the same process.
     fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
-        if let Err(e) = self.refuse(Operation::Suspend) {
-            return Box::pin(fut::ready(Err(e)));
-        }
-        if self.harness.is_none() {
-            return Box::pin(fut::ready(Err(DaemonError::session_dead(
-                &self.record.id.to_string(),
-            ))));
-        }
-        let provider = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => p.clone(),
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        let idle = (!msg.force).then(|| ctx.address().recipient());
-        let slept = provider.suspend_host(&self.record.id.to_string(), idle);
-        Box::pin(
-            slept
-                .into_actor(self)
-                .then(|res, act, _| {
-                    let done = res.is_ok().then(|| act.let_harness_go(true)).flatten();
-                    async move {
-                        if let Some(rx) = done {
-                            let _ = rx.await;
-                        }
-                        res
-                    }
-                    .into_actor(act)
-                })
-                .map(|res, act, _| res.map(|()| act.descriptor())),
-        )
+        self.suspend(msg.force, ctx)
     }
 }
 
@@ -822,42 +654,11 @@ impl Handler<ReviveOnRestore> for Session {
     }
 }
 
-impl Session {
-    /// Lets the harness go (its host slept or was destroyed); answers once its end is
-    /// recorded, `None` when there is no harness.
-    fn let_harness_go(&mut self, host_asleep: bool) -> Option<oneshot::Receiver<()>> {
-        let h = self.harness.as_ref()?;
-        let (tx, rx) = oneshot::channel();
-        self.exit_waiters.push(tx);
-        h.detach.do_send(DetachHarness { host_asleep });
-        Some(rx)
-    }
-}
-
-/// A minted forget confirmation.
-struct ForgetToken {
-    token: String,
-    expires: std::time::Instant,
-    used: bool,
-}
-
 impl Handler<MintForgetToken> for Session {
     type Result = Result<(String, i64), DaemonError>;
 
     fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
-        self.refuse(Operation::Forget)?;
-        let mut raw = [0u8; 16];
-        getrandom::fill(&mut raw).map_err(|e| {
-            tracing::error!(error = %e, "no randomness for a confirmation token");
-            DaemonError::internal()
-        })?;
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-        self.forget_token = Some(ForgetToken {
-            token: token.clone(),
-            expires: std::time::Instant::now() + FORGET_CONFIRM_TTL,
-            used: false,
-        });
-        Ok((token, now_ms() + FORGET_CONFIRM_TTL.as_millis() as i64))
+        self.mint_forget_token()
     }
 }
 
@@ -865,66 +666,7 @@ impl Handler<ForgetDestroying> for Session {
     type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
 
     fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
-        if let Err(e) = self.refuse(Operation::Forget) {
-            return Box::pin(fut::ready(Err(e)));
-        }
-        let refuse = |reason: &str, what: &str| {
-            DaemonError::bad_arg(
-                "confirm",
-                format!("{what}; ask again with DELETE and no confirm to get a new token"),
-            )
-            .with("reason", reason)
-        };
-        let now = std::time::Instant::now();
-        let checked = match &mut self.forget_token {
-            Some(t) if t.token == msg.token && t.used => {
-                Err(refuse("used", "this confirmation token was used already"))
-            }
-            Some(t) if t.token == msg.token && now > t.expires + FORGET_CONFIRM_TTL => Err(refuse(
-                "unknown",
-                "no such confirmation token for this session",
-            )),
-            Some(t) if t.token == msg.token && now > t.expires => {
-                Err(refuse("expired", "this confirmation token expired"))
-            }
-            Some(t) if t.token == msg.token => {
-                t.used = true;
-                Ok(())
-            }
-            _ => Err(refuse(
-                "unknown",
-                "no such confirmation token for this session",
-            )),
-        };
-        if let Err(e) = checked {
-            return Box::pin(fut::ready(Err(e)));
-        }
-        let provider = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => p.clone(),
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        // The host goes first: if it cannot be destroyed, the session stays as it is.
-        let destroyed = provider.destroy_host(&self.record.id.to_string());
-        Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
-            // The process went with its host: let the harness go at once rather than have
-            // it retry a connection that cannot come back.
-            let gone = res.is_ok().then(|| act.let_harness_go(false)).flatten();
-            async move {
-                if let Some(rx) = gone {
-                    let _ = rx.await;
-                }
-                res
-            }
-            .into_actor(act)
-            .then(
-                |res, act, _| -> ResponseActFuture<Self, Result<(), DaemonError>> {
-                    match res {
-                        Ok(()) => act.forget(),
-                        Err(e) => Box::pin(fut::ready(Err(e))),
-                    }
-                },
-            )
-        }))
+        self.forget_destroying(&msg.token)
     }
 }
 
@@ -944,42 +686,6 @@ impl Handler<Discard> for Session {
 
     fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
         self.forget()
-    }
-}
-
-impl Session {
-    /// Ends the process, deletes the row and the record file, announces the removal and
-    /// stops the actor.
-    fn forget(&mut self) -> ResponseActFuture<Self, Result<(), DaemonError>> {
-        // Forgetting does not wait out a grace: the session is going away for good.
-        let done = self.end_process(Ending::Killed, Duration::ZERO);
-        self.clients.close_all();
-        let id = self.record.id;
-        let store = self.deps.store.clone();
-        let state_dir = self.deps.state_dir.clone();
-        Box::pin(
-            async move {
-                let _ = done.await;
-                super::record_file::remove(&state_dir, &id);
-                match store.delete_session(id).await {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => {
-                        tracing::error!(session = %id, error = %e, "could not delete the row");
-                        Err(DaemonError::internal())
-                    }
-                    Err(_) => Err(DaemonError::internal()),
-                }
-            }
-            .into_actor(self)
-            .map(|res, act, ctx| {
-                if res.is_ok() {
-                    act.dismiss_permissions();
-                    act.notify(FleetEvent::Removed { s: act.record.id });
-                    ctx.stop();
-                }
-                res
-            }),
-        )
     }
 }
 
