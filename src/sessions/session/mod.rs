@@ -2,6 +2,14 @@
 //! offsets, and attached clients with their bounded queues. It is the only writer of its row
 //! in the store. It never touches a PTY or a socket: its harness and its clients' socket
 //! writers do that and reach it by message.
+//!
+//! This file is the actor shell: the state, the descriptor, and one short `Handler` per
+//! message. What each handler does lives in a part beside it, the plain ones unit-tested
+//! without an actor system: `record` (the row), `clients` and `client_delivery` (what
+//! each client is sent and when, the size they agree on), `attention` (attention and
+//! permissions), `start` (spawn, restore and re-attach, revive, a process's end),
+//! `host_ops` (kill, suspend, forget and its confirmation) and `naming`. Every handler
+//! that reaches the target asks the refusal chain first (`Session::refuse`).
 
 mod attention;
 mod client_delivery;
@@ -32,8 +40,8 @@ use crate::config::{Limits, Timings};
 use crate::protocol::DaemonError;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
-    AttachmentChanged, CheckIdle, DetachHarness, HarnessExited, HarnessHandle, OutputArrived,
-    ResizeTerminal, WriteInput,
+    AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
+    WriteInput,
 };
 use crate::store::StateStore;
 use atc_protocol::TermSize;
@@ -625,35 +633,6 @@ impl Handler<Suspend> for Session {
     }
 }
 
-impl Handler<Revive> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
-
-    fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
-        if let Err(e) = self.refuse(Operation::Revive) {
-            return Box::pin(fut::ready(Err(e)));
-        }
-        let ready = match self.revive(msg.size, ctx) {
-            Ok(ready) => ready,
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        self.deliberate_start = true;
-        self.answer_when_started(ready)
-    }
-}
-
-impl Handler<ReviveOnRestore> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
-
-    fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
-        let ready = match self.revive(None, ctx) {
-            Ok(ready) => ready,
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        self.deliberate_start = false;
-        self.answer_when_started(ready)
-    }
-}
-
 impl Handler<MintForgetToken> for Session {
     type Result = Result<(String, i64), DaemonError>;
 
@@ -689,33 +668,27 @@ impl Handler<Discard> for Session {
     }
 }
 
+impl Handler<Revive> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
+        self.revive_for_client(msg.size, ctx)
+    }
+}
+
+impl Handler<ReviveOnRestore> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
+        self.revive_on_restore(ctx)
+    }
+}
+
 impl Handler<AttachmentChanged> for Session {
     type Result = ();
 
-    /// Every change between attached and reattaching is announced (spec §3.3).
     fn handle(&mut self, msg: AttachmentChanged, _: &mut Self::Context) {
-        let next = match msg {
-            AttachmentChanged::Attached(position) => {
-                // A new process (or the first attach) is recorded at once, so a daemon that
-                // dies without a clean stop can still re-attach it.
-                let moved = position.as_ref().map(|p| (&p.boot_id, &p.generation))
-                    != self
-                        .record
-                        .remote
-                        .as_ref()
-                        .map(|p| (&p.boot_id, &p.generation));
-                if position.is_some() && moved {
-                    self.record.remote = position;
-                    self.persist();
-                }
-                Attachment::Attached
-            }
-            AttachmentChanged::Reattaching => Attachment::Reattaching,
-        };
-        if self.harness.is_some() && next != self.attachment {
-            self.attachment = next;
-            self.notify_state();
-        }
+        self.on_attachment_changed(msg);
     }
 }
 
@@ -723,21 +696,6 @@ impl Handler<Shutdown> for Session {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Shutdown, _: &mut Self::Context) -> Self::Result {
-        // A remote process outlives the daemon: let it go; the next daemon re-attaches.
-        if self.remote {
-            if let Some(h) = &self.harness {
-                let (tx, rx) = oneshot::channel();
-                self.ending.get_or_insert(Ending::DaemonStopping);
-                self.exit_waiters.push(tx);
-                h.detach.do_send(DetachHarness { host_asleep: false });
-                return Box::pin(async move {
-                    let _ = rx.await;
-                });
-            }
-        }
-        let done = self.end_process(Ending::DaemonStopping, self.deps.timings.kill_grace);
-        Box::pin(async move {
-            let _ = done.await;
-        })
+        self.shut_down()
     }
 }

@@ -16,7 +16,8 @@ use super::{Ending, Session, SessionDeps};
 use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::refusal::Operation;
 use crate::providers::{
-    ExecutionProvider, Hangup, HarnessEnd, HarnessEvents, HarnessExited, StartSpec,
+    AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
+    HarnessExited, StartSpec,
 };
 use crate::sessions::screen_worker::ResizeScreen;
 use atc_protocol::{
@@ -314,6 +315,87 @@ pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
             )
             .with("problem", "not_started"))
         }),
+    }
+}
+
+impl Session {
+    /// A client's revive: the start counts as deliberate (spec §3.4 `started`).
+    pub(super) fn revive_for_client(
+        &mut self,
+        size: Option<TermSize>,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        if let Err(e) = self.refuse(Operation::Revive) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let ready = match self.revive(size, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        self.deliberate_start = true;
+        self.answer_when_started(ready)
+    }
+
+    /// A fleet restore's revive at the last size; the manager asked the refusal chain for
+    /// the restore already, and the start is not the user's choice.
+    pub(super) fn revive_on_restore(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        let ready = match self.revive(None, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        self.deliberate_start = false;
+        self.answer_when_started(ready)
+    }
+
+    /// Every change between attached and reattaching is announced (spec §3.3).
+    pub(super) fn on_attachment_changed(&mut self, msg: AttachmentChanged) {
+        let next = match msg {
+            AttachmentChanged::Attached(position) => {
+                // A new process (or the first attach) is recorded at once, so a daemon that
+                // dies without a clean stop can still re-attach it.
+                let moved = position.as_ref().map(|p| (&p.boot_id, &p.generation))
+                    != self
+                        .record
+                        .remote
+                        .as_ref()
+                        .map(|p| (&p.boot_id, &p.generation));
+                if position.is_some() && moved {
+                    self.record.remote = position;
+                    self.persist();
+                }
+                Attachment::Attached
+            }
+            AttachmentChanged::Reattaching => Attachment::Reattaching,
+        };
+        if self.harness.is_some() && next != self.attachment {
+            self.attachment = next;
+            self.notify_state();
+        }
+    }
+
+    /// The daemon stops: a local process is hung up; a remote one outlives the daemon and is
+    /// let go, for the next daemon to re-attach. Resolves once the exit is written.
+    pub(super) fn shut_down(&mut self) -> futures_util::future::LocalBoxFuture<'static, ()> {
+        if self.remote {
+            if let Some(h) = &self.harness {
+                let (tx, rx) = oneshot::channel();
+                self.ending.get_or_insert(Ending::DaemonStopping);
+                self.exit_waiters.push(tx);
+                h.detach.do_send(DetachHarness { host_asleep: false });
+                return Box::pin(async move {
+                    // Its sender goes only with the actor; either way the session is done.
+                    let _ = rx.await;
+                });
+            }
+        }
+        let done = self.end_process(Ending::DaemonStopping, self.deps.timings.kill_grace);
+        Box::pin(async move {
+            // Its sender goes only with the actor; either way the session is done.
+            let _ = done.await;
+        })
     }
 }
 
