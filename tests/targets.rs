@@ -3,7 +3,10 @@
 
 mod support;
 
+use std::time::Duration;
+
 use atc::config::Config;
+use atc::providers::ExecutionProvider;
 use serde_json::json;
 use support::{id_of, test_config, TestDaemon};
 
@@ -208,5 +211,129 @@ async fn a_session_stays_bound_to_its_targets_identity_across_restarts() {
         .await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["session"]["alive"], true);
+    d.stop().await;
+}
+
+/// The local PTY provider without the `input` capability: a test double behind the provider
+/// trait, served to targets whose provider is `mute-pty`.
+struct MuteProvider(atc::providers::local_pty::LocalPty);
+
+impl ExecutionProvider for MuteProvider {
+    fn kind(&self) -> &'static str {
+        "mute-pty"
+    }
+
+    fn capabilities(&self) -> atc::providers::Capabilities {
+        atc::providers::Capabilities {
+            input: false,
+            ..self.0.capabilities()
+        }
+    }
+
+    fn start(
+        &self,
+        spec: atc::providers::StartSpec,
+        events: atc::providers::HarnessEvents,
+    ) -> Result<atc::providers::StartedHarness, atc::providers::ProviderError> {
+        self.0.start(spec, events)
+    }
+
+    fn run_command(
+        &self,
+        req: atc::providers::RunRequest,
+    ) -> futures_util::future::LocalBoxFuture<
+        'static,
+        Result<atc::providers::RunOutput, atc::providers::ProviderError>,
+    > {
+        self.0.run_command(req)
+    }
+
+    fn transfer_archive(
+        &self,
+        archive: bytes::Bytes,
+        dir: std::path::PathBuf,
+        host_key: Option<String>,
+    ) -> futures_util::future::LocalBoxFuture<'static, Result<(), atc::providers::ProviderError>>
+    {
+        self.0.transfer_archive(archive, dir, host_key)
+    }
+}
+
+/// Issue 8 item 3: input goes through the one refusal point on every path. The PTY echoes
+/// anything written to it, so no echo means nothing reached the process.
+#[actix_rt::test]
+async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_and_never_written() {
+    use std::sync::Arc;
+    use support::Frame;
+    let config =
+        config_with(r#"{"targets": {"mute": {"provider": "mute-pty"}}, "defaultTarget": "mute"}"#);
+    let mute = MuteProvider(atc::providers::local_pty::LocalPty {
+        exit_drain: config.timings.exit_drain,
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_with_providers(
+        tmp.path(),
+        config,
+        atc::daemon::ExtraProviders::default().with(Arc::new(mute)),
+    )
+    .await;
+    let id = id_of(&d.spawn("cat").await);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+
+    ws.send_binary(b"typed-over-the-socket\r").await;
+    let refused = ws.next_text("error").await;
+    assert_eq!(refused["code"], "unsupported_operation", "{refused}");
+
+    let (status, err) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/input"),
+            Some(json!({"data": "typed-over-http\r"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(err["error"]["code"], "unsupported_operation", "{err}");
+    assert_eq!(err["error"]["data"]["capability"], "input", "{err}");
+    let (status, err) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/submit"),
+            Some(json!({"text": "typed-by-submit"})),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (422, Some("unsupported_operation")),
+        "{err}"
+    );
+
+    // A resize is never refused (spec §4.4), so it still reaches the session.
+    ws.send_json(json!({"type": "resize", "cols": 70, "rows": 20}))
+        .await;
+    let resized = ws.next_text("resized").await;
+    assert_eq!(
+        (resized["cols"].as_u64(), resized["rows"].as_u64()),
+        (Some(70), Some(20))
+    );
+
+    // Nothing was written: no echo arrives within a short window.
+    let mut echoed = Vec::new();
+    while let Some(frame) = ws.next_within(Duration::from_millis(400)).await {
+        match frame {
+            Frame::Binary(b) => echoed.extend_from_slice(&b),
+            Frame::Close => break,
+            Frame::Text(_) => {}
+        }
+    }
+    assert!(
+        !String::from_utf8_lossy(&echoed).contains("typed"),
+        "input reached the process: {:?}",
+        String::from_utf8_lossy(&echoed)
+    );
+    let (_, screen) = d
+        .call("GET", &format!("/v1/sessions/{id}/screen"), None)
+        .await;
+    assert!(!screen.to_string().contains("typed"), "{screen}");
+    ws.close().await;
     d.stop().await;
 }

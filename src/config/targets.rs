@@ -269,19 +269,6 @@ impl Targets {
         &self.revision
     }
 
-    /// The refusal chain against the providers this daemon built for its targets.
-    pub fn check_on<'a>(
-        &'a self,
-        target: Option<&str>,
-        bound: Option<&str>,
-        capability: Capability,
-        providers: &crate::providers::registry::Providers,
-    ) -> Result<&'a Target, DaemonError> {
-        self.check(target, bound, capability, |t| {
-            providers.get(&t.id).map(|p| p.capabilities())
-        })
-    }
-
     /// The refusal chain of spec §4.4. `target` is the session's (or the request's) target,
     /// `None` meaning the default; `bound` the identity a session bound to at spawn;
     /// `provider_caps` answers whether this daemon has a provider for a target, and what it

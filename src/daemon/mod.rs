@@ -130,9 +130,34 @@ pub struct DaemonHandle {
 /// The daemon.
 pub struct Daemon;
 
+/// Providers brought by whoever starts the daemon, by provider kind: a target whose
+/// `provider` names one of these kinds is served by it rather than by a built-in one. Tests
+/// use it to put a double behind [`crate::providers::ExecutionProvider`]; `atc` itself
+/// brings none.
+#[derive(Clone, Default)]
+pub struct ExtraProviders {
+    by_kind: std::collections::HashMap<String, Arc<dyn crate::providers::ExecutionProvider>>,
+}
+
+impl ExtraProviders {
+    /// Serves targets whose `provider` is `provider.kind()` with `provider`.
+    pub fn with(mut self, provider: Arc<dyn crate::providers::ExecutionProvider>) -> Self {
+        self.by_kind.insert(provider.kind().to_string(), provider);
+        self
+    }
+}
+
 impl Daemon {
     /// Starts a daemon on the current actix system.
     pub async fn start(opts: DaemonOptions) -> Result<DaemonHandle, StartError> {
+        Daemon::start_with_providers(opts, ExtraProviders::default()).await
+    }
+
+    /// Starts a daemon whose targets may also be served by `extra` providers.
+    pub async fn start_with_providers(
+        opts: DaemonOptions,
+        extra: ExtraProviders,
+    ) -> Result<DaemonHandle, StartError> {
         let dir_path = opts.state_dir.clone();
         let dir = tokio::task::spawn_blocking(move || StateDir::take(&dir_path, LOCK_WAIT))
             .await
@@ -194,6 +219,9 @@ impl Daemon {
         let daemon_id_text = daemon_id.to_string();
         let bridges = Arc::new(crate::providers::imp::bridge::Bridges::default());
         let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
+            if let Some(p) = extra.by_kind.get(&t.provider) {
+                return Some(p.clone());
+            }
             if t.provider != "imp" {
                 return None;
             }
@@ -230,7 +258,8 @@ impl Daemon {
         let bound_socket = Arc::new(std::sync::OnceLock::new());
         let worker_bound_socket = bound_socket.clone();
         let targets = Arc::new(config.targets.clone());
-        let deps_targets = targets.clone();
+        let refusal = crate::providers::refusal::Refusal::new(targets.clone(), providers.clone());
+        let deps_refusal = refusal.clone();
         for p in targets.problems() {
             tracing::error!(scope = ?p.scope, target = ?p.target, problem = %p.problem,
                 detail = %p.detail, "target configuration problem");
@@ -256,6 +285,7 @@ impl Daemon {
             config_problems: config.problems.clone(),
             quit: quit_tx,
             targets,
+            refusal,
             providers: state_providers,
             reporter: reporter_stats,
         };
@@ -278,7 +308,7 @@ impl Daemon {
                     screen_arbiter: screen_handle,
                     state_dir: dir_path_for_deps,
                     daemon_id,
-                    targets: deps_targets,
+                    refusal: deps_refusal,
                     reporter_socket: reporter_socket.clone(),
                     codex_home,
                     permissions,

@@ -16,6 +16,7 @@ pub mod child_fds;
 pub mod imp;
 pub mod local_command;
 pub mod local_pty;
+pub mod refusal;
 pub mod registry;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen

@@ -50,10 +50,7 @@ pub async fn attach(
         _ => None,
     };
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, crate::providers::Capability::Attach)?;
-    if !found.descriptor.alive {
-        return Err(DaemonError::session_dead(&found.descriptor.id.to_string()));
-    }
+    // The session answers the refusal chain and `session_dead` from its `Attach` handler.
     let mut response = actix_web_actors::ws::handshake(&req).map_err(|e| {
         DaemonError::new(ErrorCode::BadArgs, format!("not a WebSocket upgrade: {e}"))
             .with("field", "upgrade")

@@ -68,6 +68,8 @@ pub struct AppState {
     pub quit: tokio::sync::mpsc::UnboundedSender<()>,
     /// Execution targets and the refusal chain.
     pub targets: Arc<crate::config::targets::Targets>,
+    /// The refusal chain (spec §4.4); routes ask it only for a spawn, sessions for the rest.
+    pub refusal: crate::providers::refusal::Refusal,
     /// The provider of each target.
     pub providers: crate::providers::registry::Providers,
     /// What the reporter socket received.
@@ -93,37 +95,9 @@ impl AppState {
         self.manager.as_ref().ok_or_else(DaemonError::internal)
     }
 
-    /// The refusal chain (spec §4.4) for work on `target` (None: the default) bound to
-    /// `bound`, needing `capability`; answers the target.
-    pub fn refuse(
-        &self,
-        target: Option<&str>,
-        bound: Option<&str>,
-        capability: crate::providers::Capability,
-    ) -> Result<&crate::config::targets::Target, DaemonError> {
-        self.targets
-            .check_on(target, bound, capability, &self.providers)
-    }
-
     /// Whether forgetting `session` destroys its host (its target's provider can).
     pub fn destroys_host(&self, session: &atc_protocol::Descriptor) -> bool {
-        self.providers
-            .get(&session.locator.target_id)
-            .is_some_and(|p| p.capabilities().destroy)
-    }
-
-    /// The refusal chain for an existing session.
-    pub fn refuse_session(
-        &self,
-        session: &atc_protocol::Descriptor,
-        capability: crate::providers::Capability,
-    ) -> Result<(), DaemonError> {
-        self.refuse(
-            Some(&session.locator.target_id),
-            Some(&session.target_identity),
-            capability,
-        )
-        .map(|_| ())
+        self.refusal.destroys_host(&session.locator.target_id)
     }
 
     /// The idempotency ledger.

@@ -16,7 +16,6 @@ use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
 use crate::protocol::params::Params;
 use crate::protocol::{DaemonError, ErrorCode};
-use crate::providers::Capability;
 use crate::sessions::messages::*;
 use crate::store::KeyId;
 use atc_protocol::TermSize;
@@ -198,7 +197,8 @@ async fn spawn(
     // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
     // ledger whatever the targets say now (spec §7.4: params are not re-validated).
     let refusal = state
-        .refuse(target_param, None, Capability::Spawn)
+        .refusal
+        .check_new(target_param)
         .map(|t| (t.id.clone(), t.identity.clone()));
     let (target, target_identity) = match &refusal {
         Ok((id, identity)) => (id.clone(), identity.clone()),
@@ -329,11 +329,9 @@ async fn forget(
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
     if !state.destroys_host(&found.descriptor) {
-        state.refuse_session(&found.descriptor, Capability::Kill)?;
         mailbox(found.addr.send(Forget).await)??;
         return Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })));
     }
-    state.refuse_session(&found.descriptor, Capability::Destroy)?;
     let confirm =
         web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
             .ok()
@@ -376,7 +374,6 @@ async fn input(
         Bytes::copy_from_slice(data.as_bytes())
     };
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Input)?;
     mailbox(found.addr.send(Input(bytes)).await)??;
     Ok(HttpResponse::Ok().json(json!({})))
 }
@@ -392,7 +389,6 @@ async fn submit(
         .ok_or_else(|| DaemonError::bad_arg("text", "'text' is required"))?
         .to_string();
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Input)?;
     mailbox(found.addr.send(Submit(text)).await)??;
     Ok(HttpResponse::Ok().json(json!({})))
 }
@@ -457,30 +453,13 @@ async fn kill(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, DaemonError> {
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Kill)?;
-    // Spec §3.7: killing a session that is already dead forgets it, unless forgetting would
-    // destroy its host: that takes the two-step DELETE.
-    if !found.descriptor.alive && state.destroys_host(&found.descriptor) {
-        let id = found.descriptor.id.to_string();
-        return Err(DaemonError::new(
-            ErrorCode::ConfirmationRequired,
-            format!(
-                "session '{id}' is dead; forgetting it destroys its imp: DELETE /v1/sessions/{id} \
-                 for a confirmation token, then DELETE /v1/sessions/{id}?confirm=TOKEN \
-                 (`atc forget {id} --yes`)"
-            ),
-        )
-        .with("session", id));
-    }
-    if !found.descriptor.alive {
-        mailbox(found.addr.send(Forget).await)??;
-        return Ok(HttpResponse::Ok().json(json!({
-            "session": found.descriptor,
+    Ok(match mailbox(found.addr.send(Kill).await)?? {
+        Killed::Ended(session) => HttpResponse::Ok().json(json!({ "session": session })),
+        Killed::Forgotten(session) => HttpResponse::Ok().json(json!({
+            "session": session,
             "forgotten": true,
-        })));
-    }
-    let session = mailbox(found.addr.send(Kill).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+        })),
+    })
 }
 
 async fn revive(
@@ -494,7 +473,6 @@ async fn revive(
         _ => Some(p.size()?),
     };
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Spawn)?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
@@ -510,7 +488,6 @@ async fn suspend(
     let p = params(payload, &state).await?;
     let force = p.opt_bool("force")?.unwrap_or(false);
     let found = lookup(&state, &path).await?;
-    state.refuse_session(&found.descriptor, Capability::Suspend)?;
     let session = mailbox(found.addr.send(Suspend { force }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }

@@ -15,6 +15,7 @@ use super::messages::*;
 use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
 use crate::agents::AgentCatalog;
 use crate::protocol::DaemonError;
+use crate::providers::refusal::Operation;
 use crate::store::FleetRow;
 use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
 
@@ -256,7 +257,9 @@ impl Handler<Spawn> for SessionManager {
                             }
                             (Ok(()), None) => Ok(descriptor),
                             (Err(e), Some(a)) => {
-                                let _ = a.send(Forget).await;
+                                // The refusal is the answer; a session that is gone
+                                // already has nothing left to discard.
+                                let _ = a.send(Discard).await;
                                 Err(e)
                             }
                             (Err(e), None) => Err(e),
@@ -381,8 +384,7 @@ impl Handler<RestoreFleet> for SessionManager {
             )
             .with("field", "fleet"))));
         }
-        let providers = self.deps.providers.clone();
-        let targets = self.deps.targets.clone();
+        let refusal = self.deps.refusal.clone();
         let mut queue: Vec<(i64, Addr<Session>)> = self
             .sessions
             .values()
@@ -391,11 +393,10 @@ impl Handler<RestoreFleet> for SessionManager {
             })
             // A session whose target refuses stays listed without a process (spec §3.9).
             .filter(|e| {
-                let refused = targets.check_on(
-                    Some(&e.descriptor.locator.target_id),
-                    Some(&e.descriptor.target_identity),
-                    crate::providers::Capability::Spawn,
-                    &providers,
+                let refused = refusal.check(
+                    Operation::Restore,
+                    &e.descriptor.locator.target_id,
+                    &e.descriptor.target_identity,
                 );
                 match refused {
                     Ok(_) => true,

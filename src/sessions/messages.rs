@@ -104,10 +104,21 @@ pub struct GetScreen;
 #[rtype(result = "Descriptor")]
 pub struct GetDescriptor;
 
-/// End the process (SIGHUP, SIGKILL after the grace). Answers once the exit is recorded.
+/// A client's kill (spec §3.7): end the process (SIGHUP, SIGKILL after the grace) and answer
+/// once the exit is recorded; a session already dead is forgotten instead, unless forgetting
+/// destroys its host (`confirmation_required`: that takes the two-step forget).
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Killed, DaemonError>")]
 pub struct Kill;
+
+/// What a [`Kill`] did.
+#[derive(Debug)]
+pub enum Killed {
+    /// The process ended; the session as it is now.
+    Ended(Descriptor),
+    /// The session was dead already and is forgotten; how it looked before.
+    Forgotten(Descriptor),
+}
 
 /// First step of forgetting a session whose target destroys hosts (spec §3.7): mint a token,
 /// valid for [`FORGET_CONFIRM_TTL`], that the second step must present. Answers the token
@@ -152,10 +163,16 @@ pub struct Revive {
 #[rtype(result = "Result<Descriptor, DaemonError>")]
 pub struct ReviveOnRestore;
 
-/// Remove the session: kill its process if any, delete its row, stop the actor.
+/// A client's forget: kill the process if any, delete the row, stop the actor.
 #[derive(Message)]
 #[rtype(result = "Result<(), DaemonError>")]
 pub struct Forget;
+
+/// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
+/// client's reaches the target, so the refusal chain is not asked.
+#[derive(Message)]
+#[rtype(result = "Result<(), DaemonError>")]
+pub struct Discard;
 
 /// Daemon shutdown: hang up the process, record its exit as `daemon_stopped`, flush the row.
 #[derive(Message)]

@@ -1,8 +1,7 @@
-//! Sessions: the supervisor ([`manager`]), one actor per session ([`session`]), their
-//! messages, and the pieces a session owns: the screen model, the output ring and the bounded
-//! queue of each attached client.
+//! Sessions: the supervisor ([`manager`]), one actor per session ([`session`], with its parts
+//! beside it), their messages, and the pieces a session owns: the screen model, the output
+//! ring and the bounded queue of each attached client.
 
-pub mod client_delivery;
 pub mod client_queue;
 pub mod launch;
 pub mod manager;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix_http::ws;
 use atc::config::{AgentConfig, Config};
-use atc::daemon::{Daemon, DaemonHandle, DaemonOptions};
+use atc::daemon::{Daemon, DaemonHandle, DaemonOptions, ExtraProviders};
 use awc::BoxedSocket;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -202,8 +202,28 @@ impl TestDaemon {
         dir: &Path,
         config: Config,
     ) -> Result<TestDaemon, atc::daemon::StartError> {
+        TestDaemon::try_start_with(dir, config, ExtraProviders::default()).await
+    }
+
+    /// A daemon on a given state dir and config whose targets may name the `extra`
+    /// providers' kinds (test doubles behind the provider trait).
+    pub async fn start_with_providers(
+        dir: &Path,
+        config: Config,
+        extra: ExtraProviders,
+    ) -> TestDaemon {
+        TestDaemon::try_start_with(dir, config, extra)
+            .await
+            .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
+    }
+
+    async fn try_start_with(
+        dir: &Path,
+        config: Config,
+        extra: ExtraProviders,
+    ) -> Result<TestDaemon, atc::daemon::StartError> {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-        let handle = Daemon::start(DaemonOptions {
+        let options = DaemonOptions {
             state_dir: dir.to_path_buf(),
             config,
             listen: None,
@@ -214,8 +234,8 @@ impl TestDaemon {
             atc_program: Some(env!("CARGO_BIN_EXE_atc").into()),
             // Never the developer's own Codex files.
             codex_home: Some(dir.join("codex-home")),
-        })
-        .await?;
+        };
+        let handle = Daemon::start_with_providers(options, extra).await?;
         Ok(TestDaemon {
             url: format!("http://{}", handle.addr),
             token: handle.token.clone(),

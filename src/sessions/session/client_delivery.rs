@@ -11,7 +11,7 @@
 
 use bytes::Bytes;
 
-use super::client_queue::{ClientQueue, Outgoing};
+use crate::sessions::client_queue::{ClientQueue, Outgoing};
 
 /// How a pending client is opened, which decides its opening frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,311 @@
+//! Attention (spec §3.4) and the permission requests it opens (spec §8): the hook-driven
+//! state of a running session, its `unread` flag and its `lastMsg`. Entering `needs_you`
+//! opens a permission request carrying the `lastMsg` of that moment; leaving it, by any way
+//! (a prompt, a turn done, an attach, the process ending), dismisses the session's pending
+//! requests. Plain state: it answers the [`PermissionChange`] to make and the session actor
+//! sends it to the registry. Below it, the actor's side: applying a hook report (spec §3.4,
+//! the trail of §9.5) and telling the registry.
+
+use actix::prelude::*;
+
+use super::record::{cap_result, rfc3339_now};
+use super::Session;
+use crate::agents::hooks::HookKind;
+use atc_protocol::SessionState;
+
+/// What the permission registry is to be told after a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionChange {
+    /// The session started waiting for its user: open a request with this message.
+    Open(String),
+    /// It no longer waits: dismiss its pending requests.
+    Dismiss,
+}
+
+/// A session's attention, `unread` and `lastMsg`.
+#[derive(Debug)]
+pub struct Attention {
+    state: SessionState,
+    unread: bool,
+    last_msg: String,
+}
+
+impl Attention {
+    /// A running session with nothing unread and no message yet.
+    pub fn new() -> Attention {
+        Attention {
+            state: SessionState::Running,
+            unread: false,
+            last_msg: String::new(),
+        }
+    }
+
+    /// The attention state while a process runs.
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// Whether something happened that the user has not seen.
+    pub fn unread(&self) -> bool {
+        self.unread
+    }
+
+    /// What the session last said.
+    pub fn last_msg(&self) -> &str {
+        &self.last_msg
+    }
+
+    /// Replaces `lastMsg`.
+    pub fn say(&mut self, msg: impl Into<String>) {
+        self.last_msg = msg.into();
+    }
+
+    /// Marks the session unread (`true`) or read.
+    pub fn set_unread(&mut self, unread: bool) {
+        self.unread = unread;
+    }
+
+    /// Changes the state; see the module doc for the permission change it answers.
+    pub fn set(&mut self, next: SessionState) -> Option<PermissionChange> {
+        let was = std::mem::replace(&mut self.state, next);
+        match (
+            was == SessionState::NeedsYou,
+            next == SessionState::NeedsYou,
+        ) {
+            (false, true) => Some(PermissionChange::Open(self.last_msg.clone())),
+            (true, false) => Some(PermissionChange::Dismiss),
+            _ => None,
+        }
+    }
+
+    /// A client attached: the session is read, and attaching answers a request for attention.
+    pub fn attached(&mut self) -> Option<PermissionChange> {
+        self.unread = false;
+        if self.state != SessionState::NeedsYou {
+            return None;
+        }
+        self.last_msg = "attached".into();
+        self.set(SessionState::Running)
+    }
+
+    /// The process ended: without a process the session waits for nobody.
+    pub fn ended(&mut self) -> Option<PermissionChange> {
+        self.set(SessionState::Running)
+    }
+
+    /// One hook report of `kind`, with the message it carried.
+    pub fn on_hook(&mut self, kind: HookKind, message: Option<String>) -> Option<PermissionChange> {
+        match kind {
+            HookKind::Started => {
+                if self.last_msg == "adopting…" {
+                    self.last_msg = "adopted".into();
+                }
+                None
+            }
+            HookKind::PromptSubmitted => {
+                self.unread = false;
+                self.last_msg = message.unwrap_or_else(|| "working".into());
+                self.set(SessionState::Running)
+            }
+            HookKind::NeedsInput => {
+                self.unread = true;
+                self.last_msg = message.unwrap_or_else(|| "needs input".into());
+                self.set(SessionState::NeedsYou)
+            }
+            HookKind::TurnDone => {
+                self.unread = true;
+                self.last_msg = "turn done".into();
+                self.set(SessionState::Done)
+            }
+            // A live terminal may report its end without dying; only a session without a
+            // harness is exited, and that is already what its descriptor says.
+            HookKind::Ended => {
+                self.unread = false;
+                self.last_msg = "session ended".into();
+                None
+            }
+            HookKind::Heartbeat => None,
+        }
+    }
+}
+
+impl Session {
+    /// Changes the attention state and tells the permission registry what that means.
+    pub(super) fn set_attention(&mut self, next: SessionState) {
+        let change = self.attention.set(next);
+        self.permit(change);
+    }
+
+    /// Spec §8: entering `needs_you` opens a permission request with the `lastMsg` of that
+    /// moment; leaving it dismisses the session's pending ones.
+    pub(super) fn permit(&self, change: Option<PermissionChange>) {
+        match change {
+            Some(PermissionChange::Open(message)) => {
+                self.deps
+                    .permissions
+                    .do_send(crate::permissions::registry::OpenRequest {
+                        session: self.record.id,
+                        message,
+                        // A PTY prompt is answered by typing into the terminal.
+                        respondable: false,
+                    })
+            }
+            Some(PermissionChange::Dismiss) => self.dismiss_permissions(),
+            None => {}
+        }
+    }
+
+    pub(super) fn dismiss_permissions(&self) {
+        self.deps
+            .permissions
+            .do_send(crate::permissions::registry::DismissSession(self.record.id));
+    }
+
+    /// Applies one hook report (spec §3.4).
+    pub(super) fn apply_hook(
+        &mut self,
+        event: &str,
+        payload: &serde_json::Value,
+        ctx: &mut Context<Self>,
+    ) {
+        let kind = self
+            .deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default()
+            .to_string();
+        let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
+        let mut persist = false;
+        if let Some(id) = n
+            .agent_session_id
+            .filter(|id| Some(id) != self.record.agent_session_id.as_ref())
+        {
+            self.record.agent_session_id = Some(id);
+            persist = true;
+        }
+        if let Some(path) = crate::agents::names::transcript_path(payload)
+            .map(|p| p.display().to_string())
+            .filter(|p| Some(p) != self.record.transcript_path.as_ref())
+        {
+            // A full write below carries it too; alone, it is a single-row update (§3.10).
+            if !persist {
+                self.deps.store.set_transcript_path(self.record.id, &path);
+            }
+            self.record.transcript_path = Some(path);
+        }
+        // Statusline pings come several times a second and carry nothing new to name.
+        if event != "Statusline" {
+            if let Some(source) = crate::agents::names::source_of(
+                &kind,
+                payload,
+                self.record.agent_session_id.as_deref(),
+                self.deps.codex_home.as_deref(),
+            ) {
+                self.refresh_name(source, ctx);
+            }
+        }
+        if n.kind == HookKind::Started {
+            self.note_started();
+        }
+        let change = self.attention.on_hook(n.kind, n.message.take());
+        self.permit(change);
+        if n.kind == HookKind::TurnDone {
+            if let Some(result) = &n.result {
+                self.deps
+                    .store
+                    .set_result(self.record.id, cap_result(result));
+            }
+        }
+        if event != "Statusline" {
+            // The trail (spec §9.5): every report but statusline pings.
+            self.deps.store.append_event(crate::store::TrailEvent {
+                id: 0,
+                ts: rfc3339_now(),
+                atc_id: self.record.id.to_string(),
+                event: event.to_string(),
+                message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
+                    .then(|| self.attention.last_msg().to_string()),
+                session_id: self.record.agent_session_id.clone(),
+                kind: Some(n.kind.as_str().to_string()),
+                detail: n.result.clone(),
+            });
+        }
+        if persist {
+            self.persist();
+        }
+        if n.kind != HookKind::Heartbeat || persist {
+            self.notify_state();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needing_input_opens_a_request_with_the_message_and_a_prompt_dismisses_it() {
+        let mut a = Attention::new();
+        let opened = a.on_hook(HookKind::NeedsInput, Some("Allow Bash(ls)?".into()));
+        assert_eq!(
+            opened,
+            Some(PermissionChange::Open("Allow Bash(ls)?".into()))
+        );
+        assert_eq!((a.state(), a.unread()), (SessionState::NeedsYou, true));
+        // Asking again while it waits opens nothing more.
+        assert_eq!(a.on_hook(HookKind::NeedsInput, None), None);
+        assert_eq!(a.last_msg(), "needs input");
+        let answered = a.on_hook(HookKind::PromptSubmitted, Some("go on".into()));
+        assert_eq!(answered, Some(PermissionChange::Dismiss));
+        assert_eq!(
+            (a.state(), a.unread(), a.last_msg()),
+            (SessionState::Running, false, "go on")
+        );
+    }
+
+    #[test]
+    fn a_turn_done_or_the_process_ending_dismisses_a_waiting_request() {
+        let mut a = Attention::new();
+        a.on_hook(HookKind::NeedsInput, None);
+        assert_eq!(
+            a.on_hook(HookKind::TurnDone, None),
+            Some(PermissionChange::Dismiss)
+        );
+        assert_eq!((a.state(), a.last_msg()), (SessionState::Done, "turn done"));
+        assert_eq!(a.ended(), None, "done is not waiting");
+        a.on_hook(HookKind::NeedsInput, None);
+        assert_eq!(a.ended(), Some(PermissionChange::Dismiss));
+        assert_eq!(a.state(), SessionState::Running);
+    }
+
+    #[test]
+    fn attaching_answers_a_request_for_attention_and_reads_the_session() {
+        let mut a = Attention::new();
+        a.on_hook(HookKind::TurnDone, None);
+        assert_eq!(a.attached(), None, "nothing was waiting");
+        assert_eq!(
+            (a.state(), a.unread(), a.last_msg()),
+            (SessionState::Done, false, "turn done")
+        );
+        a.on_hook(HookKind::NeedsInput, Some("question".into()));
+        assert_eq!(a.attached(), Some(PermissionChange::Dismiss));
+        assert_eq!(
+            (a.state(), a.unread(), a.last_msg()),
+            (SessionState::Running, false, "attached")
+        );
+    }
+
+    #[test]
+    fn a_start_finishes_an_adoption_and_heartbeats_change_nothing() {
+        let mut a = Attention::new();
+        a.say("adopting…");
+        assert_eq!(a.on_hook(HookKind::Started, None), None);
+        assert_eq!(a.last_msg(), "adopted");
+        assert_eq!(a.on_hook(HookKind::Heartbeat, Some("x".into())), None);
+        assert_eq!(a.on_hook(HookKind::Ended, None), None);
+        assert_eq!(
+            (a.state(), a.unread(), a.last_msg()),
+            (SessionState::Running, false, "session ended")
+        );
+    }
+}

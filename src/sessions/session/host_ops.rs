@@ -1,0 +1,319 @@
+//! Host operations on a session (spec §3.7, §5.5): suspending its host with the process
+//! inside, the two-step forget of a session whose target destroys hosts (a confirmation
+//! token, then the destroy), and forgetting: the process ended, the row and the record file
+//! deleted, the removal announced, the actor stopped. The confirmation is plain state
+//! ([`ForgetConfirmation`]); the rest drives the provider and the store from the actor.
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::record::now_ms;
+use super::{provider_of, Ending, Session};
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::refusal::Operation;
+use crate::providers::DetachHarness;
+use crate::sessions::messages::{Killed, FORGET_CONFIRM_TTL};
+use atc_protocol::{Descriptor, FleetEvent};
+
+/// A minted forget confirmation.
+#[derive(Debug)]
+struct ForgetToken {
+    token: String,
+    expires: Instant,
+    used: bool,
+}
+
+/// The forget confirmation minted last. It is kept one lifetime past its expiry, so an
+/// expired token is told apart from an unknown one; minting again replaces it.
+#[derive(Debug, Default)]
+pub struct ForgetConfirmation {
+    minted: Option<ForgetToken>,
+}
+
+impl ForgetConfirmation {
+    /// Remembers `token`, valid for `ttl` from `now`.
+    pub fn mint(&mut self, token: String, now: Instant, ttl: Duration) {
+        self.minted = Some(ForgetToken {
+            token,
+            expires: now + ttl,
+            used: false,
+        });
+    }
+
+    /// Takes `token` for a destroy at `now`: it must be the one minted last, unused and
+    /// unexpired. A token is used up even if the destroy then fails.
+    pub fn redeem(&mut self, token: &str, now: Instant, ttl: Duration) -> Result<(), DaemonError> {
+        let refuse = |reason: &str, what: &str| {
+            DaemonError::bad_arg(
+                "confirm",
+                format!("{what}; ask again with DELETE and no confirm to get a new token"),
+            )
+            .with("reason", reason)
+        };
+        match &mut self.minted {
+            Some(t) if t.token == token && t.used => {
+                Err(refuse("used", "this confirmation token was used already"))
+            }
+            Some(t) if t.token == token && now > t.expires + ttl => Err(refuse(
+                "unknown",
+                "no such confirmation token for this session",
+            )),
+            Some(t) if t.token == token && now > t.expires => {
+                Err(refuse("expired", "this confirmation token expired"))
+            }
+            Some(t) if t.token == token => {
+                t.used = true;
+                Ok(())
+            }
+            _ => Err(refuse(
+                "unknown",
+                "no such confirmation token for this session",
+            )),
+        }
+    }
+}
+
+impl Session {
+    /// A client's kill: see [`crate::sessions::messages::Kill`].
+    pub(super) fn kill(&mut self) -> ResponseActFuture<Self, Result<Killed, DaemonError>> {
+        if let Err(e) = self.refuse(Operation::Kill) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        if self.harness.is_none() {
+            // Spec §3.7: killing a dead session forgets it, unless forgetting would destroy
+            // its host: that takes the two-step DELETE.
+            if self.deps.refusal.destroys_host(&self.record.target) {
+                let id = self.record.id.to_string();
+                return Box::pin(fut::ready(Err(DaemonError::new(
+                    ErrorCode::ConfirmationRequired,
+                    format!(
+                        "session '{id}' is dead; forgetting it destroys its imp: DELETE \
+                         /v1/sessions/{id} for a confirmation token, then DELETE \
+                         /v1/sessions/{id}?confirm=TOKEN (`atc forget {id} --yes`)"
+                    ),
+                )
+                .with("session", id))));
+            }
+            let before = self.descriptor();
+            return Box::pin(
+                self.forget()
+                    .map(move |res, _, _| res.map(|()| Killed::Forgotten(before))),
+            );
+        }
+        self.attention.say("killing");
+        let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
+        Box::pin(
+            async move {
+                // The sender only goes away with the actor, and then nobody reads the answer.
+                let _ = done.await;
+            }
+            .into_actor(self)
+            .map(|_, act, _| Ok(Killed::Ended(act.descriptor()))),
+        )
+    }
+
+    /// Spec §3.7 / §5.5: the host sleeps with the process inside; on success the harness is
+    /// let go as suspended (exit reason `suspended`, `lastMsg` `asleep`), and a revive wakes
+    /// the host and resumes the same process. `force` skips the idleness check.
+    pub(super) fn suspend(
+        &mut self,
+        force: bool,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        if let Err(e) = self.refuse(Operation::Suspend) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        if self.harness.is_none() {
+            return Box::pin(fut::ready(Err(DaemonError::session_dead(
+                &self.record.id.to_string(),
+            ))));
+        }
+        let provider = match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.clone(),
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        let idle = (!force).then(|| ctx.address().recipient());
+        let slept = provider.suspend_host(&self.record.id.to_string(), idle);
+        Box::pin(
+            slept
+                .into_actor(self)
+                .then(|res, act, _| {
+                    let done = res.is_ok().then(|| act.let_harness_go(true)).flatten();
+                    async move {
+                        if let Some(rx) = done {
+                            // Its sender goes only with the actor; the answer is the sleep's.
+                            let _ = rx.await;
+                        }
+                        res
+                    }
+                    .into_actor(act)
+                })
+                .map(|res, act, _| res.map(|()| act.descriptor())),
+        )
+    }
+
+    /// Lets the harness go (its host slept or was destroyed); answers once its end is
+    /// recorded, `None` when there is no harness.
+    pub(super) fn let_harness_go(&mut self, host_asleep: bool) -> Option<oneshot::Receiver<()>> {
+        let h = self.harness.as_ref()?;
+        let (tx, rx) = oneshot::channel();
+        self.exit_waiters.push(tx);
+        h.detach.do_send(DetachHarness { host_asleep });
+        Some(rx)
+    }
+
+    /// The first step of a destroying forget: a fresh token and its expiry (epoch ms).
+    pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), DaemonError> {
+        self.refuse(Operation::Forget)?;
+        let mut raw = [0u8; 16];
+        getrandom::fill(&mut raw).map_err(|e| {
+            tracing::error!(error = %e, "no randomness for a confirmation token");
+            DaemonError::internal()
+        })?;
+        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        self.forget_token
+            .mint(token.clone(), Instant::now(), FORGET_CONFIRM_TTL);
+        Ok((token, now_ms() + FORGET_CONFIRM_TTL.as_millis() as i64))
+    }
+
+    /// The second step: with a valid token, destroy the host, then forget the session.
+    pub(super) fn forget_destroying(
+        &mut self,
+        token: &str,
+    ) -> ResponseActFuture<Self, Result<(), DaemonError>> {
+        if let Err(e) = self.refuse(Operation::Forget) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let checked = self
+            .forget_token
+            .redeem(token, Instant::now(), FORGET_CONFIRM_TTL);
+        if let Err(e) = checked {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let provider = match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.clone(),
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        // The host goes first: if it cannot be destroyed, the session stays as it is.
+        let destroyed = provider.destroy_host(&self.record.id.to_string());
+        Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
+            // The process went with its host: let the harness go at once rather than have
+            // it retry a connection that cannot come back.
+            let gone = res.is_ok().then(|| act.let_harness_go(false)).flatten();
+            async move {
+                if let Some(rx) = gone {
+                    // Its sender goes only with the actor; the answer is the destroy's.
+                    let _ = rx.await;
+                }
+                res
+            }
+            .into_actor(act)
+            .then(
+                |res, act, _| -> ResponseActFuture<Session, Result<(), DaemonError>> {
+                    match res {
+                        Ok(()) => act.forget(),
+                        Err(e) => Box::pin(fut::ready(Err(e))),
+                    }
+                },
+            )
+        }))
+    }
+
+    /// Ends the process, deletes the row and the record file, announces the removal and
+    /// stops the actor.
+    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), DaemonError>> {
+        // Forgetting does not wait out a grace: the session is going away for good.
+        let done = self.end_process(Ending::Killed, Duration::ZERO);
+        self.clients.close_all();
+        let id = self.record.id;
+        let store = self.deps.store.clone();
+        let state_dir = self.deps.state_dir.clone();
+        Box::pin(
+            async move {
+                // Its sender goes only with the actor; the row is deleted either way.
+                let _ = done.await;
+                crate::sessions::record_file::remove(&state_dir, &id);
+                match store.delete_session(id).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => {
+                        tracing::error!(session = %id, error = %e, "could not delete the row");
+                        Err(DaemonError::internal())
+                    }
+                    Err(_) => Err(DaemonError::internal()),
+                }
+            }
+            .into_actor(self)
+            .map(|res, act, ctx| {
+                if res.is_ok() {
+                    act.dismiss_permissions();
+                    act.notify(FleetEvent::Removed { s: act.record.id });
+                    ctx.stop();
+                }
+                res
+            }),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TTL: Duration = Duration::from_secs(60);
+
+    fn reason(r: Result<(), DaemonError>) -> String {
+        match r {
+            Ok(()) => "ok".into(),
+            Err(e) => {
+                assert_eq!(e.code.as_str(), "bad_args", "{e}");
+                assert_eq!(
+                    e.data.get("field").and_then(|v| v.as_str()),
+                    Some("confirm")
+                );
+                e.data["reason"].as_str().unwrap_or_default().to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn a_token_is_taken_once() {
+        let now = Instant::now();
+        let mut c = ForgetConfirmation::default();
+        assert_eq!(
+            reason(c.redeem("t1", now, TTL)),
+            "unknown",
+            "nothing minted"
+        );
+        c.mint("t1".into(), now, TTL);
+        assert_eq!(reason(c.redeem("nope", now, TTL)), "unknown");
+        assert_eq!(reason(c.redeem("t1", now, TTL)), "ok");
+        assert_eq!(reason(c.redeem("t1", now, TTL)), "used");
+    }
+
+    #[test]
+    fn an_expired_token_is_told_apart_for_one_more_lifetime() {
+        let now = Instant::now();
+        let mut c = ForgetConfirmation::default();
+        c.mint("t".into(), now, TTL);
+        assert_eq!(
+            reason(c.redeem("t", now + TTL + Duration::from_secs(1), TTL)),
+            "expired"
+        );
+        assert_eq!(
+            reason(c.redeem("t", now + 2 * TTL + Duration::from_secs(1), TTL)),
+            "unknown"
+        );
+    }
+
+    #[test]
+    fn minting_again_replaces_the_last_token() {
+        let now = Instant::now();
+        let mut c = ForgetConfirmation::default();
+        c.mint("old".into(), now, TTL);
+        c.mint("new".into(), now, TTL);
+        assert_eq!(reason(c.redeem("old", now, TTL)), "unknown");
+        assert_eq!(reason(c.redeem("new", now, TTL)), "ok");
+    }
+}

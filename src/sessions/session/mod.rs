@@ -1,0 +1,701 @@
+//! One `Session` actor per session: its descriptor and state, screen model, output ring with
+//! offsets, and attached clients with their bounded queues. It is the only writer of its row
+//! in the store. It never touches a PTY or a socket: its harness and its clients' socket
+//! writers do that and reach it by message.
+//!
+//! This file is the actor shell: the state, the descriptor, and one short `Handler` per
+//! message. What each handler does lives in a part beside it, the plain ones unit-tested
+//! without an actor system: `record` (the row), `clients` and `client_delivery` (what
+//! each client is sent and when, the size they agree on), `attention` (attention and
+//! permissions), `start` (spawn, restore and re-attach, revive, a process's end),
+//! `host_ops` (kill, suspend, forget and its confirmation) and `naming`. Every handler
+//! that reaches the target asks the refusal chain first (`Session::refuse`).
+
+mod attention;
+mod client_delivery;
+mod clients;
+mod host_ops;
+mod naming;
+mod record;
+mod start;
+
+pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::messages::*;
+use super::screen::ScreenText;
+use super::screen_worker::{
+    Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot,
+};
+use crate::agents::hooks::HookMemory;
+use crate::agents::AgentCatalog;
+use crate::config::{Limits, Timings};
+use crate::protocol::DaemonError;
+use crate::providers::refusal::{Operation, Refusal};
+use crate::providers::{
+    AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
+    WriteInput,
+};
+use crate::store::StateStore;
+use atc_protocol::TermSize;
+use atc_protocol::{
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
+};
+use attention::Attention;
+use clients::{Clients, Opened};
+use host_ops::ForgetConfirmation;
+use start::provider_of;
+pub use start::{wait_started, StartWait};
+
+/// What every session shares with its siblings: the store, the provider, limits and timings.
+#[derive(Clone)]
+pub struct SessionDeps {
+    /// Where rows go.
+    pub store: StateStore,
+    /// Starts harnesses: the provider of each target.
+    pub providers: crate::providers::registry::Providers,
+    /// Resolves agents on revive.
+    pub catalog: Arc<AgentCatalog>,
+    /// Where notices go.
+    pub manager: Recipient<FleetNotice>,
+    /// Sizes.
+    pub limits: Limits,
+    /// Durations.
+    pub timings: Timings,
+    /// The thread where every session's screen model is parsed.
+    pub screen_arbiter: actix::ArbiterHandle,
+    /// The state dir (session records live under it).
+    pub state_dir: std::path::PathBuf,
+    /// This daemon's id, for session records.
+    pub daemon_id: Uuid,
+    /// The refusal chain (spec §4.4), asked once by each operation's handler.
+    pub refusal: Refusal,
+    /// The reporter socket harnesses report to (`ATC_SOCKET`).
+    pub reporter_socket: std::path::PathBuf,
+    /// Where Codex keeps `session_index.jsonl` (its names); `None`: Codex names are not read.
+    pub codex_home: Option<std::path::PathBuf>,
+    /// Where `needs_you` opens permission requests.
+    pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
+    /// The `atc` program agents' hooks run (`atc hook-report`).
+    pub atc_program: std::path::PathBuf,
+}
+
+/// Why the process is being ended, which decides the recorded exit reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Killed,
+    DaemonStopping,
+}
+
+/// One session.
+pub struct Session {
+    record: SessionRecord,
+    deps: SessionDeps,
+    screen: Addr<ScreenWorker>,
+    /// The output stream and the attached clients.
+    clients: Clients,
+    harness: Option<HarnessHandle>,
+    ending: Option<Ending>,
+    /// The harness's connection (remote harnesses report changes).
+    attachment: Attachment,
+    /// Whether the target's provider runs processes elsewhere.
+    remote: bool,
+    /// When the process last wrote (idleness for host sleeps).
+    last_output: std::time::Instant,
+    /// The forget confirmation token minted last, kept one lifetime past its expiry so an
+    /// expired token is told apart from an unknown one.
+    forget_token: ForgetConfirmation,
+    /// The hook-driven attention state while a harness runs, `unread` and `lastMsg`.
+    attention: Attention,
+    /// What the hook mapping remembers between reports (spec §9.5).
+    hooks: HookMemory,
+    /// Reading the name the agent keeps in its files.
+    names: naming::NameRefresh,
+    /// The current process was started on purpose (a spawn or a client's revive), not by a
+    /// fleet restore; its first `started` report writes `last_used_agent`.
+    deliberate_start: bool,
+    resize_timer: Option<SpawnHandle>,
+    /// Callers waiting for the current process to end (kill, shutdown).
+    exit_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Session {
+    fn new(record: SessionRecord, deps: SessionDeps) -> Session {
+        Session {
+            screen: {
+                let size = record.size;
+                // The model may lag the ring by at most half of it, so a snapshot's offset is
+                // always still in the ring when the session replays from it.
+                let mailbox =
+                    (deps.limits.ring_bytes / (2 * crate::providers::MAX_OUTPUT_CHUNK)).max(1);
+                ScreenWorker::start_in_arbiter(&deps.screen_arbiter, move |_| {
+                    ScreenWorker::new(size, 0, mailbox)
+                })
+            },
+            clients: Clients::new(deps.limits.ring_bytes),
+            harness: None,
+            ending: None,
+            attachment: Attachment::Detached,
+            remote: deps
+                .providers
+                .get(&record.target)
+                .is_some_and(|p| p.remote()),
+            last_output: std::time::Instant::now(),
+            forget_token: ForgetConfirmation::default(),
+            attention: Attention::new(),
+            hooks: HookMemory::default(),
+            names: naming::NameRefresh::default(),
+            // Spawns are deliberate; each revive says whether it is.
+            deliberate_start: true,
+            resize_timer: None,
+            exit_waiters: Vec::new(),
+            record,
+            deps,
+        }
+    }
+
+    /// The refusal chain for `op` on this session's target and bound identity; each
+    /// operation's handler asks it once, before anything else.
+    fn refuse(&self, op: Operation) -> Result<(), DaemonError> {
+        self.deps
+            .refusal
+            .check(op, &self.record.target, &self.record.target_identity)
+    }
+
+    fn descriptor(&self) -> Descriptor {
+        let alive = self.harness.is_some();
+        let exit = if alive { None } else { self.record.exit };
+        Descriptor {
+            id: self.record.id,
+            name: self.record.name.clone(),
+            named_by: self.record.named_by,
+            agent: self.record.agent.clone(),
+            cwd: self.record.cwd.clone(),
+            state: if alive {
+                self.attention.state()
+            } else {
+                SessionState::Exited
+            },
+            unread: self.attention.unread(),
+            last_msg: self.attention.last_msg().to_string(),
+            alive,
+            exit_code: exit.and_then(|e| e.code),
+            exit_signal: exit.and_then(|e| e.signal),
+            exit_reason: exit.map(|e| e.reason),
+            pinned: self.record.pinned,
+            cols: self.record.size.cols,
+            rows: self.record.size.rows,
+            created_at: self.record.created_at,
+            last_attached_at: self.record.last_attached_at,
+            kind: atc_protocol::OutputKind::Pty,
+            stream: self.clients.stream().to_string(),
+            locator: atc_protocol::Locator {
+                daemon_id: self.deps.daemon_id,
+                target_id: self.record.target.clone(),
+            },
+            target_identity: self.record.target_identity.clone(),
+            agent_session_id: self.record.agent_session_id.clone(),
+            lifecycle: self.lifecycle(),
+        }
+    }
+
+    fn lifecycle(&self) -> Lifecycle {
+        use atc_protocol::{Desired, HarnessLayer, VmState};
+        let alive = self.harness.is_some();
+        let reason = self.record.exit.map(|e| e.reason);
+        // The host went to sleep with the process inside, and no revive has run since.
+        let suspended = !alive && reason == Some(ExitReason::Suspended);
+        Lifecycle {
+            desired: match (alive, reason) {
+                (true, _) => Desired::Run,
+                (false, Some(ExitReason::Suspended)) => Desired::Sleep,
+                (false, Some(ExitReason::Killed)) => Desired::Stop,
+                (false, _) => Desired::Run,
+            },
+            vm: match (self.remote, alive, suspended) {
+                (false, _, _) => VmState::None,
+                (true, _, true) => VmState::Asleep,
+                (true, true, false) if self.attachment == Attachment::Attached => VmState::Awake,
+                (true, _, false) => VmState::Unknown,
+            },
+            harness: match (alive, suspended) {
+                (true, _) => HarnessLayer::Running,
+                (false, true) => HarnessLayer::Suspended,
+                (false, false) => HarnessLayer::Exited,
+            },
+            attachment: if alive {
+                self.attachment
+            } else {
+                Attachment::Detached
+            },
+        }
+    }
+
+    /// Queues the row write; it lands after every earlier write of this session.
+    fn persist(&self) -> oneshot::Receiver<Result<(), crate::store::StoreError>> {
+        self.deps.store.upsert_session(self.record.to_row())
+    }
+
+    fn notify(&self, event: FleetEvent) {
+        self.deps.manager.do_send(FleetNotice(event));
+    }
+
+    fn notify_state(&mut self) {
+        let d = self.descriptor();
+        self.clients.broadcast(&AttachFrame::State {
+            session: Box::new(d.clone()),
+        });
+        self.notify(FleetEvent::State {
+            session: Box::new(d),
+        });
+    }
+
+    /// Applies a new size to the PTY and the screen model if it differs, and tells everyone.
+    fn apply_size(&mut self, size: TermSize) {
+        if size == self.record.size {
+            return;
+        }
+        self.record.size = size;
+        self.screen.do_send(ResizeScreen(size));
+        if let Some(h) = &self.harness {
+            h.resize.do_send(ResizeTerminal(size));
+        }
+        self.clients.broadcast(&AttachFrame::Resized {
+            cols: size.cols,
+            rows: size.rows,
+        });
+        self.notify(FleetEvent::Resized {
+            s: self.record.id,
+            cols: size.cols,
+            rows: size.rows,
+        });
+    }
+
+    fn schedule_resize(&mut self, ctx: &mut Context<Self>) {
+        if let Some(t) = self.resize_timer.take() {
+            ctx.cancel_future(t);
+        }
+        self.resize_timer = Some(ctx.run_later(self.deps.timings.resize_debounce, |act, _| {
+            act.resize_timer = None;
+            if let Some(size) = act.clients.size_to_apply(act.record.size) {
+                act.apply_size(size);
+            }
+        }));
+    }
+
+    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
+        self.refuse(Operation::Attach)?;
+        if self.harness.is_none() {
+            return Err(DaemonError::session_dead(&self.record.id.to_string()));
+        }
+        let resume_from = self.clients.resume_point(msg.resume.as_ref());
+        // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
+        // The new client learns it from its `attached`, so it applies before the slot exists.
+        if let Some(size) = self.clients.size_on_attach(msg.size) {
+            self.apply_size(size);
+        }
+        // Pending until its `attached` is out: anything meanwhile is held for it.
+        let opened = self.clients.attach(
+            msg.client,
+            msg.queue,
+            msg.size,
+            resume_from,
+            self.record.id,
+            self.record.size,
+        );
+        if opened == Opened::NeedsRepaint {
+            self.request_repaint(msg.client, ctx);
+        }
+        // Spec §3.4: attaching answers the attention request.
+        let change = self.attention.attached();
+        self.permit(change);
+        self.record.last_attached_at = Some(now_ms());
+        self.persist();
+        self.notify_state();
+        Ok(())
+    }
+
+    /// Asks the screen worker for a snapshot; the client gets it (and the ring's bytes after
+    /// it) when the answer comes back.
+    fn request_repaint(&mut self, client: ClientId, ctx: &mut Context<Self>) {
+        // The snapshot has the size the screen has when it takes it: every resize sent to
+        // the worker so far, and none sent after (those are held for the client and follow).
+        let size = self.record.size;
+        ctx.spawn(
+            self.screen
+                .send(TakeSnapshot)
+                .into_actor(self)
+                .map(move |res, act, _| match res {
+                    Ok(snapshot) => {
+                        act.clients
+                            .finish_repaint(client, act.record.id, size, snapshot)
+                    }
+                    Err(e) => {
+                        tracing::error!(session = %act.record.id, error = %e, "screen worker gone")
+                    }
+                }),
+        );
+    }
+
+    fn on_output(&mut self, bytes: &Bytes) {
+        self.last_output = std::time::Instant::now();
+        self.clients.output(bytes);
+    }
+
+    fn resync(&mut self, client: ClientId, ctx: &mut Context<Self>) {
+        if self.clients.start_resync(client) {
+            self.request_repaint(client, ctx);
+        }
+    }
+
+    /// Issues every write to the harness now, in order, so nothing lands between them, and
+    /// resolves once all are written.
+    fn write_together(
+        &self,
+        writes: Vec<Bytes>,
+    ) -> impl std::future::Future<Output = Result<(), DaemonError>> + 'static {
+        let id = self.record.id.to_string();
+        let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
+            writes
+                .into_iter()
+                .map(|w| h.input.send(WriteInput(w)))
+                .collect()
+        });
+        async move {
+            let Some(sent) = sent else {
+                return Err(DaemonError::session_dead(&id));
+            };
+            for write in sent {
+                write.await.map_err(|_| DaemonError::session_dead(&id))??;
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Handler<HookReported> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: HookReported, ctx: &mut Self::Context) {
+        self.apply_hook(&msg.event, &msg.payload, ctx);
+    }
+}
+
+/// The agent's line plan for a submit, as harness writes.
+fn plan_writes(kind: &str, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
+    crate::agents::line_plan(kind, text, bracketed_paste)
+        .into_iter()
+        .map(Bytes::from)
+        .collect()
+}
+
+impl Handler<GetDescriptor> for Session {
+    type Result = MessageResult<GetDescriptor>;
+
+    fn handle(&mut self, _: GetDescriptor, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.descriptor())
+    }
+}
+
+impl Handler<crate::providers::ReadSessionView> for Session {
+    type Result = MessageResult<crate::providers::ReadSessionView>;
+
+    /// What a remote harness's session bridge checks each line against (spec §5.7).
+    fn handle(
+        &mut self,
+        _: crate::providers::ReadSessionView,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        let d = self.descriptor();
+        MessageResult(crate::providers::SessionView {
+            target: d.locator.target_id,
+            target_identity: d.target_identity,
+            state: d.state,
+            last_msg: d.last_msg,
+        })
+    }
+}
+
+impl Actor for Session {
+    type Context = Context<Self>;
+}
+
+impl Handler<OutputArrived> for Session {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) -> Self::Result {
+        self.on_output(&msg.0);
+        // Clients have the bytes already; the screen model parses them on its own thread.
+        // Only when its mailbox is full does the harness wait, which paces the PTY reader.
+        match self.screen.try_send(Feed(msg.0)) {
+            Ok(()) => Box::pin(std::future::ready(())),
+            Err(SendError::Full(feed)) => {
+                let screen = self.screen.clone();
+                Box::pin(async move {
+                    // A closed worker means the session is stopping; nothing to pace.
+                    let _ = screen.send(feed).await;
+                })
+            }
+            Err(SendError::Closed(_)) => Box::pin(std::future::ready(())),
+        }
+    }
+}
+
+impl Handler<HarnessExited> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: HarnessExited, _: &mut Self::Context) {
+        self.on_exited(msg);
+    }
+}
+
+impl Handler<Attach> for Session {
+    type Result = Result<(), DaemonError>;
+
+    fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) -> Self::Result {
+        self.attach(msg, ctx)
+    }
+}
+
+impl Handler<Detach> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: Detach, ctx: &mut Self::Context) {
+        if self.clients.detach(msg.client) {
+            self.schedule_resize(ctx);
+        }
+    }
+}
+
+impl Handler<Input> for Session {
+    type Result = ResponseFuture<Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Input) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        Box::pin(self.write_together(vec![msg.0]))
+    }
+}
+
+impl Handler<Submit> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Submit) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let agent = self
+            .deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default()
+            .to_string();
+        if !crate::agents::line_plan_reads_paste_mode(&agent) {
+            let writes = plan_writes(&agent, &msg.0, false);
+            return Box::pin(fut::wrap_future(self.write_together(writes)));
+        }
+        let screen = self.screen.clone();
+        Box::pin(
+            async move { screen.send(PasteMode).await.unwrap_or(false) }
+                .into_actor(self)
+                .then(move |bracketed, act, _| {
+                    let writes = plan_writes(&agent, &msg.0, bracketed);
+                    fut::wrap_future(act.write_together(writes))
+                }),
+        )
+    }
+}
+
+impl Handler<ClientResized> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
+        // The client hears a refusal on its socket, as it would from its own actor.
+        if let Err(e) = self.refuse(Operation::Resize) {
+            let frame = AttachFrame::Error {
+                code: e.code,
+                message: e.message,
+            };
+            return self.clients.tell(msg.client, &frame);
+        }
+        if self.clients.resized(msg.client, msg.size) {
+            self.schedule_resize(ctx);
+        }
+    }
+}
+
+impl Handler<ResizeSession> for Session {
+    type Result = Result<TermSize, DaemonError>;
+
+    fn handle(&mut self, msg: ResizeSession, _: &mut Self::Context) -> Self::Result {
+        self.refuse(Operation::Resize)?;
+        self.apply_size(msg.0);
+        self.persist();
+        Ok(self.record.size)
+    }
+}
+
+impl Handler<ClientDrained> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClientDrained, ctx: &mut Self::Context) {
+        self.resync(msg.client, ctx);
+    }
+}
+
+impl Handler<Ack> for Session {
+    type Result = MessageResult<Ack>;
+
+    fn handle(&mut self, _: Ack, _: &mut Self::Context) -> Self::Result {
+        if self.attention.unread() {
+            self.attention.set_unread(false);
+            self.notify_state();
+        }
+        MessageResult(self.descriptor())
+    }
+}
+
+impl Handler<Update> for Session {
+    type Result = Result<Descriptor, DaemonError>;
+
+    fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
+        if let Some(name) = msg.name {
+            let name = name.trim().to_string();
+            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+                return Err(DaemonError::bad_arg(
+                    "name",
+                    "name must be 1-200 characters without control characters",
+                ));
+            }
+            if name != self.record.name {
+                self.set_name(name, NamedBy::User);
+            }
+        }
+        if let Some(pinned) = msg.pinned {
+            self.record.pinned = pinned;
+        }
+        self.persist();
+        self.notify_state();
+        Ok(self.descriptor())
+    }
+}
+
+impl Handler<GetScreen> for Session {
+    type Result = ResponseFuture<Result<ScreenText, DaemonError>>;
+
+    fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
+        let screen = self.screen.clone();
+        Box::pin(async move {
+            screen
+                .send(ScreenAsText)
+                .await
+                .map_err(|_| DaemonError::internal())
+        })
+    }
+}
+
+impl Handler<Kill> for Session {
+    type Result = ResponseActFuture<Self, Result<Killed, DaemonError>>;
+
+    fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
+        self.kill()
+    }
+}
+
+/// Output this recent counts as "busy" for a host sleep.
+const BUSY_OUTPUT: Duration = Duration::from_millis(500);
+
+impl Handler<CheckIdle> for Session {
+    type Result = bool;
+
+    /// Idle: no agent turn under way (an agent with hooks whose attention is `running` is
+    /// mid-turn) and no output for a moment.
+    fn handle(&mut self, _: CheckIdle, _: &mut Self::Context) -> bool {
+        let hooked = crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent));
+        let mid_turn = hooked && self.attention.state() == SessionState::Running;
+        !mid_turn && self.last_output.elapsed() >= BUSY_OUTPUT
+    }
+}
+
+impl Handler<Suspend> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
+        self.suspend(msg.force, ctx)
+    }
+}
+
+impl Handler<MintForgetToken> for Session {
+    type Result = Result<(String, i64), DaemonError>;
+
+    fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
+        self.mint_forget_token()
+    }
+}
+
+impl Handler<ForgetDestroying> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
+        self.forget_destroying(&msg.token)
+    }
+}
+
+impl Handler<Forget> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.refuse(Operation::Forget) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        self.forget()
+    }
+}
+
+impl Handler<Discard> for Session {
+    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+
+    fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
+        self.forget()
+    }
+}
+
+impl Handler<Revive> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
+        self.revive_for_client(msg.size, ctx)
+    }
+}
+
+impl Handler<ReviveOnRestore> for Session {
+    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+
+    fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
+        self.revive_on_restore(ctx)
+    }
+}
+
+impl Handler<AttachmentChanged> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: AttachmentChanged, _: &mut Self::Context) {
+        self.on_attachment_changed(msg);
+    }
+}
+
+impl Handler<Shutdown> for Session {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Self::Context) -> Self::Result {
+        self.shut_down()
+    }
+}

@@ -1,0 +1,294 @@
+//! The part of a session that persists: [`SessionRecord`], its mapping to and from the
+//! fleet row, and the clocks rows are stamped with. A row whose process was alive belonged to
+//! a daemon that stopped without recording the exit; it reads as exited (`daemon_stopped`),
+//! and rows from before targets bind to the implicit local target (spec §4.2).
+
+use uuid::Uuid;
+
+use crate::store::FleetRow;
+use atc_protocol::{ExitReason, NamedBy, TermSize};
+
+/// The parts of a session that persist, as loaded from or written to its row.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    /// Session id.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Who named it.
+    pub named_by: NamedBy,
+    /// Agent id.
+    pub agent: String,
+    /// argv after the program.
+    pub args: Vec<String>,
+    /// Working directory.
+    pub cwd: String,
+    /// Pinned.
+    pub pinned: bool,
+    /// Epoch ms.
+    pub created_at: i64,
+    /// Epoch ms.
+    pub last_attached_at: Option<i64>,
+    /// The target it runs on.
+    pub target: String,
+    /// That target's identity when the session was spawned.
+    pub target_identity: String,
+    /// The agent's own session id, once a hook reported it.
+    pub agent_session_id: Option<String>,
+    /// The agent's transcript, as its hooks last reported it.
+    pub transcript_path: Option<String>,
+    /// Where a remote process was when its harness last let go of it (or last attached).
+    pub remote: Option<crate::providers::RemotePosition>,
+    /// The model override (already in `args`; kept to list and hash it).
+    pub model: Option<String>,
+    /// The effort override (already in `args`).
+    pub effort: Option<String>,
+    /// Last size.
+    pub size: TermSize,
+    /// Exit of the last process, when there is none now.
+    pub exit: Option<ExitInfo>,
+}
+
+/// How the last process ended.
+#[derive(Debug, Clone, Copy)]
+pub struct ExitInfo {
+    /// Exit status.
+    pub code: Option<i32>,
+    /// Signal.
+    pub signal: Option<i32>,
+    /// Why.
+    pub reason: ExitReason,
+}
+
+impl SessionRecord {
+    /// Reads a fleet row. A row whose process was alive belonged to a daemon that stopped
+    /// without recording the exit: it reads as exited with reason `daemon_stopped`.
+    pub fn from_row(row: FleetRow) -> SessionRecord {
+        let exit = if row.exited {
+            ExitInfo {
+                code: row.exit_code,
+                signal: row.exit_signal,
+                reason: row
+                    .exit_reason
+                    .as_deref()
+                    .map(ExitReason::parse)
+                    .unwrap_or(ExitReason::Exited),
+            }
+        } else {
+            ExitInfo {
+                code: None,
+                signal: None,
+                reason: ExitReason::DaemonStopped,
+            }
+        };
+        SessionRecord {
+            id: row.session_id,
+            name: row.name,
+            named_by: match row.named_by.as_str() {
+                "user" => NamedBy::User,
+                "agent" => NamedBy::Agent,
+                _ => NamedBy::Auto,
+            },
+            agent: row.agent,
+            args: row.args,
+            cwd: row.cwd,
+            pinned: row.pinned,
+            created_at: row.created_at,
+            last_attached_at: row.last_attached,
+            // Rows from before targets bind to the implicit local target (spec §4.2).
+            target: row.target.unwrap_or_else(|| "local".into()),
+            target_identity: row
+                .target_identity
+                .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
+            agent_session_id: row.agent_session_id,
+            transcript_path: row.transcript_path,
+            remote: match (row.remote_boot_id, row.remote_generation) {
+                (Some(boot_id), Some(generation)) => Some(crate::providers::RemotePosition {
+                    boot_id,
+                    generation,
+                    offset: row.remote_offset.unwrap_or(0).max(0) as u64,
+                }),
+                _ => None,
+            },
+            model: row.model,
+            effort: row.effort,
+            size: TermSize {
+                cols: row.cols.clamp(1, 4096),
+                rows: row.rows.clamp(1, 4096),
+            },
+            exit: Some(exit),
+        }
+    }
+
+    /// The row this record writes.
+    pub fn to_row(&self) -> FleetRow {
+        FleetRow {
+            session_id: self.id,
+            name: self.name.clone(),
+            named_by: match self.named_by {
+                NamedBy::Auto => "auto".into(),
+                NamedBy::User => "user".into(),
+                NamedBy::Agent => "agent".into(),
+            },
+            cwd: self.cwd.clone(),
+            pinned: self.pinned,
+            last_attached: self.last_attached_at,
+            agent: self.agent.clone(),
+            args: self.args.clone(),
+            exited: self.exit.is_some(),
+            exit_code: self.exit.and_then(|e| e.code),
+            exit_signal: self.exit.and_then(|e| e.signal),
+            exit_reason: self.exit.map(|e| e.reason.as_str().to_string()),
+            cols: self.size.cols,
+            rows: self.size.rows,
+            created_at: self.created_at,
+            target: Some(self.target.clone()),
+            target_identity: Some(self.target_identity.clone()),
+            agent_session_id: self.agent_session_id.clone(),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+            transcript_path: self.transcript_path.clone(),
+            remote_boot_id: self.remote.as_ref().map(|p| p.boot_id.clone()),
+            remote_generation: self.remote.as_ref().map(|p| p.generation.clone()),
+            remote_offset: self.remote.as_ref().map(|p| p.offset as i64),
+            result: None,
+        }
+    }
+}
+
+/// A turn's result as the row keeps it: at most 16 KiB, cut on a character boundary.
+pub(super) fn cap_result(result: &str) -> &str {
+    const MAX: usize = 16 * 1024;
+    if result.len() <= MAX {
+        return result;
+    }
+    let mut end = MAX;
+    while !result.is_char_boundary(end) {
+        end -= 1;
+    }
+    &result[..end]
+}
+
+/// Now as RFC 3339 UTC with milliseconds (`2026-11-30T06:04:05.123Z`), for trail rows.
+pub fn rfc3339_now() -> String {
+    let ms = now_ms();
+    let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Epoch milliseconds now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> FleetRow {
+        FleetRow {
+            session_id: Uuid::from_u128(7),
+            name: "proj".into(),
+            named_by: "agent".into(),
+            cwd: "/tmp/proj".into(),
+            pinned: true,
+            last_attached: Some(5),
+            agent: "claude".into(),
+            args: vec!["--model".into(), "m".into()],
+            exited: true,
+            exit_code: None,
+            exit_signal: Some(9),
+            exit_reason: Some("killed".into()),
+            cols: 100,
+            rows: 30,
+            created_at: 3,
+            target: Some("box".into()),
+            target_identity: Some("imp:abc".into()),
+            agent_session_id: Some("agent-1".into()),
+            model: Some("m".into()),
+            effort: None,
+            transcript_path: Some("/t.jsonl".into()),
+            result: None,
+            remote_boot_id: Some("boot".into()),
+            remote_generation: Some("g1".into()),
+            remote_offset: Some(42),
+        }
+    }
+
+    #[test]
+    fn a_record_writes_back_the_row_it_was_read_from() {
+        let record = SessionRecord::from_row(row());
+        assert_eq!(record.named_by, NamedBy::Agent);
+        assert_eq!(record.exit.map(|e| e.reason), Some(ExitReason::Killed));
+        assert_eq!(record.remote.as_ref().map(|p| p.offset), Some(42));
+        assert_eq!(record.to_row(), row());
+    }
+
+    #[test]
+    fn a_row_left_alive_reads_as_stopped_with_the_daemon() {
+        let record = SessionRecord::from_row(FleetRow {
+            exited: false,
+            exit_code: Some(1),
+            exit_reason: None,
+            ..row()
+        });
+        let exit = record.exit.expect("a loaded record has no process");
+        assert_eq!((exit.reason, exit.code), (ExitReason::DaemonStopped, None));
+        assert!(record.to_row().exited, "it is rewritten as exited");
+    }
+
+    #[test]
+    fn old_rows_bind_to_the_implicit_local_target_and_sizes_are_clamped() {
+        let record = SessionRecord::from_row(FleetRow {
+            target: None,
+            target_identity: None,
+            named_by: "something else".into(),
+            remote_generation: None,
+            cols: 0,
+            rows: 9000,
+            ..row()
+        });
+        assert_eq!(record.target, "local");
+        assert_eq!(
+            record.target_identity,
+            crate::config::targets::IMPLICIT_LOCAL_IDENTITY
+        );
+        assert_eq!(record.named_by, NamedBy::Auto);
+        assert!(record.remote.is_none(), "half a position is none");
+        assert_eq!((record.size.cols, record.size.rows), (1, 4096));
+    }
+
+    #[test]
+    fn a_result_is_capped_on_a_character_boundary() {
+        let long = "é".repeat(10_000);
+        let capped = cap_result(&long);
+        assert!(capped.len() <= 16 * 1024 && capped.len() >= 16 * 1024 - 1);
+        assert_eq!(cap_result("short"), "short");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_milliseconds() {
+        let ts = rfc3339_now();
+        assert_eq!(ts.len(), "2026-11-30T06:04:05.123Z".len(), "{ts}");
+        assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{ts}");
+    }
+}

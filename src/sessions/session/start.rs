@@ -1,0 +1,558 @@
+//! Starting a session's process: a spawn, a restore (with a restarted daemon re-attaching a
+//! remote process that kept running, spec §5.6), a revive under the same id, and the end of
+//! each process, which decides the exit reason and what the session says about it. A revive
+//! starts a process, not a stream: the output ring and its offsets go on (see
+//! [`super::clients`]). The decisions are plain functions with unit tests; the rest starts
+//! harnesses through the provider and needs the actor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::record::{ExitInfo, SessionRecord};
+use super::{Ending, Session, SessionDeps};
+use crate::protocol::{DaemonError, ErrorCode};
+use crate::providers::refusal::Operation;
+use crate::providers::{
+    AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
+    HarnessExited, StartSpec,
+};
+use crate::sessions::screen_worker::ResizeScreen;
+use atc_protocol::{
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, SessionState, TermSize,
+};
+
+/// The provider of `target`. The refusal chain has already run when this is asked, so a
+/// missing provider means the target lost its provider since (it cannot, today).
+pub(super) fn provider_of<'a>(
+    deps: &'a SessionDeps,
+    target: &str,
+) -> Result<&'a Arc<dyn ExecutionProvider>, DaemonError> {
+    deps.providers.get(target).ok_or_else(|| {
+        DaemonError::new(
+            ErrorCode::TargetUnavailable,
+            format!("target '{target}' has no provider in this daemon"),
+        )
+        .with("target", target)
+    })
+}
+
+/// The position to re-attach from, for a row of a remote session whose process was running
+/// when the daemon stopped and whose target still serves it unchanged.
+fn reattachable(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+) -> Option<crate::providers::RemotePosition> {
+    let provider = deps.providers.get(&record.target)?;
+    if !may_reattach(record, provider.remote()) {
+        return None;
+    }
+    let allowed = deps
+        .refusal
+        .check(Operation::Reattach, &record.target, &record.target_identity);
+    if let Err(e) = allowed {
+        tracing::warn!(session = %record.id, code = e.code.as_str(), "target refuses; not re-attached");
+        return None;
+    }
+    record.remote.clone()
+}
+
+/// Starts a harness that joins the remote process of `record` (it sends no `start`).
+fn start_reattach(
+    record: &SessionRecord,
+    deps: &SessionDeps,
+    position: crate::providers::RemotePosition,
+    addr: &Addr<Session>,
+) -> Result<crate::providers::StartedHarness, DaemonError> {
+    let bin = deps
+        .catalog
+        .get(&record.agent)
+        .map(|a| a.bin.clone())
+        .unwrap_or_else(|| record.agent.clone());
+    // Only the names matter for an attach; argv and environment stay with the process.
+    let plan = crate::agents::LaunchPlan {
+        program: std::path::PathBuf::from(&bin),
+        bin,
+        args: record.args.clone(),
+        env: Default::default(),
+        cwd: std::path::PathBuf::from(&record.cwd),
+    };
+    Ok(provider_of(deps, &record.target)?.start(
+        StartSpec {
+            session_id: record.id,
+            plan,
+            size: record.size,
+            remote: Some(position),
+            attach_only: true,
+        },
+        events_for(addr),
+    )?)
+}
+
+/// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
+pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>;
+
+/// A local harness has no connection to lose; a remote one (whose start hands back a wait)
+/// connects first.
+fn initial_attachment(connects_first: bool) -> Attachment {
+    if connects_first {
+        Attachment::Reattaching
+    } else {
+        Attachment::Local
+    }
+}
+
+pub(super) fn events_for(addr: &Addr<Session>) -> HarnessEvents {
+    HarnessEvents {
+        output: addr.clone().recipient(),
+        exited: addr.clone().recipient(),
+        attachment: addr.clone().recipient(),
+        hook: addr.clone().recipient(),
+        view: addr.clone().recipient(),
+    }
+}
+
+impl Session {
+    /// Starts a session with a fresh harness. Nothing is started (and no actor exists) when
+    /// the harness cannot start.
+    pub fn spawn(
+        record: SessionRecord,
+        mut plan: crate::agents::LaunchPlan,
+        deps: SessionDeps,
+    ) -> Result<(Addr<Session>, Descriptor, StartWait), DaemonError> {
+        crate::sessions::launch::prepare(&record, &deps, &mut plan, None);
+        let ctx = Context::new();
+        let started = provider_of(&deps, &record.target)?.start(
+            StartSpec {
+                session_id: record.id,
+                plan,
+                size: record.size,
+                remote: None,
+                attach_only: false,
+            },
+            events_for(&ctx.address()),
+        )?;
+        let mut session = Session::new(record, deps);
+        session.attachment = initial_attachment(started.ready.is_some());
+        session.harness = Some(started.handle);
+        session.attention.say("started");
+        let descriptor = session.descriptor();
+        session.persist();
+        session.notify(FleetEvent::Added {
+            session: Box::new(descriptor.clone()),
+        });
+        Ok((ctx.run(session), descriptor, started.ready))
+    }
+
+    /// Registers a session loaded from the store, without a process.
+    ///
+    /// A remote session that ran when the daemon stopped is re-attached instead (spec §5.6,
+    /// issue 4): its process kept running in its imp. A sleeping imp answers the attach with
+    /// `INVALID_STATE`, which leaves the session suspended until a revive wakes it.
+    pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
+        if let Some(position) = reattachable(&record, &deps) {
+            let ctx = Context::new();
+            match start_reattach(&record, &deps, position, &ctx.address()) {
+                Ok(started) => {
+                    let mut session = Session::new(record, deps);
+                    session.attachment = Attachment::Reattaching;
+                    session.harness = Some(started.handle);
+                    session.record.exit = None;
+                    session.attention.say("reattaching");
+                    session.persist();
+                    let descriptor = session.descriptor();
+                    tracing::info!(session = %descriptor.id, "re-attaching a remote session");
+                    return (ctx.run(session), descriptor);
+                }
+                Err(e) => {
+                    tracing::warn!(session = %record.id, error = %e, "could not re-attach a remote session")
+                }
+            }
+        }
+        let mut session = Session::new(record, deps);
+        session
+            .attention
+            .say(restored_message(session.record.exit.map(|e| e.reason)));
+        // Rows loaded alive are rewritten as exited so the store agrees with the listing.
+        session.persist();
+        let descriptor = session.descriptor();
+        (session.start(), descriptor)
+    }
+
+    pub(super) fn on_exited(&mut self, status: HarnessExited) {
+        self.harness = None;
+        // Without a process the session is exited, and no longer waits for anyone.
+        let change = self.attention.ended();
+        self.permit(change);
+        let reason = exit_reason(self.ending.take(), status.end);
+        self.attachment = Attachment::Detached;
+        if status.position.is_some() {
+            self.record.remote = status.position.clone();
+        }
+        self.record.exit = Some(ExitInfo {
+            code: status.code,
+            signal: status.signal,
+            reason,
+        });
+        self.attention.set_unread(true);
+        self.attention
+            .say(exit_message(reason, status.detail.as_deref()));
+        tracing::info!(session = %self.record.id, code = ?status.code, signal = ?status.signal,
+            reason = reason.as_str(), detail = ?status.detail, "process ended");
+        let detail = exit_detail(status.code, status.signal, status.detail.as_deref());
+        self.clients.exited(&AttachFrame::Exit {
+            code: status.code,
+            signal: status.signal,
+            reason,
+            detail,
+        });
+        let written = self.persist();
+        self.notify_state();
+        let waiters = std::mem::take(&mut self.exit_waiters);
+        // Answer kill and shutdown only once the row saying so is durable.
+        actix_rt::spawn(async move {
+            let _ = written.await;
+            for w in waiters {
+                let _ = w.send(());
+            }
+        });
+    }
+
+    /// Ends the process and returns a receiver that fires once its exit is written.
+    pub(super) fn end_process(&mut self, ending: Ending, grace: Duration) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        match &self.harness {
+            Some(h) => {
+                self.ending.get_or_insert(ending);
+                self.exit_waiters.push(tx);
+                h.hangup.do_send(Hangup { grace });
+            }
+            None => {
+                let _ = tx.send(());
+            }
+        }
+        rx
+    }
+
+    pub(super) fn revive(
+        &mut self,
+        size: Option<TermSize>,
+        ctx: &mut Context<Self>,
+    ) -> Result<StartWait, DaemonError> {
+        if self.harness.is_some() {
+            return Err(DaemonError::new(
+                ErrorCode::NoSuchSession,
+                format!(
+                    "session '{}' is still running; only an exited session can be revived",
+                    self.record.id
+                ),
+            )
+            .with("session", self.record.id.to_string()));
+        }
+        let mut plan = self
+            .deps
+            .catalog
+            .plan(&self.record.agent, std::path::Path::new(&self.record.cwd))?;
+        plan.args = self.record.args.clone();
+        // An agent that reported its own session id resumes it (spec §3.8); others start anew.
+        let resume = self.record.agent_session_id.clone();
+        crate::sessions::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_deref());
+        if let Some(size) = size {
+            self.record.size = size;
+            self.screen.do_send(ResizeScreen(size));
+        }
+        let started = provider_of(&self.deps, &self.record.target)?.start(
+            StartSpec {
+                session_id: self.record.id,
+                plan,
+                size: self.record.size,
+                // A remote process still running (in a woken imp) is resumed, not restarted.
+                remote: self.record.remote.clone(),
+                attach_only: false,
+            },
+            events_for(&ctx.address()),
+        )?;
+        self.attachment = initial_attachment(started.ready.is_some());
+        self.harness = Some(started.handle);
+        self.ending = None;
+        self.record.exit = None;
+        self.set_attention(SessionState::Running);
+        let agent_cli = crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent));
+        self.attention
+            .say(revive_message(resume.is_some(), agent_cli));
+        self.persist();
+        self.notify_state();
+        tracing::info!(session = %self.record.id, "session revived");
+        Ok(started.ready)
+    }
+}
+
+impl Session {
+    /// Answers a revive with the descriptor once the harness is known to run (a remote start
+    /// may still be connecting), or with the refusal that ended it first.
+    pub(super) fn answer_when_started(
+        &mut self,
+        ready: StartWait,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        Box::pin(
+            async move { wait_started(ready).await }
+                .into_actor(self)
+                .map(|res, act, _| res.map(|()| act.descriptor())),
+        )
+    }
+}
+
+/// Waits for a harness start; `None` means it runs already.
+pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
+    match ready {
+        None => Ok(()),
+        Some(rx) => rx.await.unwrap_or_else(|_| {
+            Err(DaemonError::new(
+                ErrorCode::HostUnavailable,
+                "the harness ended before it started; see the session's lastMsg",
+            )
+            .with("problem", "not_started"))
+        }),
+    }
+}
+
+impl Session {
+    /// A client's revive: the start counts as deliberate (spec §3.4 `started`).
+    pub(super) fn revive_for_client(
+        &mut self,
+        size: Option<TermSize>,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        if let Err(e) = self.refuse(Operation::Revive) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let ready = match self.revive(size, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        self.deliberate_start = true;
+        self.answer_when_started(ready)
+    }
+
+    /// A fleet restore's revive at the last size; the manager asked the refusal chain for
+    /// the restore already, and the start is not the user's choice.
+    pub(super) fn revive_on_restore(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+        let ready = match self.revive(None, ctx) {
+            Ok(ready) => ready,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        self.deliberate_start = false;
+        self.answer_when_started(ready)
+    }
+
+    /// Every change between attached and reattaching is announced (spec §3.3).
+    pub(super) fn on_attachment_changed(&mut self, msg: AttachmentChanged) {
+        let next = match msg {
+            AttachmentChanged::Attached(position) => {
+                // A new process (or the first attach) is recorded at once, so a daemon that
+                // dies without a clean stop can still re-attach it.
+                let moved = position.as_ref().map(|p| (&p.boot_id, &p.generation))
+                    != self
+                        .record
+                        .remote
+                        .as_ref()
+                        .map(|p| (&p.boot_id, &p.generation));
+                if position.is_some() && moved {
+                    self.record.remote = position;
+                    self.persist();
+                }
+                Attachment::Attached
+            }
+            AttachmentChanged::Reattaching => Attachment::Reattaching,
+        };
+        if self.harness.is_some() && next != self.attachment {
+            self.attachment = next;
+            self.notify_state();
+        }
+    }
+
+    /// The daemon stops: a local process is hung up; a remote one outlives the daemon and is
+    /// let go, for the next daemon to re-attach. Resolves once the exit is written.
+    pub(super) fn shut_down(&mut self) -> futures_util::future::LocalBoxFuture<'static, ()> {
+        if self.remote {
+            if let Some(h) = &self.harness {
+                let (tx, rx) = oneshot::channel();
+                self.ending.get_or_insert(Ending::DaemonStopping);
+                self.exit_waiters.push(tx);
+                h.detach.do_send(DetachHarness { host_asleep: false });
+                return Box::pin(async move {
+                    // Its sender goes only with the actor; either way the session is done.
+                    let _ = rx.await;
+                });
+            }
+        }
+        let done = self.end_process(Ending::DaemonStopping, self.deps.timings.kill_grace);
+        Box::pin(async move {
+            // Its sender goes only with the actor; either way the session is done.
+            let _ = done.await;
+        })
+    }
+}
+
+/// Whether a loaded record's process may still run in its host: its target runs processes
+/// elsewhere and the daemon stopped without ending it.
+fn may_reattach(record: &SessionRecord, remote: bool) -> bool {
+    remote && record.exit.map(|e| e.reason) == Some(ExitReason::DaemonStopped)
+}
+
+/// Why a process ended: the session's own reason for ending it wins over the harness's.
+fn exit_reason(ending: Option<Ending>, end: HarnessEnd) -> ExitReason {
+    match (ending, end) {
+        (Some(Ending::Killed), _) => ExitReason::Killed,
+        (Some(Ending::DaemonStopping), _) => ExitReason::DaemonStopped,
+        (None, HarnessEnd::Exited) => ExitReason::Exited,
+        (None, HarnessEnd::Suspended) => ExitReason::Suspended,
+        (None, HarnessEnd::Ended) => ExitReason::Ended,
+    }
+}
+
+/// The `lastMsg` of a session whose process ended for `reason` (`detail`: the harness's word).
+fn exit_message(reason: ExitReason, detail: Option<&str>) -> String {
+    match reason {
+        ExitReason::Killed => "killed".into(),
+        ExitReason::DaemonStopped => "daemon stopped".into(),
+        ExitReason::Suspended => "asleep".into(),
+        ExitReason::Ended => detail.unwrap_or("ended").into(),
+        ExitReason::Exited | ExitReason::SpawnFailed => "process exited".into(),
+    }
+}
+
+/// The `detail` of the `exit` frame.
+fn exit_detail(code: Option<i32>, signal: Option<i32>, detail: Option<&str>) -> String {
+    match (code, signal, detail) {
+        (_, _, Some(d)) => d.to_string(),
+        (Some(c), _, None) => format!("exited with status {c}"),
+        (None, Some(s), None) => format!("ended by signal {s}"),
+        (None, None, None) => "ended".to_string(),
+    }
+}
+
+/// The `lastMsg` of a session loaded without a process.
+fn restored_message(reason: Option<ExitReason>) -> &'static str {
+    match reason {
+        Some(ExitReason::DaemonStopped) => "daemon stopped",
+        Some(ExitReason::Suspended) => "asleep",
+        _ => "process exited",
+    }
+}
+
+/// The `lastMsg` of a revive: an agent CLI resuming its own session is adopting it until its
+/// `started` report comes.
+fn revive_message(resumes: bool, agent_cli: bool) -> &'static str {
+    if resumes && agent_cli {
+        "adopting…"
+    } else {
+        "revived"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn record(reason: Option<ExitReason>) -> SessionRecord {
+        SessionRecord {
+            id: Uuid::nil(),
+            name: "s".into(),
+            named_by: atc_protocol::NamedBy::Auto,
+            agent: "cat".into(),
+            args: vec![],
+            cwd: "/".into(),
+            pinned: false,
+            created_at: 0,
+            last_attached_at: None,
+            target: "box".into(),
+            target_identity: "imp:x".into(),
+            agent_session_id: None,
+            transcript_path: None,
+            remote: None,
+            model: None,
+            effort: None,
+            size: TermSize::DEFAULT,
+            exit: reason.map(|reason| ExitInfo {
+                code: None,
+                signal: None,
+                reason,
+            }),
+        }
+    }
+
+    #[test]
+    fn only_a_remote_process_the_daemon_left_running_is_reattached() {
+        let stopped = record(Some(ExitReason::DaemonStopped));
+        assert!(may_reattach(&stopped, true));
+        assert!(
+            !may_reattach(&stopped, false),
+            "a local process died with the daemon"
+        );
+        for other in [
+            ExitReason::Killed,
+            ExitReason::Suspended,
+            ExitReason::Exited,
+        ] {
+            assert!(!may_reattach(&record(Some(other)), true), "{other:?}");
+        }
+        assert!(!may_reattach(&record(None), true));
+    }
+
+    #[test]
+    fn the_sessions_own_ending_names_the_exit_before_the_harness_does() {
+        use HarnessEnd::*;
+        assert_eq!(
+            exit_reason(Some(Ending::Killed), Suspended),
+            ExitReason::Killed
+        );
+        assert_eq!(
+            exit_reason(Some(Ending::DaemonStopping), Exited),
+            ExitReason::DaemonStopped
+        );
+        assert_eq!(exit_reason(None, Exited), ExitReason::Exited);
+        assert_eq!(exit_reason(None, Suspended), ExitReason::Suspended);
+        assert_eq!(exit_reason(None, Ended), ExitReason::Ended);
+    }
+
+    #[test]
+    fn what_an_ended_session_says() {
+        assert_eq!(exit_message(ExitReason::Killed, Some("x")), "killed");
+        assert_eq!(
+            exit_message(ExitReason::Ended, Some("imp gone")),
+            "imp gone"
+        );
+        assert_eq!(exit_message(ExitReason::Ended, None), "ended");
+        assert_eq!(exit_message(ExitReason::Suspended, None), "asleep");
+        assert_eq!(
+            exit_message(ExitReason::SpawnFailed, None),
+            "process exited"
+        );
+        assert_eq!(exit_detail(Some(3), Some(9), None), "exited with status 3");
+        assert_eq!(exit_detail(None, Some(9), None), "ended by signal 9");
+        assert_eq!(exit_detail(Some(0), None, Some("why")), "why");
+        assert_eq!(exit_detail(None, None, None), "ended");
+        assert_eq!(restored_message(Some(ExitReason::Suspended)), "asleep");
+        assert_eq!(
+            restored_message(Some(ExitReason::DaemonStopped)),
+            "daemon stopped"
+        );
+        assert_eq!(restored_message(Some(ExitReason::Killed)), "process exited");
+    }
+
+    #[test]
+    fn a_revive_adopts_only_an_agent_cli_resuming_its_own_session() {
+        assert_eq!(revive_message(true, true), "adopting…");
+        assert_eq!(revive_message(true, false), "revived");
+        assert_eq!(revive_message(false, true), "revived");
+        assert_eq!(initial_attachment(true), Attachment::Reattaching);
+        assert_eq!(initial_attachment(false), Attachment::Local);
+    }
+}
