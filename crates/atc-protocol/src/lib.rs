@@ -1,6 +1,7 @@
 //! The wire types of atc's client API (`shared/design/api.md`), both ways: what the daemon
 //! serializes is what every client deserializes, from this one declaration.
 //!
+//! - [`capabilities`]: what a target's provider can do.
 //! - [`error`]: the closed [`ErrorCode`] set, each code's HTTP status, and the
 //!   `{"error": {code, message, data}}` body.
 //! - [`session`]: the session [`Descriptor`] and the closed sets inside it (state, exit
@@ -16,6 +17,7 @@
 //! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
 //! fields are ignored when reading, as the spec asks of every wire type.
 
+pub mod capabilities;
 pub mod error;
 pub mod frames;
 pub mod requests;

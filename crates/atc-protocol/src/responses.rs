@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::capabilities::Capabilities;
 use crate::session::Descriptor;
 
 /// `GET /v1/health`'s one status.
@@ -168,31 +169,6 @@ pub struct TargetEntry {
     pub default: bool,
     /// What its provider can do (all false when unavailable).
     pub capabilities: Capabilities,
-}
-
-/// What a target's provider can do (spec §4.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Capabilities {
-    /// Start a harness.
-    pub spawn: bool,
-    /// Attach clients.
-    pub attach: bool,
-    /// Write input.
-    pub input: bool,
-    /// Resize the terminal.
-    pub resize: bool,
-    /// Kill a harness.
-    pub kill: bool,
-    /// Unpack a tar into a host directory.
-    pub transfer: bool,
-    /// Run a command to completion.
-    pub run: bool,
-    /// Agent turns without a terminal.
-    pub headless: bool,
-    /// Sleep a host.
-    pub suspend: bool,
-    /// Delete a host.
-    pub destroy: bool,
 }
 
 /// What a spawn without `agent` or `target` uses.
