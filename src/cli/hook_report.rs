@@ -55,7 +55,9 @@ fn report(event: Option<&str>) -> i32 {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut buf = Vec::new();
+        // A read error keeps what was read so far; the report is built from that.
         let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut buf);
+        // The receiver is gone only once the budget ran out; then there is no report to make.
         let _ = tx.send(buf);
     });
     let Ok(input) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
@@ -67,6 +69,7 @@ fn report(event: Option<&str>) -> i32 {
     if let Ok(mut conn) = std::os::unix::net::UnixStream::connect(socket) {
         let left = deadline.saturating_duration_since(Instant::now());
         if !left.is_zero() {
+            // Fails only for a zero duration, ruled out just above.
             let _ = conn.set_write_timeout(Some(left));
             // Fire and forget: a daemon that is gone or slow loses this report, nothing more.
             let _ = conn.write_all(line.as_bytes());

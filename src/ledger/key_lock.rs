@@ -199,9 +199,14 @@ impl Handler<RunSpawn> for KeyLock {
                 if let Err(e) = settled {
                     internal("settle", &key, e);
                     // The session may stand; the key must never run again.
-                    let _ = store
+                    if let Err(e) = store
                         .idempotency_finish(&key, KeyState::OutcomeUnknown, None, None, now_ms())
-                        .await;
+                        .await
+                    {
+                        // The claim stays in progress until start-up reconciliation settles it.
+                        tracing::error!(operation = %key.operation, key = %key.key, error = %e,
+                            "could not mark the key outcome_unknown");
+                    }
                     return Err(outcome_unknown(&effect_ref));
                 }
                 Ok(KeyedAnswer {

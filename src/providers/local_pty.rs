@@ -380,6 +380,7 @@ async fn run_writer(
             }
             WriterCmd::Resize(size) => {
                 if !broken {
+                    // A failed resize means the pty is gone; the exit notice is on its way.
                     let _ = pty.resize(pty_process::Size::new(size.rows, size.cols));
                 }
             }

@@ -408,7 +408,8 @@ async fn relay_pump(
                     "ack" => {
                         let n = value["bytes"].as_u64().unwrap_or(0);
                         let n = usize::try_from(n).unwrap_or(usize::MAX);
-                        // Saturating: an over-ack from impd must not wrap the counter.
+                        // Saturating: an over-ack from impd must not wrap the counter. The closure always
+                        // answers Some, so the update cannot fail.
                         let _ =
                             window
                                 .unacked

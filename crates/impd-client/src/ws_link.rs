@@ -150,7 +150,8 @@ async fn write_loop(
             }
             Some(Outbound::Stop) => break,
             None => {
-                // Every writer was dropped: end the socket politely.
+                // Every writer was dropped: end the socket politely. A failed write means it is
+                // gone already.
                 let _ = sink
                     .send(Message::Close(Some(CloseReason::from(CloseCode::Normal))))
                     .await;

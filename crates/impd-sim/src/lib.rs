@@ -136,6 +136,7 @@ impl ImpdSim {
                         }
                     };
                     let public = front.local_addr();
+                    // As above: a starter that is gone has nobody to tell.
                     let _ = ready_tx.send(public.map(|a| (shared.clone(), a)));
                     server::run_front(shared.clone(), front, inner, cmds, stop_rx).await;
                     shared.lock().kill_everything();
@@ -251,6 +252,8 @@ impl ImpdSim {
             let _ = stop.send(());
         }
         if let Some(t) = self.thread.take() {
+            // Err only if the thread panicked, and the panic has printed already; shutdown (often
+            // from Drop) has nothing more to do with it.
             let _ = t.join();
         }
     }

@@ -217,6 +217,7 @@ async fn write_pipe(stdin: Option<tokio::process::ChildStdin>, mut rx: mpsc::Rec
             }
             Input::Eof => {
                 if let Some(mut w) = stdin.take() {
+                    // The process may have closed its stdin already; then the eof is moot.
                     let _ = w.shutdown().await;
                 }
             }

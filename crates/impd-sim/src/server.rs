@@ -57,6 +57,7 @@ pub fn start_http(
         // wait for the relay's delayed ACK.
         .on_connect(|conn, _| {
             if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                // A socket that refuses the option still works, only with Nagle.
                 let _ = tcp.set_nodelay(true);
             }
         })
@@ -166,6 +167,7 @@ async fn relay(shared: Arc<Shared>, mut client: TcpStream, inner: SocketAddr) {
     };
     // A relay must not hold small writes back (Nagle against delayed ACKs adds ~40 ms to
     // every close after output and every first message).
+    // Either socket refusing the option still works, only with Nagle.
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
     let Ok(key) = upstream.local_addr() else {

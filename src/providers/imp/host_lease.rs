@@ -98,6 +98,7 @@ impl HostLease {
     ) -> oneshot::Receiver<T> {
         let (tx, rx) = oneshot::channel();
         ctx.wait(work.map(move |out, _, _| {
+            // The caller may have stopped waiting; the work ran in turn all the same.
             let _ = tx.send(out);
         }));
         rx
@@ -350,6 +351,7 @@ impl Handler<ReturnLease> for HostLease {
                 }),
         );
         Box::pin(async move {
+            // Fails only if the actor stopped first; the lease then expires by itself.
             let _ = rx.await;
         })
     }

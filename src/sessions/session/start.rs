@@ -213,8 +213,11 @@ impl Session {
         let waiters = std::mem::take(&mut self.exit_waiters);
         // Answer kill and shutdown only once the row saying so is durable.
         actix_rt::spawn(async move {
+            // A failed write was logged by the store's writer; the process is gone either way, so
+            // the waiters are answered regardless.
             let _ = written.await;
             for w in waiters {
+                // A waiter whose request went away needs no answer.
                 let _ = w.send(());
             }
         });
@@ -230,6 +233,7 @@ impl Session {
                 h.hangup.do_send(Hangup { grace });
             }
             None => {
+                // Cannot fail: the receiver is returned below.
                 let _ = tx.send(());
             }
         }
