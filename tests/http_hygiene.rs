@@ -9,7 +9,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use atc::daemon::state_dir::read_info;
 use serde_json::{json, Value};
 use support::{id_of, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -283,21 +282,7 @@ impl ChildDaemon {
             child,
             log,
         };
-        let deadline = Instant::now() + WITHIN;
-        let info = loop {
-            if let Some(info) = read_info(&state_dir).filter(|i| i.pid == cd.child.id()) {
-                break info;
-            }
-            if let Some(status) = cd.child.try_wait().unwrap() {
-                panic!("the daemon exited with {status}; log:\n{}", cd.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no daemon.json; log:\n{}",
-                cd.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let info = support::wait_for_child_daemon(&mut cd.child, &state_dir, &cd.log).await;
         let token = std::fs::read_to_string(state_dir.join("token")).expect("token file");
         cd.client = TestDaemon::connect(&info.url, &token, &state_dir);
         assert_eq!(

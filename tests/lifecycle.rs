@@ -141,22 +141,7 @@ impl ChildDaemon {
             child,
             log,
         };
-        let deadline = Instant::now() + WITHIN;
-        let info = loop {
-            if let Some(info) = read_info(state_dir).filter(|i| i.pid == cd.child.id()) {
-                break info;
-            }
-            if let Some(status) = cd.child.try_wait().unwrap() {
-                panic!(
-                    "the daemon exited with {status} before writing daemon.json; log:\n{}",
-                    cd.log()
-                );
-            }
-            if Instant::now() > deadline {
-                panic!("no daemon.json within {WITHIN:?}; log:\n{}", cd.log());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let info = support::wait_for_child_daemon(&mut cd.child, state_dir, &cd.log).await;
         let token = std::fs::read_to_string(state_dir.join("token")).expect("token file");
         cd.client = TestDaemon::connect(&info.url, &token, state_dir);
         cd

@@ -55,22 +55,9 @@ impl ChildDaemon {
             state_dir,
             log,
         };
-        let deadline = Instant::now() + WITHIN;
-        d.url = loop {
-            if let Some(info) = read_info(&d.state_dir).filter(|i| i.pid == d.child.id()) {
-                break info.url;
-            }
-            if let Some(status) = d.child.try_wait().unwrap() {
-                panic!(
-                    "the daemon exited with {status} at start; log:\n{}",
-                    d.log()
-                );
-            }
-            if Instant::now() > deadline {
-                panic!("no daemon.json within {WITHIN:?}; log:\n{}", d.log());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        d.url = support::wait_for_child_daemon(&mut d.child, &d.state_dir, &d.log)
+            .await
+            .url;
         d
     }
 

@@ -11,7 +11,7 @@ pub use impd_sim;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_http::ws;
 use atc::config::{AgentConfig, Config};
@@ -632,5 +632,33 @@ pub async fn ws_at(
             Err((s.as_u16(), String::new()))
         }
         Err(e) => Err((0, e.to_string())),
+    }
+}
+
+/// Waits until a daemon started as a child process (`env!("CARGO_BIN_EXE_atc") daemon`) has
+/// written `<state_dir>/daemon.json` naming its own pid, and answers what the file says.
+/// Panics with the child's log (written to `log`) if it exits first or takes over [`WITHIN`].
+pub async fn wait_for_child_daemon(
+    child: &mut std::process::Child,
+    state_dir: &Path,
+    log: &Path,
+) -> atc::daemon::state_dir::DaemonInfo {
+    let log_text = || std::fs::read_to_string(log).unwrap_or_default();
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let info = atc::daemon::state_dir::read_info(state_dir).filter(|i| i.pid == child.id());
+        if let Some(info) = info {
+            return info;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the daemon exited with {status} before writing daemon.json; log:\n{}",
+                log_text()
+            );
+        }
+        if Instant::now() > deadline {
+            panic!("no daemon.json within {WITHIN:?}; log:\n{}", log_text());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
