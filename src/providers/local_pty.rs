@@ -28,9 +28,7 @@ use crate::protocol::{DaemonError, ErrorCode};
 use atc_protocol::TermSize;
 use futures_util::future::LocalBoxFuture;
 
-/// Input bytes allowed to wait for a child that is not reading its stdin. Beyond this, input
-/// is refused with `too_slow` rather than buffered without bound or dropped silently.
-const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
+use super::INPUT_BACKLOG_BYTES;
 
 /// The `local-pty` provider.
 pub struct LocalPty {

@@ -222,6 +222,11 @@ pub struct RemotePosition {
     pub offset: u64,
 }
 
+/// Input bytes allowed to wait for a session's process, on every provider: a local child that
+/// is not reading its stdin, or an impd connection that is down or not sending. Beyond this,
+/// input is refused with `too_slow` rather than buffered without bound or dropped silently.
+pub const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
+
 // What a provider can do is listed to clients (`GET /v1/agents`) and named in refusals, so
 // the capability set is the protocol's.
 pub use atc_protocol::capabilities::{Capabilities, Capability};

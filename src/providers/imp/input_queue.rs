@@ -23,9 +23,9 @@ use atc_protocol::TermSize;
 use impd_client::exec::STDIN_CHUNK;
 use impd_client::ExecWriter;
 
-/// Input allowed to wait for impd, pending and handed together; the same cap as a local
-/// child's unread input (`local_pty`), so a remote session is no softer a target.
-pub const INPUT_BACKLOG_BYTES: usize = 4 * 1024 * 1024;
+/// Input waiting for impd (pending and handed together) counts against the providers' one
+/// cap, so a remote session is no softer a target than a local child.
+pub use crate::providers::INPUT_BACKLOG_BYTES;
 
 /// The socket is gone: nothing more can be written to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
