@@ -10,8 +10,10 @@
 //! - [`providers`]: where processes run. `local-pty` owns a child and its PTY in one actor.
 //! - [`store`]: SQLite through sqlx; the only module that names a table.
 //! - [`ledger`]: the idempotency ledger, so a retried spawn never runs twice.
-//! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and the
-//!   shapes and error codes clients see.
+//! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and what a
+//!   request must look like.
+//! - [`error`]: the daemon's one error type; each module's error enum, and the one mapping
+//!   from them to the wire's code, status and data.
 //! - [`impd_client`] (its own crate): the client of impd, the control plane that runs imps
 //!   (microVMs) for the imp execution target.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
@@ -25,6 +27,7 @@ pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod error;
 pub mod ledger;
 pub mod permissions;
 pub mod protocol;

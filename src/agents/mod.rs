@@ -6,6 +6,7 @@
 //! (model, effort) live in [`spawn_options`]; the per-kind argv a harness finally runs with
 //! (Claude's settings file, Grok's `--no-leader`, resume flags) in [`launch`].
 
+pub mod agent_error;
 pub mod claude_settings;
 pub mod hooks;
 pub mod launch;
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::AgentConfig;
-use crate::protocol::{DaemonError, ErrorCode};
+pub use agent_error::AgentError;
 
 /// One agent a session can run.
 #[derive(Debug, Clone)]
@@ -278,36 +279,21 @@ impl AgentCatalog {
 
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
     /// its program does not resolve.
-    pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, DaemonError> {
+    pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, AgentError> {
         if let Some(p) = self.invalid.get(id) {
             // An agent left out of the config is unregistered (spec §2.8), with the reason.
-            return Err(DaemonError::new(
-                ErrorCode::Unsupported,
-                format!(
-                    "agent '{id}' has a problem in the config file ({}); fix its entry and restart the daemon",
-                    p.detail
-                ),
-            )
-            .with("agent", id)
-            .with("problem", p.problem)
-            .with("detail", p.detail.as_str()));
+            return Err(AgentError::Misconfigured {
+                agent: id.to_string(),
+                problem: p.problem,
+                detail: p.detail.clone(),
+            });
         }
-        let agent = self.agents.get(id).ok_or_else(|| {
-            DaemonError::new(
-                ErrorCode::Unsupported,
-                format!("no agent '{id}'; GET /v1/agents lists the agents this daemon knows"),
-            )
-            .with("agent", id)
+        let agent = self.agents.get(id).ok_or_else(|| AgentError::Unknown {
+            agent: id.to_string(),
         })?;
-        let program = resolve_program(&agent.bin).ok_or_else(|| {
-            DaemonError::new(
-                ErrorCode::Unsupported,
-                format!(
-                    "agent '{id}' is not installed: '{}' is not on PATH; install it, set its bin in config, or pick another agent (GET /v1/agents lists them; 'shell' is always there)",
-                    agent.bin
-                ),
-            )
-            .with("agent", id)
+        let program = resolve_program(&agent.bin).ok_or_else(|| AgentError::NotInstalled {
+            agent: id.to_string(),
+            bin: agent.bin.clone(),
         })?;
         let mut env = agent.env.clone();
         if let Some(url) = &agent.base_url {
@@ -447,12 +433,17 @@ mod tests {
         );
         let c = AgentCatalog::new(&cfg);
         assert_eq!(
-            c.plan("nope", Path::new("/")).unwrap_err().code,
-            ErrorCode::Unsupported
+            c.plan("nope", Path::new("/")).unwrap_err(),
+            AgentError::Unknown {
+                agent: "nope".into()
+            }
         );
         assert_eq!(
-            c.plan("ghost", Path::new("/")).unwrap_err().code,
-            ErrorCode::Unsupported
+            c.plan("ghost", Path::new("/")).unwrap_err(),
+            AgentError::NotInstalled {
+                agent: "ghost".into(),
+                bin: "definitely-not-a-program-atc".into()
+            }
         );
         assert!(
             !c.listing()

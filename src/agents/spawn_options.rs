@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::{DaemonError, ErrorCode};
+use super::AgentError;
 
 /// Claude's closed set of efforts.
 const CLAUDE_EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
@@ -74,42 +74,32 @@ pub fn validate(
     installed: bool,
     option: SpawnOption,
     value: &str,
-) -> Result<(), DaemonError> {
+) -> Result<(), AgentError> {
     let name = option.name();
     let Some(shape) = shape(kind, option) else {
-        return Err(DaemonError::new(
-            ErrorCode::Unsupported,
-            format!("agent '{agent}' takes no {name}"),
-        )
-        .with("agent", agent)
-        .with("option", name));
+        return Err(AgentError::NoSuchOption {
+            agent: agent.to_string(),
+            option: name,
+        });
     };
     if !installed {
-        return Err(DaemonError::new(
-            ErrorCode::Unsupported,
-            format!("agent '{agent}' is not installed"),
-        )
-        .with("agent", agent)
-        .with("option", name));
+        return Err(AgentError::OptionForUninstalled {
+            agent: agent.to_string(),
+            option: name,
+        });
     }
     if value.is_empty() || value.chars().count() > MAX_VALUE {
-        return Err(DaemonError::bad_arg(
-            name,
-            format!("'{name}' must be 1-200 characters"),
-        ));
+        return Err(AgentError::OptionLength { option: name });
     }
     if value.starts_with('-') || value.chars().any(|c| c <= '\u{1f}' || c == '\u{7f}') {
-        return Err(DaemonError::bad_arg(
-            name,
-            format!("'{name}' may not start with '-' or contain control characters"),
-        ));
+        return Err(AgentError::OptionUnsafe { option: name });
     }
     if let Some(values) = shape.values {
         if !values.contains(&value) {
-            return Err(DaemonError::bad_arg(
-                name,
-                format!("'{name}' must be one of {}", values.join(", ")),
-            ));
+            return Err(AgentError::OptionNotOneOf {
+                option: name,
+                values,
+            });
         }
     }
     Ok(())
@@ -305,11 +295,11 @@ mod tests {
         for (kind, installed, option, value, want) in cases {
             let got = validate(*kind, "a", *installed, *option, value)
                 .err()
-                .map(|e| e.code.as_str());
+                .map(|e| crate::error::Error::from(e).code().as_str());
             assert_eq!(got, *want, "{kind:?} {option:?} {value:?}");
         }
         let e = validate(Some("claude"), "a", true, SpawnOption::Effort, "x").unwrap_err();
-        assert_eq!(e.data["field"], "effort");
+        assert_eq!(crate::error::Error::from(e).wire().data["field"], "effort");
     }
 
     #[test]

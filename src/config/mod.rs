@@ -7,7 +7,10 @@
 //! never the file's values) in its log and in `GET /v1/daemon`.
 
 pub mod raw;
+pub mod target_error;
 pub mod targets;
+
+pub use target_error::TargetError;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::raw::RawTargets;
+pub use super::target_error::TargetError;
 use crate::protocol::canonical::sha256_hex;
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::Capability;
 
 /// Identity of the implicit `local` target: `local-pty` over no options (spec §4.2).
@@ -279,25 +279,14 @@ impl Targets {
         bound: Option<&str>,
         capability: Capability,
         provider_caps: impl Fn(&Target) -> Option<crate::providers::Capabilities>,
-    ) -> Result<&'a Target, DaemonError> {
-        let invalid = |p: &TargetProblem, message: String| {
-            let mut e = DaemonError::new(ErrorCode::TargetConfigInvalid, message)
-                .with("problem", p.problem.clone())
-                .with("detail", p.detail.clone());
-            if let Some(t) = &p.target {
-                e = e.with("target", t.clone());
-            }
-            e
-        };
+    ) -> Result<&'a Target, TargetError> {
         // 1. The file itself.
         if let Some(p) = self.problems.iter().find(|p| p.scope == Scope::Config) {
-            return Err(invalid(
-                p,
-                format!(
-                    "the config file is unusable ({}); fix it and restart the daemon",
-                    p.problem
-                ),
-            ));
+            return Err(TargetError::ConfigUnusable {
+                problem: p.problem.clone(),
+                detail: p.detail.clone(),
+                target: p.target.clone(),
+            });
         }
         // 2. No target named and no default.
         let Some(id) = target.or(self.default.as_deref()) else {
@@ -307,80 +296,55 @@ impl Targets {
                 .find(|p| p.scope != Scope::Target)
                 .map(|p| p.problem.clone())
                 .unwrap_or_else(|| "no local target and no defaultTarget".into());
-            return Err(DaemonError::new(
-                ErrorCode::TargetConfigInvalid,
-                "no target was named and there is no default; set defaultTarget in the config",
-            )
-            .with("problem", problem));
+            return Err(TargetError::NoDefault { problem });
         };
         // 3. The map, or this entry.
         if let Some(p) = self.problems.iter().find(|p| {
             p.scope == Scope::Targets
                 || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
         }) {
-            return Err(invalid(
-                p,
-                format!(
-                    "target '{id}' is misconfigured ({}); fix the config",
-                    p.problem
-                ),
-            ));
+            return Err(TargetError::Misconfigured {
+                id: id.to_string(),
+                problem: p.problem.clone(),
+                detail: p.detail.clone(),
+                target: p.target.clone(),
+            });
         }
         // 4. Unknown.
         let Some(t) = self.targets.iter().find(|t| t.id == id) else {
-            return Err(DaemonError::new(
-                ErrorCode::UnknownTarget,
-                format!("no target '{id}'; GET /v1/agents lists the configured targets"),
-            )
-            .with("target", id));
+            return Err(TargetError::Unknown { id: id.to_string() });
         };
         // 5. Changed since the session bound to it.
         if let Some(bound) = bound {
             if bound != t.identity {
-                return Err(DaemonError::new(
-                    ErrorCode::TargetChanged,
-                    format!(
-                        "target '{id}' changed since this session started on it; restore its \
-                         previous options to reach the session"
-                    ),
-                )
-                .with("target", id)
-                .with("boundIdentity", bound)
-                .with("currentIdentity", t.identity.clone()));
+                return Err(TargetError::Changed {
+                    id: id.to_string(),
+                    bound: bound.to_string(),
+                    current: t.identity.clone(),
+                });
             }
         }
         // 6. No provider of that kind here, or the target cannot reach it.
         if let Some(why) = &t.unavailable {
-            return Err(DaemonError::new(
-                ErrorCode::TargetUnavailable,
-                format!("target '{id}' cannot serve: {why}; fix the config"),
-            )
-            .with("target", id)
-            .with("provider", t.provider.clone()));
+            return Err(TargetError::Unavailable {
+                id: id.to_string(),
+                provider: t.provider.clone(),
+                why: why.clone(),
+            });
         }
         let Some(caps) = provider_caps(t) else {
-            return Err(DaemonError::new(
-                ErrorCode::TargetUnavailable,
-                format!(
-                    "target '{id}' needs the '{}' provider, which this daemon does not have",
-                    t.provider
-                ),
-            )
-            .with("target", id)
-            .with("provider", t.provider.clone()));
+            return Err(TargetError::NoProvider {
+                id: id.to_string(),
+                provider: t.provider.clone(),
+            });
         };
         // 7. The provider cannot do this.
         if !caps.has(capability) {
-            return Err(DaemonError::new(
-                ErrorCode::UnsupportedOperation,
-                format!(
-                    "target '{id}' ({}) cannot {}",
-                    t.provider,
-                    capability.as_str()
-                ),
-            )
-            .with("provider", t.provider.clone())
-            .with("capability", capability.as_str()));
+            return Err(TargetError::CannotDo {
+                id: id.to_string(),
+                provider: t.provider.clone(),
+                capability,
+            });
         }
         Ok(t)
     }
@@ -408,9 +372,9 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    fn code(r: Result<&Target, DaemonError>) -> String {
+    fn code(r: Result<&Target, TargetError>) -> String {
         r.err()
-            .map(|e| e.code.as_str().to_string())
+            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
             .unwrap_or_default()
     }
 
@@ -494,8 +458,9 @@ mod tests {
         let e = t
             .check(Some("local"), None, Capability::Kill, no_kill)
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedOperation);
-        assert_eq!(e.data["capability"], "kill");
+        let wire = crate::error::Error::from(e).wire();
+        assert_eq!(wire.code, crate::error::ErrorCode::UnsupportedOperation);
+        assert_eq!(wire.data["capability"], "kill");
         assert!(t
             .check(
                 None,

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::error::Error;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{Lookup, Spawn};
 use crate::sessions::session::now_ms;
@@ -15,7 +15,7 @@ use crate::store::{Claim, KeyId, KeyRow, KeyState, StateStore};
 
 /// Run a keyed spawn. Sent by the spawn route through the key's lock.
 #[derive(Message)]
-#[rtype(result = "Result<KeyedAnswer, DaemonError>")]
+#[rtype(result = "Result<KeyedAnswer, Error>")]
 pub struct RunSpawn {
     /// The key.
     pub key: KeyId,
@@ -25,7 +25,7 @@ pub struct RunSpawn {
     pub replay_only: bool,
     /// Why a fresh spawn may not run (the target refusal chain said no); a held key still
     /// answers from the ledger.
-    pub refusal: Option<DaemonError>,
+    pub refusal: Option<Error>,
     /// The spawn to run (its `id` is minted here).
     pub spawn: Spawn,
 }
@@ -56,19 +56,48 @@ impl Actor for KeyLock {
     type Context = Context<Self>;
 }
 
-fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> DaemonError {
-    // Never the payload: operation, key and step are enough to find the row.
-    tracing::error!(operation = %key.operation, key = %key.key, step, error = %e, "ledger step failed");
-    DaemonError::internal()
+/// A keyed request the ledger answers with a refusal of its own (spec §7.4).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    /// The key's earlier effect may or may not stand.
+    #[error(
+        "an earlier request under this key may or may not have spawned its session; check \
+         data.effectRef (GET /v1/sessions/{{id}}) and retry with a new key if it is not there"
+    )]
+    OutcomeUnknown {
+        /// The session id the earlier request minted.
+        effect_ref: String,
+    },
+    /// The key was used for another payload.
+    #[error("this idempotency key was used for a different request; use a new key")]
+    Conflict,
+    /// The key's session is neither listed nor recorded in the ledger row.
+    #[error(
+        "the session this key spawned is not listed; restore the fleet (POST /v1/fleet/restore)"
+    )]
+    SessionNotListed {
+        /// The session id the key spawned.
+        effect_ref: String,
+    },
+    /// A replay-only request for a key the ledger does not hold.
+    #[error(
+        "this daemon holds no such idempotency key (never used, or swept after 24 h); send \
+         the request without Idempotency-Replay-Only"
+    )]
+    KeyUnknown,
 }
 
-fn outcome_unknown(effect_ref: &str) -> DaemonError {
-    DaemonError::new(
-        ErrorCode::OutcomeUnknown,
-        "an earlier request under this key may or may not have spawned its session; check \
-         data.effectRef (GET /v1/sessions/{id}) and retry with a new key if it is not there",
-    )
-    .with("effectRef", effect_ref)
+fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> Error {
+    // Never the payload: operation, key and step are enough to find the row.
+    tracing::error!(operation = %key.operation, key = %key.key, step, error = %e, "ledger step failed");
+    Error::Internal
+}
+
+fn outcome_unknown(effect_ref: &str) -> Error {
+    LedgerError::OutcomeUnknown {
+        effect_ref: effect_ref.to_string(),
+    }
+    .into()
 }
 
 /// Answers a request for a key that is already held (spec §7.4 step 3).
@@ -76,12 +105,9 @@ async fn answer_held(
     manager: &Addr<SessionManager>,
     row: KeyRow,
     payload_hash: &str,
-) -> Result<KeyedAnswer, DaemonError> {
+) -> Result<KeyedAnswer, Error> {
     if row.payload_hash != payload_hash {
-        return Err(DaemonError::new(
-            ErrorCode::IdempotencyConflict,
-            "this idempotency key was used for a different request; use a new key",
-        ));
+        return Err(LedgerError::Conflict.into());
     }
     if row.state != KeyState::Completed {
         return Err(outcome_unknown(&row.effect_ref));
@@ -102,15 +128,14 @@ async fn answer_held(
             replayed: true,
         });
     }
-    Err(DaemonError::new(
-        ErrorCode::NoSuchSession,
-        "the session this key spawned is not listed; restore the fleet (POST /v1/fleet/restore)",
-    )
-    .with("effectRef", row.effect_ref))
+    Err(LedgerError::SessionNotListed {
+        effect_ref: row.effect_ref,
+    }
+    .into())
 }
 
 impl Handler<RunSpawn> for KeyLock {
-    type Result = AtomicResponse<Self, Result<KeyedAnswer, DaemonError>>;
+    type Result = AtomicResponse<Self, Result<KeyedAnswer, Error>>;
 
     fn handle(&mut self, msg: RunSpawn, _: &mut Self::Context) -> Self::Result {
         let (manager, store) = (self.manager.clone(), self.store.clone());
@@ -126,11 +151,7 @@ impl Handler<RunSpawn> for KeyLock {
                 if replay_only {
                     return match store.idempotency_get(&key).await {
                         Ok(Some(row)) => answer_held(&manager, row, &payload_hash).await,
-                        Ok(None) => Err(DaemonError::new(
-                            ErrorCode::IdempotencyKeyUnknown,
-                            "this daemon holds no such idempotency key (never used, or swept \
-                             after 24 h); send the request without Idempotency-Replay-Only",
-                        )),
+                        Ok(None) => Err(LedgerError::KeyUnknown.into()),
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }
@@ -159,7 +180,7 @@ impl Handler<RunSpawn> for KeyLock {
                 let spawned = match outcome {
                     Ok(descriptor) => descriptor,
                     // The effect may stand (an undo failed): the key must never run again.
-                    Err(err) if err.effect_remains => {
+                    Err(err) if err.effect_remains() => {
                         tracing::warn!(key = %key.key, effect = %effect_ref,
                             "keyed spawn failed leaving its effect standing; key kept as outcome_unknown");
                         if let Err(e) = store

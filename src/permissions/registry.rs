@@ -12,7 +12,6 @@ use actix::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::sessions::messages::FleetNotice;
 use atc_protocol::FleetEvent;
 
@@ -49,9 +48,32 @@ pub struct OpenRequest {
 #[rtype(result = "()")]
 pub struct DismissSession(pub Uuid);
 
+/// Why a permission answer is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionError {
+    /// The agent asks this in its own terminal; only an attached user can answer.
+    #[error("this request is answered in the session's terminal; attach and answer there")]
+    NotRespondable {
+        /// The request id.
+        request: String,
+    },
+    /// Someone answered it first.
+    #[error("this request was already resolved")]
+    AlreadyAnswered {
+        /// The request id.
+        request: String,
+    },
+    /// No pending request has this id.
+    #[error("no such permission request; GET /v1/permissions lists the pending ones")]
+    NoSuchRequest {
+        /// The request id.
+        request: String,
+    },
+}
+
 /// A client's decision.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), PermissionError>")]
 pub struct Respond {
     /// The request id.
     pub request: String,
@@ -170,29 +192,23 @@ impl Handler<DismissSession> for PermissionRegistry {
 }
 
 impl Handler<Respond> for PermissionRegistry {
-    type Result = Result<(), DaemonError>;
+    type Result = Result<(), PermissionError>;
 
     fn handle(&mut self, msg: Respond, ctx: &mut Self::Context) -> Self::Result {
         match self.pending.get(&msg.request) {
-            Some(p) if !p.request.respondable => Err(DaemonError::new(
-                ErrorCode::Unsupported,
-                "this request is answered in the session's terminal; attach and answer there",
-            )
-            .with("request", msg.request)),
+            Some(p) if !p.request.respondable => Err(PermissionError::NotRespondable {
+                request: msg.request,
+            }),
             Some(_) => {
                 self.resolve(&msg.request, &msg.decision, ctx);
                 Ok(())
             }
-            None if self.resolved.contains(&msg.request) => Err(DaemonError::new(
-                ErrorCode::AlreadyAnswered,
-                "this request was already resolved",
-            )
-            .with("request", msg.request)),
-            None => Err(DaemonError::new(
-                ErrorCode::NoSuchRequest,
-                "no such permission request; GET /v1/permissions lists the pending ones",
-            )
-            .with("request", msg.request)),
+            None if self.resolved.contains(&msg.request) => Err(PermissionError::AlreadyAnswered {
+                request: msg.request,
+            }),
+            None => Err(PermissionError::NoSuchRequest {
+                request: msg.request,
+            }),
         }
     }
 }
@@ -278,7 +294,9 @@ mod tests {
         let ok = answers.iter().filter(|a| matches!(a, Ok(Ok(())))).count();
         assert_eq!(ok, 1, "{answers:?}");
         for a in answers.iter().filter(|a| !matches!(a, Ok(Ok(())))) {
-            assert!(matches!(a, Ok(Err(e)) if e.code == ErrorCode::AlreadyAnswered));
+            assert!(
+                matches!(a, Ok(Err(e)) if matches!(e, PermissionError::AlreadyAnswered { .. }))
+            );
         }
         reg.send(ListPending).await.unwrap();
         assert_eq!(resolutions(&seen).len(), 1, "resolved exactly once");
@@ -301,7 +319,10 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(late.unwrap_err().code, ErrorCode::AlreadyAnswered);
+        assert!(matches!(
+            late.unwrap_err(),
+            PermissionError::AlreadyAnswered { .. }
+        ));
     }
 
     #[actix_rt::test]
@@ -316,7 +337,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::Unsupported);
+        assert!(matches!(e, PermissionError::NotRespondable { .. }));
         let e = reg
             .send(Respond {
                 request: "p999".into(),
@@ -325,7 +346,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::NoSuchRequest);
+        assert!(matches!(e, PermissionError::NoSuchRequest { .. }));
     }
 
     #[actix_rt::test]
@@ -350,9 +371,8 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(
-            oldest.unwrap_err().code,
-            ErrorCode::NoSuchRequest,
+        assert!(
+            matches!(oldest.unwrap_err(), PermissionError::NoSuchRequest { .. }),
             "evicted: reads as unknown"
         );
         let kept = reg
@@ -362,7 +382,10 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(kept.unwrap_err().code, ErrorCode::AlreadyAnswered);
+        assert!(matches!(
+            kept.unwrap_err(),
+            PermissionError::AlreadyAnswered { .. }
+        ));
     }
 
     #[actix_rt::test]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use atc_protocol::{TermSize, DIM_RANGE};
 
-use super::DaemonError;
+use super::RequestError;
 
 /// The fields of one request body (or query string), read with field-naming validation.
 #[derive(Debug, Default)]
@@ -19,20 +19,14 @@ pub struct Params {
 
 impl Params {
     /// Parses a JSON body. An empty body counts as `{}` so `POST .../kill` needs no body.
-    pub fn from_body(bytes: &[u8]) -> Result<Params, DaemonError> {
+    pub fn from_body(bytes: &[u8]) -> Result<Params, RequestError> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Params::default());
         }
         match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Object(fields)) => Ok(Params { fields }),
-            Ok(_) => Err(DaemonError::bad_arg(
-                "body",
-                "request body must be a JSON object",
-            )),
-            Err(e) => Err(DaemonError::bad_arg(
-                "body",
-                format!("request body is not valid JSON ({e})"),
-            )),
+            Ok(_) => Err(RequestError::BodyNotObject),
+            Err(e) => Err(RequestError::BodyNotJson(e.to_string())),
         }
     }
 
@@ -51,33 +45,36 @@ impl Params {
     }
 
     /// An optional string field.
-    pub fn opt_str(&self, name: &str) -> Result<Option<&str>, DaemonError> {
+    pub fn opt_str(&self, name: &str) -> Result<Option<&str>, RequestError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(DaemonError::bad_arg(
-                name,
-                format!("'{name}' must be a string"),
-            )),
+            Some(_) => Err(RequestError::WrongType {
+                field: name.to_string(),
+                expected: "a string",
+            }),
         }
     }
 
     /// An optional boolean field.
-    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, DaemonError> {
+    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, RequestError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-            Some(_) => Err(DaemonError::bad_arg(
-                name,
-                format!("'{name}' must be true or false"),
-            )),
+            Some(_) => Err(RequestError::WrongType {
+                field: name.to_string(),
+                expected: "true or false",
+            }),
         }
     }
 
     /// An optional non-negative integer (JSON number or, from a query string, decimal text).
-    pub fn opt_u64(&self, name: &str) -> Result<Option<u64>, DaemonError> {
-        let bad = || DaemonError::bad_arg(name, format!("'{name}' must be a non-negative integer"));
+    pub fn opt_u64(&self, name: &str) -> Result<Option<u64>, RequestError> {
+        let bad = || RequestError::WrongType {
+            field: name.to_string(),
+            expected: "a non-negative integer",
+        };
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(bad),
@@ -87,9 +84,11 @@ impl Params {
     }
 
     /// One terminal dimension, within [`DIM_RANGE`].
-    pub fn opt_dim(&self, name: &str) -> Result<Option<u16>, DaemonError> {
-        let out_of_range =
-            || DaemonError::bad_arg(name, format!("'{name}' must be an integer from 1 to 4096"));
+    pub fn opt_dim(&self, name: &str) -> Result<Option<u16>, RequestError> {
+        let out_of_range = || RequestError::WrongType {
+            field: name.to_string(),
+            expected: "an integer from 1 to 4096",
+        };
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_u64() {
@@ -105,7 +104,7 @@ impl Params {
     }
 
     /// `cols` and `rows` together; either may be absent and falls back to `default`.
-    pub fn size_or(&self, default: TermSize) -> Result<TermSize, DaemonError> {
+    pub fn size_or(&self, default: TermSize) -> Result<TermSize, RequestError> {
         Ok(TermSize {
             cols: self.opt_dim("cols")?.unwrap_or(default.cols),
             rows: self.opt_dim("rows")?.unwrap_or(default.rows),
@@ -113,13 +112,15 @@ impl Params {
     }
 
     /// `cols` and `rows`, both required.
-    pub fn size(&self) -> Result<TermSize, DaemonError> {
-        let cols = self
-            .opt_dim("cols")?
-            .ok_or_else(|| DaemonError::bad_arg("cols", "'cols' is required"))?;
-        let rows = self
-            .opt_dim("rows")?
-            .ok_or_else(|| DaemonError::bad_arg("rows", "'rows' is required"))?;
+    pub fn size(&self) -> Result<TermSize, RequestError> {
+        let cols = self.opt_dim("cols")?.ok_or(RequestError::Missing {
+            field: "cols",
+            hint: "",
+        })?;
+        let rows = self.opt_dim("rows")?.ok_or(RequestError::Missing {
+            field: "rows",
+            hint: "",
+        })?;
         Ok(TermSize { cols, rows })
     }
 }
@@ -128,8 +129,11 @@ impl Params {
 mod tests {
     use super::*;
 
-    fn field_of(e: DaemonError) -> String {
-        e.data["field"].as_str().unwrap_or_default().to_string()
+    fn field_of(e: RequestError) -> String {
+        crate::error::Error::from(e).wire().data["field"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     #[test]

@@ -24,7 +24,6 @@ use super::{
     HarnessHandle, OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec,
     StartedHarness, WriteInput,
 };
-use crate::protocol::{DaemonError, ErrorCode};
 use atc_protocol::TermSize;
 use futures_util::future::LocalBoxFuture;
 
@@ -259,20 +258,17 @@ impl StreamHandler<std::io::Result<Bytes>> for LocalPtyHarness {
 }
 
 impl Handler<WriteInput> for LocalPtyHarness {
-    type Result = Result<(), DaemonError>;
+    type Result = Result<(), ProviderError>;
 
     fn handle(&mut self, msg: WriteInput, _: &mut Self::Context) -> Self::Result {
         let len = msg.0.len();
         if self.input_backlog.load(Ordering::Acquire) + len > INPUT_BACKLOG_BYTES {
-            return Err(DaemonError::new(
-                ErrorCode::TooSlow,
-                "the process is not reading its input; retry once it has caught up",
-            ));
+            return Err(ProviderError::InputBacklogFull);
         }
         self.input_backlog.fetch_add(len, Ordering::AcqRel);
         self.writer
             .send(WriterCmd::Write(msg.0))
-            .map_err(|_| DaemonError::new(ErrorCode::SessionDead, "the process has exited"))
+            .map_err(|_| ProviderError::ProcessGone)
     }
 }
 

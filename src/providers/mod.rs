@@ -16,8 +16,11 @@ pub mod child_fds;
 pub mod imp;
 pub mod local_command;
 pub mod local_pty;
+pub mod provider_error;
 pub mod refusal;
 pub mod registry;
+
+pub use provider_error::ProviderError;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen
 /// model's backlog in these.
@@ -28,7 +31,6 @@ use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 
 use crate::agents::LaunchPlan;
-use crate::protocol::{DaemonError, ErrorCode};
 use atc_protocol::TermSize;
 
 /// Bytes a harness read from its process. Sent by the harness to its session; the reply is
@@ -108,7 +110,7 @@ pub struct CheckIdle;
 
 /// Write these bytes to the process's terminal, whole. Sent by the session.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct WriteInput(pub Bytes);
 
 /// Resize the process's terminal. Sent by the session only when the size changes.
@@ -190,7 +192,7 @@ pub struct StartedHarness {
     /// `None` when the process runs already (local); else resolves once the remote start or
     /// attach succeeded, or with the refusal that ended the harness first (spec §5.6
     /// `waitForStart`). A spawn answers only after it.
-    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>,
+    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), ProviderError>>>,
 }
 
 /// What a harness is started with.
@@ -280,20 +282,20 @@ pub trait ExecutionProvider: Send + Sync {
         &self,
         host_key: &str,
         idle: Option<Recipient<CheckIdle>>,
-    ) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
         let _ = (host_key, idle);
-        Box::pin(std::future::ready(Err(no_host_lifecycle(
-            self.kind(),
-            "suspend",
-        ))))
+        Box::pin(std::future::ready(Err(ProviderError::NoHostLifecycle {
+            kind: self.kind(),
+            capability: "suspend",
+        })))
     }
     /// Deletes the host `host_key` and everything on it.
-    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
         let _ = host_key;
-        Box::pin(std::future::ready(Err(no_host_lifecycle(
-            self.kind(),
-            "destroy",
-        ))))
+        Box::pin(std::future::ready(Err(ProviderError::NoHostLifecycle {
+            kind: self.kind(),
+            capability: "destroy",
+        })))
     }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.
@@ -320,80 +322,4 @@ pub trait ExecutionProvider: Send + Sync {
         dir: std::path::PathBuf,
         host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
-}
-
-/// `unsupported_operation` for a provider without hosts to sleep or destroy.
-fn no_host_lifecycle(kind: &str, capability: &str) -> DaemonError {
-    DaemonError::new(
-        ErrorCode::UnsupportedOperation,
-        format!("a {kind} session has no host to {capability}"),
-    )
-    .with("provider", kind)
-    .with("capability", capability)
-}
-
-/// Why a harness could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
-    /// The working directory is missing or not a directory.
-    #[error("working directory {0} does not exist or is not a directory")]
-    BadCwd(String),
-    /// The OS refused (no PTYs left, exec failed, ...).
-    #[error("could not start the process: {0}")]
-    Os(#[from] std::io::Error),
-    /// pty-process failed.
-    #[error("could not open a terminal: {0}")]
-    Pty(#[from] pty_process::Error),
-    /// A remote host refused or could not be reached; the error says what the user sees.
-    #[error("{0}")]
-    Remote(DaemonError),
-    /// A command run for the daemon (tar, a workspace step) exited unsuccessfully.
-    #[error("{what} failed ({status}): {stderr}")]
-    CommandFailed {
-        /// What was being done, e.g. "unpacking the archive".
-        what: &'static str,
-        /// `exit 2`, `signal 9`.
-        status: String,
-        /// The start of its stderr, for the user.
-        stderr: String,
-    },
-}
-
-impl ProviderError {
-    /// A command run for the daemon that exited unsuccessfully (`code` `None`: a signal ended
-    /// it), with the start of its stderr for the user.
-    pub fn command_failed(what: &'static str, code: Option<i32>, stderr: &[u8]) -> ProviderError {
-        /// How much of the stderr an error carries.
-        const STDERR_IN_ERROR: usize = 512;
-        let text = String::from_utf8_lossy(stderr);
-        let text = text.trim();
-        let stderr = match text.char_indices().nth(STDERR_IN_ERROR) {
-            Some((i, _)) => format!("{}…", &text[..i]),
-            None => text.to_string(),
-        };
-        ProviderError::CommandFailed {
-            what,
-            status: match code {
-                Some(c) => format!("exit {c}"),
-                None => "ended by a signal".into(),
-            },
-            stderr,
-        }
-    }
-}
-
-impl From<ProviderError> for DaemonError {
-    fn from(e: ProviderError) -> Self {
-        match e {
-            ProviderError::BadCwd(_) => DaemonError::bad_arg("cwd", e.to_string()),
-            ProviderError::CommandFailed { .. } => {
-                DaemonError::new(ErrorCode::Internal, e.to_string())
-            }
-            ProviderError::Remote(err) => err,
-            ProviderError::Os(_) | ProviderError::Pty(_) => DaemonError::new(
-                ErrorCode::Internal,
-                format!("{e}; check the daemon's limits (open files, PTYs) and its log"),
-            ),
-        }
-    }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::registry::Providers;
 use super::Capability;
 use crate::config::targets::{Target, Targets};
-use crate::protocol::DaemonError;
+use crate::config::TargetError;
 
 /// An operation that reaches a session or its target, as the refusal chain tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Refusal {
     }
 
     /// Whether `op` may run on a session bound to `target` with identity `bound`.
-    pub fn check(&self, op: Operation, target: &str, bound: &str) -> Result<(), DaemonError> {
+    pub fn check(&self, op: Operation, target: &str, bound: &str) -> Result<(), TargetError> {
         let Some(capability) = op.capability(self.destroys_host(target)) else {
             return Ok(());
         };
@@ -83,7 +83,7 @@ impl Refusal {
 
     /// Whether a new session may be spawned on `target` (`None`: the default); answers the
     /// target it resolves to, whose id and identity the session binds to.
-    pub fn check_new(&self, target: Option<&str>) -> Result<&Target, DaemonError> {
+    pub fn check_new(&self, target: Option<&str>) -> Result<&Target, TargetError> {
         self.chain(target, None, Capability::Spawn)
     }
 
@@ -99,7 +99,7 @@ impl Refusal {
         target: Option<&str>,
         bound: Option<&str>,
         capability: Capability,
-    ) -> Result<&Target, DaemonError> {
+    ) -> Result<&Target, TargetError> {
         self.targets.check(target, bound, capability, |t| {
             self.providers.get(&t.id).map(|p| p.capabilities())
         })
@@ -197,9 +197,9 @@ mod tests {
             .unwrap()
     }
 
-    fn code(r: Result<(), DaemonError>) -> String {
+    fn code(r: Result<(), TargetError>) -> String {
         r.err()
-            .map(|e| e.code.as_str().to_string())
+            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
             .unwrap_or_else(|| "ok".into())
     }
 
@@ -226,7 +226,7 @@ mod tests {
         let r = refusal();
         let bound = identity(&r, "mute");
         for op in [Operation::Input, Operation::Submit] {
-            let e = r.check(op, "mute", &bound).unwrap_err();
+            let e = crate::error::Error::from(r.check(op, "mute", &bound).unwrap_err()).wire();
             assert_eq!(e.code.as_str(), "unsupported_operation");
             assert_eq!(e.data.get("capability"), Some(&json!("input")), "{op:?}");
         }
@@ -279,7 +279,9 @@ mod tests {
         assert_eq!(code(r.check(Operation::Resize, "gone", "x")), "ok");
         assert_eq!(r.check_new(None).map(|t| t.id.as_str()).ok(), Some("local"));
         assert_eq!(
-            r.check_new(Some("ghost")).err().map(|e| e.code.as_str()),
+            r.check_new(Some("ghost"))
+                .err()
+                .map(|e| crate::error::Error::from(e).code().as_str()),
             Some("target_unavailable")
         );
     }

@@ -18,12 +18,15 @@ use super::ws_transport::{
 };
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
+use crate::error::Error;
 use crate::protocol::params::Params;
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::protocol::RequestError;
+use crate::server::auth::AuthError;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
 use crate::sessions::messages::{Attach, ClientId, ClientResized, Detach, Input, ResumeFrom};
 use crate::sessions::session::Session;
-use atc_protocol::AttachFrame;
+use crate::sessions::session_error::SessionError;
+
 use atc_protocol::{TermSize, DIM_RANGE};
 
 /// Upgrades the request and attaches the new client to the session.
@@ -33,14 +36,26 @@ pub async fn attach(
     query: web::Query<Vec<(String, String)>>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     auth::check_origin(&req, &state.allowed_origins)?;
     let params = Params::from_query(query.into_inner());
     let size = match (params.opt_dim("cols")?, params.opt_dim("rows")?) {
         (Some(cols), Some(rows)) => Some(TermSize { cols, rows }),
         (None, None) => None,
-        (None, Some(_)) => return Err(DaemonError::bad_arg("cols", "give cols with rows")),
-        (Some(_), None) => return Err(DaemonError::bad_arg("rows", "give rows with cols")),
+        (None, Some(_)) => {
+            return Err(RequestError::Unpaired {
+                field: "cols",
+                with: "rows",
+            }
+            .into())
+        }
+        (Some(_), None) => {
+            return Err(RequestError::Unpaired {
+                field: "rows",
+                with: "cols",
+            }
+            .into())
+        }
     };
     let resume = match (params.opt_str("stream")?, params.opt_u64("from")?) {
         (Some(stream), Some(from)) => Some(ResumeFrom {
@@ -51,10 +66,8 @@ pub async fn attach(
     };
     let found = lookup(&state, &path).await?;
     // The session answers the refusal chain and `session_dead` from its `Attach` handler.
-    let mut response = actix_web_actors::ws::handshake(&req).map_err(|e| {
-        DaemonError::new(ErrorCode::BadArgs, format!("not a WebSocket upgrade: {e}"))
-            .with("field", "upgrade")
-    })?;
+    let mut response = actix_web_actors::ws::handshake(&req)
+        .map_err(|e| RequestError::NotUpgrade(e.to_string()))?;
     let client = next_client_id();
     let (queue, rx) = client_queue(state.limits.queue_bytes);
     found
@@ -66,7 +79,9 @@ pub async fn attach(
             resume,
         })
         .await
-        .map_err(|_| DaemonError::session_dead(&found.descriptor.id.to_string()))??;
+        .map_err(|_| SessionError::Dead {
+            id: found.descriptor.id.to_string(),
+        })??;
     let session = found.addr.clone();
     let on_drained = Box::new(move || {
         session.do_send(crate::sessions::messages::ClientDrained { client });
@@ -115,40 +130,24 @@ struct ControlFrame {
 }
 
 impl AttachClient {
-    fn refuse(&self, e: DaemonError) {
-        self.queue.push_text(
-            AttachFrame::Error {
-                code: e.code,
-                message: e.message,
-            }
-            .to_text(),
-        );
+    fn refuse(&self, e: impl Into<Error>) {
+        self.queue.push_text(e.into().attach_frame().to_text());
     }
 
     fn on_text(&mut self, text: &[u8]) {
-        let frame =
-            match serde_json::from_slice::<ControlFrame>(text) {
-                Ok(f) => f,
-                Err(_) => return self.refuse(DaemonError::bad_arg(
-                    "type",
-                    "text frames must be JSON like {\"type\":\"resize\",\"cols\":80,\"rows\":24}",
-                )),
-            };
+        let frame = match serde_json::from_slice::<ControlFrame>(text) {
+            Ok(f) => f,
+            Err(_) => return self.refuse(RequestError::FrameNotJson),
+        };
         if frame.kind != "resize" {
-            return self.refuse(DaemonError::bad_arg(
-                "type",
-                format!(
-                    "unknown frame type '{}'; send input as binary frames",
-                    frame.kind
-                ),
-            ));
+            return self.refuse(RequestError::UnknownFrame(frame.kind));
         }
-        let dim = |v: Option<u64>, name: &str| match v {
+        let dim = |v: Option<u64>, name: &'static str| match v {
             Some(n) if DIM_RANGE.contains(&n) => Ok(n as u16),
-            _ => Err(DaemonError::bad_arg(
-                name,
-                format!("'{name}' must be an integer from 1 to 4096"),
-            )),
+            _ => Err(RequestError::OutOfRange {
+                field: name,
+                range: "an integer from 1 to 4096",
+            }),
         };
         match (dim(frame.cols, "cols"), dim(frame.rows, "rows")) {
             (Ok(cols), Ok(rows)) => self.session.do_send(ClientResized {
@@ -169,10 +168,7 @@ impl AttachClient {
                 .map(|res, act, _| match res {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => act.refuse(e),
-                    Err(_) => act.refuse(DaemonError::new(
-                        ErrorCode::SessionDead,
-                        "the session is gone",
-                    )),
+                    Err(_) => act.refuse(SessionError::Gone),
                 }),
         );
     }
@@ -196,11 +192,7 @@ impl Actor for AttachClient {
             ctx.add_stream(payload);
         }
         keep_alive(ctx, &self.timings);
-        let notice = AttachFrame::Error {
-            code: ErrorCode::Unauthorized,
-            message: "the token this socket opened with is no longer accepted; reconnect with the current one".into(),
-        }
-        .to_text();
+        let notice = Error::from(AuthError::Revoked).attach_frame().to_text();
         let token = std::mem::take(&mut self.token);
         drop_when_revoked(ctx, &self.tokens, token, self.client, Some(notice));
     }

@@ -7,7 +7,31 @@ use actix_web::http::header;
 use actix_web::HttpRequest;
 
 use super::tokens::{TokenState, Tokens};
-use crate::protocol::{DaemonError, ErrorCode};
+
+/// Why a request or socket is refused before any route runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// The token file could not be used at the last (re-)read: fail closed.
+    #[error(
+        "no token is accepted until the daemon's token file is fixed and re-read (SIGHUP); \
+         the daemon log says what is wrong with it"
+    )]
+    TokenFileInvalid,
+    /// No token was presented.
+    #[error("a token is required: send 'Authorization: Bearer <token>' with the token from <state dir>/token")]
+    Missing,
+    /// A token that is not accepted.
+    #[error("the token is wrong: send 'Authorization: Bearer <token>' with the token from <state dir>/token")]
+    Wrong,
+    /// An open socket whose token was rotated out (sent as its last `error` frame).
+    #[error(
+        "the token this socket opened with is no longer accepted; reconnect with the current one"
+    )]
+    Revoked,
+    /// A WebSocket upgrade from an Origin that may not open sockets.
+    #[error("this Origin may not open sockets here; add it to allowedOrigins in the config")]
+    ForbiddenOrigin,
+}
 
 /// Routes reachable without a token.
 pub fn is_public(path: &str) -> bool {
@@ -51,43 +75,23 @@ pub fn bearer_credentials(value: &str) -> Option<&str> {
 }
 
 /// Checks the request's token against the tokens accepted now.
-pub fn check_token(
-    req: &actix_web::dev::ServiceRequest,
-    tokens: &Tokens,
-) -> Result<(), DaemonError> {
+pub fn check_token(req: &actix_web::dev::ServiceRequest, tokens: &Tokens) -> Result<(), AuthError> {
     let given = presented_token(req.headers(), req.query_string());
     tokens.with_current(|current| match (current, given) {
-        (TokenState::Invalid(_), _) => Err(DaemonError::new(
-            ErrorCode::Unauthorized,
-            "no token is accepted until the daemon's token file is fixed and re-read (SIGHUP); the daemon log says what is wrong with it",
-        )),
+        (TokenState::Invalid(_), _) => Err(AuthError::TokenFileInvalid),
         (TokenState::Valid(set), Some(given)) if set.accepts(given.as_bytes()) => Ok(()),
-        (TokenState::Valid(_), Some(_)) => Err(unauthorized("the token is wrong")),
-        (TokenState::Valid(_), None) => Err(unauthorized("a token is required")),
+        (TokenState::Valid(_), Some(_)) => Err(AuthError::Wrong),
+        (TokenState::Valid(_), None) => Err(AuthError::Missing),
     })
-}
-
-fn unauthorized(why: &str) -> DaemonError {
-    DaemonError::new(
-        ErrorCode::Unauthorized,
-        format!(
-            "{why}: send 'Authorization: Bearer <token>' with the token from <state dir>/token"
-        ),
-    )
 }
 
 /// A WebSocket upgrade may come with no Origin (non-browser clients), an Origin naming the
 /// host the request was sent to, or one listed in config `allowedOrigins`.
-pub fn check_origin(req: &HttpRequest, allowed: &[String]) -> Result<(), DaemonError> {
+pub fn check_origin(req: &HttpRequest, allowed: &[String]) -> Result<(), AuthError> {
     let Some(origin) = req.headers().get(header::ORIGIN) else {
         return Ok(());
     };
-    let refuse = || {
-        DaemonError::new(
-            ErrorCode::ForbiddenOrigin,
-            "this Origin may not open sockets here; add it to allowedOrigins in the config",
-        )
-    };
+    let refuse = || AuthError::ForbiddenOrigin;
     let origin = origin.to_str().map_err(|_| refuse())?;
     if allowed.iter().any(|a| a == origin) {
         return Ok(());
@@ -133,7 +137,7 @@ mod tests {
             "file://",
         ] {
             let e = check_origin(&req(Some(bad)), &allowed).unwrap_err();
-            assert_eq!(e.code, ErrorCode::ForbiddenOrigin, "{bad}");
+            assert_eq!(e, AuthError::ForbiddenOrigin, "{bad}");
         }
     }
 

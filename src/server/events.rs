@@ -16,7 +16,8 @@ use super::ws_transport::{
 };
 use super::{auth, next_client_id, AppState};
 use crate::config::Timings;
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::error::Error;
+use crate::protocol::RequestError;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{ClientId, Subscribe, Unsubscribe};
@@ -26,12 +27,10 @@ pub async fn events(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     auth::check_origin(&req, &state.allowed_origins)?;
-    let mut response = actix_web_actors::ws::handshake(&req).map_err(|e| {
-        DaemonError::new(ErrorCode::BadArgs, format!("not a WebSocket upgrade: {e}"))
-            .with("field", "upgrade")
-    })?;
+    let mut response = actix_web_actors::ws::handshake(&req)
+        .map_err(|e| RequestError::NotUpgrade(e.to_string()))?;
     let client = next_client_id();
     let (queue, rx) = client_queue(state.limits.queue_bytes);
     state
@@ -41,7 +40,7 @@ pub async fn events(
             queue: queue.clone(),
         })
         .await
-        .map_err(|_| DaemonError::internal())?;
+        .map_err(|_| Error::Internal)?;
     // Events never desync: an overflowing subscriber is closed instead.
     let (outbound, hangup) =
         OutboundStream::new(rx, req.conn_data::<ConnSocket>().cloned(), Box::new(|| {}));

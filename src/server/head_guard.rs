@@ -30,7 +30,8 @@ use actix_http::{ServiceConfig, StatusCode};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::protocol::DaemonError;
+use crate::error::Error;
+use crate::protocol::request_error::{HeadProblem, RequestError};
 
 /// Largest request head accepted. Below the dispatcher's own 128 KiB buffer, so a head too
 /// large is always ours to refuse; far above any head a real client sends.
@@ -81,58 +82,44 @@ enum Verdict {
     RefuseFrom(usize, Refusal),
 }
 
-/// A refused head: what the client is told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Refusal {
-    /// 400, or 431 for a head too large.
-    status: StatusCode,
-    /// The part of the head at fault (`data.field`).
-    field: &'static str,
-    /// What was wrong, and what to do.
-    message: String,
-}
+/// A refused head: what was wrong with it (its wire form is `crate::error`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Refusal(HeadProblem);
 
 impl Refusal {
     fn from_parse_error(e: &ParseError) -> Refusal {
-        let (status, field, what) = match e {
-            ParseError::TooLarge => (
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "headers",
-                format!("the request head is too large (over {MAX_HEAD_BYTES} bytes, or over 96 headers)"),
-            ),
-            ParseError::Method => (StatusCode::BAD_REQUEST, "method", "the request method is not a valid token".into()),
-            ParseError::Uri(_) => (StatusCode::BAD_REQUEST, "uri", "the request target is not a valid URI".into()),
-            ParseError::Version => (StatusCode::BAD_REQUEST, "version", "the HTTP version is not HTTP/1.0 or HTTP/1.1".into()),
+        Refusal(match e {
+            ParseError::TooLarge => HeadProblem::TooLarge {
+                max_bytes: MAX_HEAD_BYTES,
+            },
+            ParseError::Method => HeadProblem::Method,
+            ParseError::Uri(_) => HeadProblem::Uri,
+            ParseError::Version => HeadProblem::Version,
             // Header, Utf8 and the rest (ParseError is non-exhaustive): a byte outside the
             // allowed set in a name or value, a bad or repeated Content-Length, a
             // Transfer-Encoding other than chunked, both of those, or a missing or repeated Host.
-            _ => (
-                StatusCode::BAD_REQUEST,
-                "headers",
-                "a header is malformed: a control byte, a bad or repeated Content-Length, a Transfer-Encoding other than chunked, or a missing or repeated Host".into(),
-            ),
-        };
-        Refusal {
-            status,
-            field,
-            message: format!("{what}; fix the request and send it again"),
-        }
+            _ => HeadProblem::Headers,
+        })
     }
 
     fn too_large() -> Refusal {
         Refusal::from_parse_error(&ParseError::TooLarge)
     }
 
+    fn error(self) -> Error {
+        RequestError::Head(self.0).into()
+    }
+
     /// The whole HTTP response, closing the connection.
-    fn response(&self, request_id: &str) -> Vec<u8> {
+    fn response(self, request_id: &str) -> Vec<u8> {
+        let error = self.error();
         // Strings and a JSON map: serializing cannot fail.
-        let body =
-            serde_json::to_string(&DaemonError::bad_arg(self.field, self.message.clone()).body())
-                .unwrap_or_default();
-        let reason = self.status.canonical_reason().unwrap_or("Bad Request");
+        let body = serde_json::to_string(&error.body()).unwrap_or_default();
+        let status = StatusCode::from_u16(error.wire().status).unwrap_or(StatusCode::BAD_REQUEST);
+        let reason = status.canonical_reason().unwrap_or("Bad Request");
         format!(
             "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
-            self.status.as_u16(),
+            status.as_u16(),
             body.len()
         )
         .into_bytes()
@@ -363,8 +350,9 @@ impl<T> HeadGuard<T> {
 
     fn refuse(&mut self, refusal: Refusal) {
         let id = super::next_request_id();
-        tracing::warn!(id = %id, status = refusal.status.as_u16(), field = refusal.field,
-            problem = %refusal.message, "malformed request refused");
+        let error = refusal.error();
+        tracing::warn!(id = %id, status = error.wire().status, problem = %error,
+            "malformed request refused");
         self.held.clear();
         self.answer = Answer::Owed {
             bytes: refusal.response(&id),
@@ -525,7 +513,7 @@ mod tests {
         match judge().read(bad) {
             Verdict::RefuseFrom(n, r) => {
                 assert_eq!(n, 28);
-                assert_eq!((r.status, r.field), (StatusCode::BAD_REQUEST, "headers"));
+                assert_eq!(r, Refusal(HeadProblem::Headers));
             }
             other => panic!("{other:?}"),
         }
@@ -542,13 +530,7 @@ mod tests {
         let huge = vec![b'a'; MAX_HEAD_BYTES + 1];
         assert!(matches!(
             judge().read(&huge),
-            Verdict::RefuseFrom(
-                0,
-                Refusal {
-                    status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    ..
-                }
-            )
+            Verdict::RefuseFrom(0, Refusal(HeadProblem::TooLarge { .. }))
         ));
     }
 
@@ -558,13 +540,7 @@ mod tests {
         assert!(
             matches!(
                 verdict,
-                Verdict::RefuseFrom(
-                    0,
-                    Refusal {
-                        field: "headers",
-                        ..
-                    }
-                )
+                Verdict::RefuseFrom(0, Refusal(HeadProblem::Headers))
             ),
             "{verdict:?}"
         );

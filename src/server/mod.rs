@@ -2,7 +2,7 @@
 //! translate requests into messages for the actors that own the state (zellij's `route.rs`).
 
 mod attach;
-mod auth;
+pub mod auth;
 mod conn_socket;
 mod error_response;
 mod events;
@@ -30,7 +30,8 @@ use uuid::Uuid;
 
 use crate::agents::AgentCatalog;
 use crate::config::{ConfigProblem, Limits, Timings};
-use crate::protocol::DaemonError;
+use crate::error::Error;
+use crate::protocol::RequestError;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{Found, Lookup};
 use crate::store::StateStore;
@@ -91,8 +92,8 @@ pub fn next_client_id() -> u64 {
 
 impl AppState {
     /// The supervisor.
-    pub fn manager(&self) -> Result<&Addr<SessionManager>, DaemonError> {
-        self.manager.as_ref().ok_or_else(DaemonError::internal)
+    pub fn manager(&self) -> Result<&Addr<SessionManager>, Error> {
+        self.manager.as_ref().ok_or(Error::Internal)
     }
 
     /// Whether forgetting `session` destroys its host (its target's provider can).
@@ -103,18 +104,18 @@ impl AppState {
     /// The idempotency ledger.
     pub fn ledger(
         &self,
-    ) -> Result<&Addr<crate::ledger::idempotency_ledger::IdempotencyLedger>, DaemonError> {
-        self.ledger.as_ref().ok_or_else(DaemonError::internal)
+    ) -> Result<&Addr<crate::ledger::idempotency_ledger::IdempotencyLedger>, Error> {
+        self.ledger.as_ref().ok_or(Error::Internal)
     }
 }
 
 /// Finds a session by id or name.
-pub async fn lookup(state: &AppState, key: &str) -> Result<Found, DaemonError> {
+pub async fn lookup(state: &AppState, key: &str) -> Result<Found, Error> {
     state
         .manager()?
         .send(Lookup(key.to_string()))
         .await
-        .map_err(|_| DaemonError::internal())?
+        .map_err(|_| Error::Internal)?
 }
 
 /// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).
@@ -188,9 +189,10 @@ fn app(
     let state = web::Data::new(make_state());
     App::new()
         .app_data(state.clone())
-        .app_data(web::QueryConfig::default().error_handler(|e, _| {
-            DaemonError::bad_arg("query", format!("bad query string: {e}")).into()
-        }))
+        .app_data(
+            web::QueryConfig::default()
+                .error_handler(|e, _| Error::from(RequestError::BadQuery(e.to_string())).into()),
+        )
         .configure(routes::configure)
         .default_service(web::to(routes::not_found))
         .wrap_fn(move |req, srv| {
@@ -203,7 +205,7 @@ fn app(
             } else {
                 auth::check_token(&req, &state.tokens)
                     .err()
-                    .map(|e| e.error_response())
+                    .map(|e| Error::from(e).error_response())
             }
             .or_else(|| declared_body_too_large(&req, state.limits.body_cap_bytes));
             if let Some(refusal) = refused {
@@ -253,15 +255,7 @@ fn declared_body_too_large(
     if declared <= cap as u64 {
         return None;
     }
-    let e = DaemonError::bad_arg(
-        "body",
-        format!("request body of {declared} bytes exceeds the {cap}-byte limit"),
-    )
-    .with("limit", cap);
-    Some(
-        actix_web::HttpResponse::build(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE)
-            .json(e.body()),
-    )
+    Some(Error::from(RequestError::DeclaredTooLarge { declared, cap }).error_response())
 }
 
 fn with_request_id<B>(

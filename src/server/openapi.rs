@@ -22,7 +22,7 @@ use utoipa::openapi::{
 use utoipa::OpenApi as _;
 
 use super::route_table::{Endpoint, Method, Route, ROUTES};
-use crate::protocol::DaemonError;
+use crate::error::Error;
 
 /// Every schema the document names; utoipa adds the ones they contain.
 #[derive(utoipa::OpenApi)]
@@ -458,10 +458,10 @@ pub fn document_json() -> Result<&'static str, serde_json::Error> {
 }
 
 /// `GET /v1/openapi.json`.
-pub async fn serve() -> Result<HttpResponse, DaemonError> {
+pub async fn serve() -> Result<HttpResponse, Error> {
     let text = document_json().map_err(|e| {
         tracing::error!(error = %e, "could not serialize the OpenAPI document");
-        DaemonError::internal()
+        Error::Internal
     })?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")

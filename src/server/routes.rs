@@ -11,12 +11,15 @@ use serde_json::json;
 use super::route_table::{Endpoint, ROUTES};
 use super::{lookup, AppState};
 use crate::agents::spawn_options::{self, SpawnOption};
+use crate::agents::AgentError;
+use crate::error::Error;
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
 use crate::protocol::params::Params;
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::protocol::RequestError;
 use crate::sessions::messages::*;
+use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
 use atc_protocol::TermSize;
 
@@ -63,30 +66,28 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
 }
 
 /// Reads a request body, refusing more than the configured cap.
-async fn read_body(mut payload: web::Payload, cap: usize) -> Result<Bytes, DaemonError> {
+async fn read_body(mut payload: web::Payload, cap: usize) -> Result<Bytes, Error> {
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk
-            .map_err(|e| DaemonError::bad_arg("body", format!("could not read the body: {e}")))?;
+        let chunk = chunk.map_err(|e| RequestError::BodyUnreadable(e.to_string()))?;
         if body.len() + chunk.len() > cap {
-            return Err(DaemonError::bad_arg(
-                "body",
-                format!("request body exceeds the {cap}-byte limit"),
-            ));
+            return Err(RequestError::BodyTooLarge { cap }.into());
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
 }
 
-async fn params(payload: web::Payload, state: &AppState) -> Result<Params, DaemonError> {
-    Params::from_body(&read_body(payload, state.limits.body_cap_bytes).await?)
+async fn params(payload: web::Payload, state: &AppState) -> Result<Params, Error> {
+    Ok(Params::from_body(
+        &read_body(payload, state.limits.body_cap_bytes).await?,
+    )?)
 }
 
-fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, DaemonError> {
+fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
     r.map_err(|e| {
         tracing::error!(error = %e, "actor mailbox failed");
-        DaemonError::internal()
+        Error::Internal
     })
 }
 
@@ -98,7 +99,7 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
     }))
 }
 
-async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     // Spec §2.4: the agent of the last deliberate spawn that reported its start, kept in prefs
     // (a session's `started` report writes it); `claude` until one has.
     let last_used_agent = state
@@ -107,7 +108,7 @@ async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError>
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "could not read prefs");
-            DaemonError::internal()
+            Error::Internal
         })?
         .unwrap_or_else(|| "claude".to_string());
     Ok(HttpResponse::Ok().json(json!({
@@ -163,7 +164,7 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
     }))
 }
 
-async fn list(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn list(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let sessions = mailbox(state.manager()?.send(ListSessions).await)?;
     Ok(HttpResponse::Ok().json(json!({ "sessions": sessions })))
 }
@@ -172,23 +173,23 @@ async fn spawn(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = params(payload, &state).await?;
     let agent = p.opt_str("agent")?.unwrap_or("claude");
     if agent.is_empty() {
-        return Err(DaemonError::bad_arg("agent", "'agent' must not be empty"));
+        return Err(RequestError::Empty { field: "agent" }.into());
     }
     let cwd = p
         .opt_str("cwd")?
         .filter(|c| !c.is_empty())
-        .ok_or_else(|| DaemonError::bad_arg("cwd", "'cwd' is required: an absolute directory"))?;
+        .ok_or(RequestError::Missing {
+            field: "cwd",
+            hint: ": an absolute directory",
+        })?;
     let name = match p.opt_str("name")? {
         Some(n) if n.trim().is_empty() => None,
         Some(n) if n.len() > 200 || n.chars().any(char::is_control) => {
-            return Err(DaemonError::bad_arg(
-                "name",
-                "name must be at most 200 characters without control characters",
-            ))
+            return Err(SessionError::BadName.into())
         }
         other => other.map(|n| n.trim().to_string()),
     };
@@ -218,10 +219,12 @@ async fn spawn(
             SpawnOption::Effort => "effort",
         };
         if let Some(value) = p.opt_str(name)? {
-            let known = state.catalog.get(agent).ok_or_else(|| {
-                DaemonError::new(ErrorCode::Unsupported, format!("no agent '{agent}'"))
-                    .with("agent", agent)
-            })?;
+            let known = state
+                .catalog
+                .get(agent)
+                .ok_or_else(|| AgentError::Unknown {
+                    agent: agent.to_string(),
+                })?;
             let installed = crate::agents::resolve_program(&known.bin).is_some();
             spawn_options::validate(known.kind.as_deref(), agent, installed, *option, value)?;
             *slot = Some(value.to_string());
@@ -263,7 +266,7 @@ async fn spawn(
             key,
             payload_hash: crate::ledger::payload_hash(&canonical),
             replay_only,
-            refusal: refusal.err(),
+            refusal: refusal.err().map(Error::from),
             spawn,
         })
         .await,
@@ -279,27 +282,19 @@ async fn spawn(
 }
 
 /// The `Idempotency-Key` header, if any: 1–200 characters.
-fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, DaemonError> {
+fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
     let Some(v) = req.headers().get("Idempotency-Key") else {
         return Ok(None);
     };
-    let bad = || {
-        DaemonError::bad_arg(
-            "idempotencyKey",
-            "Idempotency-Key must be 1-200 visible characters",
-        )
-    };
+    let bad = || RequestError::BadIdempotencyKey;
     let key = v.to_str().map_err(|_| bad())?;
     if key.is_empty() || key.chars().count() > 200 {
-        return Err(bad());
+        return Err(bad().into());
     }
     Ok(Some(key.to_string()))
 }
 
-async fn get(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     Ok(HttpResponse::Ok().json(json!({ "session": found.descriptor })))
 }
@@ -308,7 +303,7 @@ async fn update(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = params(payload, &state).await?;
     let msg = Update {
         name: p.opt_str("name")?.map(str::to_string),
@@ -326,7 +321,7 @@ async fn forget(
     req: HttpRequest,
     path: web::Path<String>,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     if !state.destroys_host(&found.descriptor) {
         mailbox(found.addr.send(Forget).await)??;
@@ -357,7 +352,7 @@ async fn input(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let raw = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -368,9 +363,10 @@ async fn input(
         body
     } else {
         let p = Params::from_body(&body)?;
-        let data = p
-            .opt_str("data")?
-            .ok_or_else(|| DaemonError::bad_arg("data", "'data' (text to type) is required"))?;
+        let data = p.opt_str("data")?.ok_or(RequestError::Missing {
+            field: "data",
+            hint: " (text to type)",
+        })?;
         Bytes::copy_from_slice(data.as_bytes())
     };
     let found = lookup(&state, &path).await?;
@@ -382,11 +378,14 @@ async fn submit(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = params(payload, &state).await?;
     let text = p
         .opt_str("text")?
-        .ok_or_else(|| DaemonError::bad_arg("text", "'text' is required"))?
+        .ok_or(RequestError::Missing {
+            field: "text",
+            hint: "",
+        })?
         .to_string();
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Submit(text)).await)??;
@@ -397,17 +396,14 @@ async fn resize(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let size = params(payload, &state).await?.size()?;
     let found = lookup(&state, &path).await?;
     let size = mailbox(found.addr.send(ResizeSession(size)).await)??;
     Ok(HttpResponse::Ok().json(size))
 }
 
-async fn ack(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+async fn ack(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Ack).await)?;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
@@ -416,7 +412,7 @@ async fn ack(
 async fn screen(
     path: web::Path<String>,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
@@ -425,15 +421,14 @@ async fn screen(
 async fn resume_command(
     path: web::Path<String>,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let d = lookup(&state, &path).await?.descriptor;
-    let agent = state.catalog.get(&d.agent).ok_or_else(|| {
-        DaemonError::new(
-            ErrorCode::Unsupported,
-            format!("agent '{}' is no longer configured", d.agent),
-        )
-        .with("agent", d.agent.clone())
-    })?;
+    let agent = state
+        .catalog
+        .get(&d.agent)
+        .ok_or_else(|| AgentError::NoLongerConfigured {
+            agent: d.agent.clone(),
+        })?;
     // Claude resumes with atc's settings file when the session has one, so its hooks keep
     // reporting to this daemon from a terminal outside it.
     let settings = crate::agents::claude_settings::path(&state.state_dir, &d.id);
@@ -448,10 +443,7 @@ async fn resume_command(
     Ok(HttpResponse::Ok().json(json!({ "command": command })))
 }
 
-async fn kill(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     Ok(match mailbox(found.addr.send(Kill).await)?? {
         Killed::Ended(session) => HttpResponse::Ok().json(json!({ "session": session })),
@@ -466,7 +458,7 @@ async fn revive(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = params(payload, &state).await?;
     let size = match (p.opt_dim("cols")?, p.opt_dim("rows")?) {
         (None, None) => None,
@@ -484,7 +476,7 @@ async fn suspend(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = params(payload, &state).await?;
     let force = p.opt_bool("force")?.unwrap_or(false);
     let found = lookup(&state, &path).await?;
@@ -492,10 +484,10 @@ async fn suspend(
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
 }
 
-async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let rows = state.store.load_fleet().await.map_err(|e| {
         tracing::error!(error = %e, "could not read the fleet");
-        DaemonError::internal()
+        Error::Internal
     })?;
     let rows: Vec<_> = rows
         .into_iter()
@@ -517,24 +509,21 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> 
     Ok(HttpResponse::Ok().json(json!({ "fleet": rows })))
 }
 
-async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let restored = mailbox(state.manager()?.send(RestoreFleet).await)??;
     Ok(HttpResponse::Ok().json(json!({ "restored": restored })))
 }
 
-async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
+async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let dirs = state.store.recent_dirs(50).await.map_err(|e| {
         tracing::error!(error = %e, "could not read spawn history");
-        DaemonError::internal()
+        Error::Internal
     })?;
     Ok(HttpResponse::Ok().json(json!({ "dirs": dirs })))
 }
 
-async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, DaemonError> {
-    let registry = state
-        .permissions
-        .as_ref()
-        .ok_or_else(DaemonError::internal)?;
+async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
     let pending = mailbox(registry.send(ListPending).await)?;
     Ok(HttpResponse::Ok().json(json!({ "permissions": pending })))
 }
@@ -543,17 +532,17 @@ async fn respond(
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let decision = params(payload, &state)
         .await?
         .opt_str("decision")?
         .filter(|d| !d.is_empty())
-        .ok_or_else(|| DaemonError::bad_arg("decision", "'decision' is required"))?
+        .ok_or(RequestError::Missing {
+            field: "decision",
+            hint: "",
+        })?
         .to_string();
-    let registry = state
-        .permissions
-        .as_ref()
-        .ok_or_else(DaemonError::internal)?;
+    let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
     mailbox(
         registry
             .send(Respond {
@@ -571,9 +560,9 @@ fn encode_cursor(id: i64) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"k": "ev", "i": id}).to_string())
 }
 
-fn decode_cursor(cursor: &str) -> Result<i64, DaemonError> {
+fn decode_cursor(cursor: &str) -> Result<i64, RequestError> {
     use base64::Engine;
-    let bad = || DaemonError::bad_arg("cursor", "not a cursor this daemon gave out");
+    let bad = || RequestError::BadCursor;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor.trim_end_matches('='))
         .map_err(|_| bad())?;
@@ -587,26 +576,33 @@ fn decode_cursor(cursor: &str) -> Result<i64, DaemonError> {
 async fn trail(
     query: web::Query<Vec<(String, String)>>,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, DaemonError> {
+) -> Result<HttpResponse, Error> {
     let p = Params::from_query(query.into_inner());
     let limit = match p.opt_u64("limit")? {
         None => 50,
         Some(n @ 1..=200) => n as u32,
-        Some(_) => return Err(DaemonError::bad_arg("limit", "'limit' must be 1 to 200")),
+        Some(_) => {
+            return Err(RequestError::OutOfRange {
+                field: "limit",
+                range: "1 to 200",
+            }
+            .into())
+        }
     };
     let wait = match p.opt_u64("waitMs")? {
         None => 0,
         Some(n @ 0..=30_000) => n,
         Some(_) => {
-            return Err(DaemonError::bad_arg(
-                "waitMs",
-                "'waitMs' must be 0 to 30000",
-            ))
+            return Err(RequestError::OutOfRange {
+                field: "waitMs",
+                range: "0 to 30000",
+            }
+            .into())
         }
     };
     let store_failed = |e: crate::store::StoreError| {
         tracing::error!(error = %e, "could not read the trail");
-        DaemonError::internal()
+        Error::Internal
     };
     let (events, more, last) = match p.opt_str("cursor")? {
         None => {
@@ -639,13 +635,10 @@ async fn trail(
 }
 
 /// Anything not routed.
-pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, DaemonError> {
-    Err(DaemonError::new(
-        ErrorCode::UnknownMethod,
-        format!(
-            "no route {} {}; see the API in README",
-            req.method(),
-            req.path()
-        ),
-    ))
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, Error> {
+    Err(RequestError::NoRoute {
+        method: req.method().to_string(),
+        path: req.path().to_string(),
+    }
+    .into())
 }

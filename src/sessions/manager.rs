@@ -13,8 +13,9 @@ use uuid::Uuid;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::messages::*;
 use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
+use super::session_error::SessionError;
 use crate::agents::AgentCatalog;
-use crate::protocol::DaemonError;
+use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::store::FleetRow;
 use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
@@ -126,7 +127,7 @@ impl SessionManager {
         });
     }
 
-    fn lookup(&self, key: &str) -> Result<&Entry, DaemonError> {
+    fn lookup(&self, key: &str) -> Result<&Entry, Error> {
         if let Ok(id) = Uuid::parse_str(key) {
             if let Some(e) = self.sessions.get(&id) {
                 return Ok(e);
@@ -135,18 +136,21 @@ impl SessionManager {
         let mut named = self.sessions.values().filter(|e| e.descriptor.name == key);
         match (named.next(), named.next()) {
             (Some(e), None) => Ok(e),
-            (Some(_), Some(_)) => Err(DaemonError::bad_arg(
-                "session",
-                format!("more than one session is named '{key}'; use its id"),
-            )),
-            _ => Err(DaemonError::no_such_session(key)),
+            (Some(_), Some(_)) => Err(SessionError::AmbiguousName {
+                name: key.to_string(),
+            }
+            .into()),
+            _ => Err(SessionError::NoSuch {
+                key: key.to_string(),
+            }
+            .into()),
         }
     }
 
-    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait), DaemonError> {
+    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait), Error> {
         let cwd = Path::new(&msg.cwd);
         if !cwd.is_absolute() {
-            return Err(DaemonError::bad_arg("cwd", "cwd must be an absolute path"));
+            return Err(SessionError::CwdNotAbsolute.into());
         }
         // A remote session's cwd is on its host; only a local one can be checked here.
         let remote = self
@@ -155,10 +159,7 @@ impl SessionManager {
             .get(&msg.target)
             .is_some_and(|p| p.remote());
         if !remote && !cwd.is_dir() {
-            return Err(DaemonError::bad_arg(
-                "cwd",
-                format!("cwd '{}' is not an existing directory", msg.cwd),
-            ));
+            return Err(SessionError::CwdNotDirectory(msg.cwd.clone()).into());
         }
         let mut plan = self.catalog.plan(&msg.agent, cwd)?;
         // Overrides were validated by the caller; they replace the configured flags and stay in
@@ -229,7 +230,7 @@ impl Actor for SessionManager {
 }
 
 impl Handler<Spawn> for SessionManager {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     /// Answers once the harness is known to run (spec §5.6: a spawn answers only after
     /// `waitForStart`). A start refused on the way leaves nothing behind: the session is
@@ -272,7 +273,7 @@ impl Handler<Spawn> for SessionManager {
 }
 
 impl Handler<Lookup> for SessionManager {
-    type Result = Result<Found, DaemonError>;
+    type Result = Result<Found, Error>;
 
     fn handle(&mut self, msg: Lookup, _: &mut Self::Context) -> Self::Result {
         let e = self.lookup(&msg.0)?;
@@ -374,15 +375,11 @@ impl Handler<Unsubscribe> for SessionManager {
 }
 
 impl Handler<RestoreFleet> for SessionManager {
-    type Result = ResponseActFuture<Self, Result<usize, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<usize, Error>>;
 
     fn handle(&mut self, _: RestoreFleet, _: &mut Self::Context) -> Self::Result {
         if self.restoring {
-            return Box::pin(fut::ready(Err(DaemonError::new(
-                crate::protocol::ErrorCode::BadArgs,
-                "a fleet restore is already running; wait for it to finish",
-            )
-            .with("field", "fleet"))));
+            return Box::pin(fut::ready(Err(SessionError::RestoreRunning.into())));
         }
         let refusal = self.deps.refusal.clone();
         let mut queue: Vec<(i64, Addr<Session>)> = self
@@ -401,7 +398,7 @@ impl Handler<RestoreFleet> for SessionManager {
                 match refused {
                     Ok(_) => true,
                     Err(err) => {
-                        tracing::warn!(session = %e.descriptor.id, code = err.code.as_str(),
+                        tracing::warn!(session = %e.descriptor.id, error = %err,
                             "restore: target refuses; left without a process");
                         false
                     }

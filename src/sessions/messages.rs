@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::client_queue::ClientQueue;
 use super::screen::ScreenText;
-use crate::protocol::DaemonError;
+use crate::error::Error;
 use atc_protocol::TermSize;
 use atc_protocol::{Descriptor, FleetEvent};
 
@@ -26,7 +26,7 @@ pub struct ResumeFrom {
 /// Attach a client: register it, apply the new size, then send `attached` and the replay into
 /// its queue. Sent by the attach socket actor. Fails with `session_dead` without a harness.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct Attach {
     /// The connection.
     pub client: ClientId,
@@ -48,12 +48,12 @@ pub struct Detach {
 
 /// Write bytes to the session's process, whole. From the attach socket or `POST .../input`.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct Input(pub Bytes);
 
 /// Type text and press Enter the way the session's agent expects (`POST .../submit`).
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct Submit(pub String);
 
 /// An attached client reported its size; the session size is recomputed after the debounce.
@@ -68,7 +68,7 @@ pub struct ClientResized {
 
 /// Resize for a client that is not attached by WebSocket (`POST .../resize`); applied now.
 #[derive(Message)]
-#[rtype(result = "Result<TermSize, DaemonError>")]
+#[rtype(result = "Result<TermSize, Error>")]
 pub struct ResizeSession(pub TermSize);
 
 /// The client's backlog drained after a desync: send `desync`, `resynced` and a repaint.
@@ -86,7 +86,7 @@ pub struct Ack;
 
 /// Rename and/or pin.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Descriptor, Error>")]
 pub struct Update {
     /// New name.
     pub name: Option<String>,
@@ -96,7 +96,7 @@ pub struct Update {
 
 /// The visible screen as text.
 #[derive(Message)]
-#[rtype(result = "Result<ScreenText, DaemonError>")]
+#[rtype(result = "Result<ScreenText, Error>")]
 pub struct GetScreen;
 
 /// The session's current descriptor.
@@ -108,7 +108,7 @@ pub struct GetDescriptor;
 /// once the exit is recorded; a session already dead is forgotten instead, unless forgetting
 /// destroys its host (`confirmation_required`: that takes the two-step forget).
 #[derive(Message)]
-#[rtype(result = "Result<Killed, DaemonError>")]
+#[rtype(result = "Result<Killed, Error>")]
 pub struct Kill;
 
 /// What a [`Kill`] did.
@@ -124,13 +124,13 @@ pub enum Killed {
 /// valid for [`FORGET_CONFIRM_TTL`], that the second step must present. Answers the token
 /// and its expiry (epoch ms).
 #[derive(Message)]
-#[rtype(result = "Result<(String, i64), DaemonError>")]
+#[rtype(result = "Result<(String, i64), Error>")]
 pub struct MintForgetToken;
 
 /// Second step: with a valid token, destroy the session's host and forget the session. The
 /// token is consumed even if the destroy then fails.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct ForgetDestroying {
     /// The token from the first step.
     pub token: String,
@@ -142,7 +142,7 @@ pub const FORGET_CONFIRM_TTL: std::time::Duration = std::time::Duration::from_se
 /// Put the session's host to sleep with the process inside (imp targets). `force` skips the
 /// idleness check (an operator's decision). Answers once the session is recorded asleep.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Descriptor, Error>")]
 pub struct Suspend {
     /// Sleep even if the session looks busy.
     pub force: bool,
@@ -151,7 +151,7 @@ pub struct Suspend {
 /// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
 /// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Descriptor, Error>")]
 pub struct Revive {
     /// Size for the new process; the last size when absent.
     pub size: Option<TermSize>,
@@ -160,18 +160,18 @@ pub struct Revive {
 /// Like [`Revive`] at the last size, sent by a fleet restore: the start is not the user's
 /// choice, so its `started` report leaves `last_used_agent` alone (spec §3.4).
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Descriptor, Error>")]
 pub struct ReviveOnRestore;
 
 /// A client's forget: kill the process if any, delete the row, stop the actor.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct Forget;
 
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), Error>")]
 pub struct Discard;
 
 /// Daemon shutdown: hang up the process, record its exit as `daemon_stopped`, flush the row.
@@ -194,7 +194,7 @@ pub struct Found {
 
 /// Find a session by id or exact name.
 #[derive(Message)]
-#[rtype(result = "Result<Found, DaemonError>")]
+#[rtype(result = "Result<Found, Error>")]
 pub struct Lookup(pub String);
 
 /// All sessions, oldest first.
@@ -204,7 +204,7 @@ pub struct ListSessions;
 
 /// Spawn a new session.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, DaemonError>")]
+#[rtype(result = "Result<Descriptor, Error>")]
 pub struct Spawn {
     /// The session id, when the caller minted it first (an idempotent spawn records it in its
     /// claim before anything starts); a fresh one otherwise.
@@ -229,7 +229,7 @@ pub struct Spawn {
 
 /// Revive every session that died with an old daemon, one at a time, newest first.
 #[derive(Message)]
-#[rtype(result = "Result<usize, DaemonError>")]
+#[rtype(result = "Result<usize, Error>")]
 pub struct RestoreFleet;
 
 /// Subscribe an events socket: a snapshot of `session.added` frames, then every fleet event.

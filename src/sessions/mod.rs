@@ -11,4 +11,5 @@ pub mod ring;
 pub mod screen;
 pub mod screen_worker;
 pub mod session;
+pub mod session_error;
 pub mod status_file;

@@ -33,15 +33,16 @@ use tokio::sync::oneshot;
 
 use super::connection::{ConnData, ConnEnded, ConnStarted, ImpConnection};
 use super::harness_state::{Effect, HarnessState, StartParams};
-use super::host_lease::{lease_gone, HarnessGone, HostLease, IsSuspending, ReadyHost};
+use super::host_error::HostError;
+use super::host_lease::{HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::opening::Origin;
 use super::outcome::Next;
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{
-    DetachHarness, Hangup, HarnessEvents, OutputArrived, ResizeTerminal, StartSpec, WriteInput,
+    DetachHarness, Hangup, HarnessEvents, OutputArrived, ProviderError, ResizeTerminal, StartSpec,
+    WriteInput,
 };
 use impd_client::ExecWriter;
 
@@ -55,7 +56,7 @@ pub struct ImpHarness {
     lease: Addr<HostLease>,
     state: HarnessState<ExecWriter>,
     events: HarnessEvents,
-    ready_tx: Option<oneshot::Sender<Result<(), DaemonError>>>,
+    ready_tx: Option<oneshot::Sender<Result<(), ProviderError>>>,
     kill_timer: Option<SpawnHandle>,
     /// The report socket, until it is started with the harness's first connection.
     report: Option<ReportForward>,
@@ -71,7 +72,7 @@ impl ImpHarness {
         imp: String,
         spec: StartSpec,
         events: HarnessEvents,
-        ready_tx: oneshot::Sender<Result<(), DaemonError>>,
+        ready_tx: oneshot::Sender<Result<(), ProviderError>>,
         report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
@@ -184,15 +185,11 @@ impl ImpHarness {
                             .clone()
                             .unwrap_or_else(|| "the process ended".into());
                         // The spawn stopped waiting; the session learns of the end anyway.
-                        let _ = tx.send(Err(DaemonError::new(
-                            ErrorCode::HostUnavailable,
-                            format!(
-                                "target '{}': the session did not start: {detail}",
-                                self.settings.target
-                            ),
-                        )
-                        .with("target", self.settings.target.clone())
-                        .with("problem", "not_started")));
+                        let _ = tx.send(Err(HostError::NotStarted {
+                            target: self.settings.target.clone(),
+                            detail,
+                        }
+                        .into()));
                     }
                     let (imp, session) = self.state.names();
                     tracing::info!(imp = %imp, session = %session, end = ?exit.end,
@@ -254,11 +251,11 @@ impl ImpHarness {
 
     /// A start that never succeeded, refused before any connection (the host could not be
     /// readied): the refusal is the spawn's answer.
-    fn refuse(&mut self, err: DaemonError, ctx: &mut Context<Self>) {
-        let detail = err.message.clone();
+    fn refuse(&mut self, err: HostError, ctx: &mut Context<Self>) {
+        let detail = err.to_string();
         if let Some(tx) = self.ready_tx.take() {
             // The spawn stopped waiting; the session learns of the end anyway.
-            let _ = tx.send(Err(err));
+            let _ = tx.send(Err(err.into()));
         }
         let effects = self.state.ended_with(detail);
         self.apply(effects, ctx);
@@ -282,7 +279,7 @@ impl Actor for ImpHarness {
         }
         let ready = self.lease.send(ReadyHost);
         ctx.wait(ready.into_actor(self).map(|res, act, ctx| {
-            match res.unwrap_or_else(|_| Err(lease_gone())) {
+            match res.unwrap_or(Err(HostError::LeaseGone)) {
                 Ok(ready) => {
                     if act.state.lease_held(ready.offsets) {
                         act.lease.do_send(HarnessGone);
@@ -343,10 +340,10 @@ impl Handler<ConnEnded> for ImpHarness {
 }
 
 impl Handler<WriteInput> for ImpHarness {
-    type Result = Result<(), DaemonError>;
+    type Result = Result<(), ProviderError>;
 
     fn handle(&mut self, msg: WriteInput, _: &mut Self::Context) -> Self::Result {
-        self.state.input(msg.0)
+        self.state.input(msg.0).map_err(ProviderError::from)
     }
 }
 

@@ -16,10 +16,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::cursor::{Continuity, Cursor, Feed};
+use super::host_error::HostError;
 use super::input_queue::{InputQueue, Link};
 use super::opening::{choose, Choice, Kind, Origin, Progress, Screen};
 use super::outcome::{decide, ConnectionEnd, Next};
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{AttachmentChanged, HarnessEnd, HarnessExited, RemotePosition};
 use atc_protocol::TermSize;
 use impd_client::{AttachMsg, Opening, Previous, Resume, ResumeFrom, StartMsg, Started};
@@ -471,7 +471,7 @@ impl<W: Link> HarnessState<W> {
 
     /// Input for the process: to the connection when one is up, else kept for the next;
     /// refused with `too_slow` past the cap either way.
-    pub fn input(&mut self, bytes: Bytes) -> Result<(), DaemonError> {
+    pub fn input(&mut self, bytes: Bytes) -> Result<(), HostError> {
         let link = match &self.phase {
             Phase::Started { link, .. } => Some(link),
             _ => None,
@@ -479,14 +479,7 @@ impl<W: Link> HarnessState<W> {
         let up = link.is_some();
         self.input.write(link, bytes).map_err(|full| {
             tracing::debug!(imp = %self.params.imp, waiting = full.waiting, up, "input refused");
-            let message = if up {
-                "the remote session has 4 MiB of input it has not sent yet; retry once it has \
-                 caught up"
-            } else {
-                "the remote session is reconnecting and 4 MiB of input already waits for it; \
-                 retry once it is attached"
-            };
-            DaemonError::new(ErrorCode::TooSlow, message)
+            HostError::InputFull { connected: up }
         })
     }
 

@@ -10,8 +10,8 @@
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::host_error::HostError;
 use super::settings::ImpSettings;
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::CheckIdle;
 use impd_client::{CreateImp, ImpPortError, RunSpec};
 
@@ -25,7 +25,7 @@ pub struct HostReady {
 /// Ready the host for one more harness (features → get → create when missing → lease →
 /// guest dir). Answers once it is ready or with `host_unavailable`.
 #[derive(Message)]
-#[rtype(result = "Result<HostReady, DaemonError>")]
+#[rtype(result = "Result<HostReady, HostError>")]
 pub struct ReadyHost;
 
 /// A harness that was counted by [`ReadyHost`] is gone (exited, ended or let go).
@@ -37,7 +37,7 @@ pub struct HarnessGone;
 /// the host is idle, at the start and again right before the sleep; `None` (an operator's
 /// kill) skips the check.
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), HostError>")]
 pub struct SuspendHost {
     /// The session whose idleness decides.
     pub idle: Option<Recipient<CheckIdle>>,
@@ -45,7 +45,7 @@ pub struct SuspendHost {
 
 /// Delete the host and everything on it (`NOT_FOUND` counts as done).
 #[derive(Message)]
-#[rtype(result = "Result<(), DaemonError>")]
+#[rtype(result = "Result<(), HostError>")]
 pub struct DestroyHost;
 
 /// The daemon is stopping: stop renewing and give the lease back now, in turn.
@@ -178,30 +178,8 @@ impl Actor for HostLease {
     type Context = Context<Self>;
 }
 
-/// `host_unavailable` when a host's lease actor is gone (only while the daemon stops).
-pub fn lease_gone() -> DaemonError {
-    DaemonError::new(
-        ErrorCode::HostUnavailable,
-        "the host's lease actor stopped; retry",
-    )
-    .with("problem", "stopping")
-}
-
-/// `host_unavailable` for an impd failure, `problem` = impd's code in lower case.
-pub fn host_unavailable(target: &str, what: &str, e: &ImpPortError) -> DaemonError {
-    DaemonError::new(
-        ErrorCode::HostUnavailable,
-        format!(
-            "target '{target}': {what} failed ({}: {}); check impd and the target's config",
-            e.code, e.message
-        ),
-    )
-    .with("target", target)
-    .with("problem", e.code.to_lowercase())
-}
-
 impl Handler<ReadyHost> for HostLease {
-    type Result = ResponseFuture<Result<HostReady, DaemonError>>;
+    type Result = ResponseFuture<Result<HostReady, HostError>>;
 
     fn handle(&mut self, _: ReadyHost, ctx: &mut Self::Context) -> Self::Result {
         let settings = self.settings.clone();
@@ -223,7 +201,7 @@ impl Handler<ReadyHost> for HostLease {
                     Ok(ready)
                 }),
         );
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
+        Box::pin(async move { rx.await.unwrap_or(Err(HostError::LeaseGone)) })
     }
 }
 
@@ -234,9 +212,9 @@ async fn ready(
     s: &ImpSettings,
     imp: &str,
     relied_on: bool,
-) -> Result<(HostReady, bool), DaemonError> {
+) -> Result<(HostReady, bool), HostError> {
     let client = s.client();
-    let fail = |what: &str, e: &ImpPortError| host_unavailable(&s.target, what, e);
+    let fail = |what: &'static str, e: &ImpPortError| HostError::impd(&s.target, what, e);
     let info = client
         .system_info()
         .await
@@ -258,7 +236,7 @@ async fn ready(
         Err(e) => return Err(fail("reading the imp", &e)),
     };
     let undo_client = client.clone();
-    let undo = |err: DaemonError, took_lease: bool| async move {
+    let undo = |err: HostError, took_lease: bool| async move {
         let client = undo_client;
         if took_lease && !relied_on {
             if let Err(e) = client.leases_release(imp, &s.lease_label()).await {
@@ -366,7 +344,7 @@ impl Handler<IsSuspending> for HostLease {
 }
 
 impl Handler<SuspendHost> for HostLease {
-    type Result = ResponseFuture<Result<(), DaemonError>>;
+    type Result = ResponseFuture<Result<(), HostError>>;
 
     /// In the imp's turn: check idleness, stop renewing, return the lease, check again (a
     /// busy host gets its lease back and stays awake), then sleep without force. impd's
@@ -435,41 +413,29 @@ impl Handler<SuspendHost> for HostLease {
                     }
                     Suspension::Busy { retaken } => {
                         keep_lease(act, retaken);
-                        Err(DaemonError::new(
-                            ErrorCode::HostUnavailable,
-                            format!(
-                                "target '{}': the session is busy (an agent turn or output under way), so its host stays awake; retry when it is idle",
-                                s.target
-                            ),
-                        )
-                        .with("target", s.target.clone())
-                        .with("problem", "busy"))
+                        Err(HostError::Busy {
+                            target: s.target.clone(),
+                        })
                     }
                     Suspension::Leased { error, retaken } => {
                         keep_lease(act, retaken);
-                        let mut err = DaemonError::new(
-                            ErrorCode::HostLeased,
-                            format!(
-                                "target '{}': another owner holds a lease on the host, so it stays awake",
-                                s.target
-                            ),
-                        )
-                        .with("target", s.target.clone());
-                        for key in ["leases", "otherCount"] {
-                            if let Some(v) = error.data.get(key) {
-                                err = err.with(key, v.clone());
-                            }
-                        }
-                        Err(err)
+                        let leases = ["leases", "otherCount"]
+                            .into_iter()
+                            .filter_map(|key| Some((key.to_string(), error.data.get(key)?.clone())))
+                            .collect();
+                        Err(HostError::Leased {
+                            target: s.target.clone(),
+                            leases,
+                        })
                     }
                     Suspension::Failed { error, retaken } => {
                         keep_lease(act, retaken);
-                        Err(host_unavailable(&s.target, "putting the host to sleep", &error))
+                        Err(HostError::impd(&s.target, "putting the host to sleep", &error))
                     }
                 }
             }),
         );
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
+        Box::pin(async move { rx.await.unwrap_or(Err(HostError::LeaseGone)) })
     }
 }
 
@@ -482,7 +448,7 @@ enum Suspension {
 }
 
 impl Handler<DestroyHost> for HostLease {
-    type Result = ResponseFuture<Result<(), DaemonError>>;
+    type Result = ResponseFuture<Result<(), HostError>>;
 
     fn handle(&mut self, _: DestroyHost, ctx: &mut Self::Context) -> Self::Result {
         self.stop_renewal(ctx);
@@ -501,7 +467,7 @@ impl Handler<DestroyHost> for HostLease {
                         Err(e) if e.is("NOT_FOUND") => {}
                         Err(e) => {
                             act.start_renewal(ctx);
-                            return Err(host_unavailable(&target, "destroying the host", &e));
+                            return Err(HostError::impd(&target, "destroying the host", &e));
                         }
                     }
                     act.leased = false;
@@ -510,6 +476,6 @@ impl Handler<DestroyHost> for HostLease {
                     Ok(())
                 }),
         );
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(lease_gone())) })
+        Box::pin(async move { rx.await.unwrap_or(Err(HostError::LeaseGone)) })
     }
 }

@@ -26,6 +26,7 @@ pub mod connection;
 pub mod cursor;
 pub mod harness;
 pub mod harness_state;
+pub mod host_error;
 pub mod host_lease;
 pub mod input_queue;
 pub mod naming;

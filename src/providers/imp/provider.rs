@@ -12,11 +12,11 @@ use futures_util::future::LocalBoxFuture;
 
 use super::bridge::{Binding, Bridges};
 use super::harness::ImpHarness;
-use super::host_lease::{host_unavailable, lease_gone, DestroyHost, HostLease, SuspendHost};
+use super::host_error::HostError;
+use super::host_lease::{DestroyHost, HostLease, SuspendHost};
 use super::naming;
 use super::report_forward::{ReportForward, SessionLink};
 use super::settings::ImpSettings;
-use crate::protocol::DaemonError;
 use crate::providers::{
     Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError,
     RunOutput, RunRequest, StartSpec, StartedHarness,
@@ -66,10 +66,7 @@ impl ImpProvider {
     fn host_of(&self, host_key: Option<&str>) -> Result<String, ProviderError> {
         match host_key {
             Some(key) => Ok(self.imp_for(key)),
-            None => Err(ProviderError::Remote(DaemonError::bad_arg(
-                "host",
-                "a command on an imp target must name the host (the owning session) to run on",
-            ))),
+            None => Err(HostError::NoHostNamed.into()),
         }
     }
 
@@ -107,21 +104,23 @@ impl ExecutionProvider for ImpProvider {
         &self,
         host_key: &str,
         idle: Option<Recipient<CheckIdle>>,
-    ) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
         let host = self.host(&self.imp_for(host_key));
         Box::pin(async move {
             host.send(SuspendHost { idle })
                 .await
-                .unwrap_or_else(|_| Err(lease_gone()))
+                .unwrap_or(Err(HostError::LeaseGone))
+                .map_err(ProviderError::from)
         })
     }
 
-    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), DaemonError>> {
+    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
         let host = self.host(&self.imp_for(host_key));
         Box::pin(async move {
             host.send(DestroyHost)
                 .await
-                .unwrap_or_else(|_| Err(lease_gone()))
+                .unwrap_or(Err(HostError::LeaseGone))
+                .map_err(ProviderError::from)
         })
     }
 
@@ -198,7 +197,7 @@ impl ExecutionProvider for ImpProvider {
                 stdin: req.stdin,
             };
             let out = client.run(spec).await.map_err(|e| {
-                ProviderError::Remote(host_unavailable(&target, "running a command", &e))
+                ProviderError::Host(HostError::impd(&target, "running a command", &e))
             })?;
             Ok(RunOutput {
                 code: out.code,
@@ -225,7 +224,7 @@ impl ExecutionProvider for ImpProvider {
                 .unpack_tar(&imp, &dir.display().to_string(), archive)
                 .await
                 .map_err(|e| {
-                    ProviderError::Remote(host_unavailable(&target, "unpacking an archive", &e))
+                    ProviderError::Host(HostError::impd(&target, "unpacking an archive", &e))
                 })?;
             if out.code == Some(0) {
                 return Ok(());

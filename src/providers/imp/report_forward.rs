@@ -25,8 +25,8 @@ use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
 use super::bridge::{self, Binding, BridgeCode, Bridges, Line, Op};
+use super::host_error::HostError;
 use super::settings::ImpSettings;
-use crate::protocol::{DaemonError, ErrorCode};
 use crate::providers::{HookReported, ReadSessionView};
 use impd_client::{ImpPortError, Relay, RelayWriter, ReverseForward};
 
@@ -141,17 +141,12 @@ impl ReportForward {
 }
 
 /// The spawn's answer when impd will not listen on the report socket (spec §5.6).
-pub fn refused(target: &str, e: &ImpPortError) -> DaemonError {
-    DaemonError::new(
-        ErrorCode::HostUnavailable,
-        format!(
-            "target '{target}': imp refused the report socket ({})",
-            e.code
-        ),
-    )
-    .with("target", target)
-    .with("problem", e.code.to_lowercase())
-    .with("detail", e.message.clone())
+pub fn refused(target: &str, e: &ImpPortError) -> HostError {
+    HostError::ReportSocketRefused {
+        target: target.to_string(),
+        code: e.code.clone(),
+        message: e.message.clone(),
+    }
 }
 
 impl Actor for ReportForward {

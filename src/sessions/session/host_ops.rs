@@ -11,10 +11,11 @@ use tokio::sync::oneshot;
 
 use super::record::now_ms;
 use super::{provider_of, Ending, Session};
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::DetachHarness;
 use crate::sessions::messages::{Killed, FORGET_CONFIRM_TTL};
+use crate::sessions::session_error::{ConfirmProblem, SessionError};
 use atc_protocol::{Descriptor, FleetEvent};
 
 /// A minted forget confirmation.
@@ -44,40 +45,24 @@ impl ForgetConfirmation {
 
     /// Takes `token` for a destroy at `now`: it must be the one minted last, unused and
     /// unexpired. A token is used up even if the destroy then fails.
-    pub fn redeem(&mut self, token: &str, now: Instant, ttl: Duration) -> Result<(), DaemonError> {
-        let refuse = |reason: &str, what: &str| {
-            DaemonError::bad_arg(
-                "confirm",
-                format!("{what}; ask again with DELETE and no confirm to get a new token"),
-            )
-            .with("reason", reason)
-        };
+    pub fn redeem(&mut self, token: &str, now: Instant, ttl: Duration) -> Result<(), SessionError> {
+        let refuse = |p: ConfirmProblem| Err(SessionError::BadConfirmation(p));
         match &mut self.minted {
-            Some(t) if t.token == token && t.used => {
-                Err(refuse("used", "this confirmation token was used already"))
-            }
-            Some(t) if t.token == token && now > t.expires + ttl => Err(refuse(
-                "unknown",
-                "no such confirmation token for this session",
-            )),
-            Some(t) if t.token == token && now > t.expires => {
-                Err(refuse("expired", "this confirmation token expired"))
-            }
+            Some(t) if t.token == token && t.used => refuse(ConfirmProblem::Used),
+            Some(t) if t.token == token && now > t.expires + ttl => refuse(ConfirmProblem::Unknown),
+            Some(t) if t.token == token && now > t.expires => refuse(ConfirmProblem::Expired),
             Some(t) if t.token == token => {
                 t.used = true;
                 Ok(())
             }
-            _ => Err(refuse(
-                "unknown",
-                "no such confirmation token for this session",
-            )),
+            _ => refuse(ConfirmProblem::Unknown),
         }
     }
 }
 
 impl Session {
     /// A client's kill: see [`crate::sessions::messages::Kill`].
-    pub(super) fn kill(&mut self) -> ResponseActFuture<Self, Result<Killed, DaemonError>> {
+    pub(super) fn kill(&mut self) -> ResponseActFuture<Self, Result<Killed, Error>> {
         if let Err(e) = self.refuse(Operation::Kill) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -86,15 +71,9 @@ impl Session {
             // its host: that takes the two-step DELETE.
             if self.deps.refusal.destroys_host(&self.record.target) {
                 let id = self.record.id.to_string();
-                return Box::pin(fut::ready(Err(DaemonError::new(
-                    ErrorCode::ConfirmationRequired,
-                    format!(
-                        "session '{id}' is dead; forgetting it destroys its imp: DELETE \
-                         /v1/sessions/{id} for a confirmation token, then DELETE \
-                         /v1/sessions/{id}?confirm=TOKEN (`atc forget {id} --yes`)"
-                    ),
-                )
-                .with("session", id))));
+                return Box::pin(fut::ready(Err(
+                    SessionError::ConfirmationRequired { id }.into()
+                )));
             }
             let before = self.descriptor();
             return Box::pin(
@@ -121,14 +100,15 @@ impl Session {
         &mut self,
         force: bool,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
         if let Err(e) = self.refuse(Operation::Suspend) {
             return Box::pin(fut::ready(Err(e)));
         }
         if self.harness.is_none() {
-            return Box::pin(fut::ready(Err(DaemonError::session_dead(
-                &self.record.id.to_string(),
-            ))));
+            return Box::pin(fut::ready(Err(SessionError::Dead {
+                id: self.record.id.to_string(),
+            }
+            .into())));
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),
@@ -150,7 +130,7 @@ impl Session {
                     }
                     .into_actor(act)
                 })
-                .map(|res, act, _| res.map(|()| act.descriptor())),
+                .map(|res, act, _| res.map(|()| act.descriptor()).map_err(Error::from)),
         )
     }
 
@@ -165,12 +145,12 @@ impl Session {
     }
 
     /// The first step of a destroying forget: a fresh token and its expiry (epoch ms).
-    pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), DaemonError> {
+    pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), Error> {
         self.refuse(Operation::Forget)?;
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| {
             tracing::error!(error = %e, "no randomness for a confirmation token");
-            DaemonError::internal()
+            Error::Internal
         })?;
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         self.forget_token
@@ -182,7 +162,7 @@ impl Session {
     pub(super) fn forget_destroying(
         &mut self,
         token: &str,
-    ) -> ResponseActFuture<Self, Result<(), DaemonError>> {
+    ) -> ResponseActFuture<Self, Result<(), Error>> {
         if let Err(e) = self.refuse(Operation::Forget) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -190,7 +170,7 @@ impl Session {
             .forget_token
             .redeem(token, Instant::now(), FORGET_CONFIRM_TTL);
         if let Err(e) = checked {
-            return Box::pin(fut::ready(Err(e)));
+            return Box::pin(fut::ready(Err(e.into())));
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),
@@ -211,10 +191,10 @@ impl Session {
             }
             .into_actor(act)
             .then(
-                |res, act, _| -> ResponseActFuture<Session, Result<(), DaemonError>> {
+                |res, act, _| -> ResponseActFuture<Session, Result<(), Error>> {
                     match res {
                         Ok(()) => act.forget(),
-                        Err(e) => Box::pin(fut::ready(Err(e))),
+                        Err(e) => Box::pin(fut::ready(Err(e.into()))),
                     }
                 },
             )
@@ -223,7 +203,7 @@ impl Session {
 
     /// Ends the process, deletes the row and the record file, announces the removal and
     /// stops the actor.
-    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), DaemonError>> {
+    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), Error>> {
         // Forgetting does not wait out a grace: the session is going away for good.
         let done = self.end_process(Ending::Killed, Duration::ZERO);
         self.clients.close_all();
@@ -239,9 +219,9 @@ impl Session {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {
                         tracing::error!(session = %id, error = %e, "could not delete the row");
-                        Err(DaemonError::internal())
+                        Err(Error::Internal)
                     }
-                    Err(_) => Err(DaemonError::internal()),
+                    Err(_) => Err(Error::Internal),
                 }
             }
             .into_actor(self)
@@ -263,16 +243,17 @@ mod tests {
 
     const TTL: Duration = Duration::from_secs(60);
 
-    fn reason(r: Result<(), DaemonError>) -> String {
+    fn reason(r: Result<(), SessionError>) -> String {
         match r {
             Ok(()) => "ok".into(),
             Err(e) => {
-                assert_eq!(e.code.as_str(), "bad_args", "{e}");
+                let wire = Error::from(e).wire();
+                assert_eq!(wire.code.as_str(), "bad_args");
                 assert_eq!(
-                    e.data.get("field").and_then(|v| v.as_str()),
+                    wire.data.get("field").and_then(|v| v.as_str()),
                     Some("confirm")
                 );
-                e.data["reason"].as_str().unwrap_or_default().to_string()
+                wire.data["reason"].as_str().unwrap_or_default().to_string()
             }
         }
     }

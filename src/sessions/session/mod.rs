@@ -37,12 +37,13 @@ use super::screen_worker::{
 use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
-use crate::protocol::DaemonError;
+use crate::error::Error;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
     WriteInput,
 };
+use crate::sessions::session_error::SessionError;
 use crate::store::StateStore;
 use atc_protocol::TermSize;
 use atc_protocol::{
@@ -163,10 +164,11 @@ impl Session {
 
     /// The refusal chain for `op` on this session's target and bound identity; each
     /// operation's handler asks it once, before anything else.
-    fn refuse(&self, op: Operation) -> Result<(), DaemonError> {
+    fn refuse(&self, op: Operation) -> Result<(), Error> {
         self.deps
             .refusal
             .check(op, &self.record.target, &self.record.target_identity)
+            .map_err(Error::from)
     }
 
     fn descriptor(&self) -> Descriptor {
@@ -290,10 +292,13 @@ impl Session {
         }));
     }
 
-    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), DaemonError> {
+    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), Error> {
         self.refuse(Operation::Attach)?;
         if self.harness.is_none() {
-            return Err(DaemonError::session_dead(&self.record.id.to_string()));
+            return Err(SessionError::Dead {
+                id: self.record.id.to_string(),
+            }
+            .into());
         }
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
@@ -360,7 +365,7 @@ impl Session {
     fn write_together(
         &self,
         writes: Vec<Bytes>,
-    ) -> impl std::future::Future<Output = Result<(), DaemonError>> + 'static {
+    ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
         let id = self.record.id.to_string();
         let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
             writes
@@ -370,10 +375,12 @@ impl Session {
         });
         async move {
             let Some(sent) = sent else {
-                return Err(DaemonError::session_dead(&id));
+                return Err(SessionError::Dead { id }.into());
             };
             for write in sent {
-                write.await.map_err(|_| DaemonError::session_dead(&id))??;
+                write
+                    .await
+                    .map_err(|_| SessionError::Dead { id: id.clone() })??;
             }
             Ok(())
         }
@@ -457,7 +464,7 @@ impl Handler<HarnessExited> for Session {
 }
 
 impl Handler<Attach> for Session {
-    type Result = Result<(), DaemonError>;
+    type Result = Result<(), Error>;
 
     fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) -> Self::Result {
         self.attach(msg, ctx)
@@ -475,7 +482,7 @@ impl Handler<Detach> for Session {
 }
 
 impl Handler<Input> for Session {
-    type Result = ResponseFuture<Result<(), DaemonError>>;
+    type Result = ResponseFuture<Result<(), Error>>;
 
     fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Input) {
@@ -486,7 +493,7 @@ impl Handler<Input> for Session {
 }
 
 impl Handler<Submit> for Session {
-    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
 
     fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Submit) {
@@ -520,11 +527,7 @@ impl Handler<ClientResized> for Session {
     fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
         // The client hears a refusal on its socket, as it would from its own actor.
         if let Err(e) = self.refuse(Operation::Resize) {
-            let frame = AttachFrame::Error {
-                code: e.code,
-                message: e.message,
-            };
-            return self.clients.tell(msg.client, &frame);
+            return self.clients.tell(msg.client, &e.attach_frame());
         }
         if self.clients.resized(msg.client, msg.size) {
             self.schedule_resize(ctx);
@@ -533,7 +536,7 @@ impl Handler<ClientResized> for Session {
 }
 
 impl Handler<ResizeSession> for Session {
-    type Result = Result<TermSize, DaemonError>;
+    type Result = Result<TermSize, Error>;
 
     fn handle(&mut self, msg: ResizeSession, _: &mut Self::Context) -> Self::Result {
         self.refuse(Operation::Resize)?;
@@ -564,16 +567,13 @@ impl Handler<Ack> for Session {
 }
 
 impl Handler<Update> for Session {
-    type Result = Result<Descriptor, DaemonError>;
+    type Result = Result<Descriptor, Error>;
 
     fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
         if let Some(name) = msg.name {
             let name = name.trim().to_string();
             if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-                return Err(DaemonError::bad_arg(
-                    "name",
-                    "name must be 1-200 characters without control characters",
-                ));
+                return Err(SessionError::BadName.into());
             }
             if name != self.record.name {
                 self.set_name(name, NamedBy::User);
@@ -589,21 +589,16 @@ impl Handler<Update> for Session {
 }
 
 impl Handler<GetScreen> for Session {
-    type Result = ResponseFuture<Result<ScreenText, DaemonError>>;
+    type Result = ResponseFuture<Result<ScreenText, Error>>;
 
     fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
         let screen = self.screen.clone();
-        Box::pin(async move {
-            screen
-                .send(ScreenAsText)
-                .await
-                .map_err(|_| DaemonError::internal())
-        })
+        Box::pin(async move { screen.send(ScreenAsText).await.map_err(|_| Error::Internal) })
     }
 }
 
 impl Handler<Kill> for Session {
-    type Result = ResponseActFuture<Self, Result<Killed, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Killed, Error>>;
 
     fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
         self.kill()
@@ -626,7 +621,7 @@ impl Handler<CheckIdle> for Session {
 }
 
 impl Handler<Suspend> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
         self.suspend(msg.force, ctx)
@@ -634,7 +629,7 @@ impl Handler<Suspend> for Session {
 }
 
 impl Handler<MintForgetToken> for Session {
-    type Result = Result<(String, i64), DaemonError>;
+    type Result = Result<(String, i64), Error>;
 
     fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
         self.mint_forget_token()
@@ -642,7 +637,7 @@ impl Handler<MintForgetToken> for Session {
 }
 
 impl Handler<ForgetDestroying> for Session {
-    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
 
     fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
         self.forget_destroying(&msg.token)
@@ -650,7 +645,7 @@ impl Handler<ForgetDestroying> for Session {
 }
 
 impl Handler<Forget> for Session {
-    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
 
     fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Forget) {
@@ -661,7 +656,7 @@ impl Handler<Forget> for Session {
 }
 
 impl Handler<Discard> for Session {
-    type Result = ResponseActFuture<Self, Result<(), DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
 
     fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
         self.forget()
@@ -669,7 +664,7 @@ impl Handler<Discard> for Session {
 }
 
 impl Handler<Revive> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
         self.revive_for_client(msg.size, ctx)
@@ -677,7 +672,7 @@ impl Handler<Revive> for Session {
 }
 
 impl Handler<ReviveOnRestore> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, DaemonError>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
         self.revive_on_restore(ctx)

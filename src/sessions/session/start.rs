@@ -13,13 +13,16 @@ use tokio::sync::oneshot;
 
 use super::record::{ExitInfo, SessionRecord};
 use super::{Ending, Session, SessionDeps};
-use crate::protocol::{DaemonError, ErrorCode};
+use crate::config::TargetError;
+use crate::error::Error;
 use crate::providers::refusal::Operation;
+use crate::providers::ProviderError;
 use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, StartSpec,
 };
 use crate::sessions::screen_worker::ResizeScreen;
+use crate::sessions::session_error::SessionError;
 use atc_protocol::{
     AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, SessionState, TermSize,
 };
@@ -29,13 +32,12 @@ use atc_protocol::{
 pub(super) fn provider_of<'a>(
     deps: &'a SessionDeps,
     target: &str,
-) -> Result<&'a Arc<dyn ExecutionProvider>, DaemonError> {
+) -> Result<&'a Arc<dyn ExecutionProvider>, Error> {
     deps.providers.get(target).ok_or_else(|| {
-        DaemonError::new(
-            ErrorCode::TargetUnavailable,
-            format!("target '{target}' has no provider in this daemon"),
-        )
-        .with("target", target)
+        TargetError::NotServed {
+            id: target.to_string(),
+        }
+        .into()
     })
 }
 
@@ -53,7 +55,7 @@ fn reattachable(
         .refusal
         .check(Operation::Reattach, &record.target, &record.target_identity);
     if let Err(e) = allowed {
-        tracing::warn!(session = %record.id, code = e.code.as_str(), "target refuses; not re-attached");
+        tracing::warn!(session = %record.id, error = %e, "target refuses; not re-attached");
         return None;
     }
     record.remote.clone()
@@ -65,7 +67,7 @@ fn start_reattach(
     deps: &SessionDeps,
     position: crate::providers::RemotePosition,
     addr: &Addr<Session>,
-) -> Result<crate::providers::StartedHarness, DaemonError> {
+) -> Result<crate::providers::StartedHarness, Error> {
     let bin = deps
         .catalog
         .get(&record.agent)
@@ -92,7 +94,7 @@ fn start_reattach(
 }
 
 /// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
-pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), DaemonError>>>;
+pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), ProviderError>>>;
 
 /// A local harness has no connection to lose; a remote one (whose start hands back a wait)
 /// connects first.
@@ -121,7 +123,7 @@ impl Session {
         record: SessionRecord,
         mut plan: crate::agents::LaunchPlan,
         deps: SessionDeps,
-    ) -> Result<(Addr<Session>, Descriptor, StartWait), DaemonError> {
+    ) -> Result<(Addr<Session>, Descriptor, StartWait), Error> {
         crate::sessions::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
         let started = provider_of(&deps, &record.target)?.start(
@@ -244,16 +246,12 @@ impl Session {
         &mut self,
         size: Option<TermSize>,
         ctx: &mut Context<Self>,
-    ) -> Result<StartWait, DaemonError> {
+    ) -> Result<StartWait, Error> {
         if self.harness.is_some() {
-            return Err(DaemonError::new(
-                ErrorCode::NoSuchSession,
-                format!(
-                    "session '{}' is still running; only an exited session can be revived",
-                    self.record.id
-                ),
-            )
-            .with("session", self.record.id.to_string()));
+            return Err(SessionError::StillRunning {
+                id: self.record.id.to_string(),
+            }
+            .into());
         }
         let mut plan = self
             .deps
@@ -299,7 +297,7 @@ impl Session {
     pub(super) fn answer_when_started(
         &mut self,
         ready: StartWait,
-    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
         Box::pin(
             async move { wait_started(ready).await }
                 .into_actor(self)
@@ -309,16 +307,13 @@ impl Session {
 }
 
 /// Waits for a harness start; `None` means it runs already.
-pub async fn wait_started(ready: StartWait) -> Result<(), DaemonError> {
+pub async fn wait_started(ready: StartWait) -> Result<(), Error> {
     match ready {
         None => Ok(()),
-        Some(rx) => rx.await.unwrap_or_else(|_| {
-            Err(DaemonError::new(
-                ErrorCode::HostUnavailable,
-                "the harness ended before it started; see the session's lastMsg",
-            )
-            .with("problem", "not_started"))
-        }),
+        Some(rx) => match rx.await {
+            Ok(started) => started.map_err(Error::from),
+            Err(_) => Err(SessionError::EndedBeforeStart.into()),
+        },
     }
 }
 
@@ -328,7 +323,7 @@ impl Session {
         &mut self,
         size: Option<TermSize>,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
         if let Err(e) = self.refuse(Operation::Revive) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -345,7 +340,7 @@ impl Session {
     pub(super) fn revive_on_restore(
         &mut self,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, DaemonError>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
         let ready = match self.revive(None, ctx) {
             Ok(ready) => ready,
             Err(e) => return Box::pin(fut::ready(Err(e))),

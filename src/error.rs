@@ -1,0 +1,435 @@
+//! The daemon's one error type, and the one place its errors become the wire's.
+//!
+//! Each module says what went wrong in its own terms, with an enum that carries what the
+//! message needs: [`RequestError`] (a request's head, body and parameters), [`AuthError`],
+//! [`AgentError`], [`TargetError`] (the refusal chain), [`ProviderError`] and its
+//! [`HostError`] (imp hosts), [`SessionError`], [`LedgerError`] and [`PermissionError`].
+//! [`Error`] gathers them, and [`Error::wire`] turns each variant into the stable code, the
+//! HTTP status and the `data` fields its code defines, in one exhaustive match: adding a
+//! variant anywhere does not compile until it has its wire form here. The message is the
+//! variant's `Display`, written beside it, and says what to do next.
+//!
+//! Nothing outside this file builds a wire error.
+
+use atc_protocol::{AttachFrame, ErrorBody, ErrorDetail};
+use serde_json::{Map, Value};
+
+pub use atc_protocol::ErrorCode;
+
+pub use crate::agents::AgentError;
+pub use crate::config::TargetError;
+pub use crate::ledger::key_lock::LedgerError;
+pub use crate::permissions::registry::PermissionError;
+pub use crate::protocol::request_error::{HeadProblem, RequestError};
+pub use crate::providers::imp::host_error::HostError;
+pub use crate::providers::ProviderError;
+pub use crate::server::auth::AuthError;
+pub use crate::sessions::session_error::SessionError;
+
+/// Every refusal or failure a client can be answered with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request itself.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// Who is asking.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// The agent, or a spawn override.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The target refusal chain.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The provider or its host.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The session.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The idempotency ledger.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// A permission answer.
+    #[error(transparent)]
+    Permission(#[from] PermissionError),
+    /// A failure inside the daemon; whoever hit it logged the cause.
+    #[error("internal error; the daemon log has details under this request id")]
+    Internal,
+}
+
+impl From<HostError> for Error {
+    fn from(e: HostError) -> Self {
+        Error::Provider(ProviderError::Host(e))
+    }
+}
+
+/// An error in its wire form: code, status and code-defined data. The message is the
+/// error's `Display`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wire {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// The HTTP status; the code's own, except where noted in [`Error::wire`].
+    pub status: u16,
+    /// Fields the code defines (e.g. `field` for `bad_args`).
+    pub data: Map<String, Value>,
+}
+
+/// The HTTP status of a body past the cap, refused from its declared length.
+const PAYLOAD_TOO_LARGE: u16 = 413;
+/// The HTTP status of a request head past the limits.
+const HEADER_FIELDS_TOO_LARGE: u16 = 431;
+
+impl Wire {
+    fn new(code: ErrorCode) -> Wire {
+        Wire {
+            code,
+            status: code.status(),
+            data: Map::new(),
+        }
+    }
+
+    fn with(mut self, key: &str, value: impl Into<Value>) -> Wire {
+        self.data.insert(key.to_string(), value.into());
+        self
+    }
+
+    fn with_opt(self, key: &str, value: &Option<String>) -> Wire {
+        match value {
+            Some(v) => self.with(key, v.clone()),
+            None => self,
+        }
+    }
+
+    fn field(self, field: &str) -> Wire {
+        self.with("field", field)
+    }
+
+    fn status(mut self, status: u16) -> Wire {
+        self.status = status;
+        self
+    }
+}
+
+impl Error {
+    /// The one mapping: code, status and data of every error the daemon answers with.
+    pub fn wire(&self) -> Wire {
+        use ErrorCode as C;
+        let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
+        match self {
+            Error::Request(e) => match e {
+                RequestError::Head(p) => {
+                    let w = bad_args(head_field(*p));
+                    match p {
+                        HeadProblem::TooLarge { .. } => w.status(HEADER_FIELDS_TOO_LARGE),
+                        HeadProblem::Method
+                        | HeadProblem::Uri
+                        | HeadProblem::Version
+                        | HeadProblem::Headers => w,
+                    }
+                }
+                RequestError::BodyNotObject
+                | RequestError::BodyNotJson(_)
+                | RequestError::BodyUnreadable(_)
+                | RequestError::BodyTooLarge { .. } => bad_args("body"),
+                RequestError::DeclaredTooLarge { cap, .. } => bad_args("body")
+                    .with("limit", *cap)
+                    .status(PAYLOAD_TOO_LARGE),
+                RequestError::BadQuery(_) => bad_args("query"),
+                RequestError::NotUpgrade(_) => bad_args("upgrade"),
+                RequestError::WrongType { field, .. } => bad_args(field),
+                RequestError::Missing { field, .. }
+                | RequestError::Empty { field }
+                | RequestError::Unpaired { field, .. }
+                | RequestError::OutOfRange { field, .. } => bad_args(field),
+                RequestError::BadCursor => bad_args("cursor"),
+                RequestError::BadIdempotencyKey => bad_args("idempotencyKey"),
+                RequestError::FrameNotJson | RequestError::UnknownFrame(_) => bad_args("type"),
+                RequestError::NoRoute { .. } => Wire::new(C::UnknownMethod),
+            },
+            Error::Auth(e) => match e {
+                AuthError::TokenFileInvalid
+                | AuthError::Missing
+                | AuthError::Wrong
+                | AuthError::Revoked => Wire::new(C::Unauthorized),
+                AuthError::ForbiddenOrigin => Wire::new(C::ForbiddenOrigin),
+            },
+            Error::Agent(e) => match e {
+                AgentError::Misconfigured {
+                    agent,
+                    problem,
+                    detail,
+                } => Wire::new(C::Unsupported)
+                    .with("agent", agent.clone())
+                    .with("problem", *problem)
+                    .with("detail", detail.clone()),
+                AgentError::Unknown { agent }
+                | AgentError::NotInstalled { agent, .. }
+                | AgentError::NoLongerConfigured { agent } => {
+                    Wire::new(C::Unsupported).with("agent", agent.clone())
+                }
+                AgentError::NoSuchOption { agent, option }
+                | AgentError::OptionForUninstalled { agent, option } => Wire::new(C::Unsupported)
+                    .with("agent", agent.clone())
+                    .with("option", *option),
+                AgentError::OptionLength { option }
+                | AgentError::OptionUnsafe { option }
+                | AgentError::OptionNotOneOf { option, .. } => bad_args(option),
+            },
+            Error::Target(e) => match e {
+                TargetError::ConfigUnusable {
+                    problem,
+                    detail,
+                    target,
+                }
+                | TargetError::Misconfigured {
+                    problem,
+                    detail,
+                    target,
+                    ..
+                } => Wire::new(C::TargetConfigInvalid)
+                    .with("problem", problem.clone())
+                    .with("detail", detail.clone())
+                    .with_opt("target", target),
+                TargetError::NoDefault { problem } => {
+                    Wire::new(C::TargetConfigInvalid).with("problem", problem.clone())
+                }
+                TargetError::Unknown { id } => {
+                    Wire::new(C::UnknownTarget).with("target", id.clone())
+                }
+                TargetError::Changed { id, bound, current } => Wire::new(C::TargetChanged)
+                    .with("target", id.clone())
+                    .with("boundIdentity", bound.clone())
+                    .with("currentIdentity", current.clone()),
+                TargetError::Unavailable { id, provider, .. }
+                | TargetError::NoProvider { id, provider } => Wire::new(C::TargetUnavailable)
+                    .with("target", id.clone())
+                    .with("provider", provider.clone()),
+                TargetError::CannotDo {
+                    provider,
+                    capability,
+                    ..
+                } => Wire::new(C::UnsupportedOperation)
+                    .with("provider", provider.clone())
+                    .with("capability", capability.as_str()),
+                TargetError::NotServed { id } => {
+                    Wire::new(C::TargetUnavailable).with("target", id.clone())
+                }
+            },
+            Error::Provider(e) => match e {
+                ProviderError::BadCwd(_) => bad_args("cwd"),
+                ProviderError::Os(_)
+                | ProviderError::Pty(_)
+                | ProviderError::CommandFailed { .. } => Wire::new(C::Internal),
+                ProviderError::NoHostLifecycle { kind, capability } => {
+                    Wire::new(C::UnsupportedOperation)
+                        .with("provider", *kind)
+                        .with("capability", *capability)
+                }
+                ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
+                ProviderError::ProcessGone => Wire::new(C::SessionDead),
+                ProviderError::Host(e) => host_wire(e),
+            },
+            Error::Session(e) => match e {
+                SessionError::NoSuch { key } => {
+                    Wire::new(C::NoSuchSession).with("session", key.clone())
+                }
+                SessionError::AmbiguousName { .. } => bad_args("session"),
+                SessionError::Dead { id } => Wire::new(C::SessionDead).with("session", id.clone()),
+                SessionError::Gone => Wire::new(C::SessionDead),
+                SessionError::StillRunning { id } => {
+                    Wire::new(C::NoSuchSession).with("session", id.clone())
+                }
+                SessionError::ConfirmationRequired { id } => {
+                    Wire::new(C::ConfirmationRequired).with("session", id.clone())
+                }
+                SessionError::BadConfirmation(p) => bad_args("confirm").with("reason", p.as_str()),
+                SessionError::BadName => bad_args("name"),
+                SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
+                SessionError::RestoreRunning => bad_args("fleet"),
+                SessionError::EndedBeforeStart => {
+                    Wire::new(C::HostUnavailable).with("problem", "not_started")
+                }
+            },
+            Error::Ledger(e) => match e {
+                LedgerError::OutcomeUnknown { effect_ref } => {
+                    Wire::new(C::OutcomeUnknown).with("effectRef", effect_ref.clone())
+                }
+                LedgerError::Conflict => Wire::new(C::IdempotencyConflict),
+                LedgerError::SessionNotListed { effect_ref } => {
+                    Wire::new(C::NoSuchSession).with("effectRef", effect_ref.clone())
+                }
+                LedgerError::KeyUnknown => Wire::new(C::IdempotencyKeyUnknown),
+            },
+            Error::Permission(e) => match e {
+                PermissionError::NotRespondable { request } => {
+                    Wire::new(C::Unsupported).with("request", request.clone())
+                }
+                PermissionError::AlreadyAnswered { request } => {
+                    Wire::new(C::AlreadyAnswered).with("request", request.clone())
+                }
+                PermissionError::NoSuchRequest { request } => {
+                    Wire::new(C::NoSuchRequest).with("request", request.clone())
+                }
+            },
+            Error::Internal => Wire::new(C::Internal),
+        }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.wire().code
+    }
+
+    /// The wire body `{"error": {...}}`.
+    pub fn body(&self) -> ErrorBody {
+        let wire = self.wire();
+        ErrorBody {
+            error: ErrorDetail {
+                code: wire.code,
+                message: self.to_string(),
+                data: wire.data,
+            },
+        }
+    }
+
+    /// The attach socket's `error` frame for it (the socket stays open).
+    pub fn attach_frame(&self) -> AttachFrame {
+        AttachFrame::Error {
+            code: self.code(),
+            message: self.to_string(),
+        }
+    }
+
+    /// Whether the failed operation may have left its effect standing (an imp it created
+    /// and could not destroy again): a keyed spawn then answers `outcome_unknown` and never
+    /// runs again (spec §7.4 "effect remains").
+    pub fn effect_remains(&self) -> bool {
+        matches!(
+            self,
+            Error::Provider(ProviderError::Host(HostError::EffectRemains(_)))
+        )
+    }
+}
+
+/// The part of a refused head at fault (`data.field`).
+fn head_field(p: HeadProblem) -> &'static str {
+    match p {
+        HeadProblem::TooLarge { .. } | HeadProblem::Headers => "headers",
+        HeadProblem::Method => "method",
+        HeadProblem::Uri => "uri",
+        HeadProblem::Version => "version",
+    }
+}
+
+/// The imp host's part of the mapping.
+fn host_wire(e: &HostError) -> Wire {
+    use ErrorCode as C;
+    let unavailable = |target: &str, problem: &str| {
+        Wire::new(C::HostUnavailable)
+            .with("target", target)
+            .with("problem", problem)
+    };
+    match e {
+        HostError::LeaseGone => Wire::new(C::HostUnavailable).with("problem", "stopping"),
+        HostError::Impd { target, code, .. } => unavailable(target, &code.to_lowercase()),
+        HostError::Busy { target } => unavailable(target, "busy"),
+        HostError::Leased { target, leases } => {
+            let mut w = Wire::new(C::HostLeased).with("target", target.clone());
+            w.data.extend(leases.clone());
+            w
+        }
+        HostError::NotStarted { target, .. } => unavailable(target, "not_started"),
+        HostError::ReportSocketRefused {
+            target,
+            code,
+            message,
+        } => unavailable(target, &code.to_lowercase()).with("detail", message.clone()),
+        HostError::NoHostNamed => Wire::new(C::BadArgs).field("host"),
+        HostError::InputFull { .. } => Wire::new(C::TooSlow),
+        HostError::EffectRemains(inner) => host_wire(inner),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_carries_code_message_and_data() {
+        let e = Error::from(RequestError::OutOfRange {
+            field: "cols",
+            range: "1 to 4096",
+        });
+        let b = e.body();
+        assert_eq!(b.error.code, ErrorCode::BadArgs);
+        assert_eq!(b.error.data["field"], "cols");
+        assert_eq!(b.error.message, "'cols' must be 1 to 4096");
+    }
+
+    #[test]
+    fn statuses_are_the_codes_except_the_size_refusals() {
+        let declared = Error::from(RequestError::DeclaredTooLarge {
+            declared: 10,
+            cap: 5,
+        })
+        .wire();
+        assert_eq!((declared.code, declared.status), (ErrorCode::BadArgs, 413));
+        assert_eq!(declared.data["limit"], 5);
+        let head = Error::from(RequestError::Head(HeadProblem::TooLarge { max_bytes: 1 })).wire();
+        assert_eq!(
+            (head.status, &head.data["field"]),
+            (431, &Value::from("headers"))
+        );
+        let gone = Error::from(SessionError::Gone).wire();
+        assert_eq!(gone.status, ErrorCode::SessionDead.status());
+    }
+
+    #[test]
+    fn an_effect_left_standing_is_seen_through_the_host_error() {
+        let e = HostError::Busy { target: "t".into() };
+        assert!(!Error::from(e.clone()).effect_remains());
+        let standing = Error::from(e.effect_remains().effect_remains());
+        assert!(standing.effect_remains());
+        assert_eq!(standing.wire().data["problem"], "busy");
+        assert!(
+            !standing.to_string().is_empty(),
+            "the message is the inner error's"
+        );
+    }
+
+    /// The rule this file exists for: no daemon code but this mapping builds a wire error
+    /// body or an attach `error` frame. (The CLI only reads them, so it is not walked.)
+    #[test]
+    fn only_this_file_builds_wire_errors() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    if !path.ends_with("cli") {
+                        walk(&path, found);
+                    }
+                    continue;
+                }
+                if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("error.rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for needle in ["ErrorDetail {", "AttachFrame::Error {", "ErrorBody {"] {
+                        if text.contains(needle) {
+                            found.push(format!("{}: {needle}", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut found,
+        );
+        assert!(
+            found.is_empty(),
+            "wire errors built outside crate::error: {found:?}"
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Why a session cannot take what was asked: it is unknown or ambiguous, has no process (or
+//! still has one), a forget needs its confirmation, or a field of the request does not fit.
+
+/// A refusal from the session manager or a session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// No session has this id or name.
+    #[error("no session '{key}'; list sessions with GET /v1/sessions")]
+    NoSuch {
+        /// The id or name asked for.
+        key: String,
+    },
+    /// A name more than one session has.
+    #[error("more than one session is named '{name}'; use its id")]
+    AmbiguousName {
+        /// The name.
+        name: String,
+    },
+    /// The session has no running process.
+    #[error("session '{id}' has no running process; revive it first")]
+    Dead {
+        /// The session id.
+        id: String,
+    },
+    /// The session's actor stopped while a socket still talked to it.
+    #[error("the session is gone")]
+    Gone,
+    /// A revive of a session whose process still runs.
+    #[error("session '{id}' is still running; only an exited session can be revived")]
+    StillRunning {
+        /// The session id.
+        id: String,
+    },
+    /// Killing a dead session would forget it and destroy its host: that takes two steps.
+    #[error(
+        "session '{id}' is dead; forgetting it destroys its imp: DELETE /v1/sessions/{id} for a confirmation token, then DELETE /v1/sessions/{id}?confirm=TOKEN (`atc forget {id} --yes`)"
+    )]
+    ConfirmationRequired {
+        /// The session id.
+        id: String,
+    },
+    /// A destroying forget's confirmation token that does not hold.
+    #[error("{}; ask again with DELETE and no confirm to get a new token", .0.what())]
+    BadConfirmation(ConfirmProblem),
+    /// A session name that is empty, too long or has control characters.
+    #[error("name must be 1-200 characters without control characters")]
+    BadName,
+    /// A spawn's cwd that is not absolute.
+    #[error("cwd must be an absolute path")]
+    CwdNotAbsolute,
+    /// A local spawn's cwd that is not a directory here.
+    #[error("cwd '{0}' is not an existing directory")]
+    CwdNotDirectory(String),
+    /// A fleet restore while one runs.
+    #[error("a fleet restore is already running; wait for it to finish")]
+    RestoreRunning,
+    /// The harness ended before its start was confirmed, and said nothing more.
+    #[error("the harness ended before it started; see the session's lastMsg")]
+    EndedBeforeStart,
+}
+
+/// Why a confirmation token does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmProblem {
+    /// It was redeemed already.
+    Used,
+    /// It is past its time to live.
+    Expired,
+    /// This session never gave it out (or gave it out long ago).
+    Unknown,
+}
+
+impl ConfirmProblem {
+    /// The stable word (`data.reason`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfirmProblem::Used => "used",
+            ConfirmProblem::Expired => "expired",
+            ConfirmProblem::Unknown => "unknown",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            ConfirmProblem::Used => "this confirmation token was used already",
+            ConfirmProblem::Expired => "this confirmation token expired",
+            ConfirmProblem::Unknown => "no such confirmation token for this session",
+        }
+    }
+}
