@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 pub use atc_protocol::ErrorCode;
 
 pub use crate::agents::AgentError;
+pub use crate::broker::BrokerError;
 pub use crate::config::TargetError;
 pub use crate::ledger::key_lock::LedgerError;
 pub use crate::permissions::registry::PermissionError;
@@ -47,6 +48,9 @@ pub enum Error {
     /// The session.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// Broker authentication.
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
     /// The idempotency ledger.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
@@ -164,6 +168,9 @@ impl Error {
                     .with("agent", agent.clone())
                     .with("problem", *problem)
                     .with("detail", detail.clone()),
+                AgentError::AuthInvalid { agent, detail } => Wire::new(C::AuthBindingInvalid)
+                    .with("agent", agent.clone())
+                    .with("detail", detail.clone()),
                 AgentError::Unknown { agent }
                 | AgentError::NotInstalled { agent, .. }
                 | AgentError::NoLongerConfigured { agent } => {
@@ -250,6 +257,24 @@ impl Error {
                 SessionError::RestoreRunning => bad_args("fleet"),
                 SessionError::EndedBeforeStart => {
                     Wire::new(C::HostUnavailable).with("problem", "not_started")
+                }
+            },
+            Error::Broker(e) => match e {
+                BrokerError::TargetUnsupported { agent, target } => {
+                    Wire::new(C::AuthTargetUnsupported)
+                        .with("agent", agent.clone())
+                        .with("target", target.clone())
+                }
+                BrokerError::GuestEnvConflict { agent, variable } => {
+                    Wire::new(C::AuthTargetUnsupported)
+                        .with("agent", agent.clone())
+                        .with("problem", "guest_env_conflict")
+                        .with("variable", variable.clone())
+                }
+                BrokerError::BindingInvalid { agent, problem, .. } => {
+                    Wire::new(C::AuthBindingInvalid)
+                        .with("agent", agent.clone())
+                        .with("problem", *problem)
                 }
             },
             Error::Ledger(e) => match e {

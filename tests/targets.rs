@@ -6,7 +6,6 @@ mod support;
 use std::time::Duration;
 
 use atc::config::Config;
-use atc::providers::ExecutionProvider;
 use serde_json::json;
 use support::{id_of, test_config, TestDaemon};
 
@@ -214,51 +213,6 @@ async fn a_session_stays_bound_to_its_targets_identity_across_restarts() {
     d.stop().await;
 }
 
-/// The local PTY provider without the `input` capability: a test double behind the provider
-/// trait, served to targets whose provider is `mute-pty`.
-struct MuteProvider(atc::providers::local_pty::LocalPty);
-
-impl ExecutionProvider for MuteProvider {
-    fn kind(&self) -> &'static str {
-        "mute-pty"
-    }
-
-    fn capabilities(&self) -> atc::providers::Capabilities {
-        atc::providers::Capabilities {
-            input: false,
-            ..self.0.capabilities()
-        }
-    }
-
-    fn start(
-        &self,
-        spec: atc::providers::StartSpec,
-        events: atc::providers::HarnessEvents,
-    ) -> Result<atc::providers::StartedHarness, atc::providers::ProviderError> {
-        self.0.start(spec, events)
-    }
-
-    fn run_command(
-        &self,
-        req: atc::providers::RunRequest,
-    ) -> futures_util::future::LocalBoxFuture<
-        'static,
-        Result<atc::providers::RunOutput, atc::providers::ProviderError>,
-    > {
-        self.0.run_command(req)
-    }
-
-    fn transfer_archive(
-        &self,
-        archive: bytes::Bytes,
-        dir: std::path::PathBuf,
-        host_key: Option<String>,
-    ) -> futures_util::future::LocalBoxFuture<'static, Result<(), atc::providers::ProviderError>>
-    {
-        self.0.transfer_archive(archive, dir, host_key)
-    }
-}
-
 /// Issue 8 item 3: input goes through the one refusal point on every path. The PTY echoes
 /// anything written to it, so no echo means nothing reached the process.
 #[actix_rt::test]
@@ -267,9 +221,14 @@ async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_a
     use support::Frame;
     let config =
         config_with(r#"{"targets": {"mute": {"provider": "mute-pty"}}, "defaultTarget": "mute"}"#);
-    let mute = MuteProvider(atc::providers::local_pty::LocalPty {
-        exit_drain: config.timings.exit_drain,
-    });
+    // The local PTY provider without the `input` capability, behind the provider trait.
+    let mute = support::caps_provider::CapsProvider {
+        kind: "mute-pty",
+        inner: atc::providers::local_pty::LocalPty {
+            exit_drain: config.timings.exit_drain,
+        },
+        adjust: |c| atc::providers::Capabilities { input: false, ..c },
+    };
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_with_providers(
         tmp.path(),

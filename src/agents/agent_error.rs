@@ -16,6 +16,16 @@ pub enum AgentError {
         /// What is wrong, naming the key.
         detail: String,
     },
+    /// The agent's `auth` entry has a problem, so it is not registered (spec §6.1).
+    #[error(
+        "agent '{agent}' has a problem in its 'auth' ({detail}); fix its entry and restart the daemon"
+    )]
+    AuthInvalid {
+        /// The agent id.
+        agent: String,
+        /// What is wrong, naming the key.
+        detail: String,
+    },
     /// No agent has this id.
     #[error("no agent '{agent}'; GET /v1/agents lists the agents this daemon knows")]
     Unknown {

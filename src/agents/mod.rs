@@ -45,6 +45,8 @@ pub struct Agent {
     pub models: BTreeMap<String, String>,
     /// Claude gateway base URL; `Some` makes the agent a gateway.
     pub base_url: Option<String>,
+    /// Broker authentication: the agent runs only in an imp (spec §6).
+    pub auth: Option<crate::broker::AgentAuth>,
 }
 
 impl Agent {
@@ -122,9 +124,39 @@ pub struct AgentListing {
     /// `{model, effort}` as spec §9.2 describes them.
     #[serde(rename = "spawnOptions")]
     pub spawn_options: serde_json::Value,
+    /// Whether its credential stays in impd's broker: it runs only on a broker target.
+    #[serde(rename = "brokerAuth")]
+    pub broker_auth: bool,
+    /// What a client can do with it (spec §9.1).
+    pub capabilities: AgentCapabilities,
     /// Why its config entry left it out (spawns of it are refused); absent when it is fine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<AgentProblem>,
+}
+
+/// What a client can do with an agent (spec §9.1). Only `spawn` varies: attaching, reading
+/// the screen and typing work for every agent's sessions.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AgentCapabilities {
+    /// Installed (or, for a broker-backed agent, some target has a broker) and not refused.
+    pub spawn: bool,
+    /// Its sessions can be attached.
+    pub attach: bool,
+    /// Its sessions' screens can be read.
+    pub screen: bool,
+    /// Its sessions take input.
+    pub input: bool,
+}
+
+impl AgentCapabilities {
+    fn with_spawn(spawn: bool) -> AgentCapabilities {
+        AgentCapabilities {
+            spawn,
+            attach: true,
+            screen: true,
+            input: true,
+        }
+    }
 }
 
 /// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
@@ -133,7 +165,7 @@ pub struct AgentListing {
 pub struct AgentProblem {
     /// Agent id.
     pub agent: String,
-    /// `agent_invalid`.
+    /// `agent_invalid`, or `auth_binding_invalid` for its `auth`.
     pub problem: &'static str,
     /// Which key is at fault and why; never its value.
     pub detail: String,
@@ -174,6 +206,7 @@ impl AgentCatalog {
                     settings: None,
                     models: BTreeMap::new(),
                     base_url: None,
+                    auth: None,
                 },
             );
         }
@@ -195,6 +228,7 @@ impl AgentCatalog {
                     settings: c.settings.clone(),
                     models: c.models.clone(),
                     base_url: c.base_url.clone(),
+                    auth: c.auth.clone(),
                 },
             );
         }
@@ -204,20 +238,20 @@ impl AgentCatalog {
         }
     }
 
-    /// Records the configured agents whose entries were invalid, as `(id, detail)`. A built-in
+    /// Records the configured agents whose entries were invalid, as `(id, problem, detail)`. A built-in
     /// of the same id goes too: the entry meant to replace it, and running the built-in in its
     /// place would run something the config did not ask for.
     pub fn with_invalid<'a>(
         mut self,
-        invalid: impl IntoIterator<Item = (&'a str, &'a str)>,
+        invalid: impl IntoIterator<Item = (&'a str, &'static str, &'a str)>,
     ) -> Self {
-        for (id, detail) in invalid {
+        for (id, problem, detail) in invalid {
             self.agents.remove(id);
             self.invalid.insert(
                 id.to_string(),
                 AgentProblem {
                     agent: id.to_string(),
-                    problem: "agent_invalid",
+                    problem,
                     detail: detail.to_string(),
                 },
             );
@@ -230,12 +264,17 @@ impl AgentCatalog {
         self.invalid.values().cloned().collect()
     }
 
-    /// The listing for `GET /v1/agents`, resolving each program now.
-    pub fn listing(&self) -> Vec<AgentListing> {
+    /// The listing for `GET /v1/agents`, resolving each program now. `broker_target`: whether
+    /// some target has a broker, without which a broker-backed agent cannot be spawned.
+    pub fn listing(&self, broker_target: bool) -> Vec<AgentListing> {
         self.agents
             .values()
             .map(|a| {
                 let installed = resolve_program(&a.bin).is_some();
+                let spawnable = match a.auth {
+                    Some(_) => broker_target,
+                    None => installed,
+                };
                 AgentListing {
                     id: a.id.clone(),
                     label: a.label.clone(),
@@ -244,7 +283,9 @@ impl AgentCatalog {
                     builtin: a.builtin,
                     kind: a.kind.clone(),
                     models: a.models(),
-                    spawn_options: spawn_options::listing(a, installed),
+                    spawn_options: spawn_options::listing(a, spawnable),
+                    broker_auth: a.auth.is_some(),
+                    capabilities: AgentCapabilities::with_spawn(spawnable),
                     problem: None,
                 }
             })
@@ -257,6 +298,8 @@ impl AgentCatalog {
                 kind: None,
                 models: None,
                 spawn_options: serde_json::Value::Null,
+                broker_auth: p.problem == crate::config::AUTH_BINDING_INVALID,
+                capabilities: AgentCapabilities::with_spawn(false),
                 problem: Some(p.clone()),
             }))
             .collect()
@@ -282,6 +325,12 @@ impl AgentCatalog {
     pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, AgentError> {
         if let Some(p) = self.invalid.get(id) {
             // An agent left out of the config is unregistered (spec §2.8), with the reason.
+            if p.problem == crate::config::AUTH_BINDING_INVALID {
+                return Err(AgentError::AuthInvalid {
+                    agent: id.to_string(),
+                    detail: p.detail.clone(),
+                });
+            }
             return Err(AgentError::Misconfigured {
                 agent: id.to_string(),
                 problem: p.problem,
@@ -291,10 +340,15 @@ impl AgentCatalog {
         let agent = self.agents.get(id).ok_or_else(|| AgentError::Unknown {
             agent: id.to_string(),
         })?;
-        let program = resolve_program(&agent.bin).ok_or_else(|| AgentError::NotInstalled {
-            agent: id.to_string(),
-            bin: agent.bin.clone(),
-        })?;
+        // A broker-backed agent runs only inside an imp, whose guest resolves the bin on its
+        // own PATH; whether this machine has it says nothing.
+        let program = match &agent.auth {
+            Some(_) => PathBuf::from(&agent.bin),
+            None => resolve_program(&agent.bin).ok_or_else(|| AgentError::NotInstalled {
+                agent: id.to_string(),
+                bin: agent.bin.clone(),
+            })?,
+        };
         let mut env = agent.env.clone();
         if let Some(url) = &agent.base_url {
             env.insert("ANTHROPIC_BASE_URL".into(), url.clone());
@@ -413,7 +467,11 @@ mod tests {
     #[test]
     fn shell_is_built_in_and_installed() {
         let c = AgentCatalog::new(&BTreeMap::new());
-        let shell = c.listing().into_iter().find(|a| a.id == "shell").unwrap();
+        let shell = c
+            .listing(false)
+            .into_iter()
+            .find(|a| a.id == "shell")
+            .unwrap();
         assert!(shell.installed);
     }
 
@@ -446,7 +504,7 @@ mod tests {
             }
         );
         assert!(
-            !c.listing()
+            !c.listing(false)
                 .iter()
                 .find(|a| a.id == "ghost")
                 .unwrap()

@@ -123,17 +123,24 @@ pub struct AgentConfig {
     /// Claude only: a gateway's base URL (`ANTHROPIC_BASE_URL` in the agent's environment).
     /// Makes the agent a gateway: its model tiers come from its env.
     pub base_url: Option<String>,
+    /// Broker authentication: the agent runs only in an imp, with its credential in impd.
+    pub auth: Option<crate::broker::AgentAuth>,
 }
+
+/// The problem word of an agent entry left out for its `auth` (spec §6.1).
+pub const AUTH_BINDING_INVALID: &str = "auth_binding_invalid";
 
 /// The agent kinds whose spawn options, argv shapes and hook mappings atc knows.
 pub const AGENT_KINDS: &[&str] = &["claude", "codex", "grok"];
 
 /// One config agent, checked (spec §9.3): `kind` is one of [`AGENT_KINDS`] when given, `bin`
 /// defaults to the kind, and Claude-only keys stay on Claude agents. The error is the detail
-/// of an `agent_invalid` problem; it names keys, never values.
-fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, &'static str> {
+/// of an `agent_invalid` problem (or `auth_binding_invalid` for its `auth`); it names keys,
+/// never values.
+fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static str, String)> {
+    let invalid = |detail: &str| ("agent_invalid", detail.to_string());
     if id.is_empty() {
-        return Err("an agent needs a non-empty id");
+        return Err(invalid("an agent needs a non-empty id"));
     }
     let kind = raw
         .kind
@@ -141,22 +148,37 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, &'static s
         .or_else(|| AGENT_KINDS.contains(&id).then(|| id.to_string()));
     if let Some(k) = &kind {
         if !AGENT_KINDS.contains(&k.as_str()) {
-            return Err("'kind' must be claude, codex or grok (or left out for other commands)");
+            return Err(invalid(
+                "'kind' must be claude, codex or grok (or left out for other commands)",
+            ));
         }
     }
     let bin = match (raw.bin.trim().is_empty(), &kind) {
         (false, _) => raw.bin,
         (true, Some(k)) => k.clone(),
-        (true, None) => return Err("an agent that is not claude, codex or grok needs a 'bin'"),
+        (true, None) => {
+            return Err(invalid(
+                "an agent that is not claude, codex or grok needs a 'bin'",
+            ))
+        }
     };
     let claude = kind.as_deref() == Some("claude");
     if !claude && (raw.settings.is_some() || raw.base_url.is_some()) {
-        return Err("'settings' and 'baseURL' apply to claude agents only");
+        return Err(invalid(
+            "'settings' and 'baseURL' apply to claude agents only",
+        ));
     }
     let settings = match raw.settings {
         None => None,
         Some(serde_json::Value::Object(m)) => Some(m),
-        Some(_) => return Err("'settings' must be an object"),
+        Some(_) => return Err(invalid("'settings' must be an object")),
+    };
+    let auth = match &raw.auth {
+        None => None,
+        Some(value) => Some(
+            crate::broker::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
+                .map_err(|detail| (AUTH_BINDING_INVALID, detail))?,
+        ),
     };
     Ok(AgentConfig {
         bin,
@@ -167,6 +189,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, &'static s
         settings,
         models: raw.models,
         base_url: raw.base_url.filter(|u| !u.is_empty()),
+        auth,
     })
 }
 
@@ -302,14 +325,16 @@ impl Config {
         config.targets =
             targets::Targets::from_config(raw.targets.as_ref(), raw.default_target.as_ref(), None);
         for (id, entry) in raw.agents {
-            match raw_agent(entry).and_then(|agent| checked_agent(&id, agent).map_err(String::from))
+            match raw_agent(entry)
+                .map_err(|detail| ("agent_invalid", detail))
+                .and_then(|agent| checked_agent(&id, agent))
             {
                 Ok(agent) => {
                     config.agents.insert(id, agent);
                 }
-                Err(detail) => config.problems.push(ConfigProblem {
+                Err((problem, detail)) => config.problems.push(ConfigProblem {
                     scope: format!("agents.{id}"),
-                    problem: "agent_invalid",
+                    problem,
                     detail,
                     path: None,
                 }),
@@ -335,12 +360,19 @@ impl Config {
         config
     }
 
-    /// The configured agents that were left out for a problem of their entry, with its detail.
-    pub fn invalid_agents(&self) -> impl Iterator<Item = (&str, &str)> {
+    /// The configured agents that were left out for a problem of their entry, with the
+    /// problem's word and detail.
+    pub fn invalid_agents(&self) -> impl Iterator<Item = (&str, &'static str, &str)> {
         self.problems
             .iter()
-            .filter(|p| p.problem == "agent_invalid")
-            .filter_map(|p| Some((p.scope.strip_prefix("agents.")?, p.detail.as_str())))
+            .filter(|p| p.problem == "agent_invalid" || p.problem == AUTH_BINDING_INVALID)
+            .filter_map(|p| {
+                Some((
+                    p.scope.strip_prefix("agents.")?,
+                    p.problem,
+                    p.detail.as_str(),
+                ))
+            })
     }
 
     fn with_problem(mut self, problem: ConfigProblem) -> Config {
@@ -466,7 +498,7 @@ mod tests {
         assert_eq!(c.timings.kill_grace, Duration::from_millis(1234));
         assert_eq!(
             c.invalid_agents().collect::<Vec<_>>(),
-            [("bad", p.detail.as_str())]
+            [("bad", "agent_invalid", p.detail.as_str())]
         );
     }
 

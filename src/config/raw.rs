@@ -46,6 +46,8 @@ pub struct RawAgent {
     /// Claude gateway base URL.
     #[serde(rename = "baseURL")]
     pub base_url: Option<String>,
+    /// Broker authentication (claude and codex only), checked by `broker::AgentAuth`.
+    pub auth: Option<serde_json::Value>,
 }
 
 /// Limits; see `config.example.json` for the defaults.

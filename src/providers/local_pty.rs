@@ -52,6 +52,7 @@ impl ExecutionProvider for LocalPty {
             headless: true,
             suspend: false,
             destroy: false,
+            broker_auth: false,
         }
     }
 

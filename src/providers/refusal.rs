@@ -180,6 +180,7 @@ mod tests {
                 Capabilities {
                     kill: false,
                     destroy: true,
+                    broker_auth: false,
                     ..PTY
                 },
             )) as Arc<dyn ExecutionProvider>),

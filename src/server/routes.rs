@@ -134,6 +134,7 @@ async fn quit(state: web::Data<AppState>) -> HttpResponse {
 
 async fn agents(state: web::Data<AppState>) -> HttpResponse {
     // Targets as spec §9.1 lists them: never their options (they may name secrets' homes).
+    let mut broker_target = false;
     let targets: Vec<_> = state
         .targets
         .list()
@@ -143,6 +144,7 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
             // the target cannot reach it, or its entry has a problem (spec §4.1): the provider
             // registry holds none for those.
             let caps = state.providers.get(&t.id).map(|p| p.capabilities());
+            broker_target |= caps.is_some_and(|c| c.broker_auth);
             json!({
                 "id": t.id,
                 "provider": t.provider,
@@ -150,11 +152,12 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
                 "available": caps.is_some(),
                 "default": state.targets.default_id() == Some(t.id.as_str()),
                 "capabilities": caps.unwrap_or(crate::providers::Capabilities::NONE),
+                "brokerAuth": caps.is_some_and(|c| c.broker_auth),
             })
         })
         .collect();
     HttpResponse::Ok().json(json!({
-        "agents": state.catalog.listing(),
+        "agents": state.catalog.listing(broker_target),
         "targets": targets,
         "defaultTarget": state.targets.default_id(),
         "spawnDefaults": {"agent": "claude", "target": state.targets.default_id()},
@@ -225,7 +228,9 @@ async fn spawn(
                 .ok_or_else(|| AgentError::Unknown {
                     agent: agent.to_string(),
                 })?;
-            let installed = crate::agents::resolve_program(&known.bin).is_some();
+            // A broker-backed agent's bin is resolved by its imp's guest, not here.
+            let installed =
+                known.auth.is_some() || crate::agents::resolve_program(&known.bin).is_some();
             spawn_options::validate(known.kind.as_deref(), agent, installed, *option, value)?;
             *slot = Some(value.to_string());
         }

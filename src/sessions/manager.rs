@@ -162,6 +162,14 @@ impl SessionManager {
             return Err(SessionError::CwdNotDirectory(msg.cwd.clone()).into());
         }
         let mut plan = self.catalog.plan(&msg.agent, cwd)?;
+        if let Some(agent) = self.catalog.get(&msg.agent) {
+            let caps = self
+                .deps
+                .providers
+                .get(&msg.target)
+                .map(|p| p.capabilities());
+            crate::broker::placement::check(agent, &msg.target, caps)?;
+        }
         // Overrides were validated by the caller; they replace the configured flags and stay in
         // the stored argv, so every revive reuses them (spec §9.2).
         let kind = self.catalog.kind(&msg.agent).map(str::to_string);

@@ -8,6 +8,8 @@
 /// reach it as `support::impd_sim`.
 pub use impd_sim;
 
+pub mod caps_provider;
+
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

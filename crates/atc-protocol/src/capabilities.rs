@@ -68,6 +68,9 @@ pub struct Capabilities {
     pub suspend: bool,
     /// Delete a host.
     pub destroy: bool,
+    /// Run agents whose credential stays in impd's broker (spec §6).
+    #[serde(rename = "brokerAuth", default)]
+    pub broker_auth: bool,
 }
 
 impl Capabilities {
@@ -98,5 +101,6 @@ impl Capabilities {
         headless: false,
         suspend: false,
         destroy: false,
+        broker_auth: false,
     };
 }

@@ -1,8 +1,9 @@
 //! The closed set of error codes a client can see (behaviour spec §2.8), the HTTP status of
 //! each (api.md), and the error body every refusal carries.
 //!
-//! Codes the spec reserves for later work (principals, brokers) are listed already so the
-//! wire set never changes shape; the daemon simply does not produce them yet.
+//! Codes the spec reserves for later work (principals) are listed once that work lands; the
+//! broker's `auth_*` codes follow issue 9's statuses: 422 for config, 412 for impd's
+//! preconditions, 403 for the token's reach, 409 for the binding's state.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -53,6 +54,46 @@ pub enum ErrorCode {
     /// A second kill of a dead session whose forgetting would destroy its host: forget it
     /// with the two-step `DELETE` instead (`data.session`).
     ConfirmationRequired,
+    /// A broker-backed agent on a target without a broker, or a start env that sets a broker
+    /// variable itself (`data.problem: guest_env_conflict`).
+    AuthTargetUnsupported,
+    /// An agent's `auth` is malformed, or names a placeholder impd sets itself.
+    AuthBindingInvalid,
+    /// impd lacks a feature the broker needs (`grantableTokens`, `secretRebind`,
+    /// `execRequire`).
+    AuthImpdTooOld,
+    /// impd refused a start behind the broker (`data.detail` says why).
+    BrokerNotReady,
+    /// The agent's sign-in check failed inside the imp (`data: {agent, target}`).
+    AuthNotConfigured,
+    /// The daemon's impd token is below `manage` scope.
+    AuthTokenScope,
+    /// The daemon's impd token has no imp patterns, or a bare `*`.
+    AuthTokenTooBroad,
+    /// The imp's name matches none of the token's patterns.
+    AuthImpOutOfScope,
+    /// A bound secret is not in the token's `grantable` list.
+    AuthSecretNotGrantable,
+    /// A secret is missing at impd, or its rules differ from the bound ones.
+    AuthSecretMismatch,
+    /// The host's binding is not `ready` (`data.state`).
+    AuthBlocked,
+    /// The binding's hash is not the launch's, or a launch without auth meets a bound host.
+    AuthRebindRequired,
+    /// The binding belongs to another target or identity.
+    AuthBindingMismatch,
+    /// The imp under the binding's name is not the one it created.
+    AuthRuntimeMismatch,
+    /// An imp or grants already exist under the name a new binding would create.
+    AuthRuntimeExists,
+    /// A bound grant is missing at impd (`data.missing`).
+    AuthGrantMissing,
+    /// The imp holds grants the binding does not (`data.extra`).
+    AuthGrantsMismatch,
+    /// A revoke could not confirm every grant gone; retry it.
+    AuthRevocationPending,
+    /// An oauth secret's sign-in is not ready.
+    AuthSigninNeeded,
     /// No such route or method.
     UnknownMethod,
     /// Anything else; details are logged, never sent.
@@ -61,7 +102,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order (for documents and tests that walk the set).
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 41] = [
         ErrorCode::BadArgs,
         ErrorCode::Unauthorized,
         ErrorCode::ForbiddenOrigin,
@@ -82,6 +123,25 @@ impl ErrorCode {
         ErrorCode::HostUnavailable,
         ErrorCode::HostLeased,
         ErrorCode::ConfirmationRequired,
+        ErrorCode::AuthTargetUnsupported,
+        ErrorCode::AuthBindingInvalid,
+        ErrorCode::AuthImpdTooOld,
+        ErrorCode::BrokerNotReady,
+        ErrorCode::AuthNotConfigured,
+        ErrorCode::AuthTokenScope,
+        ErrorCode::AuthTokenTooBroad,
+        ErrorCode::AuthImpOutOfScope,
+        ErrorCode::AuthSecretNotGrantable,
+        ErrorCode::AuthSecretMismatch,
+        ErrorCode::AuthBlocked,
+        ErrorCode::AuthRebindRequired,
+        ErrorCode::AuthBindingMismatch,
+        ErrorCode::AuthRuntimeMismatch,
+        ErrorCode::AuthRuntimeExists,
+        ErrorCode::AuthGrantMissing,
+        ErrorCode::AuthGrantsMismatch,
+        ErrorCode::AuthRevocationPending,
+        ErrorCode::AuthSigninNeeded,
         ErrorCode::UnknownMethod,
         ErrorCode::Internal,
     ];
@@ -109,6 +169,25 @@ impl ErrorCode {
             ErrorCode::HostUnavailable => "host_unavailable",
             ErrorCode::HostLeased => "host_leased",
             ErrorCode::ConfirmationRequired => "confirmation_required",
+            ErrorCode::AuthTargetUnsupported => "auth_target_unsupported",
+            ErrorCode::AuthBindingInvalid => "auth_binding_invalid",
+            ErrorCode::AuthImpdTooOld => "auth_impd_too_old",
+            ErrorCode::BrokerNotReady => "broker_not_ready",
+            ErrorCode::AuthNotConfigured => "auth_not_configured",
+            ErrorCode::AuthTokenScope => "auth_token_scope",
+            ErrorCode::AuthTokenTooBroad => "auth_token_too_broad",
+            ErrorCode::AuthImpOutOfScope => "auth_imp_out_of_scope",
+            ErrorCode::AuthSecretNotGrantable => "auth_secret_not_grantable",
+            ErrorCode::AuthSecretMismatch => "auth_secret_mismatch",
+            ErrorCode::AuthBlocked => "auth_blocked",
+            ErrorCode::AuthRebindRequired => "auth_rebind_required",
+            ErrorCode::AuthBindingMismatch => "auth_binding_mismatch",
+            ErrorCode::AuthRuntimeMismatch => "auth_runtime_mismatch",
+            ErrorCode::AuthRuntimeExists => "auth_runtime_exists",
+            ErrorCode::AuthGrantMissing => "auth_grant_missing",
+            ErrorCode::AuthGrantsMismatch => "auth_grants_mismatch",
+            ErrorCode::AuthRevocationPending => "auth_revocation_pending",
+            ErrorCode::AuthSigninNeeded => "auth_signin_needed",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
         }
@@ -139,6 +218,24 @@ impl ErrorCode {
             | ErrorCode::ConfirmationRequired
             | ErrorCode::TargetChanged => 409,
             ErrorCode::TooSlow => 429,
+            ErrorCode::AuthTargetUnsupported | ErrorCode::AuthBindingInvalid => 422,
+            ErrorCode::AuthImpdTooOld
+            | ErrorCode::BrokerNotReady
+            | ErrorCode::AuthNotConfigured => 412,
+            ErrorCode::AuthTokenScope
+            | ErrorCode::AuthTokenTooBroad
+            | ErrorCode::AuthImpOutOfScope
+            | ErrorCode::AuthSecretNotGrantable => 403,
+            ErrorCode::AuthSecretMismatch
+            | ErrorCode::AuthBlocked
+            | ErrorCode::AuthRebindRequired
+            | ErrorCode::AuthBindingMismatch
+            | ErrorCode::AuthRuntimeMismatch
+            | ErrorCode::AuthRuntimeExists
+            | ErrorCode::AuthGrantMissing
+            | ErrorCode::AuthGrantsMismatch
+            | ErrorCode::AuthRevocationPending
+            | ErrorCode::AuthSigninNeeded => 409,
             ErrorCode::Unsupported | ErrorCode::UnsupportedOperation => 422,
             ErrorCode::TargetConfigInvalid
             | ErrorCode::TargetUnavailable
@@ -190,6 +287,10 @@ mod tests {
         assert_eq!(ErrorCode::TooSlow.status(), 429);
         assert_eq!(ErrorCode::TargetUnavailable.status(), 503);
         assert_eq!(ErrorCode::Internal.status(), 500);
+        assert_eq!(ErrorCode::AuthBindingInvalid.status(), 422);
+        assert_eq!(ErrorCode::BrokerNotReady.status(), 412);
+        assert_eq!(ErrorCode::AuthTokenScope.status(), 403);
+        assert_eq!(ErrorCode::AuthBlocked.status(), 409);
     }
 
     #[test]

@@ -93,6 +93,10 @@ impl ExecutionProvider for ImpProvider {
             headless: false,
             suspend: true,
             destroy: true,
+            // Not yet: a broker-backed agent must never start before its binding, grants and
+            // the `require: ["broker"]` admission exist (issue 9), so until then every target
+            // refuses it with `auth_target_unsupported`.
+            broker_auth: false,
         }
     }
 

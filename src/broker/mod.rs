@@ -1,0 +1,15 @@
+//! Broker authentication (spec §6): agents whose real credential stays in impd. The daemon
+//! grants impd secrets to the agent's imp and launches it with placeholder variables; impd's
+//! credential broker puts the real value on the way out. No credential value ever passes
+//! through this module.
+//!
+//! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
+//! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
+//! - [`placement`]: which targets a broker-backed agent may start on.
+
+pub mod auth_config;
+pub mod broker_error;
+pub mod placement;
+
+pub use auth_config::AgentAuth;
+pub use broker_error::BrokerError;
