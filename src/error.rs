@@ -372,6 +372,19 @@ fn host_wire(e: &HostError) -> Wire {
             message,
         } => unavailable(target, &code.to_lowercase()).with("detail", message.clone()),
         HostError::NoHostNamed => Wire::new(C::BadArgs).field("host"),
+        HostError::NoGuestAtc {
+            target,
+            image_version,
+            copied_version,
+        } => Wire::new(C::UnsupportedOperation)
+            .with("target", target.clone())
+            .with("problem", "no_guest_atc")
+            .with(
+                "daemonVersion",
+                crate::providers::imp::guest_atc::DAEMON_VERSION,
+            )
+            .with_opt("imageVersion", image_version)
+            .with_opt("copiedVersion", copied_version),
         HostError::InputFull { .. } => Wire::new(C::TooSlow),
         HostError::EffectRemains(inner) => host_wire(inner),
     }

@@ -102,6 +102,9 @@ pub struct LaunchPlan {
     pub env: BTreeMap<String, String>,
     /// Working directory.
     pub cwd: PathBuf,
+    /// atc's hooks are installed for this start (Claude's settings file): a remote host must
+    /// have atc inside it for them to report (spec §5.3 step 4, `installATC`).
+    pub hooks: bool,
 }
 
 /// An agent as `GET /v1/agents` lists it.
@@ -359,6 +362,7 @@ impl AgentCatalog {
             args: agent.args.clone(),
             env,
             cwd: cwd.to_path_buf(),
+            hooks: false,
         })
     }
 }

@@ -65,7 +65,7 @@ pub struct Target {
 
 /// Checks an imp target's options (spec §4.1): `url` is required (without it the target lists
 /// as unavailable), at most one of `tokenEnv` and `tokenFile`, and the one given must yield a
-/// token now. Returns the problems (problem word, detail) and the unavailability reason. Only
+/// token now; `guestATC`, when given, is a boolean. Returns the problems (problem word, detail) and the unavailability reason. Only
 /// names are reported, never the values.
 fn imp_option_problems(
     options: &Map<String, Value>,
@@ -113,6 +113,12 @@ fn imp_option_problems(
             "token_source_invalid",
             "'tokenEnv' / 'tokenFile' must be a non-empty string".into(),
         )),
+    }
+    if options.get("guestATC").is_some_and(|v| !v.is_boolean()) {
+        problems.push((
+            "guest_atc_invalid",
+            "'guestATC' must be true or false".into(),
+        ));
     }
     (problems, unavailable)
 }
@@ -398,7 +404,7 @@ mod tests {
         };
         assert_eq!(identity("local-pty", &a), identity("local-pty", &b));
         assert_ne!(identity("local-pty", &a), IMPLICIT_LOCAL_IDENTITY);
-        let imp = json!({"url": "http://h", "image": "x", "memoryMib": 512});
+        let imp = json!({"url": "http://h", "image": "x", "memoryMib": 512, "guestATC": true});
         let imp2 = json!({"url": "http://h"});
         let (Value::Object(imp), Value::Object(imp2)) = (imp, imp2) else {
             unreachable!()
@@ -506,6 +512,8 @@ mod tests {
                 "unset": {"provider": "imp", "url": "http://i", "tokenEnv": "ATC_TEST_SURELY_UNSET_VAR"},
                 "emptyfile": {"provider": "imp", "url": "http://i", "tokenFile": path(&empty)},
                 "badurl": {"provider": "imp", "url": "ftp://i"},
+                "guestatc": {"provider": "imp", "url": "http://i", "guestATC": true},
+                "badguestatc": {"provider": "imp", "url": "http://i", "guestATC": "yes"},
             }))),
             None,
             None,
@@ -522,6 +530,8 @@ mod tests {
         assert_eq!(problem("unset"), Some("token_unavailable"));
         assert_eq!(problem("emptyfile"), Some("token_unavailable"));
         assert_eq!(problem("badurl"), Some("url_invalid"));
+        assert_eq!(problem("guestatc"), None);
+        assert_eq!(problem("badguestatc"), Some("guest_atc_invalid"));
         for p in t.problems() {
             assert!(!p.detail.contains("secret"), "{p:?}");
             assert!(!p.detail.contains(&path(dir.path())), "{p:?}");

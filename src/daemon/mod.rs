@@ -49,8 +49,10 @@ pub struct DaemonOptions {
     pub workers: usize,
     /// Where the reporter socket goes; `None`: see [`reporter_socket_path`].
     pub runtime_dir: Option<PathBuf>,
-    /// The `atc` program agents' hooks run; `None`: this process's own executable. (Tests run
-    /// the daemon inside a test binary, so they name the real `atc`.)
+    /// The `atc` program agents' hooks run, and the binary copied into imps as their
+    /// `<guestDir>/bin/atc`; `None`: this process's own executable. (Tests run the daemon
+    /// inside a test binary, so they name the real `atc`; a path that is no file leaves the
+    /// daemon with no binary to copy.)
     pub atc_program: Option<PathBuf>,
     /// Codex's home, where its session names are read; `None`: `$CODEX_HOME`, else
     /// `~/.codex` (see [`crate::agents::names::codex_home_from_env`]). Tests pass their own.
@@ -216,6 +218,11 @@ impl Daemon {
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
         });
+        let atc_program = opts
+            .atc_program
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| PathBuf::from("atc"));
         let daemon_id_text = daemon_id.to_string();
         let bridges = Arc::new(crate::providers::imp::bridge::Bridges::default());
         let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
@@ -230,7 +237,9 @@ impl Daemon {
                 &t.options,
                 &daemon_id_text,
                 &config.timings,
-            )?;
+            )?
+            // The daemon's own binary is what imps get as their atc (spec §5.3 step 4).
+            .with_atc_binary(&atc_program);
             Some(Arc::new(crate::providers::imp::provider::ImpProvider::new(
                 settings,
                 bridges.clone(),
@@ -242,11 +251,6 @@ impl Daemon {
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
         let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
-        let atc_program = opts
-            .atc_program
-            .clone()
-            .or_else(|| std::env::current_exe().ok())
-            .unwrap_or_else(|| PathBuf::from("atc"));
         let codex_home = opts.codex_home.or_else(|| {
             crate::agents::names::codex_home_from_env(
                 std::env::var_os("CODEX_HOME"),

@@ -276,6 +276,11 @@ pub trait ExecutionProvider: Send + Sync {
     fn remote(&self) -> bool {
         false
     }
+    /// The atc program inside its hosts that a harness's hooks run (`<guestDir>/bin/atc` of
+    /// an imp, spec §9.3); `None`: hooks run on this machine.
+    fn guest_atc(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Puts the host `host_key` to sleep with its harnesses inside (spec §5.5). `idle`: the
     /// session to ask whether the host may sleep (`None`: an operator's kill, not checked).
     fn suspend_host(

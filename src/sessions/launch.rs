@@ -1,6 +1,7 @@
 //! Everything a start of a session's harness (spawn or revive) needs besides the agent's
 //! configured argv: the session record file, atc's environment variables, Claude's settings
-//! file, and the argv shape of the agent's kind ([`crate::agents::launch`]).
+//! file (whose hooks run the provider's guest atc on a remote host, else the daemon's own),
+//! and the argv shape of the agent's kind ([`crate::agents::launch`]).
 //!
 //! Files that cannot be written are logged and left out: they inform and connect the agent,
 //! and must not stop a session from starting. (A Claude session without its settings file
@@ -44,10 +45,16 @@ pub fn prepare(
     );
     let agent = deps.catalog.get(&record.agent);
     let kind = agent.and_then(|a| a.kind.as_deref());
+    // A remote host's hooks run the atc installed inside it, never one found on its PATH.
+    let atc = deps
+        .providers
+        .get(&record.target)
+        .and_then(|p| p.guest_atc())
+        .unwrap_or_else(|| deps.atc_program.clone());
     let settings = (kind == Some("claude"))
         .then(|| {
             let contents = crate::agents::claude_settings::settings(
-                &deps.atc_program,
+                &atc,
                 &super::status_file::path(&deps.state_dir),
                 agent.and_then(|a| a.settings.as_ref()),
             );
@@ -58,6 +65,7 @@ pub fn prepare(
                 .ok()
         })
         .flatten();
+    plan.hooks = settings.is_some();
     plan.args = shaped_args(
         kind,
         &plan.args,

@@ -219,10 +219,31 @@ impl TestDaemon {
             .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
     }
 
+    /// A daemon whose own atc (what hooks run and imps get copied) is `atc_program`; a path
+    /// that is no file makes a daemon with no atc binary.
+    pub async fn start_with_atc_program(
+        dir: &Path,
+        config: Config,
+        atc_program: PathBuf,
+    ) -> TestDaemon {
+        TestDaemon::try_start_full(dir, config, ExtraProviders::default(), atc_program)
+            .await
+            .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
+    }
+
     async fn try_start_with(
         dir: &Path,
         config: Config,
         extra: ExtraProviders,
+    ) -> Result<TestDaemon, atc::daemon::StartError> {
+        TestDaemon::try_start_full(dir, config, extra, env!("CARGO_BIN_EXE_atc").into()).await
+    }
+
+    async fn try_start_full(
+        dir: &Path,
+        config: Config,
+        extra: ExtraProviders,
+        atc_program: PathBuf,
     ) -> Result<TestDaemon, atc::daemon::StartError> {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let options = DaemonOptions {
@@ -233,7 +254,7 @@ impl TestDaemon {
             allow_remote: false,
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
-            atc_program: Some(env!("CARGO_BIN_EXE_atc").into()),
+            atc_program: Some(atc_program),
             // Never the developer's own Codex files.
             codex_home: Some(dir.join("codex-home")),
         };

@@ -77,6 +77,9 @@ pub struct SimOptions {
     pub require_on_attach: bool,
     /// Imps that exist (running) when the simulator starts.
     pub imps: Vec<String>,
+    /// The image's `PATH` (what a command that sets none runs with); `None`: this machine's.
+    /// A test gives a guest with no atc on it, or one whose atc it chose.
+    pub image_path: Option<String>,
 }
 
 impl Default for SimOptions {
@@ -94,6 +97,7 @@ impl Default for SimOptions {
             max_message_bytes: 2 * 1024 * 1024,
             require_on_attach: false,
             imps: Vec::new(),
+            image_path: None,
         }
     }
 }

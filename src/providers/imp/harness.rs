@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 use super::connection::{ConnData, ConnEnded, ConnStarted, ImpConnection};
 use super::harness_state::{Effect, HarnessState, StartParams};
 use super::host_error::HostError;
-use super::host_lease::{HarnessGone, HostLease, IsSuspending, ReadyHost};
+use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::opening::Origin;
 use super::outcome::Next;
@@ -62,6 +62,8 @@ pub struct ImpHarness {
     report: Option<ReportForward>,
     /// The report socket once started.
     forward: Option<Addr<ReportForward>>,
+    /// The agent's hooks run atc inside the imp: its readying installs `<guestDir>/bin/atc`.
+    install_atc: bool,
 }
 
 impl ImpHarness {
@@ -76,6 +78,7 @@ impl ImpHarness {
         report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
+        let install_atc = plan.hooks;
         let mut env: std::collections::BTreeMap<String, String> = [
             ("TERM", "xterm-256color"),
             ("LANG", "C.UTF-8"),
@@ -131,6 +134,7 @@ impl ImpHarness {
             kill_timer: None,
             report: Some(report),
             forward: None,
+            install_atc,
         }
     }
 
@@ -203,7 +207,8 @@ impl ImpHarness {
 
     /// Re-attached after a daemon restart: the host counts this harness again.
     fn ask_lease(&mut self, ctx: &mut Context<Self>) {
-        let ready = self.lease.send(ReadyHost);
+        // The process runs already, with whatever atc its hooks found.
+        let ready = self.lease.send(ReadyHost { install_atc: false });
         ctx.spawn(ready.into_actor(self).map(|res, act, _| match res {
             Ok(Ok(ready)) => {
                 if act.state.lease_held(ready.offsets) {
@@ -277,7 +282,9 @@ impl Actor for ImpHarness {
             let effects = self.state.open();
             return self.apply(effects, ctx);
         }
-        let ready = self.lease.send(ReadyHost);
+        let ready = self.lease.send(ReadyHost {
+            install_atc: self.install_atc,
+        });
         ctx.wait(ready.into_actor(self).map(|res, act, ctx| {
             match res.unwrap_or(Err(HostError::LeaseGone)) {
                 Ok(ready) => {
@@ -296,6 +303,10 @@ impl Handler<ConnStarted> for ImpHarness {
     type Result = ();
 
     fn handle(&mut self, msg: ConnStarted, ctx: &mut Self::Context) {
+        // Only an output with offsets names its boot.
+        if let Some(output) = msg.started.output.as_ref().filter(|o| o.has_offsets()) {
+            self.lease.do_send(BootSeen(output.boot_id.clone()));
+        }
         let effects = self.state.started(msg.attempt, msg.started, msg.writer);
         self.apply(effects, ctx);
     }

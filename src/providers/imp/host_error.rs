@@ -61,6 +61,20 @@ pub enum HostError {
     /// A command or transfer on an imp target that names no host.
     #[error("a command on an imp target must name the host (the owning session) to run on")]
     NoHostNamed,
+    /// The agent's hooks need atc inside the imp, and there is none of the daemon's version
+    /// and no binary to copy in.
+    #[error(
+        "target '{target}': the agent's hooks need atc {daemon} inside the imp, but the image has {} and <guestDir>/bin/atc is {}, and this daemon has no atc binary to copy in; put atc {daemon} on the image's PATH (with guestATC) or run the daemon from its installed binary",
+        shown(image_version), shown(copied_version), daemon = super::guest_atc::DAEMON_VERSION
+    )]
+    NoGuestAtc {
+        /// The target.
+        target: String,
+        /// The image's atc version, if it has one.
+        image_version: Option<String>,
+        /// The version `<guestDir>/bin/atc` reports, if it runs.
+        copied_version: Option<String>,
+    },
     /// 4 MiB of input waits for the remote session.
     #[error("{}", if *.connected {
         "the remote session has 4 MiB of input it has not sent yet; retry once it has caught up"
@@ -75,6 +89,13 @@ pub enum HostError {
     /// again): a keyed spawn must answer `outcome_unknown` and never run again (spec §7.4).
     #[error(transparent)]
     EffectRemains(Box<HostError>),
+}
+
+/// A version in a message, or "none".
+fn shown(version: &Option<String>) -> String {
+    version
+        .as_deref()
+        .map_or("none".to_string(), |v| format!("atc {v}"))
 }
 
 impl HostError {

@@ -6,10 +6,17 @@
 //! order they were asked for: each runs inside `ctx.wait`, so the actor takes no other message
 //! until it is done. That is what keeps a sleep from undoing a lease a pending readying is
 //! about to rely on.
+//!
+//! It also keeps what the imp's image offers as atc ([`ImageAtc`], spec §5.3 step 4), learned
+//! by the first readying that installs atc and forgotten when the imp cold-boots (as far as
+//! the daemon can tell: impd's imp object carries no boot id, so a cold boot shows as an imp
+//! that is stopped, failed or new at readying time, or as a harness start under another boot
+//! id) or is destroyed.
 
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::guest_atc::{self, ImageAtc, InstallError};
 use super::host_error::HostError;
 use super::settings::ImpSettings;
 use crate::providers::CheckIdle;
@@ -23,10 +30,22 @@ pub struct HostReady {
 }
 
 /// Ready the host for one more harness (features → get → create when missing → lease →
-/// guest dir). Answers once it is ready or with `host_unavailable`.
+/// guest dir, and its atc when `install_atc`). Answers once it is ready, or with
+/// `host_unavailable` (`unsupported_operation` `no_guest_atc` when atc is needed and cannot be
+/// had).
 #[derive(Message)]
 #[rtype(result = "Result<HostReady, HostError>")]
-pub struct ReadyHost;
+pub struct ReadyHost {
+    /// The harness's hooks run atc inside the imp: `<guestDir>/bin/atc` must work.
+    pub install_atc: bool,
+}
+
+/// A harness's connection started under this guest boot (`started.output.bootId`); another
+/// boot than the one seen before means the imp cold-booted, and what its image offers as atc
+/// is asked again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BootSeen(pub String);
 
 /// A harness that was counted by [`ReadyHost`] is gone (exited, ended or let go).
 #[derive(Message)]
@@ -73,6 +92,10 @@ pub struct HostLease {
     leases_supported: bool,
     renewal: Option<SpawnHandle>,
     suspending: bool,
+    /// What the image offers as atc, since the last cold boot the daemon noticed.
+    image_atc: Option<ImageAtc>,
+    /// The guest boot harnesses last started under.
+    boot: Option<String>,
 }
 
 impl HostLease {
@@ -87,6 +110,8 @@ impl HostLease {
             leases_supported: true,
             renewal: None,
             suspending: false,
+            image_atc: None,
+            boot: None,
         }
     }
 
@@ -181,16 +206,23 @@ impl Actor for HostLease {
 impl Handler<ReadyHost> for HostLease {
     type Result = ResponseFuture<Result<HostReady, HostError>>;
 
-    fn handle(&mut self, _: ReadyHost, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ReadyHost, ctx: &mut Self::Context) -> Self::Result {
         let settings = self.settings.clone();
         let imp = self.imp.clone();
         let relied_on = self.harnesses > 0;
         let rx = self.in_turn(
             ctx,
-            async move { ready(&settings, &imp, relied_on).await }
-                .into_actor(self)
+            // Read in turn: the readying before this one may have learned it.
+            actix::fut::wrap_future::<_, Self>(async {})
+                .then(move |_, act: &mut HostLease, _| {
+                    let atc = msg.install_atc.then(|| act.image_atc.clone());
+                    async move { ready(&settings, &imp, relied_on, atc).await }.into_actor(act)
+                })
                 .map(|res, act, ctx| {
-                    let (ready, leased) = res?;
+                    let (ready, leased, image_atc) = res?;
+                    if let Some(known) = image_atc {
+                        act.image_atc = known;
+                    }
                     act.harnesses += 1;
                     act.leases_supported = leased;
                     if leased {
@@ -205,22 +237,36 @@ impl Handler<ReadyHost> for HostLease {
     }
 }
 
-/// The readying itself. Returns whether a lease is held. A failure undoes only what this call
-/// did: an imp it created is destroyed, a lease it took is released unless a running harness
-/// already relied on one.
+/// What a readying learned of the image's atc: `None` when it did not install atc, else
+/// what is known now.
+type LearnedAtc = Option<Option<ImageAtc>>;
+
+/// The readying itself. `atc`: `None` when the harness needs no atc inside the imp, else what
+/// is known of the image's atc. Returns whether a lease is held and what is known of the
+/// image's atc afterwards. A failure undoes only what this call did: an imp it created is
+/// destroyed, a lease it took is released unless a running harness already relied on one.
 async fn ready(
     s: &ImpSettings,
     imp: &str,
     relied_on: bool,
-) -> Result<(HostReady, bool), HostError> {
+    atc: LearnedAtc,
+) -> Result<(HostReady, bool, LearnedAtc), HostError> {
     let client = s.client();
     let fail = |what: &'static str, e: &ImpPortError| HostError::impd(&s.target, what, e);
     let info = client
         .system_info()
         .await
         .map_err(|e| fail("reading impd's features", &e))?;
+    // An imp that is new, stopped or failed boots cold when the lease is taken: whatever its
+    // image offered before is asked again.
+    let mut atc = atc;
     let created = match client.imps_get(imp).await {
-        Ok(Some(_)) => false,
+        Ok(Some(found)) => {
+            if !matches!(found.state.as_str(), "running" | "sleeping") {
+                atc = atc.map(|_| None);
+            }
+            false
+        }
         Ok(None) => {
             client
                 .imps_create(CreateImp {
@@ -231,6 +277,7 @@ async fn ready(
                 .await
                 .map_err(|e| fail("creating the imp", &e))?;
             tracing::info!(imp, target = %s.target, "imp created");
+            atc = atc.map(|_| None);
             true
         }
         Err(e) => return Err(fail("reading the imp", &e)),
@@ -262,6 +309,34 @@ async fn ready(
             return Err(undo(fail("taking the lease", &e), false).await);
         }
     }
+    let learned = match atc {
+        None => {
+            if let Err(e) = make_run_dir(&client, s, imp).await {
+                return Err(undo(fail("setting up the guest dir", &e), leases).await);
+            }
+            None
+        }
+        Some(known) => match guest_atc::install(&client, s, imp, known).await {
+            Ok(now) => Some(now),
+            Err(InstallError::Impd(what, e)) => return Err(undo(fail(what, &e), leases).await),
+            Err(InstallError::Refused(err)) => return Err(undo(err, leases).await),
+        },
+    };
+    Ok((
+        HostReady {
+            offsets: info.features.session_offsets,
+        },
+        leases,
+        learned,
+    ))
+}
+
+/// `mkdir -p <guestDir>/run`, for a harness that needs no atc inside the imp.
+async fn make_run_dir(
+    client: &impd_client::ImpdClient,
+    s: &ImpSettings,
+    imp: &str,
+) -> Result<(), ImpPortError> {
     let mkdir = RunSpec {
         name: imp.to_string(),
         argv: vec![
@@ -273,27 +348,33 @@ async fn ready(
         env: Default::default(),
         stdin: Default::default(),
     };
-    match client.run(mkdir).await {
-        Ok(r) if r.code == Some(0) => {}
-        Ok(r) => {
-            let e = ImpPortError::new(
-                "GUEST_SETUP",
-                format!(
-                    "mkdir of the guest dir exited {:?}: {}",
-                    r.code,
-                    String::from_utf8_lossy(&r.stderr).trim()
-                ),
-            );
-            return Err(undo(fail("setting up the guest dir", &e), leases).await);
-        }
-        Err(e) => return Err(undo(fail("setting up the guest dir", &e), leases).await),
+    let r = client.run(mkdir).await?;
+    if r.code == Some(0) {
+        return Ok(());
     }
-    Ok((
-        HostReady {
-            offsets: info.features.session_offsets,
-        },
-        leases,
+    Err(ImpPortError::new(
+        "GUEST_SETUP",
+        format!(
+            "mkdir of the guest dir exited {:?}: {}",
+            r.code,
+            String::from_utf8_lossy(&r.stderr).trim()
+        ),
     ))
+}
+
+impl Handler<BootSeen> for HostLease {
+    type Result = ();
+
+    fn handle(&mut self, msg: BootSeen, _: &mut Self::Context) {
+        if self.boot.as_deref() == Some(msg.0.as_str()) {
+            return;
+        }
+        if self.boot.is_some() {
+            tracing::info!(imp = %self.imp, "the imp booted cold; its image's atc is asked again");
+            self.image_atc = None;
+        }
+        self.boot = Some(msg.0);
+    }
 }
 
 impl Handler<HarnessGone> for HostLease {
@@ -472,6 +553,8 @@ impl Handler<DestroyHost> for HostLease {
                     }
                     act.leased = false;
                     act.harnesses = 0;
+                    act.image_atc = None;
+                    act.boot = None;
                     tracing::info!(imp = %act.imp, "host destroyed");
                     Ok(())
                 }),

@@ -13,6 +13,7 @@
 //!   restarts, sleeps and daemon restarts, a shell over [`harness_state`], its phase machine;
 //!   [`connection`]: one actor per `/exec` connection attempt of a harness; [`input_queue`]:
 //!   the harness's input, bounded and never dropped.
+//! * [`guest_atc`]: the `<guestDir>/bin/atc` a readying installs for harnesses with hooks.
 //! * [`naming`]: imp, exec session and guest socket names that fit impd's limits.
 //! * [`cursor`]: where a harness is in its process's output, so a reconnect resumes by offset
 //!   and no byte reaches a session twice.
@@ -24,6 +25,7 @@
 pub mod bridge;
 pub mod connection;
 pub mod cursor;
+pub mod guest_atc;
 pub mod harness;
 pub mod harness_state;
 pub mod host_error;

@@ -31,6 +31,11 @@ pub fn exec_session_name(session_id: &str) -> String {
     format!("atc-{id}")
 }
 
+/// The atc a remote session's hooks run: `<guestDir>/bin/atc`.
+pub fn guest_atc(guest_dir: &str) -> String {
+    format!("{}/bin/atc", guest_dir.trim_end_matches('/'))
+}
+
 /// The guest socket a session's hooks report to: `<guestDir>/run/<first 16 sanitized id
 /// characters>.sock`.
 pub fn guest_socket(guest_dir: &str, session_id: &str) -> String {

@@ -104,6 +104,10 @@ impl ExecutionProvider for ImpProvider {
         true
     }
 
+    fn guest_atc(&self) -> Option<std::path::PathBuf> {
+        Some(super::naming::guest_atc(&self.settings.guest_dir).into())
+    }
+
     fn suspend_host(
         &self,
         host_key: &str,

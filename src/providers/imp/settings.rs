@@ -28,6 +28,13 @@ pub struct ImpSettings {
     pub memory_mib: Option<u64>,
     /// Where atc keeps its files inside an imp.
     pub guest_dir: String,
+    /// `guestATC`: an atc of this daemon's version on the image's `PATH` is used (linked as
+    /// `<guestDir>/bin/atc`) instead of a copy of the daemon's own binary (spec §5.3 step 4).
+    pub guest_atc: bool,
+    /// The atc binary copied into imps whose `bin/atc` needs it: the daemon's own, set by
+    /// [`ImpSettings::with_atc_binary`]. `None`: this daemon has no binary to copy, and an imp
+    /// that needs one is refused (`no_guest_atc`).
+    pub atc_binary: Option<PathBuf>,
     /// Prefix of imp names.
     pub imp_prefix: String,
     /// This daemon's id (the lease label is made from it).
@@ -70,12 +77,22 @@ impl ImpSettings {
             image: text("image"),
             memory_mib: options.get("memoryMib").and_then(Value::as_u64),
             guest_dir: text("guestDir").unwrap_or_else(|| DEFAULT_GUEST_DIR.to_string()),
+            // A non-boolean value is the target's config problem (`config::targets`).
+            guest_atc: options.get("guestATC").and_then(Value::as_bool) == Some(true),
+            atc_binary: None,
             imp_prefix: text("impPrefix").unwrap_or_else(|| DEFAULT_IMP_PREFIX.to_string()),
             daemon_id: daemon_id.to_string(),
             lease_ttl: timings.imp_lease_ttl,
             lease_renew: timings.imp_lease_renew,
             reconnect_delays: timings.imp_reconnect_delays.clone(),
         })
+    }
+
+    /// These settings with `binary` as the atc copied into imps; one that is not an absolute
+    /// path to a regular file (a bare `atc` left for `PATH` to find) counts as none.
+    pub fn with_atc_binary(mut self, binary: &std::path::Path) -> ImpSettings {
+        self.atc_binary = (binary.is_absolute() && binary.is_file()).then(|| binary.to_path_buf());
+        self
     }
 
     /// The lease label of this daemon.

@@ -80,6 +80,7 @@ fn start_reattach(
         args: record.args.clone(),
         env: Default::default(),
         cwd: std::path::PathBuf::from(&record.cwd),
+        hooks: false,
     };
     Ok(provider_of(deps, &record.target)?.start(
         StartSpec {

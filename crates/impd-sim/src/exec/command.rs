@@ -59,10 +59,14 @@ pub(super) fn broker_check(imp: &Imp, env: &BTreeMap<String, String>) -> Result<
     Ok(())
 }
 
-/// The final environment and cwd of a start: the image env (this machine's), the broker's
+/// The final environment and cwd of a start: the image env (this machine's, with the image's
+/// `PATH` when the simulator was given one), the broker's
 /// variables when the imp holds a grant, then the start's own env, which wins.
 pub(super) fn command(st: &SimState, imp: &str, s: &Start) -> Result<Command, ImpdError> {
     let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    if let Some(path) = &st.opts.image_path {
+        env.insert("PATH".into(), path.clone());
+    }
     let i = st.imp(imp)?;
     if !i.grants.is_empty() {
         for (k, v) in [
