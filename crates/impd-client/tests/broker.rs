@@ -632,3 +632,20 @@ async fn the_simulator_records_every_opening_with_env_keys_but_no_values() {
     assert_eq!(opens[2].kind, OpenKind::Attach);
     assert_eq!(sim.exec_starts().len(), 2);
 }
+
+#[actix_rt::test]
+async fn a_requiring_start_never_joins_a_session_of_an_agent_without_offsets() {
+    let sim = sim_with_box();
+    let c = client(&sim);
+    sim.faults()
+        .add_secret("gh", SecretKind::Github, &["github.com"]);
+    c.grants_add("box", "gh").await.unwrap();
+    sim.faults().set_agent_offsets(false);
+    // Creating the session passes: the broker is ready.
+    drop(started(&c, requiring_session("s1", "exec sleep 60")).await);
+    // Joining it cannot: there is no generation impd could have recorded.
+    let detail = not_ready_detail(&c, requiring_session("s1", "exec sleep 60")).await;
+    assert_eq!(detail, "session s1 has no execution generation");
+    sim.faults().set_agent_offsets(true);
+    drop(started(&c, requiring_session("s1", "ignored")).await);
+}

@@ -107,10 +107,19 @@ impl Conn {
                     |g: &Generation| s.resume.as_ref().is_some_and(|r| r.generation == g.id);
                 let (gen, created) = match existing {
                     Some(g) if !g.exited() || resumes_it(&g) => {
-                        if checks_require && s.require_broker && !g.with_broker {
-                            return Err(broker_refusal(&format!(
-                                "session {session} was started without the broker requirement"
-                            )));
+                        if checks_require && s.require_broker {
+                            // impd records requiring generations; an agent without offsets
+                            // has none to record, so nothing running there ever passes.
+                            if !st.opts.agent_offsets {
+                                return Err(broker_refusal(&format!(
+                                    "session {session} has no execution generation"
+                                )));
+                            }
+                            if !g.with_broker {
+                                return Err(broker_refusal(&format!(
+                                    "session {session} was started without the broker requirement"
+                                )));
+                            }
                         }
                         (g, false)
                     }
