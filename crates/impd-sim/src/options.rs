@@ -188,3 +188,37 @@ impl SimOptions {
         self.features.as_ref().is_some_and(|f| f.has(flag))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_is_on_only_when_announced_true() {
+        let mut f = Features::all();
+        for flag in Flag::ALL {
+            assert!(f.has(flag), "{flag:?}");
+        }
+        f.set(Flag::ExecRequire, FlagState::False);
+        f.set(Flag::SecretRebind, FlagState::Absent);
+        assert!(!f.has(Flag::ExecRequire) && !f.has(Flag::SecretRebind));
+        let wire = f.wire();
+        assert_eq!(wire["execRequire"], false);
+        assert!(wire.get("secretRebind").is_none(), "{wire}");
+        assert_eq!(wire["grantableTokens"], true);
+        // Setting a field by hand does not bring an absent flag back.
+        f.secret_rebind = true;
+        assert!(!f.has(Flag::SecretRebind));
+        f.set(Flag::SecretRebind, FlagState::True);
+        assert!(f.has(Flag::SecretRebind) && f.wire()["secretRebind"] == true);
+    }
+
+    #[test]
+    fn an_impd_before_flags_has_none() {
+        let opts = SimOptions {
+            features: None,
+            ..SimOptions::default()
+        };
+        assert!(Flag::ALL.iter().all(|f| !opts.has(*f)));
+    }
+}
