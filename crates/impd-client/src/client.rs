@@ -254,7 +254,7 @@ impl ImpdClient {
 }
 
 /// Parses a procedure's output into its type; a mismatch is a bad message.
-fn parse<T: serde::de::DeserializeOwned>(output: Value) -> Result<T, ImpPortError> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(output: Value) -> Result<T, ImpPortError> {
     serde_json::from_value(output).map_err(|e| {
         ImpPortError::bad_message(format!(
             "impd answered with an unexpected shape for {}: {e}",

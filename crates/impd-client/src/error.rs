@@ -14,7 +14,16 @@ pub const UNREACHABLE: &str = "UNREACHABLE";
 /// or a socket closed with 1008 (token revoked).
 pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
 /// impd's `NOT_FOUND` (from the envelope; a plain-text 404 is [`UNKNOWN_PROCEDURE`]).
+/// `data.kind` says what was missing ([`ImpPortError::not_found_kind`]).
 pub const NOT_FOUND: &str = "NOT_FOUND";
+/// impd's `FORBIDDEN`: outside the token's scope or patterns; for grants `data.reason` says
+/// which ([`ImpPortError::forbidden_reason`]).
+pub const FORBIDDEN: &str = "FORBIDDEN";
+/// impd's `CONFLICT` (`{kind, name, reason?}`): a name taken, a host already granted.
+pub const CONFLICT: &str = "CONFLICT";
+/// impd's `PRECONDITION_FAILED`: an exec requirement not met (`data: {reason, detail}`,
+/// [`ImpPortError::precondition`]), or a host not configured.
+pub const PRECONDITION_FAILED: &str = "PRECONDITION_FAILED";
 /// A plain 404 on `/rpc/...` without an oRPC envelope: impd has no such procedure (e.g.
 /// `leases.*` on an impd without leases, spec §1) or the base URL is wrong.
 pub const UNKNOWN_PROCEDURE: &str = "UNKNOWN_PROCEDURE";

@@ -54,10 +54,19 @@ pub struct StartMsg {
     /// Resume instead of replay (only with `session`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resume_from: Option<ResumeFrom>,
-    /// Preconditions (`"broker"`). Send only when `features.exec_require` is true: an older
-    /// impd drops the field and runs the command anyway (spec §11).
+    /// Preconditions. Send only when `features.exec_require` is true: an older impd drops
+    /// the field and runs the command anyway (spec §11). A refusal arrives as an `error` event
+    /// whose [`ImpPortError::precondition`] says why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub require: Vec<String>,
+    pub require: Vec<Requirement>,
+}
+
+/// A precondition of a `start` (spec §11); impd knows only one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Requirement {
+    /// impd's credential broker is set up for this boot of the guest before the command starts.
+    Broker,
 }
 
 /// An `attach` (spec §9.4). Fields left empty are not sent.
@@ -78,9 +87,10 @@ pub struct AttachMsg {
     /// `false`: fail with `INVALID_STATE` instead of waking or booting the imp (reconnects).
     pub wake: bool,
     /// The start's requirements, re-sent on reconnects as the daemon does (spec §15). The
-    /// examined impd ignores it on attach (spec §9.4, §17.1).
+    /// examined impd ignores it on attach (spec §9.4, §17.1): only a `start` that joins a
+    /// running session is checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub require: Vec<String>,
+    pub require: Vec<Requirement>,
 }
 
 /// A resume cursor: the generation the client has bytes of, and its high-water mark.
@@ -322,7 +332,7 @@ mod tests {
                 offset: 18000,
             }),
             wake: false,
-            require: vec!["broker".into()],
+            require: vec![Requirement::Broker],
         });
         assert_eq!(
             serde_json::to_value(&attach).unwrap(),
@@ -346,6 +356,24 @@ mod tests {
         for absent in ["env", "cwd", "session", "resumeFrom", "require"] {
             assert!(v.get(absent).is_none(), "{absent} was sent");
         }
+    }
+
+    #[test]
+    fn start_with_the_broker_requirement() {
+        let start = Opening::Start(StartMsg {
+            name: "a".into(),
+            argv: vec!["claude".into()],
+            tty: true,
+            cols: 80,
+            rows: 24,
+            session: Some("s".into()),
+            require: vec![Requirement::Broker],
+            ..StartMsg::default()
+        });
+        assert_eq!(
+            serde_json::to_value(&start).unwrap()["require"],
+            json!(["broker"])
+        );
     }
 
     #[test]
@@ -444,6 +472,12 @@ mod tests {
         };
         assert!(e.is("PRECONDITION_FAILED"));
         assert_eq!(e.data["reason"], "broker_not_ready");
+        let p = e.precondition().unwrap();
+        assert_eq!(
+            p.reason,
+            Some(crate::refusal::PreconditionReason::BrokerNotReady)
+        );
+        assert_eq!(p.detail, "the imp holds no grant");
         let Some(ExecEvent::Error(e)) =
             decode_server_text(br#"{"type":"error","message":"bad exec message: tty"}"#).unwrap()
         else {

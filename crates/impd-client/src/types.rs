@@ -26,6 +26,12 @@ pub struct Features {
     /// `execRequire`: an `/exec` start honours `require` (impd 0.30.0+). Without it, a start
     /// with `require` must not be sent at all (an older impd would drop the field and run it).
     pub exec_require: bool,
+    /// `grantableTokens`: tokens may carry a `grantable` secret list (impd 0.27.0+).
+    pub grantable_tokens: bool,
+    /// `secretRebind`: `secrets.add` takes `rebind` (impd 0.27.0+).
+    pub secret_rebind: bool,
+    /// `oauthSecrets`: secrets of kind `oauth` exist.
+    pub oauth_secrets: bool,
 }
 
 impl SystemInfo {
@@ -38,6 +44,9 @@ impl SystemInfo {
                 session_offsets: flag("sessionOffsets"),
                 leases: flag("leases"),
                 exec_require: flag("execRequire"),
+                grantable_tokens: flag("grantableTokens"),
+                secret_rebind: flag("secretRebind"),
+                oauth_secrets: flag("oauthSecrets"),
             },
         }
     }
@@ -114,12 +123,16 @@ mod tests {
     fn a_flag_counts_only_when_literally_true() {
         let info = SystemInfo::from_output(&json!({
             "version": "0.30.1",
-            "features": {"sessionOffsets": true, "leases": "true", "execRequire": 1}
+            "features": {"sessionOffsets": true, "leases": "true", "execRequire": 1,
+                         "grantableTokens": true, "secretRebind": null, "oauthSecrets": {}}
         }));
         assert_eq!(info.version, "0.30.1");
         assert!(info.features.session_offsets);
         assert!(!info.features.leases);
         assert!(!info.features.exec_require);
+        assert!(info.features.grantable_tokens);
+        assert!(!info.features.secret_rebind);
+        assert!(!info.features.oauth_secrets);
     }
 
     #[test]

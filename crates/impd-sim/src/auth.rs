@@ -29,6 +29,52 @@ impl Scope {
     }
 }
 
+/// What kind of credential a caller used (`tokens.whoami.kind`, protocol §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    Token,
+    Ssh,
+    Tailnet,
+    Dashboard,
+    Oauth,
+}
+
+impl TokenKind {
+    pub fn wire(self) -> &'static str {
+        match self {
+            TokenKind::Token => "token",
+            TokenKind::Ssh => "ssh",
+            TokenKind::Tailnet => "tailnet",
+            TokenKind::Dashboard => "dashboard",
+            TokenKind::Oauth => "oauth",
+        }
+    }
+}
+
+/// Who a token says it is: what `tokens.whoami` answers and what impd checks calls against.
+/// The default is the root token's: a host-wide `manage` token with no `grantable` list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub kind: TokenKind,
+    pub scope: Scope,
+    /// Imp name patterns (`*` = any run of characters); `None` = every imp and the host.
+    pub imps: Option<Vec<String>>,
+    /// Secrets the token may grant and revoke (impd 0.27.0+); `None` = the field is absent,
+    /// which means none.
+    pub grantable: Option<Vec<String>>,
+}
+
+impl Default for Identity {
+    fn default() -> Identity {
+        Identity {
+            kind: TokenKind::Token,
+            scope: Scope::Manage,
+            imps: None,
+            grantable: None,
+        }
+    }
+}
+
 /// An authenticated caller.
 #[derive(Clone, Debug)]
 pub struct Principal {
@@ -41,6 +87,9 @@ pub struct Principal {
     pub imps: Option<Vec<String>>,
     /// The bearer token it authenticated with (what a revocation matches).
     pub token: String,
+    pub kind: TokenKind,
+    /// Secrets it may grant and revoke; `None` = none (the field is absent in whoami).
+    pub grantable: Option<Vec<String>>,
 }
 
 impl Principal {
@@ -78,14 +127,26 @@ impl Principal {
         Ok(())
     }
 
-    /// `tokens.whoami` output.
-    pub fn whoami(&self) -> Value {
-        json!({
-            "kind": "token",
+    /// `tokens.whoami` output; `grantable` only from an impd that has `grantableTokens`.
+    pub fn whoami(&self, grantable_tokens: bool) -> Value {
+        let mut v = json!({
+            "kind": self.kind.wire(),
             "name": self.display,
             "scope": self.scope.wire(),
             "imps": self.imps,
-        })
+        });
+        if let Some(g) = self.grantable.as_ref().filter(|_| grantable_tokens) {
+            v["grantable"] = json!(g);
+        }
+        v
+    }
+
+    /// Takes on `id`'s kind, scope, patterns and grantable list.
+    fn assume(&mut self, id: Identity) {
+        self.kind = id.kind;
+        self.scope = id.scope;
+        self.imps = id.imps;
+        self.grantable = id.grantable;
     }
 }
 
@@ -133,13 +194,36 @@ impl Auth {
                 scope: Scope::Manage,
                 imps: None,
                 token: token.to_string(),
+                kind: TokenKind::Token,
+                grantable: None,
             },
         );
         auth
     }
 
+    /// Changes who an existing token is (later calls and sockets see it; sockets already open
+    /// keep the identity they opened with). False when the token is unknown.
+    pub fn set_identity(&mut self, token: &str, id: Identity) -> bool {
+        match self.tokens.get_mut(token) {
+            Some(p) => {
+                p.assume(id);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Mints a named token `imp_<id>.<secret>`.
     pub fn add_token(&mut self, scope: Scope, imps: Option<Vec<String>>) -> String {
+        self.add_token_as(Identity {
+            scope,
+            imps,
+            ..Identity::default()
+        })
+    }
+
+    /// Mints a named token `imp_<id>.<secret>` with a whole identity.
+    pub fn add_token_as(&mut self, identity: Identity) -> String {
         self.next_id += 1;
         let id = format!("{:04x}{}", self.next_id, &random_hex(4));
         let token = format!("imp_{id}.{}", random_hex(16));
@@ -148,9 +232,11 @@ impl Auth {
             Principal {
                 key: format!("token:{id}"),
                 display: format!("token-{id}"),
-                scope,
-                imps,
+                scope: identity.scope,
+                imps: identity.imps,
                 token: token.clone(),
+                kind: identity.kind,
+                grantable: identity.grantable,
             },
         );
         token

@@ -286,39 +286,6 @@ impl Faults {
         }
     }
 
-    /// Whether the imp's broker CA step succeeded this boot (`require:["broker"]`).
-    pub fn set_broker_ready(&self, imp: &str, ready: bool) -> bool {
-        match self.shared.lock().imps.get_mut(imp) {
-            Some(i) => {
-                i.broker_ready = ready;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Defines a secret on the host (`secrets.list`, `grants.add`).
-    pub fn add_secret(&self, name: &str, kind: &str, hosts: &[&str]) {
-        self.shared.lock().secrets.insert(
-            name.to_string(),
-            (
-                kind.to_string(),
-                hosts.iter().map(|h| h.to_string()).collect(),
-            ),
-        );
-    }
-
-    /// Grants a secret to an imp directly (as an operator would).
-    pub fn grant(&self, imp: &str, secret: &str) -> bool {
-        match self.shared.lock().imps.get_mut(imp) {
-            Some(i) => {
-                i.grants.insert(secret.to_string());
-                true
-            }
-            None => false,
-        }
-    }
-
     /// A lease held by another principal; `ttl` None = no end.
     pub fn add_lease(
         &self,

@@ -12,6 +12,7 @@ use super::auth::{uuid, Principal, Scope};
 use super::clock::Millis;
 use super::envelope::{date, ImpdError};
 use super::leases::{filtered, hold_until};
+use super::options::Flag;
 use super::process::signal_group;
 use super::state::{Boot, ColdBoot, Ctl, Imp, ImpState, Role, SimState};
 
@@ -90,7 +91,7 @@ impl SimState {
         if let Some(t) = imp.slept_at {
             v["sleptAt"] = date(t);
         }
-        if self.opts.flag(|f| f.leases) {
+        if self.opts.has(Flag::Leases) {
             v["leases"] = filtered(imp, p, now, |_| true);
         }
         if let Some(h) = hold_until(imp, now) {
@@ -209,7 +210,6 @@ impl SimState {
                 cold_boots: Default::default(),
                 cold_boot_reason: None,
                 leases: Vec::new(),
-                broker_ready: true,
                 grants: Default::default(),
                 listeners: Default::default(),
             },

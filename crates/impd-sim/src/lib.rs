@@ -10,7 +10,9 @@
 //! methods here let a test assert what happened without sleeping.
 //!
 //! Modules: `server` (network front and routes), `rpc` (procedures), `envelope` (oRPC shapes),
-//! `auth` (tokens, tickets), `imps` (lifecycle, boots, RAM), `leases`, `exec` (the `/exec`
+//! `auth` (tokens, tickets), `imps` (lifecycle, boots, RAM), `leases`, `broker` (secrets,
+//! grants, broker readiness, the record of openings), `grants` (grant steps over RPC, with
+//! faults), `broker_controls` (the test's handle on those), `exec` (the `/exec`
 //! socket), `session` (generations), `ring` and `modes` (history and replay boundaries),
 //! `process` (guest processes), `tunnel` (`/tunnel`), `ws` (framing), `faults`, `clock`,
 //! `options`, `state` (the shared state), `input` (field parsing).
@@ -20,10 +22,13 @@
 //! `impd-sim` binary (`src/main.rs`) runs it for a person trying atc's `imp` target.
 
 mod auth;
+mod broker;
+mod broker_controls;
 mod clock;
 mod envelope;
 mod exec;
 mod faults;
+mod grants;
 mod imps;
 mod input;
 mod leases;
@@ -46,12 +51,16 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-pub use auth::Scope;
+pub use auth::{Identity, Scope, TokenKind};
+pub use broker::{
+    AuthScheme, ExecOpenRecord, GrantFault, GrantStep, OpenKind, Secret, SecretKind, SecretRule,
+    PLACEHOLDER,
+};
 pub use clock::Clock;
 pub use faults::{Faults, When};
 pub use imps::BootEnd;
 pub use leases::Lease;
-pub use options::{Features, SimOptions};
+pub use options::{Features, Flag, FlagState, SimOptions};
 pub use ring::RING_BYTES;
 pub use session::Exit;
 pub use state::{ColdBoot, ImpState, Previous, Stats};
@@ -103,6 +112,8 @@ pub struct SessionView {
     pub attached: bool,
     /// What the name's last finished generation left.
     pub previous: Option<Previous>,
+    /// Started with `require:["broker"]` honoured (a later requiring start may join it).
+    pub with_broker: bool,
 }
 
 impl ImpdSim {
@@ -288,7 +299,7 @@ async fn boot(opts: SimOptions, root: String, dir: PathBuf) -> std::io::Result<B
             next_conn: 0,
             faults: Default::default(),
             stats: Default::default(),
-            secrets: BTreeMap::new(),
+            broker: Default::default(),
             resume_overlap: 0,
         }),
         guest: tokio::runtime::Handle::current(),
@@ -339,6 +350,7 @@ fn view(st: &SimState, name: &str) -> Option<ImpView> {
                         exit: out.exit,
                         attached: out.viewer.is_some(),
                         previous: b.previous_of(&g.session).cloned(),
+                        with_broker: g.with_broker,
                     }
                 })
                 .collect()

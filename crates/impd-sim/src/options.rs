@@ -1,13 +1,57 @@
 //! What kind of impd the simulator plays: its version, feature flags, agent abilities, RAM
 //! budget and clock. Set at start; most of it can be switched later through the fault handle.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 use serde_json::{json, Map, Value};
 
 use super::clock::Clock;
 
-/// `system.info.features` flags (protocol §4). Each one only counts when literally `true`.
+/// One `system.info.features` flag a client reads (protocol §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Flag {
+    SessionOffsets,
+    Leases,
+    ExecRequire,
+    GrantableTokens,
+    SecretRebind,
+    OauthSecrets,
+}
+
+impl Flag {
+    /// Every flag, in the order `features` lists them.
+    pub const ALL: [Flag; 6] = [
+        Flag::SessionOffsets,
+        Flag::Leases,
+        Flag::ExecRequire,
+        Flag::GrantableTokens,
+        Flag::SecretRebind,
+        Flag::OauthSecrets,
+    ];
+
+    pub fn wire(self) -> &'static str {
+        match self {
+            Flag::SessionOffsets => "sessionOffsets",
+            Flag::Leases => "leases",
+            Flag::ExecRequire => "execRequire",
+            Flag::GrantableTokens => "grantableTokens",
+            Flag::SecretRebind => "secretRebind",
+            Flag::OauthSecrets => "oauthSecrets",
+        }
+    }
+}
+
+/// What `features` says about one flag: `true`, `false`, or nothing (an impd from before it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagState {
+    True,
+    False,
+    Absent,
+}
+
+/// `system.info.features` flags (protocol §4). Each one only counts when literally `true`: a
+/// flag in `absent` is left out of `features` and off, whatever its field says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Features {
     /// Sessions carry `started.output` (off: an impd from before offsets, no `output`).
@@ -19,6 +63,8 @@ pub struct Features {
     pub grantable_tokens: bool,
     pub secret_rebind: bool,
     pub oauth_secrets: bool,
+    /// Flags left out of `features` altogether (an impd from before them); they are off.
+    pub absent: BTreeSet<Flag>,
 }
 
 impl Features {
@@ -31,17 +77,55 @@ impl Features {
             grantable_tokens: true,
             secret_rebind: true,
             oauth_secrets: true,
+            absent: BTreeSet::new(),
+        }
+    }
+
+    fn field(&mut self, flag: Flag) -> &mut bool {
+        match flag {
+            Flag::SessionOffsets => &mut self.session_offsets,
+            Flag::Leases => &mut self.leases,
+            Flag::ExecRequire => &mut self.exec_require,
+            Flag::GrantableTokens => &mut self.grantable_tokens,
+            Flag::SecretRebind => &mut self.secret_rebind,
+            Flag::OauthSecrets => &mut self.oauth_secrets,
+        }
+    }
+
+    /// The field's value, announced or not.
+    fn value(&self, flag: Flag) -> bool {
+        match flag {
+            Flag::SessionOffsets => self.session_offsets,
+            Flag::Leases => self.leases,
+            Flag::ExecRequire => self.exec_require,
+            Flag::GrantableTokens => self.grantable_tokens,
+            Flag::SecretRebind => self.secret_rebind,
+            Flag::OauthSecrets => self.oauth_secrets,
+        }
+    }
+
+    /// Whether the flag is on: announced, and announced as `true`.
+    pub fn has(&self, flag: Flag) -> bool {
+        !self.absent.contains(&flag) && self.value(flag)
+    }
+
+    /// Announces the flag as `true` or `false`, or leaves it out.
+    pub fn set(&mut self, flag: Flag, state: FlagState) {
+        *self.field(flag) = state == FlagState::True;
+        if state == FlagState::Absent {
+            self.absent.insert(flag);
+        } else {
+            self.absent.remove(&flag);
         }
     }
 
     pub fn wire(&self) -> Value {
         let mut m = Map::new();
-        m.insert("sessionOffsets".into(), json!(self.session_offsets));
-        m.insert("leases".into(), json!(self.leases));
-        m.insert("execRequire".into(), json!(self.exec_require));
-        m.insert("grantableTokens".into(), json!(self.grantable_tokens));
-        m.insert("secretRebind".into(), json!(self.secret_rebind));
-        m.insert("oauthSecrets".into(), json!(self.oauth_secrets));
+        for flag in Flag::ALL {
+            if !self.absent.contains(&flag) {
+                m.insert(flag.wire().into(), json!(self.value(flag)));
+            }
+        }
         m.insert("databaseCopy".into(), json!(false));
         m.insert("imageBuildStream".into(), json!(false));
         m.insert("imageOpStream".into(), json!(false));
@@ -103,8 +187,42 @@ impl Default for SimOptions {
 }
 
 impl SimOptions {
-    /// The features in force, `None` when the impd predates flags.
-    pub fn flag(&self, pick: impl Fn(&Features) -> bool) -> bool {
-        self.features.as_ref().is_some_and(pick)
+    /// Whether `flag` is on (an impd from before flags has none).
+    pub fn has(&self, flag: Flag) -> bool {
+        self.features.as_ref().is_some_and(|f| f.has(flag))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_is_on_only_when_announced_true() {
+        let mut f = Features::all();
+        for flag in Flag::ALL {
+            assert!(f.has(flag), "{flag:?}");
+        }
+        f.set(Flag::ExecRequire, FlagState::False);
+        f.set(Flag::SecretRebind, FlagState::Absent);
+        assert!(!f.has(Flag::ExecRequire) && !f.has(Flag::SecretRebind));
+        let wire = f.wire();
+        assert_eq!(wire["execRequire"], false);
+        assert!(wire.get("secretRebind").is_none(), "{wire}");
+        assert_eq!(wire["grantableTokens"], true);
+        // Setting a field by hand does not bring an absent flag back.
+        f.secret_rebind = true;
+        assert!(!f.has(Flag::SecretRebind));
+        f.set(Flag::SecretRebind, FlagState::True);
+        assert!(f.has(Flag::SecretRebind) && f.wire()["secretRebind"] == true);
+    }
+
+    #[test]
+    fn an_impd_before_flags_has_none() {
+        let opts = SimOptions {
+            features: None,
+            ..SimOptions::default()
+        };
+        assert!(Flag::ALL.iter().all(|f| !opts.has(*f)));
     }
 }

@@ -8,10 +8,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
 use super::auth::{Principal, Scope};
+use super::broker::GrantStep;
 use super::envelope::{date, parse_input, success_body, ImpdError};
 use super::exec::unauthorized;
 use super::imps::CreateImp;
 use super::input::Fields;
+use super::options::Flag;
 use super::state::{ImpState, Shared, SimState};
 
 /// Procedures impd has (those the simulator answers).
@@ -73,7 +75,7 @@ pub async fn route(
             return unauthorized();
         };
         let known = PROCEDURES.contains(&procedure.as_str())
-            && (group != "leases" || st.opts.flag(|f| f.leases));
+            && (group != "leases" || st.opts.has(Flag::Leases));
         if !known {
             return not_found();
         }
@@ -89,7 +91,14 @@ pub async fn route(
     if let Some(d) = delay {
         actix_rt::time::sleep(d).await;
     }
-    let result = parse_input(&body).and_then(|input| call(&shared, &principal, &procedure, &input));
+    if let Some(step) = GrantStep::of(&procedure) {
+        return super::grants::answer(&shared, &principal, step, &body, req.peer_addr()).await;
+    }
+    respond(parse_input(&body).and_then(|input| call(&shared, &principal, &procedure, &input)))
+}
+
+/// A procedure's answer as impd sends it.
+pub fn respond(result: Result<Value, ImpdError>) -> HttpResponse {
     match result {
         Ok(output) => HttpResponse::Ok().json(success_body(output)),
         Err(e) => {
@@ -115,14 +124,23 @@ fn call(
     let f = Fields(input);
     match procedure {
         "system.info" => Ok(system_info(&st)),
-        "tokens.whoami" => Ok(p.whoami()),
+        "tokens.whoami" => Ok(p.whoami(st.opts.has(Flag::GrantableTokens))),
         "imps.create" => {
             let req = CreateImp {
                 name: f.opt_str("name").map_err(|e| e.rpc())?,
                 image: f.opt_str("image").map_err(|e| e.rpc())?,
-                memory_mib: f.opt_int("memoryMib", 128, 1 << 20).map_err(|e| e.rpc())?.map(|n| n as u64),
-                vcpus: f.opt_int("vcpus", 1, 32).map_err(|e| e.rpc())?.map(|n| n as u64),
-                disk_mib: f.opt_int("diskMib", 1024, 1 << 30).map_err(|e| e.rpc())?.map(|n| n as u64),
+                memory_mib: f
+                    .opt_int("memoryMib", 128, 1 << 20)
+                    .map_err(|e| e.rpc())?
+                    .map(|n| n as u64),
+                vcpus: f
+                    .opt_int("vcpus", 1, 32)
+                    .map_err(|e| e.rpc())?
+                    .map(|n| n as u64),
+                disk_mib: f
+                    .opt_int("diskMib", 1024, 1 << 30)
+                    .map_err(|e| e.rpc())?
+                    .map(|n| n as u64),
             };
             st.create(p, req, now)
         }
@@ -140,7 +158,10 @@ fn call(
                 .collect(),
         )),
         "imps.wake" => {
-            let restart = f.opt_bool("restartError").map_err(|e| e.rpc())?.unwrap_or(false);
+            let restart = f
+                .opt_bool("restartError")
+                .map_err(|e| e.rpc())?
+                .unwrap_or(false);
             st.wake(p, &name_of(&f)?, restart, now)
         }
         "imps.start" => {
@@ -220,36 +241,8 @@ fn call(
             });
             Ok(json!({}))
         }
-        "secrets.list" => Ok(Value::Array(
-            st.secrets
-                .iter()
-                .map(|(name, (kind, hosts))| {
-                    let imps: Vec<&String> = st
-                        .imps
-                        .values()
-                        .filter(|i| i.grants.contains(name))
-                        .map(|i| &i.name)
-                        .collect();
-                    json!({
-                        "name": name,
-                        "kind": kind,
-                        "rules": hosts.iter().map(|h| json!({"host": h, "header": "authorization", "scheme": "bearer"})).collect::<Vec<_>>(),
-                        "imps": imps,
-                        "createdAt": date(0),
-                    })
-                })
-                .collect(),
-        )),
-        "grants.list" => {
-            let name = name_of(&f)?;
-            p.require(Scope::Read, Some(&name))?;
-            Ok(json!(st.imp(&name)?.grants.iter().collect::<Vec<_>>()))
-        }
-        "grants.add" | "grants.delete" => {
-            let name = name_of(&f)?;
-            let secret = f.str("secret").map_err(|e| e.rpc())?;
-            grant(&mut st, p, &name, &secret, procedure == "grants.add")
-        }
+        "secrets.list" => st.secrets_list(p),
+        "grants.list" => st.grants_list(p, &name_of(&f)?),
         _ => Err(ImpdError::new("NOT_FOUND", "no such procedure")),
     }
 }
@@ -316,27 +309,4 @@ fn sessions_list(st: &SimState, name: &str) -> Result<Value, ImpdError> {
             })
             .collect(),
     ))
-}
-
-fn grant(
-    st: &mut SimState,
-    p: &Principal,
-    name: &str,
-    secret: &str,
-    add: bool,
-) -> Result<Value, ImpdError> {
-    p.require(Scope::Manage, Some(name))?;
-    if !st.secrets.contains_key(secret) {
-        return Err(ImpdError::not_found("secret", secret));
-    }
-    let imp = st
-        .imps
-        .get_mut(name)
-        .ok_or_else(|| ImpdError::not_found("imp", name))?;
-    if add {
-        imp.grants.insert(secret.to_string());
-    } else if !imp.grants.remove(secret) {
-        return Err(ImpdError::not_found("grant", secret));
-    }
-    Ok(json!({}))
 }

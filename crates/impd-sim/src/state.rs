@@ -16,6 +16,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use super::auth::{Auth, Principal};
+use super::broker::BrokerState;
 use super::clock::{Clock, Millis};
 use super::faults::FaultState;
 use super::leases::Lease;
@@ -191,8 +192,6 @@ pub struct Imp {
     /// Why the next boot is cold (set when a fault stopped the imp).
     pub cold_boot_reason: Option<String>,
     pub leases: Vec<Lease>,
-    /// The per-boot CA-bundle step succeeded (the broker can be ready).
-    pub broker_ready: bool,
     pub grants: BTreeSet<String>,
     pub listeners: BTreeMap<String, Listener>,
 }
@@ -260,8 +259,8 @@ pub struct SimState {
     pub next_conn: ConnId,
     pub faults: FaultState,
     pub stats: Stats,
-    /// Secrets known to the host: name → (kind, hosts).
-    pub secrets: BTreeMap<String, (String, Vec<String>)>,
+    /// Secrets, broker readiness and the record of `/exec` openings.
+    pub broker: BrokerState,
     /// Extra bytes a resume repeats before the asked offset (at-least-once delivery).
     pub resume_overlap: u64,
 }

@@ -8,7 +8,9 @@ use actix_http::ws;
 use awc::BoxedSocket;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use impd_sim::{BootEnd, Clock, Features, ImpState, ImpdSim, Scope, SimOptions, When, RING_BYTES};
+use impd_sim::{
+    BootEnd, Clock, Features, ImpState, ImpdSim, Scope, SecretKind, SimOptions, When, RING_BYTES,
+};
 use serde_json::{json, Value};
 
 /// Generous bound for things that should happen quickly; it only bounds failure.
@@ -1200,7 +1202,8 @@ async fn require_broker_is_checked_on_start_and_ignored_by_an_older_impd() {
     assert_eq!(e["data"]["reason"], "broker_not_ready");
     assert!(sim.session("box", "s1").is_none(), "nothing ran");
 
-    sim.faults().add_secret("gh", "github", &["github.com"]);
+    sim.faults()
+        .add_secret("gh", SecretKind::Github, &["github.com"]);
     ok(&sim, "grants.add", json!({"name": "box", "secret": "gh"})).await;
     assert_eq!(
         ok(&sim, "grants.list", json!({"name": "box"})).await,

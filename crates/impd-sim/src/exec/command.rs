@@ -1,6 +1,7 @@
 //! The environment a start runs in and impd's checks for `require:["broker"]` (protocol §11):
-//! the broker's variables when the imp holds a grant, the placeholders a start may not
-//! override, and the refusal when the broker is not ready.
+//! the broker's variables and placeholders when the imp's broker is ready, the variables a
+//! requiring start may not set itself, and the refusal when the broker is not ready. Whether it
+//! is ready is `broker`'s to say.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,9 +9,10 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::message::Start;
+use crate::broker::PLACEHOLDER;
 use crate::envelope::ImpdError;
 use crate::process::Command;
-use crate::state::{Imp, SimState};
+use crate::state::SimState;
 
 /// Variables impd's broker sets in a guest whose imp holds a grant (protocol §11).
 const BROKER_VARS: &[&str] = &[
@@ -26,16 +28,6 @@ const BROKER_VARS: &[&str] = &[
     "CURL_CA_BUNDLE",
 ];
 
-/// Placeholder variables per granted secret kind, which a `require` start may not override.
-fn placeholder_vars(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "github" => &["GH_TOKEN", "GITHUB_TOKEN"],
-        "anthropic" => &["ANTHROPIC_API_KEY"],
-        "npm" => &["NPM_TOKEN"],
-        _ => &[],
-    }
-}
-
 /// `PRECONDITION_FAILED {reason:"broker_not_ready", detail}`.
 pub(super) fn broker_refusal(detail: &str) -> ImpdError {
     ImpdError::new(
@@ -45,34 +37,42 @@ pub(super) fn broker_refusal(detail: &str) -> ImpdError {
     .with_data(json!({"reason": "broker_not_ready", "detail": detail}))
 }
 
-/// impd's checks for `require:["broker"]` on a start that creates a process (§11).
-pub(super) fn broker_check(imp: &Imp, env: &BTreeMap<String, String>) -> Result<(), ImpdError> {
-    if imp.grants.is_empty() {
-        return Err(broker_refusal("the imp holds no grant"));
-    }
-    if !imp.broker_ready {
-        return Err(broker_refusal("the CA bundle step failed this boot"));
-    }
-    if let Some(var) = env.keys().find(|k| BROKER_VARS.contains(&k.as_str())) {
+/// impd's checks for `require:["broker"]` on a start that creates a process (§11 rules 1–3):
+/// the imp holds a grant, its CA-bundle step did not fail, and the start's own env sets no
+/// broker variable and no placeholder of a granted kind.
+pub(super) fn broker_check(
+    st: &SimState,
+    imp: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<(), ImpdError> {
+    let i = st.imp(imp)?;
+    st.broker.readiness(i).map_err(|d| broker_refusal(&d))?;
+    let placeholders = st.broker.placeholders_of(i);
+    if let Some(var) = env
+        .keys()
+        .find(|k| BROKER_VARS.contains(&k.as_str()) || placeholders.contains(&k.as_str()))
+    {
         return Err(broker_refusal(&format!("the start's env sets {var}")));
     }
     Ok(())
 }
 
 /// The final environment and cwd of a start: the image env (this machine's, with the image's
-/// `PATH` when the simulator was given one), the broker's
-/// variables when the imp holds a grant, then the start's own env, which wins.
+/// `PATH` when the simulator was given one), the broker's variables and the placeholders of
+/// granted kinds when the imp's broker is ready, then the start's own env, which wins. No
+/// secret's value is ever part of it.
 pub(super) fn command(st: &SimState, imp: &str, s: &Start) -> Result<Command, ImpdError> {
     let mut env: BTreeMap<String, String> = std::env::vars().collect();
     if let Some(path) = &st.opts.image_path {
         env.insert("PATH".into(), path.clone());
     }
     let i = st.imp(imp)?;
-    if !i.grants.is_empty() {
+    if st.broker.readiness(i).is_ok() {
         for (k, v) in [
             ("HTTPS_PROXY", "http://127.0.0.1:9"),
             ("https_proxy", "http://127.0.0.1:9"),
             ("NO_PROXY", "localhost,127.0.0.1"),
+            ("no_proxy", "localhost,127.0.0.1"),
             ("NODE_USE_ENV_PROXY", "1"),
         ] {
             env.insert(k.into(), v.into());
@@ -80,21 +80,8 @@ pub(super) fn command(st: &SimState, imp: &str, s: &Start) -> Result<Command, Im
         for k in &BROKER_VARS[5..] {
             env.insert(k.to_string(), "/etc/imp/broker-ca.pem".into());
         }
-        let kinds: Vec<String> = i
-            .grants
-            .iter()
-            .filter_map(|g| st.secrets.get(g).map(|(kind, _)| kind.clone()))
-            .collect();
-        if s.require_broker {
-            for kind in &kinds {
-                if let Some(var) = s
-                    .env
-                    .keys()
-                    .find(|k| placeholder_vars(kind).contains(&k.as_str()))
-                {
-                    return Err(broker_refusal(&format!("the start's env sets {var}")));
-                }
-            }
+        for k in st.broker.placeholders_of(i) {
+            env.insert(k.to_string(), PLACEHOLDER.into());
         }
     }
     env.extend(s.env.clone());

@@ -144,3 +144,45 @@ pub(super) fn parse_open(v: &Value) -> Result<Open, FieldError> {
         _ => Err(bad("type", "the first message must be start or attach")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn start(require: Value) -> Value {
+        json!({"type": "start", "name": "box", "argv": ["sh"], "tty": true,
+               "session": "s1", "require": require})
+    }
+
+    #[test]
+    fn require_knows_only_broker() {
+        let Ok(Open::Start(s)) = parse_open(&start(json!(["broker"]))) else {
+            panic!("a broker requirement is a start")
+        };
+        assert!(s.require_broker);
+        let Ok(Open::Start(s)) = parse_open(&start(json!([]))) else {
+            panic!("an empty requirement list is a start")
+        };
+        assert!(!s.require_broker);
+        for bad in [
+            json!(["tls"]),
+            json!(["broker", "x"]),
+            json!("broker"),
+            json!([1]),
+        ] {
+            let e = parse_open(&start(bad.clone())).expect_err("a schema error");
+            assert_eq!(e.field, "require", "{bad}");
+        }
+    }
+
+    #[test]
+    fn require_with_tool_or_outer_is_a_schema_error() {
+        let tool = json!({"type": "start", "name": "box", "argv": [], "tty": false,
+                          "tool": "tar", "require": ["broker"]});
+        assert_eq!(parse_open(&tool).expect_err("tool").field, "tool");
+        let outer = json!({"type": "start", "name": "box", "argv": ["sh"], "tty": false,
+                           "outer": true, "require": ["broker"]});
+        assert_eq!(parse_open(&outer).expect_err("outer").field, "outer");
+    }
+}

@@ -11,11 +11,13 @@
 //! This file owns the socket itself: the upgrade and its credentials, the `Conn` task, the
 //! client messages after `started`, the error closes, and the cleanup when the socket goes.
 //! The opening message's schema is in `message`, the decision it leads to in `open` (with the
-//! start's environment and broker checks in `command`), and the output loops in `stream`.
+//! start's environment and broker checks in `command`), the output loops in `stream`, and
+//! the record tests read of every opening in `record`.
 
 mod command;
 mod message;
 mod open;
+mod record;
 mod stream;
 
 use std::sync::Arc;
@@ -163,6 +165,7 @@ impl Conn {
                 Open::Attach(_) => "attach",
             };
             *st.stats.exec_opens.entry(kind.into()).or_default() += 1;
+            st.broker.record_open(record::record(&open));
             (st.faults.take_exec_drop(), st.faults.take_garble())
         };
         if garble && !self.out.raw_text("{\"type\":\"started\",\"pid\":").await {

@@ -12,6 +12,7 @@ use super::message::Open;
 use super::Conn;
 use crate::auth::Scope;
 use crate::envelope::ImpdError;
+use crate::options::Flag;
 use crate::process::{self, Input, Process};
 use crate::session::{start_generation, Generation, Plan, ResumeFrom};
 use crate::state::{Ctl, Imp, ImpState, Role, SimState};
@@ -70,11 +71,11 @@ impl Conn {
         if let Some(c) = st.conns.get_mut(&self.id) {
             c.imp = Some(name.clone());
         }
-        let checks_require = st.opts.flag(|f| f.exec_require);
+        let checks_require = st.opts.has(Flag::ExecRequire);
         match open {
             Open::Start(s) if s.session.is_none() => {
                 if checks_require && s.require_broker {
-                    broker_check(st.imp(&name)?, &s.env)?;
+                    broker_check(&st, &name, &s.env)?;
                 }
                 let cmd = command(&st, &name, s)?;
                 let process = process::spawn(&shared.guest, &cmd).map_err(|e| {
@@ -106,16 +107,25 @@ impl Conn {
                     |g: &Generation| s.resume.as_ref().is_some_and(|r| r.generation == g.id);
                 let (gen, created) = match existing {
                     Some(g) if !g.exited() || resumes_it(&g) => {
-                        if checks_require && s.require_broker && !g.with_broker {
-                            return Err(broker_refusal(&format!(
-                                "session {session} was started without the broker requirement"
-                            )));
+                        if checks_require && s.require_broker {
+                            // impd records requiring generations; an agent without offsets
+                            // has none to record, so nothing running there ever passes.
+                            if !st.opts.agent_offsets {
+                                return Err(broker_refusal(&format!(
+                                    "session {session} has no execution generation"
+                                )));
+                            }
+                            if !g.with_broker {
+                                return Err(broker_refusal(&format!(
+                                    "session {session} was started without the broker requirement"
+                                )));
+                            }
                         }
                         (g, false)
                     }
                     existing => {
                         if checks_require && s.require_broker {
-                            broker_check(st.imp(&name)?, &s.env)?;
+                            broker_check(&st, &name, &s.env)?;
                         }
                         let count = st
                             .imp(&name)?
@@ -228,7 +238,7 @@ impl Conn {
             "session": gen.session,
             "created": created,
         });
-        if st.opts.flag(|f| f.session_offsets) {
+        if st.opts.has(Flag::SessionOffsets) {
             started["output"] = if offsets {
                 let mut o = json!({
                     "continuity": "offsets",

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::{Conn, Flow};
 use crate::envelope::ImpdError;
+use crate::options::Flag;
 use crate::process::{Event, Input};
 use crate::session::{collect, Generation, Plan};
 use crate::state::Ctl;
@@ -80,7 +81,7 @@ impl Conn {
 
     fn offsets_on(&self) -> bool {
         let st = self.shared.lock();
-        st.opts.agent_offsets && st.opts.flag(|f| f.session_offsets)
+        st.opts.agent_offsets && st.opts.has(Flag::SessionOffsets)
     }
 
     async fn session_ctl(&mut self, ctl: Ctl, sent: u64, offsets: bool) -> Flow {
