@@ -16,7 +16,7 @@ pub mod spawn_options;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use atc_protocol::responses::{AgentCapabilities, AgentEntry};
 
 use crate::config::AgentConfig;
 pub use agent_error::AgentError;
@@ -107,64 +107,9 @@ pub struct LaunchPlan {
     pub hooks: bool,
 }
 
-/// An agent as `GET /v1/agents` lists it.
-#[derive(Debug, Serialize)]
-pub struct AgentListing {
-    /// Agent id.
-    pub id: String,
-    /// Display label.
-    pub label: String,
-    /// Whether its program resolves now.
-    pub installed: bool,
-    /// The configured program.
-    pub bin: String,
-    /// Built in or configured.
-    pub builtin: bool,
-    /// `claude`, `codex`, `grok`, or null.
-    pub kind: Option<String>,
-    /// Role → model map (spec §9.1), or null.
-    pub models: Option<BTreeMap<String, String>>,
-    /// `{model, effort}` as spec §9.2 describes them.
-    #[serde(rename = "spawnOptions")]
-    pub spawn_options: serde_json::Value,
-    /// Whether its credential stays in impd's broker: it runs only on a broker target.
-    #[serde(rename = "brokerAuth")]
-    pub broker_auth: bool,
-    /// What a client can do with it (spec §9.1).
-    pub capabilities: AgentCapabilities,
-    /// Why its config entry left it out (spawns of it are refused); absent when it is fine.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<AgentProblem>,
-}
-
-/// What a client can do with an agent (spec §9.1). Only `spawn` varies: attaching, reading
-/// the screen and typing work for every agent's sessions.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct AgentCapabilities {
-    /// Installed (or, for a broker-backed agent, some target has a broker) and not refused.
-    pub spawn: bool,
-    /// Its sessions can be attached.
-    pub attach: bool,
-    /// Its sessions' screens can be read.
-    pub screen: bool,
-    /// Its sessions take input.
-    pub input: bool,
-}
-
-impl AgentCapabilities {
-    fn with_spawn(spawn: bool) -> AgentCapabilities {
-        AgentCapabilities {
-            spawn,
-            attach: true,
-            screen: true,
-            input: true,
-        }
-    }
-}
-
 /// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
 /// refused at spawn, while every other agent works.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct AgentProblem {
     /// Agent id.
     pub agent: String,
@@ -172,6 +117,17 @@ pub struct AgentProblem {
     pub problem: &'static str,
     /// Which key is at fault and why; never its value.
     pub detail: String,
+}
+
+impl AgentProblem {
+    /// As `GET /v1/agents` lists it.
+    fn listed(&self) -> atc_protocol::responses::AgentProblem {
+        atc_protocol::responses::AgentProblem {
+            agent: self.agent.clone(),
+            problem: self.problem.to_string(),
+            detail: self.detail.clone(),
+        }
+    }
 }
 
 /// All agents the daemon knows, built once from config at start.
@@ -263,13 +219,13 @@ impl AgentCatalog {
     }
 
     /// The problems of the agents left out, for `GET /v1/agents`.
-    pub fn problems(&self) -> Vec<AgentProblem> {
-        self.invalid.values().cloned().collect()
+    pub fn problems(&self) -> Vec<atc_protocol::responses::AgentProblem> {
+        self.invalid.values().map(AgentProblem::listed).collect()
     }
 
     /// The listing for `GET /v1/agents`, resolving each program now. `broker_target`: whether
     /// some target has a broker, without which a broker-backed agent cannot be spawned.
-    pub fn listing(&self, broker_target: bool) -> Vec<AgentListing> {
+    pub fn listing(&self, broker_target: bool) -> Vec<AgentEntry> {
         self.agents
             .values()
             .map(|a| {
@@ -278,7 +234,7 @@ impl AgentCatalog {
                     Some(_) => broker_target,
                     None => installed,
                 };
-                AgentListing {
+                AgentEntry {
                     id: a.id.clone(),
                     label: a.label.clone(),
                     installed,
@@ -292,7 +248,7 @@ impl AgentCatalog {
                     problem: None,
                 }
             })
-            .chain(self.invalid.values().map(|p| AgentListing {
+            .chain(self.invalid.values().map(|p| AgentEntry {
                 id: p.agent.clone(),
                 label: p.agent.clone(),
                 installed: false,
@@ -303,7 +259,7 @@ impl AgentCatalog {
                 spawn_options: serde_json::Value::Null,
                 broker_auth: p.problem == crate::config::AUTH_BINDING_INVALID,
                 capabilities: AgentCapabilities::with_spawn(false),
-                problem: Some(p.clone()),
+                problem: Some(p.listed()),
             }))
             .collect()
     }

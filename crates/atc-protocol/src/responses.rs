@@ -138,9 +138,40 @@ pub struct AgentEntry {
     #[serde(rename = "spawnOptions")]
     #[schema(value_type = Object)]
     pub spawn_options: serde_json::Value,
+    /// Whether its credential stays in impd's broker: it runs only on a broker target.
+    #[serde(rename = "brokerAuth", default)]
+    pub broker_auth: bool,
+    /// What a client can do with it.
+    pub capabilities: AgentCapabilities,
     /// Why its config entry left it out; absent when it is fine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<AgentProblem>,
+}
+
+/// What a client can do with an agent (spec §9.1). Only `spawn` varies: attaching, reading
+/// the screen and typing work for every agent's sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentCapabilities {
+    /// Installed (or, for a broker-backed agent, some target has a broker) and not refused.
+    pub spawn: bool,
+    /// Its sessions can be attached.
+    pub attach: bool,
+    /// Its sessions' screens can be read.
+    pub screen: bool,
+    /// Its sessions take input.
+    pub input: bool,
+}
+
+impl AgentCapabilities {
+    /// Every capability, with `spawn` as given.
+    pub fn with_spawn(spawn: bool) -> AgentCapabilities {
+        AgentCapabilities {
+            spawn,
+            attach: true,
+            screen: true,
+            input: true,
+        }
+    }
 }
 
 /// A configured agent left out for a problem of its entry (spec §9.3).
@@ -148,7 +179,7 @@ pub struct AgentEntry {
 pub struct AgentProblem {
     /// Agent id.
     pub agent: String,
-    /// `agent_invalid`.
+    /// `agent_invalid`, or `auth_binding_invalid` for its `auth`.
     pub problem: String,
     /// Which key is at fault and why; never its value.
     pub detail: String,
@@ -169,6 +200,9 @@ pub struct TargetEntry {
     pub default: bool,
     /// What its provider can do (all false when unavailable).
     pub capabilities: Capabilities,
+    /// Whether its provider has a credential broker (spec §6.1).
+    #[serde(rename = "brokerAuth", default)]
+    pub broker_auth: bool,
 }
 
 /// What a spawn without `agent` or `target` uses.
