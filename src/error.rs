@@ -271,6 +271,28 @@ impl Error {
                         .with("problem", "guest_env_conflict")
                         .with("variable", variable.clone())
                 }
+                BrokerError::ImpdTooOld { imp, missing } => Wire::new(C::AuthImpdTooOld)
+                    .with("imp", imp.clone())
+                    .with("missing", missing.clone()),
+                BrokerError::TokenScope { scope } => {
+                    Wire::new(C::AuthTokenScope).with("scope", scope.clone())
+                }
+                BrokerError::TokenTooBroad => Wire::new(C::AuthTokenTooBroad),
+                BrokerError::ImpOutOfScope { imp } => {
+                    Wire::new(C::AuthImpOutOfScope).with("imp", imp.clone())
+                }
+                BrokerError::SecretNotGrantable { secret } => {
+                    Wire::new(C::AuthSecretNotGrantable).with("secret", secret.clone())
+                }
+                BrokerError::SecretMissing { secret } => Wire::new(C::AuthSecretMismatch)
+                    .with("secret", secret.clone())
+                    .with("problem", "missing"),
+                BrokerError::SecretMismatch { secret } => Wire::new(C::AuthSecretMismatch)
+                    .with("secret", secret.clone())
+                    .with("problem", "rules_changed"),
+                BrokerError::SigninNeeded { secret, status } => Wire::new(C::AuthSigninNeeded)
+                    .with("secret", secret.clone())
+                    .with("status", status.clone()),
                 BrokerError::BindingInvalid { agent, problem, .. } => {
                     Wire::new(C::AuthBindingInvalid)
                         .with("agent", agent.clone())

@@ -24,6 +24,55 @@ pub enum BrokerError {
         /// The variable.
         variable: String,
     },
+    /// impd lacks a feature the broker needs.
+    #[error("impd serving imp '{imp}' is too old for broker authentication (no {}); upgrade it to 0.30.0 or later", missing.join(", no "))]
+    ImpdTooOld {
+        /// The imp.
+        imp: String,
+        /// The features it lacks, by their `system.info` names.
+        missing: Vec<&'static str>,
+    },
+    /// The daemon's impd token is below `manage`.
+    #[error("the daemon's impd token has scope '{scope}'; broker authentication needs a token with scope 'manage'")]
+    TokenScope {
+        /// The token's scope.
+        scope: String,
+    },
+    /// The token reaches every imp.
+    #[error("the daemon's impd token names no imp patterns (or only '*'); give it patterns that cover only atc's imps")]
+    TokenTooBroad,
+    /// The imp is outside the token's patterns.
+    #[error("imp '{imp}' is outside the daemon's impd token's imp patterns")]
+    ImpOutOfScope {
+        /// The imp.
+        imp: String,
+    },
+    /// A bound secret is not in the token's `grantable` list.
+    #[error("the daemon's impd token may not grant secret '{secret}'; add it to the token's grantable list")]
+    SecretNotGrantable {
+        /// The secret.
+        secret: String,
+    },
+    /// A bound secret does not exist at impd.
+    #[error("impd has no secret '{secret}'; add it to impd (imp secrets add) or fix the agent's 'auth.secrets'")]
+    SecretMissing {
+        /// The secret.
+        secret: String,
+    },
+    /// A secret's rules at impd differ from the bound ones.
+    #[error("secret '{secret}' changed at impd since it was bound; rebind the session (POST /v1/sessions/{{id}}/auth/rebind)")]
+    SecretMismatch {
+        /// The secret.
+        secret: String,
+    },
+    /// An oauth secret whose sign-in is not ready.
+    #[error("secret '{secret}' is an impd sign-in that is not ready ({status}); finish the sign-in at impd")]
+    SigninNeeded {
+        /// The secret.
+        secret: String,
+        /// Its `oauth.status`.
+        status: String,
+    },
     /// The agent's `auth` cannot be bound as written.
     #[error("agent '{agent}': its 'auth' cannot be bound: {detail}; fix its entry and restart the daemon")]
     BindingInvalid {

@@ -5,10 +5,12 @@
 //!
 //! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
 //! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
+//! - [`gate`]: the read-only checks of impd and its token before the broker is relied on.
 //! - [`placement`]: which targets a broker-backed agent may start on.
 
 pub mod auth_config;
 pub mod broker_error;
+pub mod gate;
 pub mod placement;
 
 pub use auth_config::AgentAuth;

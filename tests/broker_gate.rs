@@ -1,0 +1,110 @@
+//! Issue 9 item 2: the gate reads impd afresh (features, the token's identity, the secrets)
+//! through the real client against the simulator, and refuses with each gate code. The
+//! decision's every branch has unit tests in `src/broker/gate.rs`; this proves the reads.
+
+mod support;
+
+use atc::broker::gate;
+use atc::broker::AgentAuth;
+use impd_client::{ImpdClient, TokenSource};
+use support::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope, SecretKind, SimOptions};
+
+fn auth(secrets: &[&str]) -> AgentAuth {
+    AgentAuth {
+        secrets: secrets.iter().map(|s| s.to_string()).collect(),
+        placeholders: vec!["CLAUDE_CODE_OAUTH_TOKEN".into()],
+        check: None,
+    }
+}
+
+fn narrow(grantable: &[&str]) -> Identity {
+    Identity {
+        scope: Scope::Manage,
+        imps: Some(vec!["atc-*".into()]),
+        grantable: Some(grantable.iter().map(|s| s.to_string()).collect()),
+        ..Identity::default()
+    }
+}
+
+async fn judge(sim: &ImpdSim, a: &AgentAuth, imp: &str) -> Result<Vec<String>, String> {
+    let client = ImpdClient::new(
+        &sim.url(),
+        TokenSource::File(sim.token_file().to_path_buf()),
+    );
+    let view = gate::read(&client, "box")
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    gate::judge(&view, "agent", a, imp, None)
+        .map(|s| s.iter().map(|s| s.name.clone()).collect())
+        .map_err(|e| atc::error::Error::from(e).code().as_str().to_string())
+}
+
+#[actix_rt::test]
+async fn the_gate_reads_impd_afresh_and_gives_each_code() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let value = sim
+        .faults()
+        .add_secret("claude-oauth", SecretKind::Custom, &["api.anthropic.com"]);
+    sim.faults()
+        .set_feature(Flag::GrantableTokens, FlagState::True);
+    sim.faults().set_feature(Flag::SecretRebind, FlagState::True);
+    let a = auth(&["claude-oauth"]);
+
+    // The root token reaches every imp: too broad to trust with a credential.
+    assert_eq!(
+        judge(&sim, &a, "atc-one").await,
+        Err("auth_token_too_broad".into())
+    );
+    assert!(sim
+        .faults()
+        .set_identity(sim.token(), narrow(&["claude-oauth"])));
+    assert_eq!(
+        judge(&sim, &a, "atc-one").await,
+        Ok(vec!["claude-oauth".into()])
+    );
+    // Each read is fresh: a change at impd shows at the next gate.
+    assert_eq!(
+        judge(&sim, &a, "other").await,
+        Err("auth_imp_out_of_scope".into())
+    );
+    assert_eq!(
+        judge(&sim, &auth(&["not-granted"]), "atc-one").await,
+        Err("auth_secret_not_grantable".into())
+    );
+    assert!(sim
+        .faults()
+        .set_identity(sim.token(), narrow(&["claude-oauth", "gone"])));
+    assert_eq!(
+        judge(&sim, &auth(&["gone"]), "atc-one").await,
+        Err("auth_secret_mismatch".into())
+    );
+    assert!(sim.faults().set_identity(
+        sim.token(),
+        Identity {
+            scope: Scope::Exec,
+            ..narrow(&["claude-oauth"])
+        }
+    ));
+    assert_eq!(
+        judge(&sim, &a, "atc-one").await,
+        Err("auth_token_scope".into())
+    );
+    sim.faults()
+        .set_feature(Flag::SecretRebind, FlagState::Absent);
+    assert_eq!(
+        judge(&sim, &a, "atc-one").await,
+        Err("auth_impd_too_old".into())
+    );
+
+    // impd's answers carry names and rules only.
+    let client = ImpdClient::new(
+        &sim.url(),
+        TokenSource::File(sim.token_file().to_path_buf()),
+    );
+    let view = gate::read(&client, "box").await.unwrap();
+    assert!(
+        !format!("{view:?}").contains(&value),
+        "a secret value reached the daemon"
+    );
+    sim.stop();
+}
