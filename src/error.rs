@@ -237,6 +237,7 @@ impl Error {
                 ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
                 ProviderError::ProcessGone => Wire::new(C::SessionDead),
                 ProviderError::Host(e) => host_wire(e),
+                ProviderError::Broker(e) => broker_wire(e),
             },
             Error::Session(e) => match e {
                 SessionError::NoSuch { key } => {
@@ -259,46 +260,7 @@ impl Error {
                     Wire::new(C::HostUnavailable).with("problem", "not_started")
                 }
             },
-            Error::Broker(e) => match e {
-                BrokerError::TargetUnsupported { agent, target } => {
-                    Wire::new(C::AuthTargetUnsupported)
-                        .with("agent", agent.clone())
-                        .with("target", target.clone())
-                }
-                BrokerError::GuestEnvConflict { agent, variable } => {
-                    Wire::new(C::AuthTargetUnsupported)
-                        .with("agent", agent.clone())
-                        .with("problem", "guest_env_conflict")
-                        .with("variable", variable.clone())
-                }
-                BrokerError::ImpdTooOld { imp, missing } => Wire::new(C::AuthImpdTooOld)
-                    .with("imp", imp.clone())
-                    .with("missing", missing.clone()),
-                BrokerError::TokenScope { scope } => {
-                    Wire::new(C::AuthTokenScope).with("scope", scope.clone())
-                }
-                BrokerError::TokenTooBroad => Wire::new(C::AuthTokenTooBroad),
-                BrokerError::ImpOutOfScope { imp } => {
-                    Wire::new(C::AuthImpOutOfScope).with("imp", imp.clone())
-                }
-                BrokerError::SecretNotGrantable { secret } => {
-                    Wire::new(C::AuthSecretNotGrantable).with("secret", secret.clone())
-                }
-                BrokerError::SecretMissing { secret } => Wire::new(C::AuthSecretMismatch)
-                    .with("secret", secret.clone())
-                    .with("problem", "missing"),
-                BrokerError::SecretMismatch { secret } => Wire::new(C::AuthSecretMismatch)
-                    .with("secret", secret.clone())
-                    .with("problem", "rules_changed"),
-                BrokerError::SigninNeeded { secret, status } => Wire::new(C::AuthSigninNeeded)
-                    .with("secret", secret.clone())
-                    .with("status", status.clone()),
-                BrokerError::BindingInvalid { agent, problem, .. } => {
-                    Wire::new(C::AuthBindingInvalid)
-                        .with("agent", agent.clone())
-                        .with("problem", *problem)
-                }
-            },
+            Error::Broker(e) => broker_wire(e),
             Error::Ledger(e) => match e {
                 LedgerError::OutcomeUnknown { effect_ref } => {
                     Wire::new(C::OutcomeUnknown).with("effectRef", effect_ref.clone())
@@ -367,6 +329,51 @@ fn head_field(p: HeadProblem) -> &'static str {
         HeadProblem::Method => "method",
         HeadProblem::Uri => "uri",
         HeadProblem::Version => "version",
+    }
+}
+
+/// The broker's part of the mapping.
+fn broker_wire(e: &BrokerError) -> Wire {
+    use ErrorCode as C;
+    match e {
+        BrokerError::TargetUnsupported { agent, target } => Wire::new(C::AuthTargetUnsupported)
+            .with("agent", agent.clone())
+            .with("target", target.clone()),
+        BrokerError::GuestEnvConflict { agent, variable } => Wire::new(C::AuthTargetUnsupported)
+            .with("agent", agent.clone())
+            .with("problem", "guest_env_conflict")
+            .with("variable", variable.clone()),
+        BrokerError::ImpdTooOld { imp, missing } => Wire::new(C::AuthImpdTooOld)
+            .with("imp", imp.clone())
+            .with("missing", missing.clone()),
+        BrokerError::ExecRequireMissing { imp } => Wire::new(C::AuthImpdTooOld)
+            .with("imp", imp.clone())
+            .with("execRequire", false),
+        BrokerError::BrokerNotReady { imp, detail } => Wire::new(C::BrokerNotReady)
+            .with("imp", imp.clone())
+            .with("detail", detail.clone()),
+        BrokerError::TokenScope { scope } => {
+            Wire::new(C::AuthTokenScope).with("scope", scope.clone())
+        }
+        BrokerError::TokenTooBroad => Wire::new(C::AuthTokenTooBroad),
+        BrokerError::ImpOutOfScope { imp } => {
+            Wire::new(C::AuthImpOutOfScope).with("imp", imp.clone())
+        }
+        BrokerError::SecretNotGrantable { secret } => {
+            Wire::new(C::AuthSecretNotGrantable).with("secret", secret.clone())
+        }
+        BrokerError::SecretMissing { secret } => Wire::new(C::AuthSecretMismatch)
+            .with("secret", secret.clone())
+            .with("problem", "missing"),
+        BrokerError::SecretMismatch { secret } => Wire::new(C::AuthSecretMismatch)
+            .with("secret", secret.clone())
+            .with("problem", "rules_changed"),
+        BrokerError::SigninNeeded { secret, status } => Wire::new(C::AuthSigninNeeded)
+            .with("secret", secret.clone())
+            .with("status", status.clone()),
+        BrokerError::BindingInvalid { agent, problem, .. } => Wire::new(C::AuthBindingInvalid)
+            .with("agent", agent.clone())
+            .with("problem", *problem),
     }
 }
 

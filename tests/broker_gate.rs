@@ -47,7 +47,8 @@ async fn the_gate_reads_impd_afresh_and_gives_each_code() {
         .add_secret("claude-oauth", SecretKind::Custom, &["api.anthropic.com"]);
     sim.faults()
         .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults().set_feature(Flag::SecretRebind, FlagState::True);
+    sim.faults()
+        .set_feature(Flag::SecretRebind, FlagState::True);
     let a = auth(&["claude-oauth"]);
 
     // The root token reaches every imp: too broad to trust with a credential.

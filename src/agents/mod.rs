@@ -105,6 +105,9 @@ pub struct LaunchPlan {
     /// atc's hooks are installed for this start (Claude's settings file): a remote host must
     /// have atc inside it for them to report (spec §5.3 step 4, `installATC`).
     pub hooks: bool,
+    /// The agent's credential is in impd's broker: every start and attach of its harness
+    /// carries `require: ["broker"]` (spec §6.4 `requireBroker`).
+    pub require_broker: bool,
 }
 
 /// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
@@ -319,6 +322,7 @@ impl AgentCatalog {
             env,
             cwd: cwd.to_path_buf(),
             hooks: false,
+            require_broker: agent.auth.is_some(),
         })
     }
 }

@@ -32,6 +32,21 @@ pub enum BrokerError {
         /// The features it lacks, by their `system.info` names.
         missing: Vec<&'static str>,
     },
+    /// A start that requires the broker on an impd that cannot check `require`: nothing was
+    /// sent.
+    #[error("impd serving imp '{imp}' cannot require the broker for a start; upgrade it to 0.30.0 or later")]
+    ExecRequireMissing {
+        /// The imp.
+        imp: String,
+    },
+    /// impd refused a start because its broker is not ready.
+    #[error("imp '{imp}': impd's broker is not ready ({detail}); the agent was not started")]
+    BrokerNotReady {
+        /// The imp.
+        imp: String,
+        /// impd's detail (no grant, the CA bundle failed, an env that sets a broker variable…).
+        detail: String,
+    },
     /// The daemon's impd token is below `manage`.
     #[error("the daemon's impd token has scope '{scope}'; broker authentication needs a token with scope 'manage'")]
     TokenScope {

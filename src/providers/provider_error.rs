@@ -16,6 +16,9 @@ pub enum ProviderError {
         "could not open a terminal: {0}; check the daemon's limits (open files, PTYs) and its log"
     )]
     Pty(#[from] pty_process::Error),
+    /// A start behind impd's broker was refused.
+    #[error(transparent)]
+    Broker(#[from] crate::broker::BrokerError),
     /// A remote host refused or could not be reached.
     #[error(transparent)]
     Host(#[from] HostError),

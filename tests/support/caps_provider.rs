@@ -1,23 +1,25 @@
-//! The local PTY provider behind another name and another capability set: a test double for
-//! targets whose provider lacks something (`input`) or has something local-pty does not
-//! (`brokerAuth`), while its processes stay real.
+//! Another provider behind another name and another capability set: a test double for
+//! targets whose provider lacks something (`input`) or has something the real one does not
+//! claim yet (`brokerAuth`), while its processes stay real. Every call goes to `inner`.
 
-use atc::providers::local_pty::LocalPty;
+use std::sync::Arc;
+
+use actix::Recipient;
 use atc::providers::{
-    Capabilities, ExecutionProvider, HarnessEvents, ProviderError, RunOutput, RunRequest,
-    StartSpec, StartedHarness,
+    Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, ProviderError, RunOutput,
+    RunRequest, StartSpec, StartedHarness,
 };
 use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 
-/// Serves targets whose provider is `kind`, with local-pty's capabilities passed through
+/// Serves targets whose provider is `kind`, with `inner`'s capabilities passed through
 /// `adjust`.
 pub struct CapsProvider {
     /// The provider kind targets name.
     pub kind: &'static str,
     /// What really runs the processes.
-    pub inner: LocalPty,
-    /// The capabilities it claims, from local-pty's.
+    pub inner: Arc<dyn ExecutionProvider>,
+    /// The capabilities it claims, from `inner`'s.
     pub adjust: fn(Capabilities) -> Capabilities,
 }
 
@@ -28,6 +30,30 @@ impl ExecutionProvider for CapsProvider {
 
     fn capabilities(&self) -> Capabilities {
         (self.adjust)(self.inner.capabilities())
+    }
+
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
+    fn guest_atc(&self) -> Option<std::path::PathBuf> {
+        self.inner.guest_atc()
+    }
+
+    fn suspend_host(
+        &self,
+        host_key: &str,
+        idle: Option<Recipient<CheckIdle>>,
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        self.inner.suspend_host(host_key, idle)
+    }
+
+    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        self.inner.destroy_host(host_key)
+    }
+
+    fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
+        self.inner.shutdown()
     }
 
     fn start(

@@ -209,9 +209,22 @@ pub struct BrokerState {
     ca_failures: BTreeMap<String, String>,
     grant_faults: VecDeque<QueuedGrantFault>,
     opens: Vec<ExecOpenRecord>,
+    /// Secrets every imp created from now on holds from the start, as if an operator had
+    /// granted them: for tests of the broker's `require` that do not care who granted.
+    grants_on_create: std::collections::BTreeSet<String>,
 }
 
 impl BrokerState {
+    /// Makes every imp created from now on hold `secret`.
+    pub fn grant_on_create(&mut self, secret: &str) {
+        self.grants_on_create.insert(secret.to_string());
+    }
+
+    /// The grants a new imp starts with.
+    pub fn grants_on_create(&self) -> std::collections::BTreeSet<String> {
+        self.grants_on_create.clone()
+    }
+
     /// Defines (or replaces) a secret. A replaced one keeps its creation time.
     pub fn define(&mut self, secret: Secret, now: Millis) {
         let created_at = self.secrets.get(&secret.name).map_or(now, |s| s.created_at);

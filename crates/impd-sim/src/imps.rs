@@ -210,7 +210,7 @@ impl SimState {
                 cold_boots: Default::default(),
                 cold_boot_reason: None,
                 leases: Vec::new(),
-                grants: Default::default(),
+                grants: self.broker.grants_on_create(),
                 listeners: Default::default(),
             },
         );

@@ -113,19 +113,37 @@ impl Actor for ImpConnection {
             return;
         };
         let client = self.client.clone();
+        let requires = match &opening {
+            Opening::Start(m) => !m.require.is_empty(),
+            Opening::Attach(m) => !m.require.is_empty(),
+        };
         ctx.wait(
-            async move { client.open_exec(opening).await }
-                .into_actor(self)
-                .map(|res, act, ctx| match res {
-                    Ok(socket) => {
-                        act.writer = Some(socket.writer);
-                        ctx.add_stream(socket.events);
+            async move {
+                if requires {
+                    // Spec §11: an impd before 0.30 drops `require` and runs the command
+                    // anyway, so its features are read on this attempt first and, without
+                    // `execRequire`, nothing is sent. Unreadable features are "unreachable",
+                    // retried on the usual delays.
+                    let info = client.system_info().await.map_err(|e| {
+                        ImpPortError::new(impd_client::error::UNREACHABLE, e.message)
+                    })?;
+                    if !info.features.exec_require {
+                        return Err(ImpPortError::impd_outdated(&info.version));
                     }
-                    Err(e) => {
-                        act.end = Some(open_failure(e));
-                        act.report_end(ctx);
-                    }
-                }),
+                }
+                client.open_exec(opening).await
+            }
+            .into_actor(self)
+            .map(|res, act, ctx| match res {
+                Ok(socket) => {
+                    act.writer = Some(socket.writer);
+                    ctx.add_stream(socket.events);
+                }
+                Err(e) => {
+                    act.end = Some(open_failure(e));
+                    act.report_end(ctx);
+                }
+            }),
         );
     }
 }

@@ -37,9 +37,10 @@ use super::host_error::HostError;
 use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost};
 use super::naming::GUEST_PATH;
 use super::opening::Origin;
-use super::outcome::Next;
+use super::outcome::{Next, StartRefusal};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
+use crate::broker::BrokerError;
 use crate::providers::{
     DetachHarness, Hangup, HarnessEvents, OutputArrived, ProviderError, ResizeTerminal, StartSpec,
     WriteInput,
@@ -57,6 +58,8 @@ pub struct ImpHarness {
     state: HarnessState<ExecWriter>,
     events: HarnessEvents,
     ready_tx: Option<oneshot::Sender<Result<(), ProviderError>>>,
+    /// The broker refusal the last connection ended with, answered to a waiting spawn.
+    start_refusal: Option<StartRefusal>,
     kill_timer: Option<SpawnHandle>,
     /// The report socket, until it is started with the harness's first connection.
     report: Option<ReportForward>,
@@ -108,6 +111,7 @@ impl ImpHarness {
             argv: std::iter::once(plan.bin).chain(plan.args).collect(),
             env,
             cwd: plan.cwd.display().to_string(),
+            require_broker: plan.require_broker,
         };
         // A restart always has the position its row kept; without one there is nothing to
         // re-attach to, and the harness starts as a spawn would.
@@ -131,6 +135,7 @@ impl ImpHarness {
             state,
             events,
             ready_tx: Some(ready_tx),
+            start_refusal: None,
             kill_timer: None,
             report: Some(report),
             forward: None,
@@ -188,12 +193,23 @@ impl ImpHarness {
                             .detail
                             .clone()
                             .unwrap_or_else(|| "the process ended".into());
+                        let (imp, _) = self.state.names();
+                        let imp = imp.to_string();
+                        let refusal = match self.start_refusal.take() {
+                            Some(StartRefusal::ImpdTooOld) => {
+                                BrokerError::ExecRequireMissing { imp }.into()
+                            }
+                            Some(StartRefusal::BrokerNotReady { detail }) => {
+                                BrokerError::BrokerNotReady { imp, detail }.into()
+                            }
+                            None => HostError::NotStarted {
+                                target: self.settings.target.clone(),
+                                detail,
+                            }
+                            .into(),
+                        };
                         // The spawn stopped waiting; the session learns of the end anyway.
-                        let _ = tx.send(Err(HostError::NotStarted {
-                            target: self.settings.target.clone(),
-                            detail,
-                        }
-                        .into()));
+                        let _ = tx.send(Err(refusal));
                     }
                     let (imp, session) = self.state.names();
                     tracing::info!(imp = %imp, session = %session, end = ?exit.end,
@@ -335,6 +351,7 @@ impl Handler<ConnEnded> for ImpHarness {
         let Some(next) = self.state.ended(msg.attempt, &msg.end, msg.started) else {
             return;
         };
+        self.start_refusal = super::outcome::start_refusal(&msg.end);
         // A sleep under way closes our connection on purpose: what follows is the sleep's
         // business (the session is told the host slept), not a harness end or a reconnect.
         let suspending = self.lease.send(IsSuspending);

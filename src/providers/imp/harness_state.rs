@@ -22,7 +22,9 @@ use super::opening::{choose, Choice, Kind, Origin, Progress, Screen};
 use super::outcome::{decide, ConnectionEnd, Next};
 use crate::providers::{AttachmentChanged, HarnessEnd, HarnessExited, RemotePosition};
 use atc_protocol::TermSize;
-use impd_client::{AttachMsg, Opening, Previous, Resume, ResumeFrom, StartMsg, Started};
+use impd_client::{
+    AttachMsg, Opening, Previous, Requirement, Resume, ResumeFrom, StartMsg, Started,
+};
 
 /// What a `start` runs: fixed for the harness's life.
 #[derive(Debug, Clone)]
@@ -37,6 +39,8 @@ pub struct StartParams {
     pub env: BTreeMap<String, String>,
     /// Its working directory in the guest.
     pub cwd: String,
+    /// Every start and attach requires impd's broker (spec §11).
+    pub require_broker: bool,
 }
 
 /// An opening on its way: what the connection was asked for.
@@ -255,6 +259,11 @@ impl<W: Link> HarnessState<W> {
 
     fn opening(&self, choice: &Choice) -> Opening {
         let p = &self.params;
+        let require = if p.require_broker {
+            vec![Requirement::Broker]
+        } else {
+            Vec::new()
+        };
         let resume_from = choice
             .resume_from
             .clone()
@@ -273,7 +282,7 @@ impl<W: Link> HarnessState<W> {
                 rows: self.size.rows,
                 session: Some(p.session.clone()),
                 resume_from,
-                ..Default::default()
+                require,
             }),
             Kind::Attach => Opening::Attach(AttachMsg {
                 name: p.imp.clone(),
@@ -282,7 +291,9 @@ impl<W: Link> HarnessState<W> {
                 rows: self.size.rows,
                 resume_from,
                 wake: false,
-                require: Vec::new(),
+                // impd's attach schema has no `require` (impd spec §9.4); it is sent anyway,
+                // as the daemon's spec asks, for an impd that honours it.
+                require,
             }),
         }
     }

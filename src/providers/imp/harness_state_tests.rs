@@ -25,6 +25,7 @@ fn params() -> StartParams {
         argv: vec!["sh".into()],
         env: BTreeMap::new(),
         cwd: "/work".into(),
+        require_broker: false,
     }
 }
 
@@ -667,4 +668,40 @@ fn an_end_with_input_never_sent_says_so() {
         other => panic!("{other:?}"),
     }
     assert!(s.after(Next::ReconnectNow).is_empty(), "ends once");
+}
+
+#[test]
+fn a_broker_harness_requires_the_broker_on_its_start_and_every_attach() {
+    let required = |o: &Opening| match o {
+        Opening::Start(m) => m.require.clone(),
+        Opening::Attach(m) => m.require.clone(),
+    };
+    for broker in [false, true] {
+        let mut s = State::new(
+            StartParams {
+                require_broker: broker,
+                ..params()
+            },
+            Origin::Spawn,
+            size(80, 24),
+            None,
+            DELAYS.to_vec(),
+        );
+        assert!(!s.lease_held(true));
+        let (attempt, start) = opened(&s.open());
+        assert!(matches!(start, Opening::Start(_)));
+        let link = Rc::new(FakeLink::default());
+        s.started(attempt, answer(Some(output("G1", 0, None))), link);
+        let next = s
+            .ended(attempt, &ConnectionEnd::Closed { code: Some(1011) }, true)
+            .unwrap();
+        let (_, attach) = opened(&s.after(next));
+        assert!(matches!(attach, Opening::Attach(_)), "{attach:?}");
+        let want = if broker {
+            vec![impd_client::Requirement::Broker]
+        } else {
+            vec![]
+        };
+        assert_eq!((required(&start), required(&attach)), (want.clone(), want));
+    }
 }

@@ -71,6 +71,43 @@ pub enum Next {
     },
 }
 
+/// Why impd refused a start behind the broker, as the spawn that waits for it is answered
+/// (spec §5.6: `PRECONDITION_FAILED` rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartRefusal {
+    /// impd cannot check `require` (before 0.30): nothing was sent.
+    ImpdTooOld,
+    /// impd refused: its broker is not ready for this start.
+    BrokerNotReady {
+        /// impd's detail.
+        detail: String,
+    },
+}
+
+/// The start refusal a connection's end carries, if it is one.
+pub fn start_refusal(end: &ConnectionEnd) -> Option<StartRefusal> {
+    let ConnectionEnd::Refused {
+        code,
+        message,
+        data,
+    } = end
+    else {
+        return None;
+    };
+    if code != "PRECONDITION_FAILED" {
+        return None;
+    }
+    let detail = data
+        .get("detail")
+        .and_then(Value::as_str)
+        .unwrap_or(message)
+        .to_string();
+    Some(match data.get("reason").and_then(Value::as_str) {
+        Some("impd_outdated") => StartRefusal::ImpdTooOld,
+        _ => StartRefusal::BrokerNotReady { detail },
+    })
+}
+
 /// Decides what follows a connection's end.
 pub fn decide(end: &ConnectionEnd, started: bool, cursor: &Cursor) -> Next {
     match end {
@@ -398,5 +435,32 @@ mod tests {
             decide(&ConnectionEnd::Closed { code: Some(1008) }, true, &c),
             Next::Ended(_)
         ));
+    }
+
+    #[test]
+    fn broker_preconditions_are_start_refusals_and_nothing_else_is() {
+        let refused = |code: &str, data: Value| ConnectionEnd::Refused {
+            code: code.into(),
+            message: "m".into(),
+            data,
+        };
+        assert_eq!(
+            start_refusal(&refused(
+                "PRECONDITION_FAILED",
+                json!({"reason": "broker_not_ready", "detail": "no grant"})
+            )),
+            Some(StartRefusal::BrokerNotReady {
+                detail: "no grant".into()
+            })
+        );
+        assert_eq!(
+            start_refusal(&refused(
+                "PRECONDITION_FAILED",
+                json!({"reason": "impd_outdated"})
+            )),
+            Some(StartRefusal::ImpdTooOld)
+        );
+        assert_eq!(start_refusal(&refused("NO_SESSION", json!({}))), None);
+        assert_eq!(start_refusal(&ConnectionEnd::Unauthorized), None);
     }
 }

@@ -81,6 +81,12 @@ fn start_reattach(
         env: Default::default(),
         cwd: std::path::PathBuf::from(&record.cwd),
         hooks: false,
+        // A restart's re-attach carries the requirement its start had, so it never joins
+        // the process past it.
+        require_broker: deps
+            .catalog
+            .get(&record.agent)
+            .is_some_and(|a| a.auth.is_some()),
     };
     Ok(provider_of(deps, &record.target)?.start(
         StartSpec {
