@@ -15,14 +15,15 @@ use support::caps_provider::CapsProvider;
 use support::impd_sim::{ImpdSim, OpenKind, SecretKind, SimOptions};
 use support::{id_of, test_config, TestDaemon};
 
-fn config(sim: &ImpdSim) -> Config {
+fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
     let text = json!({
         "agents": {
             "brokered": {"kind": "codex", "bin": "sh",
-                         "args": ["-c", "echo proxy=$HTTPS_PROXY; exec sleep 60"],
+                         "args": ["-c", "echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60"],
                          "auth": {"secrets": ["codex-key"], "placeholders": ["OPENAI_API_KEY"]}}
         },
-        "targets": {"box": {"provider": "broker-imp", "url": sim.url(), "tokenFile": sim.token_file()}},
+        "targets": {"box": {"provider": "broker-imp", "url": sim.url(), "tokenFile": sim.token_file(),
+                            "guestDir": guest}},
         "defaultTarget": "box"
     });
     let parsed = Config::from_json(text.to_string().as_bytes());
@@ -38,8 +39,9 @@ fn config(sim: &ImpdSim) -> Config {
 }
 
 async fn daemon(sim: &ImpdSim, dir: &std::path::Path) -> TestDaemon {
-    let config = config(sim);
-    let options = json!({"url": sim.url(), "tokenFile": sim.token_file()});
+    let guest = dir.join("guest");
+    let config = config(sim, &guest);
+    let options = json!({"url": sim.url(), "tokenFile": sim.token_file(), "guestDir": guest});
     let settings = atc::providers::imp::settings::ImpSettings::from_options(
         "box",
         options.as_object().unwrap(),
@@ -163,9 +165,44 @@ async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the
     let (status, body) = spawn(&d).await;
     assert_eq!(status, 201, "{body}");
     let id = id_of(&body["session"]);
-    // impd set the broker's proxy for the process; the secret's value is nowhere.
-    let screen = d.wait_screen(&id, "proxy=http").await;
+    // impd set the broker's proxy for the process; the agent holds a placeholder and a config
+    // folder of its own, made by the readying; the secret's value is nowhere.
+    let screen = d.wait_screen(&id, "config-dir-made").await;
+    // The screen wraps at 80 columns; the lines are read as one.
+    let text = screen["text"].as_str().unwrap().replace('\n', "");
+    assert!(text.contains("proxy=http"), "{screen}");
+    assert!(text.contains("key=imp-broker-placeholder"), "{screen}");
+    let home = tmp.path().join(format!("guest/sessions/{id}/auth-r1"));
+    assert!(
+        text.contains(&format!("home={}", home.display())),
+        "{screen}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&home).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
     assert!(!screen.to_string().contains(&value), "{screen}");
+    let start = sim
+        .exec_starts()
+        .into_iter()
+        .find(|o| o.session.is_some())
+        .unwrap();
+    for key in ["OPENAI_API_KEY", "CODEX_HOME"] {
+        assert!(
+            start.env_keys.iter().any(|k| k == key),
+            "{:?}",
+            start.env_keys
+        );
+    }
+    // The daemon's own credentials never go with it: only the guest's, atc's and the plan's.
+    for k in &start.env_keys {
+        assert!(
+            ["TERM", "LANG", "PATH", "OPENAI_API_KEY", "CODEX_HOME"].contains(&k.as_str())
+                || k.starts_with("ATC_"),
+            "{k} reached the guest"
+        );
+    }
 
     // A dropped connection: the re-attach carries the start's requirement.
     let imp = sim.imps()[0].name.clone();

@@ -106,8 +106,9 @@ pub struct LaunchPlan {
     /// have atc inside it for them to report (spec §5.3 step 4, `installATC`).
     pub hooks: bool,
     /// The agent's credential is in impd's broker: every start and attach of its harness
-    /// carries `require: ["broker"]` (spec §6.4 `requireBroker`).
-    pub require_broker: bool,
+    /// carries `require: ["broker"]` (spec §6.4 `requireBroker`), with these placeholders and
+    /// config folder.
+    pub broker: Option<crate::broker::BrokerLaunch>,
 }
 
 /// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
@@ -282,6 +283,12 @@ impl AgentCatalog {
         self.agents.contains_key(id)
     }
 
+    /// The broker part of `id`'s launch plans, if it is broker-backed.
+    pub fn broker_launch(&self, id: &str) -> Option<crate::broker::BrokerLaunch> {
+        let agent = self.agents.get(id)?;
+        crate::broker::BrokerLaunch::plan(agent.kind.as_deref(), agent.auth.as_ref()?, 1)
+    }
+
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
     /// its program does not resolve.
     pub fn plan(&self, id: &str, cwd: &Path) -> Result<LaunchPlan, AgentError> {
@@ -322,7 +329,11 @@ impl AgentCatalog {
             env,
             cwd: cwd.to_path_buf(),
             hooks: false,
-            require_broker: agent.auth.is_some(),
+            // Revision 1 until bindings keep one per host (issue 9 item 3).
+            broker: agent
+                .auth
+                .as_ref()
+                .and_then(|a| crate::broker::BrokerLaunch::plan(agent.kind.as_deref(), a, 1)),
         })
     }
 }

@@ -6,12 +6,15 @@
 //! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
 //! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
 //! - [`gate`]: the read-only checks of impd and its token before the broker is relied on.
+//! - [`guest_plan`]: the placeholders and config folder a broker-backed harness gets.
 //! - [`placement`]: which targets a broker-backed agent may start on.
 
 pub mod auth_config;
 pub mod broker_error;
 pub mod gate;
+pub mod guest_plan;
 pub mod placement;
 
 pub use auth_config::AgentAuth;
 pub use broker_error::BrokerError;
+pub use guest_plan::BrokerLaunch;

@@ -67,6 +67,8 @@ pub struct ImpHarness {
     forward: Option<Addr<ReportForward>>,
     /// The agent's hooks run atc inside the imp: its readying installs `<guestDir>/bin/atc`.
     install_atc: bool,
+    /// A broker-backed agent's config folder in the imp, made by each readying.
+    auth_dir: Option<String>,
 }
 
 impl ImpHarness {
@@ -98,6 +100,15 @@ impl ImpHarness {
             }
         }
         env.insert("ATC_SESSION_ID".into(), spec.session_id.to_string());
+        // A broker-backed agent holds placeholders only, and a config folder of its own
+        // that the readying creates.
+        let broker = plan.broker.clone();
+        let auth_dir = broker
+            .as_ref()
+            .map(|b| b.config_dir(&settings.guest_dir, &spec.session_id.to_string()));
+        if let Some(b) = &broker {
+            env.extend(b.env(&settings.guest_dir, &spec.session_id.to_string()));
+        }
         // Hooks report to the guest end of the report socket; the outbox (where the guest
         // reporter keeps what it could not send yet) sits beside it.
         let socket = report.path().to_string();
@@ -111,7 +122,7 @@ impl ImpHarness {
             argv: std::iter::once(plan.bin).chain(plan.args).collect(),
             env,
             cwd: plan.cwd.display().to_string(),
-            require_broker: plan.require_broker,
+            require_broker: broker.is_some(),
         };
         // A restart always has the position its row kept; without one there is nothing to
         // re-attach to, and the harness starts as a spawn would.
@@ -140,6 +151,7 @@ impl ImpHarness {
             report: Some(report),
             forward: None,
             install_atc,
+            auth_dir,
         }
     }
 
@@ -224,7 +236,10 @@ impl ImpHarness {
     /// Re-attached after a daemon restart: the host counts this harness again.
     fn ask_lease(&mut self, ctx: &mut Context<Self>) {
         // The process runs already, with whatever atc its hooks found.
-        let ready = self.lease.send(ReadyHost { install_atc: false });
+        let ready = self.lease.send(ReadyHost {
+            install_atc: false,
+            auth_dir: None,
+        });
         ctx.spawn(ready.into_actor(self).map(|res, act, _| match res {
             Ok(Ok(ready)) => {
                 if act.state.lease_held(ready.offsets) {
@@ -300,6 +315,7 @@ impl Actor for ImpHarness {
         }
         let ready = self.lease.send(ReadyHost {
             install_atc: self.install_atc,
+            auth_dir: self.auth_dir.clone(),
         });
         ctx.wait(ready.into_actor(self).map(|res, act, ctx| {
             match res.unwrap_or(Err(HostError::LeaseGone)) {

@@ -38,6 +38,8 @@ pub struct HostReady {
 pub struct ReadyHost {
     /// The harness's hooks run atc inside the imp: `<guestDir>/bin/atc` must work.
     pub install_atc: bool,
+    /// A broker-backed agent's config folder, created (mode 700) by the readying.
+    pub auth_dir: Option<String>,
 }
 
 /// A harness's connection started under this guest boot (`started.output.bootId`); another
@@ -216,7 +218,9 @@ impl Handler<ReadyHost> for HostLease {
             actix::fut::wrap_future::<_, Self>(async {})
                 .then(move |_, act: &mut HostLease, _| {
                     let atc = msg.install_atc.then(|| act.image_atc.clone());
-                    async move { ready(&settings, &imp, relied_on, atc).await }.into_actor(act)
+                    let auth_dir = msg.auth_dir;
+                    async move { ready(&settings, &imp, relied_on, atc, auth_dir).await }
+                        .into_actor(act)
                 })
                 .map(|res, act, ctx| {
                     let (ready, leased, image_atc) = res?;
@@ -250,6 +254,7 @@ async fn ready(
     imp: &str,
     relied_on: bool,
     atc: LearnedAtc,
+    auth_dir: Option<String>,
 ) -> Result<(HostReady, bool, LearnedAtc), HostError> {
     let client = s.client();
     let fail = |what: &'static str, e: &ImpPortError| HostError::impd(&s.target, what, e);
@@ -311,7 +316,8 @@ async fn ready(
     }
     let learned = match atc {
         None => {
-            if let Err(e) = make_run_dir(&client, s, imp).await {
+            let run = format!("{}/run", s.guest_dir.trim_end_matches('/'));
+            if let Err(e) = make_dirs(&client, imp, &[run], None).await {
                 return Err(undo(fail("setting up the guest dir", &e), leases).await);
             }
             None
@@ -322,6 +328,12 @@ async fn ready(
             Err(InstallError::Refused(err)) => return Err(undo(err, leases).await),
         },
     };
+    if let Some(dir) = auth_dir {
+        // The agent's own config folder: only its user reads what it keeps there.
+        if let Err(e) = make_dirs(&client, imp, &[dir], Some("700")).await {
+            return Err(undo(fail("creating the agent's config folder", &e), leases).await);
+        }
+    }
     Ok((
         HostReady {
             offsets: info.features.session_offsets,
@@ -331,19 +343,22 @@ async fn ready(
     ))
 }
 
-/// `mkdir -p <guestDir>/run`, for a harness that needs no atc inside the imp.
-async fn make_run_dir(
+/// `mkdir -p [-m MODE] DIRS…` inside `imp` (`<guestDir>/run` for a harness that needs no atc
+/// inside the imp; a broker-backed agent's config folder).
+async fn make_dirs(
     client: &impd_client::ImpdClient,
-    s: &ImpSettings,
     imp: &str,
+    dirs: &[String],
+    mode: Option<&str>,
 ) -> Result<(), ImpPortError> {
+    let mut argv = vec!["mkdir".to_string(), "-p".to_string()];
+    if let Some(m) = mode {
+        argv.extend(["-m".to_string(), m.to_string()]);
+    }
+    argv.extend(dirs.iter().cloned());
     let mkdir = RunSpec {
         name: imp.to_string(),
-        argv: vec![
-            "mkdir".into(),
-            "-p".into(),
-            format!("{}/run", s.guest_dir.trim_end_matches('/')),
-        ],
+        argv,
         cwd: None,
         env: Default::default(),
         stdin: Default::default(),

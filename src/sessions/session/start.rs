@@ -83,10 +83,7 @@ fn start_reattach(
         hooks: false,
         // A restart's re-attach carries the requirement its start had, so it never joins
         // the process past it.
-        require_broker: deps
-            .catalog
-            .get(&record.agent)
-            .is_some_and(|a| a.auth.is_some()),
+        broker: deps.catalog.broker_launch(&record.agent),
     };
     Ok(provider_of(deps, &record.target)?.start(
         StartSpec {
