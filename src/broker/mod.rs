@@ -4,12 +4,14 @@
 //! through this module.
 //!
 //! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
+//! - [`binding`]: a host's binding record, its grants, and the rules of their states.
 //! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
 //! - [`gate`]: the read-only checks of impd and its token before the broker is relied on.
 //! - [`guest_plan`]: the placeholders and config folder a broker-backed harness gets.
 //! - [`placement`]: which targets a broker-backed agent may start on.
 
 pub mod auth_config;
+pub mod binding;
 pub mod broker_error;
 pub mod gate;
 pub mod guest_plan;

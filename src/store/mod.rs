@@ -4,8 +4,12 @@
 //! write at a time, so writes issued by one actor land in the order it issued them and the
 //! database sees one writer (spec §1.1: single connection, all writes serialized). A caller
 //! that must know its write is durable (kill, forget) awaits the returned receiver; others let
-//! it run in the background and the writer logs failures.
+//! it run in the background and the writer logs failures. The idempotency claims and the
+//! broker bindings are written straight on the pool instead and are committed when their
+//! call returns, because each is recorded before the effect it guards is taken; their own
+//! per-key and per-host actors keep those writes in order.
 
+mod bindings;
 mod events;
 mod fleet;
 pub mod idempotency;
@@ -19,6 +23,7 @@ use sqlx::sqlite::{
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use crate::broker::binding::{Binding, BindingState, Grant, GrantState};
 pub use events::TrailEvent;
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
@@ -38,6 +43,10 @@ pub enum StoreError {
     /// A stored value did not parse.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// A write named a row that is not there (a binding's state before its record, a grant
+    /// before its binding).
+    #[error("no {0}")]
+    Missing(String),
 }
 
 /// One queued write.
@@ -256,6 +265,63 @@ impl StateStore {
     /// Deletes completed keys older than `cutoff`; answers how many.
     pub async fn idempotency_sweep(&self, cutoff: i64) -> Result<u64, StoreError> {
         idempotency::sweep(&self.pool, cutoff).await
+    }
+
+    /// The binding of `host_key`, if recorded.
+    pub async fn binding_get(&self, host_key: &str) -> Result<Option<Binding>, StoreError> {
+        bindings::get(&self.pool, host_key).await
+    }
+
+    /// Every binding, oldest first (start-up reconciliation).
+    pub async fn bindings_all(&self) -> Result<Vec<Binding>, StoreError> {
+        bindings::all(&self.pool).await
+    }
+
+    /// Records `binding` whole (inserted, or replacing the host's record; its grant rows stay).
+    /// Committed when it returns: the binder records each step before it takes it.
+    pub async fn binding_put(&self, binding: &Binding) -> Result<(), StoreError> {
+        bindings::put(&self.pool, binding).await
+    }
+
+    /// Sets a recorded binding's state; committed when it returns. `Missing` if none.
+    pub async fn binding_set_state(
+        &self,
+        host_key: &str,
+        state: BindingState,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        bindings::set_state(&self.pool, host_key, state, now).await
+    }
+
+    /// Drops a host's binding and its grant rows; committed when it returns.
+    pub async fn binding_delete(&self, host_key: &str) -> Result<(), StoreError> {
+        bindings::delete(&self.pool, host_key).await
+    }
+
+    /// Records a grant row whole; committed when it returns. `Missing` if its binding is not
+    /// recorded.
+    pub async fn grant_put(&self, grant: &Grant) -> Result<(), StoreError> {
+        bindings::grant_put(&self.pool, grant).await
+    }
+
+    /// Sets a recorded grant's state; committed when it returns. `Missing` if none.
+    pub async fn grant_set_state(
+        &self,
+        host_key: &str,
+        secret: &str,
+        state: GrantState,
+    ) -> Result<(), StoreError> {
+        bindings::grant_set_state(&self.pool, host_key, secret, state).await
+    }
+
+    /// The grant rows of a host's binding, by secret name.
+    pub async fn grants_of(&self, host_key: &str) -> Result<Vec<Grant>, StoreError> {
+        bindings::grants_of(&self.pool, host_key).await
+    }
+
+    /// Drops one grant row; committed when it returns.
+    pub async fn grant_delete(&self, host_key: &str, secret: &str) -> Result<(), StoreError> {
+        bindings::grant_delete(&self.pool, host_key, secret).await
     }
 
     /// Queues a trail row.
