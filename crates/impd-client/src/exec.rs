@@ -122,10 +122,33 @@ impl ImpdClient {
     /// This does not check `require` against impd's features: a caller that sets `require`
     /// must first see `features.exec_require` (spec §11).
     pub async fn open_exec(&self, opening: Opening) -> Result<ExecSocket, ImpPortError> {
+        self.open_exec_gated(opening, async { Ok::<(), std::convert::Infallible>(()) })
+            .await
+            .map_err(|e| match e {
+                GatedOpenError::Port(e) => e,
+                GatedOpenError::Gate(never) => match never {},
+            })
+    }
+
+    /// [`open_exec`](Self::open_exec) with a last-moment check: `gate` runs once the socket
+    /// is open and before the opening message is written (the daemon's launch ticket, spec
+    /// §6.4). A refusal closes the socket with 1000 "closed before sending", and impd never
+    /// sees the opening.
+    pub async fn open_exec_gated<E>(
+        &self,
+        opening: Opening,
+        gate: impl std::future::Future<Output = Result<(), E>>,
+    ) -> Result<ExecSocket, GatedOpenError<E>> {
         let opening = serde_json::to_value(&opening)
             .map_err(|e| ImpPortError::bad_message(format!("opening message: {e}")))?;
         let framed = self.open_socket("/exec").await?;
         let (link, reader) = ws_link::split(framed);
+        if let Err(refused) = gate.await {
+            // Gone already or not, the opening stays unsent; the close is a courtesy.
+            let _ = link.close_with(NORMAL_CLOSE, Some(CLOSED_BEFORE_SENDING));
+            drop(reader);
+            return Err(GatedOpenError::Gate(refused));
+        }
         link.send_json(&opening)?;
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         actix_rt::spawn(pump(reader, tx));
@@ -133,6 +156,26 @@ impl ImpdClient {
             writer: ExecWriter { link },
             events: ExecEvents { rx },
         })
+    }
+}
+
+/// The close code of a socket the gate stopped.
+const NORMAL_CLOSE: u16 = 1000;
+/// Its close reason: impd learns nothing was meant for it.
+pub const CLOSED_BEFORE_SENDING: &str = "closed before sending";
+
+/// Why a gated open did not go out.
+#[derive(Debug)]
+pub enum GatedOpenError<E> {
+    /// The gate refused; the socket was closed with nothing sent.
+    Gate(E),
+    /// The socket could not be opened (or written).
+    Port(ImpPortError),
+}
+
+impl<E> From<ImpPortError> for GatedOpenError<E> {
+    fn from(e: ImpPortError) -> Self {
+        GatedOpenError::Port(e)
     }
 }
 

@@ -31,7 +31,7 @@ mod ws_link;
 pub use broker::{AuthScheme, PrincipalKind, Secret, SecretKind, SecretRule, TokenScope, WhoAmI};
 pub use client::{ImpdClient, ImpdTimeouts};
 pub use error::ImpPortError;
-pub use exec::{ExecEvents, ExecSocket, ExecWriter};
+pub use exec::{ExecEvents, ExecSocket, ExecWriter, GatedOpenError};
 pub use exec_messages::{
     AttachMsg, ExecEvent, Opening, Requirement, ResumeFrom, StartMsg, Started,
 };

@@ -190,13 +190,19 @@ impl LinkWriter {
 
     /// Queues our close; later writes fail.
     pub(crate) fn close(&self, code: u16) -> Result<(), ImpPortError> {
+        self.close_with(code, None)
+    }
+
+    /// Queues our close with a reason text; later writes fail.
+    pub(crate) fn close_with(&self, code: u16, reason: Option<&str>) -> Result<(), ImpPortError> {
         if self.is_gone() {
             return Err(ImpPortError::closed(None, "the socket is gone"));
         }
         self.tx
-            .send(Outbound::Close(Some(CloseReason::from(CloseCode::from(
-                code,
-            )))))
+            .send(Outbound::Close(Some(CloseReason {
+                code: CloseCode::from(code),
+                description: reason.map(str::to_string),
+            })))
             .map_err(|_| ImpPortError::closed(None, "the socket is gone"))
     }
 
