@@ -371,6 +371,24 @@ fn broker_wire(e: &BrokerError) -> Wire {
         BrokerError::SigninNeeded { secret, status } => Wire::new(C::AuthSigninNeeded)
             .with("secret", secret.clone())
             .with("status", status.clone()),
+        BrokerError::RuntimeExists { imp } => {
+            Wire::new(C::AuthRuntimeExists).with("imp", imp.clone())
+        }
+        BrokerError::Blocked { state } => Wire::new(C::AuthBlocked).with("state", *state),
+        BrokerError::RebindRequired { .. } => Wire::new(C::AuthRebindRequired),
+        BrokerError::RuntimeMismatch { imp } => {
+            Wire::new(C::AuthRuntimeMismatch).with("imp", imp.clone())
+        }
+        BrokerError::GrantMissing { missing } => {
+            Wire::new(C::AuthGrantMissing).with("missing", missing.clone())
+        }
+        BrokerError::GrantsMismatch { extra } => {
+            Wire::new(C::AuthGrantsMismatch).with("extra", extra.clone())
+        }
+        BrokerError::RevocationPending { unconfirmed } => {
+            Wire::new(C::AuthRevocationPending).with("unconfirmed", unconfirmed.clone())
+        }
+        BrokerError::NotBound => Wire::new(C::AuthBlocked).with("state", "unbound"),
         BrokerError::BindingInvalid { agent, problem, .. } => Wire::new(C::AuthBindingInvalid)
             .with("agent", agent.clone())
             .with("problem", *problem),

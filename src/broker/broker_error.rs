@@ -88,6 +88,51 @@ pub enum BrokerError {
         /// Its `oauth.status`.
         status: String,
     },
+    /// An imp or a binding already exists under the name a new binding would create.
+    #[error("imp '{imp}' exists already, so it cannot be bound for a new session; forget the session that owns it")]
+    RuntimeExists {
+        /// The imp.
+        imp: String,
+    },
+    /// The host's binding is not `ready`.
+    #[error("the host's broker binding is {state}; launches are blocked until it is rebound (POST /v1/sessions/{{id}}/auth/rebind)")]
+    Blocked {
+        /// The binding's state.
+        state: &'static str,
+    },
+    /// The host holds no binding, or one for other secrets than the launch's.
+    #[error("{reason}; rebind the session (POST /v1/sessions/{{id}}/auth/rebind)")]
+    RebindRequired {
+        /// Why.
+        reason: String,
+    },
+    /// The imp under the binding's name is not the one it created.
+    #[error("imp '{imp}' is not the one its binding created; forget the session")]
+    RuntimeMismatch {
+        /// The imp.
+        imp: String,
+    },
+    /// Bound grants impd no longer has.
+    #[error("the imp lacks grants its binding holds ({}); rebind the session", missing.join(", "))]
+    GrantMissing {
+        /// The secrets.
+        missing: Vec<String>,
+    },
+    /// Grants the imp holds beyond its binding's.
+    #[error("the imp holds grants its binding does not ({}); revoke them at impd or rebind the session", extra.join(", "))]
+    GrantsMismatch {
+        /// The secrets.
+        extra: Vec<String>,
+    },
+    /// A revoke impd did not confirm for every grant.
+    #[error("impd did not confirm the revoke of {}; retry the revoke", unconfirmed.join(", "))]
+    RevocationPending {
+        /// The secrets not confirmed gone.
+        unconfirmed: Vec<String>,
+    },
+    /// The session's host holds no broker binding.
+    #[error("this session's host holds no broker binding")]
+    NotBound,
     /// The agent's `auth` cannot be bound as written.
     #[error("agent '{agent}': its 'auth' cannot be bound: {detail}; fix its entry and restart the daemon")]
     BindingInvalid {

@@ -1,0 +1,350 @@
+//! The binding operations on one host (spec §6.3): create, verify and revoke. Each records
+//! its step in the store before it takes it, so a crash leaves a state start-up can read,
+//! and a failure takes back exactly this attempt's effects, or leaves `rollback_pending` and
+//! says that its effect may remain. They run one at a time per host: the host binding actor
+//! (`host_binding`) is their only caller.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use impd_client::{CreateImp, ImpdClient};
+
+use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
+use super::{gate, AgentAuth, BrokerError};
+use crate::error::Error;
+use crate::providers::imp::host_error::HostError;
+use crate::sessions::session::now_ms;
+use crate::store::{StateStore, StoreError};
+
+/// What the operations of one host need.
+#[derive(Clone)]
+pub struct HostContext {
+    /// The daemon's state.
+    pub store: StateStore,
+    /// impd.
+    pub client: ImpdClient,
+    /// The target id and identity the binding belongs to.
+    pub target: String,
+    /// The target's identity.
+    pub target_identity: String,
+    /// The host key (the owning session's id) and its imp.
+    pub host_key: String,
+    /// The imp's name.
+    pub imp: String,
+    /// The image and memory a created imp gets.
+    pub image: Option<String>,
+    /// Its memory in MiB.
+    pub memory_mib: Option<u32>,
+}
+
+/// Who asks: the agent and its `auth`.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The agent id.
+    pub agent: String,
+    /// Its `auth`.
+    pub auth: AgentAuth,
+}
+
+fn stored(e: StoreError) -> Error {
+    tracing::error!(error = %e, "binding store step failed");
+    Error::Internal
+}
+
+impl HostContext {
+    fn impd(&self, what: &'static str, e: &impd_client::ImpPortError) -> HostError {
+        HostError::impd(&self.target, what, e)
+    }
+
+    /// A new host for `who` (a spawn): the gate, then `provisioning`, the imp, each grant.
+    /// Answers the binding, still `provisioning` until [`mark_ready`](Self::mark_ready).
+    pub async fn create(&self, who: &Launcher) -> Result<Binding, Error> {
+        if self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+            .is_some()
+        {
+            return Err(BrokerError::RuntimeExists {
+                imp: self.imp.clone(),
+            }
+            .into());
+        }
+        let view = gate::read(&self.client, &self.target).await?;
+        let secrets: Vec<BoundSecret> = gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
+            .into_iter()
+            .map(BoundSecret::from_impd)
+            .collect();
+        match self.client.imps_get(&self.imp).await {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return Err(BrokerError::RuntimeExists {
+                    imp: self.imp.clone(),
+                }
+                .into())
+            }
+            Err(e) => return Err(self.impd("reading the imp", &e).into()),
+        }
+        let mut binding = Binding::provisioning(
+            &self.host_key,
+            &self.target,
+            &self.target_identity,
+            &self.imp,
+            secrets,
+            now_ms(),
+        );
+        self.store.binding_put(&binding).await.map_err(stored)?;
+        let created = self
+            .client
+            .imps_create(CreateImp {
+                name: self.imp.clone(),
+                image: self.image.clone(),
+                memory_mib: self.memory_mib,
+            })
+            .await;
+        match created {
+            Ok(imp) => {
+                binding.imp_id = Some(imp.id);
+                binding.created_imp = true;
+                binding.updated_at = now_ms();
+                self.store.binding_put(&binding).await.map_err(stored)?;
+            }
+            Err(e) => {
+                // The answer may have been lost after the effect: an imp under our name is
+                // this attempt's, and goes with it.
+                binding.created_imp = true;
+                let err = self.impd("creating the imp", &e);
+                return Err(self.take_back(&binding, err).await);
+            }
+        }
+        for secret in binding.secrets.clone() {
+            let grant = Grant {
+                host_key: self.host_key.clone(),
+                secret: secret.name.clone(),
+                state: GrantState::Granting,
+                preexisted: false,
+                attempt_id: binding.attempt_id,
+            };
+            self.store.grant_put(&grant).await.map_err(stored)?;
+            let state = match self.client.grants_add(&self.imp, &secret.name).await {
+                Ok(()) => GrantState::Granted,
+                Err(e) => {
+                    // Unknown whether impd applied it: the take-back removes it either way.
+                    let _ = self
+                        .store
+                        .grant_set_state(&self.host_key, &secret.name, GrantState::Uncertain)
+                        .await
+                        .map_err(stored);
+                    let err = self.impd("granting a secret", &e);
+                    return Err(self.take_back(&binding, err).await);
+                }
+            };
+            self.store
+                .grant_set_state(&self.host_key, &secret.name, state)
+                .await
+                .map_err(stored)?;
+        }
+        Ok(binding)
+    }
+
+    /// Takes back exactly what `binding`'s attempt did: its grants that did not preexist,
+    /// then the imp it created, then the record. What cannot be confirmed leaves
+    /// `rollback_pending`, and the answer says the effect may remain.
+    async fn take_back(&self, binding: &Binding, cause: HostError) -> Error {
+        let mut confirmed = true;
+        let grants = self
+            .store
+            .grants_of(&self.host_key)
+            .await
+            .unwrap_or_default();
+        for g in grants
+            .iter()
+            .filter(|g| g.attempt_id == binding.attempt_id && !g.preexisted)
+        {
+            match self.client.grants_delete(&self.imp, &g.secret).await {
+                Ok(()) => {}
+                Err(e) if e.not_found_kind().is_some() => {}
+                Err(e) => {
+                    tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
+                        "could not take back a grant");
+                    confirmed = false;
+                    continue;
+                }
+            }
+            if let Err(e) = self.store.grant_delete(&self.host_key, &g.secret).await {
+                stored(e);
+                confirmed = false;
+            }
+        }
+        if confirmed && binding.created_imp {
+            match self.client.imps_destroy(&self.imp).await {
+                Ok(()) => {}
+                Err(e) if e.is("NOT_FOUND") => {}
+                Err(e) => {
+                    tracing::warn!(imp = %self.imp, code = %e.code,
+                        "could not destroy the imp a failed create made");
+                    confirmed = false;
+                }
+            }
+        }
+        if confirmed && self.store.binding_delete(&self.host_key).await.is_ok() {
+            return cause.into();
+        }
+        if let Err(e) = self
+            .store
+            .binding_set_state(&self.host_key, BindingState::RollbackPending, now_ms())
+            .await
+        {
+            stored(e);
+        }
+        cause.effect_remains().into()
+    }
+
+    /// The harness behind `binding` really started: the binding is `ready`.
+    pub async fn mark_ready(&self) -> Result<(), Error> {
+        self.store
+            .binding_set_state(&self.host_key, BindingState::Ready, now_ms())
+            .await
+            .map_err(stored)
+    }
+
+    /// A launch onto an existing host (revive, restore): the binding is `ready` and its
+    /// secrets are the agent's, the gate passes with the bound rules, the imp is the one it
+    /// created, and the imp holds exactly its grants. Never grants again.
+    pub async fn verify(&self, who: &Launcher) -> Result<Binding, Error> {
+        let Some(binding) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Err(BrokerError::RebindRequired {
+                reason: "the host holds no binding for this agent's auth".into(),
+            }
+            .into());
+        };
+        if binding.state != BindingState::Ready {
+            return Err(BrokerError::Blocked {
+                state: binding.state.as_str(),
+            }
+            .into());
+        }
+        let bound: BTreeSet<&str> = binding.secrets.iter().map(|s| s.name.as_str()).collect();
+        let wanted: BTreeSet<&str> = who.auth.secrets.iter().map(String::as_str).collect();
+        if bound != wanted {
+            return Err(BrokerError::RebindRequired {
+                reason: "the agent's auth.secrets changed since the host was bound".into(),
+            }
+            .into());
+        }
+        let view = gate::read(&self.client, &self.target).await?;
+        let rules: BTreeMap<String, Vec<impd_client::SecretRule>> = binding
+            .secrets
+            .iter()
+            .map(|s| (s.name.clone(), s.impd_rules()))
+            .collect();
+        gate::judge(&view, &who.agent, &who.auth, &self.imp, Some(&rules))?;
+        let imp = self
+            .client
+            .imps_get(&self.imp)
+            .await
+            .map_err(|e| self.impd("reading the imp", &e))?;
+        if imp.map(|i| i.id) != binding.imp_id {
+            return Err(BrokerError::RuntimeMismatch {
+                imp: self.imp.clone(),
+            }
+            .into());
+        }
+        let held: BTreeSet<String> = self
+            .client
+            .grants_list(&self.imp)
+            .await
+            .map_err(|e| self.impd("listing the imp's grants", &e))?
+            .into_iter()
+            .collect();
+        let wanted: BTreeSet<String> = bound.iter().map(|s| s.to_string()).collect();
+        let missing: Vec<String> = wanted.difference(&held).cloned().collect();
+        if !missing.is_empty() {
+            return Err(BrokerError::GrantMissing { missing }.into());
+        }
+        let extra: Vec<String> = held.difference(&wanted).cloned().collect();
+        if !extra.is_empty() {
+            return Err(BrokerError::GrantsMismatch { extra }.into());
+        }
+        Ok(binding)
+    }
+
+    /// Revokes every grant of the host's binding: `revocation_pending` first, then each grant
+    /// (one already gone counts as revoked), then `revoked`. A grant impd did not confirm
+    /// keeps the state, so the call can be retried.
+    pub async fn revoke(&self) -> Result<(), Error> {
+        let Some(_) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Err(BrokerError::NotBound.into());
+        };
+        self.store
+            .binding_set_state(&self.host_key, BindingState::RevocationPending, now_ms())
+            .await
+            .map_err(stored)?;
+        let mut unconfirmed = Vec::new();
+        for g in self.store.grants_of(&self.host_key).await.map_err(stored)? {
+            if g.state == GrantState::Revoked {
+                continue;
+            }
+            self.store
+                .grant_set_state(&self.host_key, &g.secret, GrantState::Revoking)
+                .await
+                .map_err(stored)?;
+            let state = match self.client.grants_delete(&self.imp, &g.secret).await {
+                Ok(()) => GrantState::Revoked,
+                Err(e) if e.not_found_kind().is_some() => GrantState::Revoked,
+                Err(e) => {
+                    tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
+                        "grant not confirmed revoked");
+                    unconfirmed.push(g.secret.clone());
+                    GrantState::RevocationPending
+                }
+            };
+            self.store
+                .grant_set_state(&self.host_key, &g.secret, state)
+                .await
+                .map_err(stored)?;
+        }
+        if !unconfirmed.is_empty() {
+            return Err(BrokerError::RevocationPending { unconfirmed }.into());
+        }
+        self.store
+            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .await
+            .map_err(stored)
+    }
+
+    /// Whether the host's binding admits a launch planned for `hash` now.
+    pub async fn admits(&self, hash: &str) -> Result<(), Error> {
+        let Some(binding) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Err(BrokerError::NotBound.into());
+        };
+        if !binding.state.admits_launch() {
+            return Err(BrokerError::Blocked {
+                state: binding.state.as_str(),
+            }
+            .into());
+        }
+        if binding.hash != hash {
+            return Err(BrokerError::RebindRequired {
+                reason: "the host's binding changed since this launch was planned".into(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}

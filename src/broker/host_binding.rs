@@ -1,0 +1,249 @@
+//! One actor per host binding (spec §6.3, §6.4): every operation on one host's binding runs
+//! strictly in order, each to its end before the next starts (every handler is an
+//! `AtomicResponse`). That order is what makes the launch handshake hold:
+//!
+//! - `Admit` → a [`Ticket`] once the binding is `ready` and the launch's hash is current. A
+//!   revoke queued before the admission runs first, so the launch is refused and nothing is
+//!   sent; a revoke that arrives during the admission runs after the hand-over.
+//! - [`Ticket::check`] is the last-moment check, asked once the connection to impd is open
+//!   and before its opening message is written; a revoke that ran since refuses it.
+//! - The ticket is released exactly once: by [`Ticket::release`] or when it is dropped.
+
+use actix::prelude::*;
+
+use super::binder::{HostContext, Launcher};
+use super::binding::Binding;
+use crate::error::Error;
+
+/// Which opening a ticket admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmitKind {
+    /// A `start` (a spawn, a revive, a restore).
+    Start,
+    /// An `attach` (a reconnect, a restart's re-attach).
+    Attach,
+}
+
+/// The host binding's actor.
+pub struct HostBinding {
+    ctx: HostContext,
+    counts: TicketCounts,
+    next_ticket: u64,
+}
+
+/// How many tickets the actor gave out and got back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, MessageResponse)]
+pub struct TicketCounts {
+    /// Tickets handed over.
+    pub issued: u64,
+    /// Tickets released.
+    pub released: u64,
+}
+
+impl TicketCounts {
+    /// Tickets out now.
+    pub fn outstanding(self) -> u64 {
+        self.issued - self.released
+    }
+}
+
+impl HostBinding {
+    /// The actor over one host's operations.
+    pub fn new(ctx: HostContext) -> HostBinding {
+        HostBinding {
+            ctx,
+            counts: TicketCounts::default(),
+            next_ticket: 0,
+        }
+    }
+}
+
+impl Actor for HostBinding {
+    type Context = Context<Self>;
+}
+
+/// A new host: see [`HostContext::create`].
+#[derive(Message)]
+#[rtype(result = "Result<Binding, Error>")]
+pub struct Create(pub Launcher);
+
+/// A launch onto an existing host: see [`HostContext::verify`].
+#[derive(Message)]
+#[rtype(result = "Result<Binding, Error>")]
+pub struct Verify(pub Launcher);
+
+/// The harness behind a create really started.
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct MarkReady;
+
+/// Revoke every grant: see [`HostContext::revoke`].
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Revoke;
+
+/// Admit one opening planned for the binding hash `hash`.
+#[derive(Message)]
+#[rtype(result = "Result<Ticket, Error>")]
+pub struct Admit {
+    /// Start or attach.
+    pub kind: AdmitKind,
+    /// The binding hash the launch was planned for.
+    pub hash: String,
+}
+
+/// The last-moment check of ticket `id`.
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+struct CheckTicket {
+    hash: String,
+}
+
+/// Ticket `id` is given back.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Released;
+
+/// How many tickets went out and came back.
+#[derive(Message)]
+#[rtype(result = "TicketCounts")]
+pub struct Counts;
+
+/// Runs `op` on the actor's context with nothing else of this host's running meanwhile.
+macro_rules! in_turn {
+    ($self:ident, $op:expr) => {{
+        let ctx = $self.ctx.clone();
+        AtomicResponse::new(Box::pin(async move { $op(ctx).await }.into_actor($self)))
+    }};
+}
+
+impl Handler<Create> for HostBinding {
+    type Result = AtomicResponse<Self, Result<Binding, Error>>;
+    fn handle(&mut self, msg: Create, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.create(&msg.0).await })
+    }
+}
+
+impl Handler<Verify> for HostBinding {
+    type Result = AtomicResponse<Self, Result<Binding, Error>>;
+    fn handle(&mut self, msg: Verify, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.verify(&msg.0).await })
+    }
+}
+
+impl Handler<MarkReady> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, _: MarkReady, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.mark_ready().await })
+    }
+}
+
+impl Handler<Revoke> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, _: Revoke, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.revoke().await })
+    }
+}
+
+impl Handler<Admit> for HostBinding {
+    type Result = AtomicResponse<Self, Result<Ticket, Error>>;
+    fn handle(&mut self, msg: Admit, ctx: &mut Self::Context) -> Self::Result {
+        let host = self.ctx.clone();
+        let addr = ctx.address();
+        let hash = msg.hash.clone();
+        AtomicResponse::new(Box::pin(
+            async move { host.admits(&hash).await }
+                .into_actor(self)
+                .map(move |res, act, _| {
+                    res?;
+                    act.next_ticket += 1;
+                    act.counts.issued += 1;
+                    Ok(Ticket {
+                        id: act.next_ticket,
+                        kind: msg.kind,
+                        hash: msg.hash,
+                        binding: addr,
+                        released: false,
+                    })
+                }),
+        ))
+    }
+}
+
+impl Handler<CheckTicket> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, msg: CheckTicket, _: &mut Self::Context) -> Self::Result {
+        in_turn!(
+            self,
+            |c: HostContext| async move { c.admits(&msg.hash).await }
+        )
+    }
+}
+
+impl Handler<Released> for HostBinding {
+    type Result = ();
+    fn handle(&mut self, _: Released, _: &mut Self::Context) {
+        self.counts.released += 1;
+    }
+}
+
+impl Handler<Counts> for HostBinding {
+    type Result = TicketCounts;
+    fn handle(&mut self, _: Counts, _: &mut Self::Context) -> TicketCounts {
+        self.counts
+    }
+}
+
+/// An admission handed over to one connection.
+pub struct Ticket {
+    id: u64,
+    kind: AdmitKind,
+    hash: String,
+    binding: Addr<HostBinding>,
+    released: bool,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Ticket {
+    /// What it admits.
+    pub fn kind(&self) -> AdmitKind {
+        self.kind
+    }
+
+    /// The last-moment check: whether the binding still admits this launch. A binding actor
+    /// that is gone refuses (the daemon is stopping).
+    pub async fn check(&self) -> Result<(), Error> {
+        self.binding
+            .send(CheckTicket {
+                hash: self.hash.clone(),
+            })
+            .await
+            .unwrap_or(Err(Error::Internal))
+    }
+
+    /// Gives the admission back; a ticket released (or dropped) once counts once.
+    pub fn release(mut self) {
+        self.give_back();
+    }
+
+    fn give_back(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.binding.do_send(Released);
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}

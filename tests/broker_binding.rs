@@ -1,0 +1,383 @@
+//! Issue 9 items 3 and 4: one host's broker binding, driven through its actor against the
+//! impd simulator and a real SQLite store. Create takes back exactly its own effects when a
+//! step fails (checked at the simulator, not only in the answer), verify gives each binding
+//! code, revoke is retryable, and the launch tickets hold their order and are released
+//! exactly once.
+
+mod support;
+
+use std::time::Duration;
+
+use actix::Actor;
+use atc::broker::binder::{HostContext, Launcher};
+use atc::broker::binding::BindingState;
+use atc::broker::host_binding::{
+    Admit, AdmitKind, Counts, Create, HostBinding, MarkReady, Revoke, Verify,
+};
+use atc::broker::AgentAuth;
+use atc::store::StateStore;
+use impd_client::{ImpdClient, TokenSource};
+use support::impd_sim::{
+    Flag, FlagState, GrantFault, GrantStep, Identity, ImpdSim, Scope, SecretKind, SimOptions,
+};
+
+const IMP: &str = "atc-host1";
+
+struct World {
+    sim: ImpdSim,
+    store: StateStore,
+    _dir: tempfile::TempDir,
+    /// Secret values, which must appear nowhere in the daemon's world.
+    values: Vec<String>,
+}
+
+async fn world() -> World {
+    let sim = ImpdSim::start(SimOptions::default());
+    let values = vec![
+        sim.faults()
+            .add_secret("alpha", SecretKind::Custom, &["a.example"]),
+        sim.faults()
+            .add_secret("beta", SecretKind::Custom, &["b.example"]),
+    ];
+    sim.faults()
+        .set_feature(Flag::GrantableTokens, FlagState::True);
+    sim.faults()
+        .set_feature(Flag::SecretRebind, FlagState::True);
+    assert!(sim.faults().set_identity(
+        sim.token(),
+        Identity {
+            scope: Scope::Manage,
+            imps: Some(vec!["atc-*".into()]),
+            grantable: Some(vec!["alpha".into(), "beta".into()]),
+            ..Identity::default()
+        }
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateStore::open(&dir.path().join("state.db"))
+        .await
+        .unwrap();
+    World {
+        sim,
+        store,
+        _dir: dir,
+        values,
+    }
+}
+
+fn context(w: &World) -> HostContext {
+    HostContext {
+        store: w.store.clone(),
+        client: ImpdClient::new(
+            &w.sim.url(),
+            TokenSource::File(w.sim.token_file().to_path_buf()),
+        ),
+        target: "box".into(),
+        target_identity: "imp:reach-v1:0000000000000000".into(),
+        host_key: "host1".into(),
+        imp: IMP.into(),
+        image: None,
+        memory_mib: None,
+    }
+}
+
+fn launcher(secrets: &[&str]) -> Launcher {
+    Launcher {
+        agent: "claude-broker".into(),
+        auth: AgentAuth {
+            secrets: secrets.iter().map(|s| s.to_string()).collect(),
+            placeholders: vec!["CLAUDE_CODE_OAUTH_TOKEN".into()],
+            check: None,
+        },
+    }
+}
+
+fn code(e: &atc::error::Error) -> String {
+    e.code().as_str().to_string()
+}
+
+fn imps(w: &World) -> Vec<String> {
+    w.sim.imps().into_iter().map(|i| i.name).collect()
+}
+
+fn grants(w: &World) -> Vec<String> {
+    w.sim.grants().get(IMP).cloned().unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
+    let w = world().await;
+    let host = HostBinding::new(context(&w)).start();
+    let b = host
+        .send(Create(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.state, BindingState::Provisioning);
+    assert_eq!(
+        (imps(&w), grants(&w)),
+        (vec![IMP.to_string()], vec!["alpha".into(), "beta".into()])
+    );
+    // Not ready until the harness started: a verify is blocked.
+    let e = host
+        .send(Verify(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_blocked");
+    host.send(MarkReady).await.unwrap().unwrap();
+    host.send(Verify(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(grants(&w).len(), 2, "verify never grants again");
+
+    // The agent's secrets changed: rebind required.
+    let e = host
+        .send(Verify(launcher(&["alpha"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_rebind_required");
+    // A grant gone at impd, then one too many.
+    assert!(w.sim.faults().ungrant(IMP, "beta"));
+    let e = host
+        .send(Verify(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        (code(&e), e.wire().data["missing"].clone()),
+        ("auth_grant_missing".into(), serde_json::json!(["beta"]))
+    );
+    assert!(w.sim.faults().grant(IMP, "beta"));
+    w.sim
+        .faults()
+        .add_secret("gamma", SecretKind::Custom, &["c.example"]);
+    assert!(w.sim.faults().grant(IMP, "gamma"));
+    let e = host
+        .send(Verify(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        (code(&e), e.wire().data["extra"].clone()),
+        ("auth_grants_mismatch".into(), serde_json::json!(["gamma"]))
+    );
+    assert!(w.sim.faults().ungrant(IMP, "gamma"));
+    // Nothing the daemon keeps holds a value.
+    let rows = format!(
+        "{:?}{:?}",
+        w.store.binding_get("host1").await,
+        w.store.grants_of("host1").await
+    );
+    for v in &w.values {
+        assert!(
+            !rows.contains(v.as_str()),
+            "a secret value reached the store"
+        );
+    }
+    w.sim.stop();
+}
+
+#[actix_rt::test]
+async fn a_failed_create_takes_back_exactly_its_own_effects() {
+    // The imp cannot be created: nothing stays.
+    let w = world().await;
+    w.sim.faults().refuse_ram_next(1);
+    let host = HostBinding::new(context(&w)).start();
+    let e = host
+        .send(Create(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "host_unavailable", "{e}");
+    assert!(!e.effect_remains());
+    assert!(imps(&w).is_empty(), "{:?}", imps(&w));
+    assert_eq!(w.store.binding_get("host1").await.unwrap(), None);
+    w.sim.stop();
+
+    // The second grant fails: the first grant and the imp go again.
+    for fault in [
+        GrantFault::Fail {
+            code: "FORBIDDEN",
+            message: "no".into(),
+            data: None,
+        },
+        GrantFault::LoseAnswer,
+    ] {
+        let w = world().await;
+        w.sim
+            .faults()
+            .fail_next_grant(GrantStep::Add, Some("beta"), fault);
+        let host = HostBinding::new(context(&w)).start();
+        let e = host
+            .send(Create(launcher(&["alpha", "beta"])))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(code(&e), "host_unavailable", "{e}");
+        assert!(!e.effect_remains());
+        assert!(imps(&w).is_empty(), "the imp stayed: {:?}", imps(&w));
+        assert!(
+            w.sim.grants().values().all(|g| g.is_empty()),
+            "{:?}",
+            w.sim.grants()
+        );
+        assert_eq!(w.store.binding_get("host1").await.unwrap(), None);
+        w.sim.stop();
+    }
+
+    // The take-back itself cannot be confirmed: rollback_pending, and the effect may remain.
+    let w = world().await;
+    w.sim.faults().fail_next_grant(
+        GrantStep::Add,
+        Some("beta"),
+        GrantFault::Fail {
+            code: "INTERNAL_SERVER_ERROR",
+            message: "boom".into(),
+            data: None,
+        },
+    );
+    w.sim.faults().fail_next_grant(
+        GrantStep::Delete,
+        Some("alpha"),
+        GrantFault::Fail {
+            code: "INTERNAL_SERVER_ERROR",
+            message: "boom".into(),
+            data: None,
+        },
+    );
+    let host = HostBinding::new(context(&w)).start();
+    let e = host
+        .send(Create(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(e.effect_remains(), "{e}");
+    let b = w.store.binding_get("host1").await.unwrap().unwrap();
+    assert_eq!(b.state, BindingState::RollbackPending);
+    assert_eq!(
+        imps(&w),
+        [IMP],
+        "nothing was destroyed past an unconfirmed grant"
+    );
+    w.sim.stop();
+}
+
+#[actix_rt::test]
+async fn a_revoke_blocks_launches_and_is_retried_until_confirmed() {
+    let w = world().await;
+    let host = HostBinding::new(context(&w)).start();
+    let b = host
+        .send(Create(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap();
+    host.send(MarkReady).await.unwrap().unwrap();
+
+    w.sim.faults().fail_next_grant(
+        GrantStep::Delete,
+        Some("beta"),
+        GrantFault::Fail {
+            code: "INTERNAL_SERVER_ERROR",
+            message: "boom".into(),
+            data: None,
+        },
+    );
+    let e = host.send(Revoke).await.unwrap().unwrap_err();
+    assert_eq!(code(&e), "auth_revocation_pending");
+    let state = w.store.binding_get("host1").await.unwrap().unwrap().state;
+    assert_eq!(state, BindingState::RevocationPending);
+    assert_eq!(grants(&w), ["beta"]);
+    // Retried: the grant already gone counts as revoked.
+    host.send(Revoke).await.unwrap().unwrap();
+    assert!(grants(&w).is_empty());
+    let e = host
+        .send(Admit {
+            kind: AdmitKind::Start,
+            hash: b.hash.clone(),
+        })
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        (code(&e), e.wire().data["state"].clone()),
+        ("auth_blocked".into(), serde_json::json!("revoked"))
+    );
+    w.sim.stop();
+}
+
+#[actix_rt::test]
+async fn tickets_keep_the_order_of_revokes_and_are_released_exactly_once() {
+    let w = world().await;
+    let host = HostBinding::new(context(&w)).start();
+    let b = host
+        .send(Create(launcher(&["alpha"])))
+        .await
+        .unwrap()
+        .unwrap();
+    host.send(MarkReady).await.unwrap().unwrap();
+    let admit = |kind| Admit {
+        kind,
+        hash: b.hash.clone(),
+    };
+
+    // Admitted, checked, released; then dropped without a release; then a stale hash.
+    let t = host.send(admit(AdmitKind::Start)).await.unwrap().unwrap();
+    t.check().await.unwrap();
+    t.release();
+    drop(host.send(admit(AdmitKind::Attach)).await.unwrap().unwrap());
+    let e = host
+        .send(Admit {
+            kind: AdmitKind::Start,
+            hash: "stale".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_rebind_required");
+
+    // A revoke sent during the admission runs after the hand-over: the ticket is given,
+    // and its last-moment check then refuses.
+    let admitted = host.send(admit(AdmitKind::Attach));
+    let revoked = host.send(Revoke);
+    let t = admitted
+        .await
+        .unwrap()
+        .expect("admitted before the revoke ran");
+    revoked.await.unwrap().unwrap();
+    let e = t.check().await.unwrap_err();
+    assert_eq!(code(&e), "auth_blocked");
+    drop(t);
+
+    // A revoke queued before the admission wins.
+    let w2 = world().await;
+    let host2 = HostBinding::new(context(&w2)).start();
+    let b2 = host2
+        .send(Create(launcher(&["alpha"])))
+        .await
+        .unwrap()
+        .unwrap();
+    host2.send(MarkReady).await.unwrap().unwrap();
+    let revoked = host2.send(Revoke);
+    let admitted = host2.send(Admit {
+        kind: AdmitKind::Start,
+        hash: b2.hash.clone(),
+    });
+    revoked.await.unwrap().unwrap();
+    assert_eq!(code(&admitted.await.unwrap().unwrap_err()), "auth_blocked");
+
+    // Three tickets out, three back, each once.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let c = host.send(Counts).await.unwrap();
+        if c.released == 3 || std::time::Instant::now() > deadline {
+            assert_eq!((c.issued, c.released, c.outstanding()), (3, 3, 0));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(host2.send(Counts).await.unwrap().issued, 0);
+    w.sim.stop();
+    w2.sim.stop();
+}
