@@ -296,6 +296,7 @@ async fn a_revoke_blocks_launches_and_is_retried_until_confirmed() {
         .send(Admit {
             kind: AdmitKind::Start,
             hash: b.hash.clone(),
+            creating: None,
         })
         .await
         .unwrap()
@@ -320,6 +321,7 @@ async fn tickets_keep_the_order_of_revokes_and_are_released_exactly_once() {
     let admit = |kind| Admit {
         kind,
         hash: b.hash.clone(),
+        creating: None,
     };
 
     // Admitted, checked, released; then dropped without a release; then a stale hash.
@@ -331,6 +333,7 @@ async fn tickets_keep_the_order_of_revokes_and_are_released_exactly_once() {
         .send(Admit {
             kind: AdmitKind::Start,
             hash: "stale".into(),
+            creating: None,
         })
         .await
         .unwrap()
@@ -363,6 +366,7 @@ async fn tickets_keep_the_order_of_revokes_and_are_released_exactly_once() {
     let admitted = host2.send(Admit {
         kind: AdmitKind::Start,
         hash: b2.hash.clone(),
+        creating: None,
     });
     revoked.await.unwrap().unwrap();
     assert_eq!(code(&admitted.await.unwrap().unwrap_err()), "auth_blocked");

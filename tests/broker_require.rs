@@ -1,19 +1,41 @@
-//! Issue 9 item 5: a broker-backed agent's harness requires impd's broker on its start and
-//! on every re-attach (`require: ["broker"]`, impd spec §11), reads impd's features first and
-//! sends nothing to an impd that cannot check the requirement, and answers impd's refusals
-//! with their own codes. The imp target here is the real imp provider behind a test double
-//! that claims `brokerAuth` (the real one does not until bindings exist).
+//! Issue 9 items 3–6 through the API, on a real imp target over the simulator: a broker-backed
+//! spawn binds a new host (the imp, its grants), starts with `require: ["broker"]`, and every
+//! re-attach carries it; impd's refusals answer with their codes and take back the attempt;
+//! an impd that cannot check the requirement is sent no start; a revive verifies and never
+//! grants again; and the agent holds placeholders only, with a config folder of its own.
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use atc::config::Config;
 use serde_json::{json, Value};
-use support::caps_provider::CapsProvider;
-use support::impd_sim::{ImpdSim, OpenKind, SecretKind, SimOptions};
+use support::impd_sim::{
+    Flag, FlagState, Identity, ImpdSim, OpenKind, Scope, SecretKind, SimOptions,
+};
 use support::{id_of, test_config, TestDaemon};
+
+/// A simulator whose token may bind `codex-key` to atc's imps, and the key's value.
+fn sim() -> (ImpdSim, String) {
+    let sim = ImpdSim::start(SimOptions::default());
+    let value = sim
+        .faults()
+        .add_secret("codex-key", SecretKind::Custom, &["api.openai.com"]);
+    sim.faults()
+        .set_feature(Flag::GrantableTokens, FlagState::True);
+    sim.faults()
+        .set_feature(Flag::SecretRebind, FlagState::True);
+    assert!(sim.faults().set_identity(
+        sim.token(),
+        Identity {
+            scope: Scope::Manage,
+            imps: Some(vec!["atc-*".into()]),
+            grantable: Some(vec!["codex-key".into()]),
+            ..Identity::default()
+        }
+    ));
+    (sim, value)
+}
 
 fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
     let text = json!({
@@ -22,7 +44,7 @@ fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
                          "args": ["-c", "echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60"],
                          "auth": {"secrets": ["codex-key"], "placeholders": ["OPENAI_API_KEY"]}}
         },
-        "targets": {"box": {"provider": "broker-imp", "url": sim.url(), "tokenFile": sim.token_file(),
+        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
                             "guestDir": guest}},
         "defaultTarget": "box"
     });
@@ -39,31 +61,7 @@ fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
 }
 
 async fn daemon(sim: &ImpdSim, dir: &std::path::Path) -> TestDaemon {
-    let guest = dir.join("guest");
-    let config = config(sim, &guest);
-    let options = json!({"url": sim.url(), "tokenFile": sim.token_file(), "guestDir": guest});
-    let settings = atc::providers::imp::settings::ImpSettings::from_options(
-        "box",
-        options.as_object().unwrap(),
-        "test-daemon",
-        &config.timings,
-    )
-    .unwrap();
-    let imp = atc::providers::imp::provider::ImpProvider::new(settings, Default::default());
-    let broker = CapsProvider {
-        kind: "broker-imp",
-        inner: Arc::new(imp),
-        adjust: |c| atc::providers::Capabilities {
-            broker_auth: true,
-            ..c
-        },
-    };
-    TestDaemon::start_with_providers(
-        dir,
-        config,
-        atc::daemon::ExtraProviders::default().with(Arc::new(broker)),
-    )
-    .await
+    TestDaemon::start_on(dir, config(sim, &dir.join("guest"))).await
 }
 
 async fn spawn(d: &TestDaemon) -> (u16, Value) {
@@ -85,9 +83,19 @@ fn requires(sim: &ImpdSim, kind: OpenKind) -> Vec<Vec<String>> {
         .collect()
 }
 
+fn grant_calls(sim: &ImpdSim) -> u64 {
+    sim.stats()
+        .rpc_calls
+        .get("grants.add")
+        .copied()
+        .unwrap_or(0)
+}
+
 #[actix_rt::test]
-async fn a_start_without_a_ready_broker_is_refused_with_impds_detail() {
-    let sim = ImpdSim::start(SimOptions::default());
+async fn a_start_impd_refuses_answers_broker_not_ready_and_takes_back_the_new_host() {
+    let (sim, _) = sim();
+    sim.faults()
+        .fail_broker_ca("*", Some("the CA bundle step failed"));
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
 
@@ -101,30 +109,30 @@ async fn a_start_without_a_ready_broker_is_refused_with_impds_detail() {
         err["error"]["data"]["detail"]
             .as_str()
             .unwrap()
-            .contains("no grant"),
-        "{err}"
-    );
-    assert!(
-        err["error"]["data"]["imp"]
-            .as_str()
-            .unwrap()
-            .starts_with("atc-"),
+            .contains("CA bundle"),
         "{err}"
     );
     assert_eq!(
         requires(&sim, OpenKind::Start),
         [vec!["broker".to_string()]]
     );
-    // The refused spawn leaves no session behind.
+    // The refused spawn leaves no session, and its attempt is taken back at impd.
     let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
     assert_eq!(sessions["sessions"], json!([]), "{sessions}");
+    sim.wait_until("took back the imp", |s| s.imps().is_empty())
+        .await;
+    assert!(
+        sim.grants().values().all(|g| g.is_empty()),
+        "{:?}",
+        sim.grants()
+    );
     d.stop().await;
     sim.stop();
 }
 
 #[actix_rt::test]
-async fn an_impd_that_cannot_check_require_is_sent_nothing() {
-    let sim = ImpdSim::start(SimOptions::default());
+async fn an_impd_that_cannot_check_require_is_sent_no_start() {
+    let (sim, _) = sim();
     sim.faults().play_pre_030();
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
@@ -148,23 +156,27 @@ async fn an_impd_that_cannot_check_require_is_sent_nothing() {
         "a harness start was sent: {:?}",
         sim.exec_opens()
     );
+    sim.wait_until("took back the imp", |s| s.imps().is_empty())
+        .await;
     d.stop().await;
     sim.stop();
 }
 
 #[actix_rt::test]
-async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the_grant_is_gone() {
-    let sim = ImpdSim::start(SimOptions::default());
-    let value = sim
-        .faults()
-        .add_secret("codex-key", SecretKind::Custom, &["api.openai.com"]);
-    sim.faults().grant_on_create("codex-key");
+async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_granting_again() {
+    let (sim, value) = sim();
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
 
     let (status, body) = spawn(&d).await;
     assert_eq!(status, 201, "{body}");
     let id = id_of(&body["session"]);
+    let imp = sim.imps()[0].name.clone();
+    assert_eq!(
+        sim.grants()[&imp],
+        ["codex-key"],
+        "the spawn bound the new host"
+    );
     // impd set the broker's proxy for the process; the agent holds a placeholder and a config
     // folder of its own, made by the readying; the secret's value is nowhere.
     let screen = d.wait_screen(&id, "config-dir-made").await;
@@ -188,13 +200,6 @@ async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the
         .into_iter()
         .find(|o| o.session.is_some())
         .unwrap();
-    for key in ["OPENAI_API_KEY", "CODEX_HOME"] {
-        assert!(
-            start.env_keys.iter().any(|k| k == key),
-            "{:?}",
-            start.env_keys
-        );
-    }
     // The daemon's own credentials never go with it: only the guest's, atc's and the plan's.
     for k in &start.env_keys {
         assert!(
@@ -205,12 +210,7 @@ async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the
     }
 
     // A dropped connection: the re-attach carries the start's requirement.
-    let imp = sim.imps()[0].name.clone();
-    let session = sim
-        .exec_starts()
-        .into_iter()
-        .find_map(|o| o.session)
-        .unwrap();
+    let session = start.session.clone().unwrap();
     assert!(sim.faults().detach_slow(&imp, &session));
     d.wait_session(&id, "reattached", |s| {
         s["lifecycle"]["attachment"] == "attached" && !requires(&sim, OpenKind::Attach).is_empty()
@@ -220,13 +220,44 @@ async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the
         assert_eq!(r, ["broker"], "an attach without the requirement");
     }
 
-    // Kill, take the grant away, revive: impd refuses the start behind the broker.
+    // Kill and revive: the binding is verified, nothing is granted again.
+    let grants = grant_calls(&sim);
     let (status, _) = d
         .call("POST", &format!("/v1/sessions/{id}/kill"), None)
         .await;
     assert_eq!(status, 200);
     d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(grant_calls(&sim), grants, "a revive granted again");
+
+    // A grant gone at impd: the next revive's verify refuses before impd sees a start.
+    d.call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
+    d.wait_session(&id, "exited again", |s| s["alive"] == false)
+        .await;
     assert!(sim.faults().ungrant(&imp, "codex-key"));
+    let starts = requires(&sim, OpenKind::Start).len();
+    let (status, err) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_grant_missing")),
+        "{err}"
+    );
+    assert_eq!(
+        requires(&sim, OpenKind::Start).len(),
+        starts,
+        "a start went out"
+    );
+
+    // Granted again but the broker not ready: impd's refusal, with its detail, on a revive.
+    assert!(sim.faults().grant(&imp, "codex-key"));
+    sim.faults()
+        .fail_broker_ca(&imp, Some("the CA bundle step failed"));
     let (status, err) = d
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
         .await;
@@ -235,9 +266,7 @@ async fn every_reattach_carries_the_requirement_and_a_revive_is_refused_once_the
         (412, Some("broker_not_ready")),
         "{err}"
     );
-    for r in requires(&sim, OpenKind::Start) {
-        assert_eq!(r, ["broker"]);
-    }
+    assert_eq!(sim.imps().len(), 1, "a revive never takes the host back");
     d.stop().await;
     sim.stop();
 }

@@ -286,7 +286,7 @@ impl AgentCatalog {
     /// The broker part of `id`'s launch plans, if it is broker-backed.
     pub fn broker_launch(&self, id: &str) -> Option<crate::broker::BrokerLaunch> {
         let agent = self.agents.get(id)?;
-        crate::broker::BrokerLaunch::plan(agent.kind.as_deref(), agent.auth.as_ref()?, 1)
+        crate::broker::BrokerLaunch::plan(id, agent.kind.as_deref(), agent.auth.as_ref()?, 1)
     }
 
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
@@ -333,7 +333,7 @@ impl AgentCatalog {
             broker: agent
                 .auth
                 .as_ref()
-                .and_then(|a| crate::broker::BrokerLaunch::plan(agent.kind.as_deref(), a, 1)),
+                .and_then(|a| crate::broker::BrokerLaunch::plan(id, agent.kind.as_deref(), a, 1)),
         })
     }
 }

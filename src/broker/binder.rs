@@ -200,6 +200,31 @@ impl HostContext {
         cause.effect_remains().into()
     }
 
+    /// A create whose harness never started (impd refused it, or it ended first): its
+    /// attempt is taken back, as a failed step would have been. A binding past
+    /// `provisioning` is left alone.
+    pub async fn abandon(&self, why: &str) -> Result<(), Error> {
+        let Some(binding) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Ok(());
+        };
+        if binding.state != BindingState::Provisioning {
+            return Ok(());
+        }
+        let cause = HostError::NotStarted {
+            target: self.target.clone(),
+            detail: why.to_string(),
+        };
+        match self.take_back(&binding, cause).await {
+            e if e.effect_remains() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// The harness behind `binding` really started: the binding is `ready`.
     pub async fn mark_ready(&self) -> Result<(), Error> {
         self.store
@@ -323,8 +348,10 @@ impl HostContext {
             .map_err(stored)
     }
 
-    /// Whether the host's binding admits a launch planned for `hash` now.
-    pub async fn admits(&self, hash: &str) -> Result<(), Error> {
+    /// Whether the host's binding admits a launch planned for `hash` now. `creating`: the
+    /// create attempt the launch belongs to, whose own first start the binding admits while
+    /// it is still `provisioning`.
+    pub async fn admits(&self, hash: &str, creating: Option<uuid::Uuid>) -> Result<(), Error> {
         let Some(binding) = self
             .store
             .binding_get(&self.host_key)
@@ -333,7 +360,9 @@ impl HostContext {
         else {
             return Err(BrokerError::NotBound.into());
         };
-        if !binding.state.admits_launch() {
+        let own_create =
+            binding.state == BindingState::Provisioning && creating == Some(binding.attempt_id);
+        if !binding.state.admits_launch() && !own_create {
             return Err(BrokerError::Blocked {
                 state: binding.state.as_str(),
             }

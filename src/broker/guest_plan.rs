@@ -8,6 +8,10 @@ use super::AgentAuth;
 /// The broker part of a launch plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerLaunch {
+    /// The agent, and its `auth` as configured (names only), which its host is bound to.
+    pub agent: String,
+    /// Its `auth`.
+    pub auth: AgentAuth,
     /// Variables set to [`PLACEHOLDER_VALUE`].
     pub placeholders: Vec<String>,
     /// The variable that points the agent at its config folder: `CLAUDE_CONFIG_DIR` for
@@ -20,13 +24,20 @@ pub struct BrokerLaunch {
 impl BrokerLaunch {
     /// The broker part of a launch of an agent of `kind` with `auth`; `None` for a kind that
     /// cannot carry `auth` (the config refuses those).
-    pub fn plan(kind: Option<&str>, auth: &AgentAuth, revision: u32) -> Option<BrokerLaunch> {
+    pub fn plan(
+        agent: &str,
+        kind: Option<&str>,
+        auth: &AgentAuth,
+        revision: u32,
+    ) -> Option<BrokerLaunch> {
         let config_dir_var = match kind {
             Some("claude") => "CLAUDE_CONFIG_DIR",
             Some("codex") => "CODEX_HOME",
             _ => return None,
         };
         Some(BrokerLaunch {
+            agent: agent.to_string(),
+            auth: auth.clone(),
             placeholders: auth.placeholders.clone(),
             config_dir_var,
             revision,
@@ -69,7 +80,7 @@ mod tests {
 
     #[test]
     fn claude_and_codex_get_their_config_folder_per_revision() {
-        let claude = BrokerLaunch::plan(Some("claude"), &auth(), 3).unwrap();
+        let claude = BrokerLaunch::plan("a", Some("claude"), &auth(), 3).unwrap();
         assert_eq!(
             claude.env("/var/atc/", "abc"),
             [
@@ -83,8 +94,8 @@ mod tests {
                 ),
             ]
         );
-        let codex = BrokerLaunch::plan(Some("codex"), &auth(), 1).unwrap();
+        let codex = BrokerLaunch::plan("a", Some("codex"), &auth(), 1).unwrap();
         assert_eq!(codex.config_dir_var, "CODEX_HOME");
-        assert_eq!(BrokerLaunch::plan(Some("grok"), &auth(), 1), None);
+        assert_eq!(BrokerLaunch::plan("a", Some("grok"), &auth(), 1), None);
     }
 }

@@ -77,6 +77,11 @@ pub struct Verify(pub Launcher);
 #[rtype(result = "Result<(), Error>")]
 pub struct MarkReady;
 
+/// A create whose harness never started: see [`HostContext::abandon`].
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Abandon(pub String);
+
 /// Revoke every grant: see [`HostContext::revoke`].
 #[derive(Message)]
 #[rtype(result = "Result<(), Error>")]
@@ -90,6 +95,8 @@ pub struct Admit {
     pub kind: AdmitKind,
     /// The binding hash the launch was planned for.
     pub hash: String,
+    /// The create attempt the launch belongs to, if it is its host's first.
+    pub creating: Option<uuid::Uuid>,
 }
 
 /// The last-moment check of ticket `id`.
@@ -97,6 +104,7 @@ pub struct Admit {
 #[rtype(result = "Result<(), Error>")]
 struct CheckTicket {
     hash: String,
+    creating: Option<uuid::Uuid>,
 }
 
 /// Ticket `id` is given back.
@@ -138,6 +146,16 @@ impl Handler<MarkReady> for HostBinding {
     }
 }
 
+impl Handler<Abandon> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, msg: Abandon, _: &mut Self::Context) -> Self::Result {
+        in_turn!(
+            self,
+            |c: HostContext| async move { c.abandon(&msg.0).await }
+        )
+    }
+}
+
 impl Handler<Revoke> for HostBinding {
     type Result = AtomicResponse<Self, Result<(), Error>>;
     fn handle(&mut self, _: Revoke, _: &mut Self::Context) -> Self::Result {
@@ -150,9 +168,9 @@ impl Handler<Admit> for HostBinding {
     fn handle(&mut self, msg: Admit, ctx: &mut Self::Context) -> Self::Result {
         let host = self.ctx.clone();
         let addr = ctx.address();
-        let hash = msg.hash.clone();
+        let (hash, creating) = (msg.hash.clone(), msg.creating);
         AtomicResponse::new(Box::pin(
-            async move { host.admits(&hash).await }
+            async move { host.admits(&hash, creating).await }
                 .into_actor(self)
                 .map(move |res, act, _| {
                     res?;
@@ -162,6 +180,7 @@ impl Handler<Admit> for HostBinding {
                         id: act.next_ticket,
                         kind: msg.kind,
                         hash: msg.hash,
+                        creating: msg.creating,
                         binding: addr,
                         released: false,
                     })
@@ -173,10 +192,9 @@ impl Handler<Admit> for HostBinding {
 impl Handler<CheckTicket> for HostBinding {
     type Result = AtomicResponse<Self, Result<(), Error>>;
     fn handle(&mut self, msg: CheckTicket, _: &mut Self::Context) -> Self::Result {
-        in_turn!(
-            self,
-            |c: HostContext| async move { c.admits(&msg.hash).await }
-        )
+        in_turn!(self, |c: HostContext| async move {
+            c.admits(&msg.hash, msg.creating).await
+        })
     }
 }
 
@@ -199,6 +217,7 @@ pub struct Ticket {
     id: u64,
     kind: AdmitKind,
     hash: String,
+    creating: Option<uuid::Uuid>,
     binding: Addr<HostBinding>,
     released: bool,
 }
@@ -224,6 +243,7 @@ impl Ticket {
         self.binding
             .send(CheckTicket {
                 hash: self.hash.clone(),
+                creating: self.creating,
             })
             .await
             .unwrap_or(Err(Error::Internal))

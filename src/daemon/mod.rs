@@ -225,6 +225,8 @@ impl Daemon {
             .unwrap_or_else(|| PathBuf::from("atc"));
         let daemon_id_text = daemon_id.to_string();
         let bridges = Arc::new(crate::providers::imp::bridge::Bridges::default());
+        // Imp targets keep their hosts' broker bindings in the daemon's store (spec §6.3).
+        let broker_store = store.clone();
         let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
             if let Some(p) = extra.by_kind.get(&t.provider) {
                 return Some(p.clone());
@@ -240,10 +242,10 @@ impl Daemon {
             )?
             // The daemon's own binary is what imps get as their atc (spec §5.3 step 4).
             .with_atc_binary(&atc_program);
-            Some(Arc::new(crate::providers::imp::provider::ImpProvider::new(
-                settings,
-                bridges.clone(),
-            ))
+            Some(Arc::new(
+                crate::providers::imp::provider::ImpProvider::new(settings, bridges.clone())
+                    .with_broker(broker_store.clone()),
+            )
                 as Arc<dyn crate::providers::ExecutionProvider>)
         });
         let state_providers = providers.clone();

@@ -192,7 +192,7 @@ pub struct StartedHarness {
     /// `None` when the process runs already (local); else resolves once the remote start or
     /// attach succeeded, or with the refusal that ended the harness first (spec §5.6
     /// `waitForStart`). A spawn answers only after it.
-    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), ProviderError>>>,
+    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), crate::error::Error>>>,
 }
 
 /// What a harness is started with.

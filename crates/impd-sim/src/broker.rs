@@ -260,7 +260,11 @@ impl BrokerState {
         if imp.grants.is_empty() {
             return Err("no grant".into());
         }
-        match self.ca_failures.get(&imp.name) {
+        match self
+            .ca_failures
+            .get(&imp.name)
+            .or_else(|| self.ca_failures.get("*"))
+        {
             Some(detail) => Err(detail.clone()),
             None => Ok(()),
         }

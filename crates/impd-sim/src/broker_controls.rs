@@ -93,7 +93,8 @@ impl Faults {
 
     /// Makes the imp's CA-bundle step fail with `detail` (`None`: it succeeds again), so a
     /// `require:["broker"]` start is refused with that detail even while grants exist. Works
-    /// before the imp exists: it is keyed by name.
+    /// before the imp exists: it is keyed by name, and `"*"` stands for every imp (for an imp
+    /// whose name a test cannot know in advance).
     pub fn fail_broker_ca(&self, imp: &str, detail: Option<&str>) {
         self.shared.lock().broker.set_ca_failure(imp, detail);
     }

@@ -10,7 +10,13 @@ use bytes::Bytes;
 
 use super::harness::ImpHarness;
 use super::outcome::ConnectionEnd;
-use impd_client::{ExecEvent, ExecWriter, ImpPortError, ImpdClient, Opening, Started};
+use crate::broker::host_binding::Ticket;
+use impd_client::{
+    ExecEvent, ExecWriter, GatedOpenError, ImpPortError, ImpdClient, Opening, Started,
+};
+
+/// The code of a connection end whose launch the host's binding refused (ours, not impd's).
+pub const LAUNCH_REFUSED: &str = "LAUNCH_REFUSED";
 
 /// impd answered `started` on attempt `attempt`.
 #[derive(Message)]
@@ -55,6 +61,20 @@ pub struct ImpConnection {
     writer: Option<ExecWriter>,
     started: bool,
     end: Option<ConnectionEnd>,
+    /// A broker-backed launch's admission: checked before the opening is written, given
+    /// back when this connection ends (dropping it releases it).
+    ticket: Option<Ticket>,
+}
+
+/// The host's binding refused this attempt's launch at the last moment; the socket closed
+/// with nothing sent. Sent before the attempt's [`ConnEnded`].
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConnLaunchRefused {
+    /// Which attempt.
+    pub attempt: u64,
+    /// The refusal.
+    pub error: crate::error::Error,
 }
 
 impl ImpConnection {
@@ -64,6 +84,7 @@ impl ImpConnection {
         harness: Addr<ImpHarness>,
         client: ImpdClient,
         opening: Opening,
+        ticket: Option<Ticket>,
     ) -> ImpConnection {
         ImpConnection {
             attempt,
@@ -73,6 +94,7 @@ impl ImpConnection {
             writer: None,
             started: false,
             end: None,
+            ticket,
         }
     }
 
@@ -117,6 +139,7 @@ impl Actor for ImpConnection {
             Opening::Start(m) => !m.require.is_empty(),
             Opening::Attach(m) => !m.require.is_empty(),
         };
+        let ticket = self.ticket.take();
         ctx.wait(
             async move {
                 if requires {
@@ -124,24 +147,52 @@ impl Actor for ImpConnection {
                     // anyway, so its features are read on this attempt first and, without
                     // `execRequire`, nothing is sent. Unreadable features are "unreachable",
                     // retried on the usual delays.
-                    let info = client.system_info().await.map_err(|e| {
-                        ImpPortError::new(impd_client::error::UNREACHABLE, e.message)
-                    })?;
+                    let info = match client.system_info().await {
+                        Ok(info) => info,
+                        Err(e) => {
+                            let e = ImpPortError::new(impd_client::error::UNREACHABLE, e.message);
+                            return (Err(GatedOpenError::Port(e)), ticket);
+                        }
+                    };
                     if !info.features.exec_require {
-                        return Err(ImpPortError::impd_outdated(&info.version));
+                        let e = ImpPortError::impd_outdated(&info.version);
+                        return (Err(GatedOpenError::Port(e)), ticket);
                     }
                 }
-                client.open_exec(opening).await
+                // The ticket's last-moment check runs with the socket open and the opening
+                // not yet written (spec §6.4).
+                let gate = async {
+                    match &ticket {
+                        Some(t) => t.check().await,
+                        None => Ok(()),
+                    }
+                };
+                (client.open_exec_gated(opening, gate).await, ticket)
             }
             .into_actor(self)
-            .map(|res, act, ctx| match res {
-                Ok(socket) => {
-                    act.writer = Some(socket.writer);
-                    ctx.add_stream(socket.events);
-                }
-                Err(e) => {
-                    act.end = Some(open_failure(e));
-                    act.report_end(ctx);
+            .map(|(res, ticket), act, ctx| {
+                act.ticket = ticket;
+                match res {
+                    Ok(socket) => {
+                        act.writer = Some(socket.writer);
+                        ctx.add_stream(socket.events);
+                    }
+                    Err(GatedOpenError::Port(e)) => {
+                        act.end = Some(open_failure(e));
+                        act.report_end(ctx);
+                    }
+                    Err(GatedOpenError::Gate(error)) => {
+                        act.end = Some(ConnectionEnd::Refused {
+                            code: LAUNCH_REFUSED.into(),
+                            message: error.to_string(),
+                            data: serde_json::Value::Null,
+                        });
+                        act.harness.do_send(ConnLaunchRefused {
+                            attempt: act.attempt,
+                            error,
+                        });
+                        act.report_end(ctx);
+                    }
                 }
             }),
         );

@@ -31,7 +31,8 @@
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::connection::{ConnData, ConnEnded, ConnStarted, ImpConnection};
+use super::connection::{ConnData, ConnEnded, ConnLaunchRefused, ConnStarted, ImpConnection};
+use super::harness_broker::BrokerSide;
 use super::harness_state::{Effect, HarnessState, StartParams};
 use super::host_error::HostError;
 use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost};
@@ -40,12 +41,15 @@ use super::opening::Origin;
 use super::outcome::{Next, StartRefusal};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
+use crate::broker::host_binding::AdmitKind;
 use crate::broker::BrokerError;
+use crate::error::Error;
 use crate::providers::{
     DetachHarness, Hangup, HarnessEvents, OutputArrived, ProviderError, ResizeTerminal, StartSpec,
     WriteInput,
 };
 use impd_client::ExecWriter;
+use impd_client::Opening;
 
 /// What a fresh attach writes to the session before impd's replay: reset attributes, home,
 /// clear. Not a full terminal reset, which would also clobber clients' terminal modes.
@@ -57,7 +61,7 @@ pub struct ImpHarness {
     lease: Addr<HostLease>,
     state: HarnessState<ExecWriter>,
     events: HarnessEvents,
-    ready_tx: Option<oneshot::Sender<Result<(), ProviderError>>>,
+    ready_tx: Option<oneshot::Sender<Result<(), Error>>>,
     /// The broker refusal the last connection ended with, answered to a waiting spawn.
     start_refusal: Option<StartRefusal>,
     kill_timer: Option<SpawnHandle>,
@@ -69,6 +73,10 @@ pub struct ImpHarness {
     install_atc: bool,
     /// A broker-backed agent's config folder in the imp, made by each readying.
     auth_dir: Option<String>,
+    /// The host's broker binding, for a broker-backed agent.
+    broker: Option<BrokerSide>,
+    /// Why the binding refused a connection's launch, answered to a waiting spawn.
+    launch_refusal: Option<Error>,
 }
 
 impl ImpHarness {
@@ -79,7 +87,7 @@ impl ImpHarness {
         imp: String,
         spec: StartSpec,
         events: HarnessEvents,
-        ready_tx: oneshot::Sender<Result<(), ProviderError>>,
+        ready_tx: oneshot::Sender<Result<(), Error>>,
         report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
@@ -102,11 +110,11 @@ impl ImpHarness {
         env.insert("ATC_SESSION_ID".into(), spec.session_id.to_string());
         // A broker-backed agent holds placeholders only, and a config folder of its own
         // that the readying creates.
-        let broker = plan.broker.clone();
-        let auth_dir = broker
+        let broker_launch = plan.broker.clone();
+        let auth_dir = broker_launch
             .as_ref()
             .map(|b| b.config_dir(&settings.guest_dir, &spec.session_id.to_string()));
-        if let Some(b) = &broker {
+        if let Some(b) = &broker_launch {
             env.extend(b.env(&settings.guest_dir, &spec.session_id.to_string()));
         }
         // Hooks report to the guest end of the report socket; the outbox (where the guest
@@ -122,7 +130,7 @@ impl ImpHarness {
             argv: std::iter::once(plan.bin).chain(plan.args).collect(),
             env,
             cwd: plan.cwd.display().to_string(),
-            require_broker: broker.is_some(),
+            require_broker: broker_launch.is_some(),
         };
         // A restart always has the position its row kept; without one there is nothing to
         // re-attach to, and the harness starts as a spawn would.
@@ -152,7 +160,16 @@ impl ImpHarness {
             forward: None,
             install_atc,
             auth_dir,
+            broker: None,
+            launch_refusal: None,
         }
+    }
+
+    /// A broker-backed agent's harness: it binds or verifies its host, and takes a ticket
+    /// for each connection (spec §6.4).
+    pub fn with_broker(mut self, broker: Option<BrokerSide>) -> ImpHarness {
+        self.broker = broker;
+        self
     }
 
     /// Carries out what the state decided, in order.
@@ -163,10 +180,7 @@ impl ImpHarness {
                 self.events.attachment.do_send(change);
             }
             match effect {
-                Effect::Open { attempt, opening } => {
-                    ImpConnection::new(attempt, ctx.address(), self.settings.client(), opening)
-                        .start();
-                }
+                Effect::Open { attempt, opening } => self.connect(attempt, opening, ctx),
                 Effect::OpenAfter(delay) => {
                     ctx.run_later(delay, |act, ctx| {
                         let effects = act.state.open();
@@ -179,6 +193,9 @@ impl ImpHarness {
                     .do_send(OutputArrived(bytes::Bytes::from_static(SCREEN_RESET))),
                 Effect::Reattaching => {}
                 Effect::Attached(_) => {
+                    if let Some(b) = &mut self.broker {
+                        b.started();
+                    }
                     if let Some(tx) = self.ready_tx.take() {
                         // The spawn stopped waiting; the session learns of the start anyway.
                         let _ = tx.send(Ok(()));
@@ -207,7 +224,12 @@ impl ImpHarness {
                             .unwrap_or_else(|| "the process ended".into());
                         let (imp, _) = self.state.names();
                         let imp = imp.to_string();
+                        if let Some(b) = &self.broker {
+                            b.never_started(&detail);
+                        }
+                        let launch = self.launch_refusal.take();
                         let refusal = match self.start_refusal.take() {
+                            _ if launch.is_some() => launch.unwrap_or(Error::Internal),
                             Some(StartRefusal::ImpdTooOld) => {
                                 BrokerError::ExecRequireMissing { imp }.into()
                             }
@@ -231,6 +253,42 @@ impl ImpHarness {
                 }
             }
         }
+    }
+
+    /// Opens connection `attempt`; a broker-backed harness first takes a ticket for it, and
+    /// the connection checks it at the last moment. A refused admission ends the harness,
+    /// with the refusal as its start refusal.
+    fn connect(&mut self, attempt: u64, opening: Opening, ctx: &mut Context<Self>) {
+        let client = self.settings.client();
+        let Some(broker) = &self.broker else {
+            ImpConnection::new(attempt, ctx.address(), client, opening, None).start();
+            return;
+        };
+        let kind = match &opening {
+            Opening::Start(_) => AdmitKind::Start,
+            Opening::Attach(_) => AdmitKind::Attach,
+        };
+        ctx.wait(
+            broker
+                .admit(kind)
+                .into_actor(self)
+                .map(move |res, act, ctx| match res {
+                    Ok(ticket) => {
+                        ImpConnection::new(attempt, ctx.address(), client, opening, Some(ticket))
+                            .start();
+                    }
+                    Err(e) => act.launch_refused(e, ctx),
+                }),
+        );
+    }
+
+    /// The binding refused a launch (at admission or at its last-moment check): nothing
+    /// was sent, and the harness ends with that refusal.
+    fn launch_refused(&mut self, e: Error, ctx: &mut Context<Self>) {
+        let detail = format!("launch refused ({e})");
+        self.launch_refusal = Some(e);
+        let effects = self.state.ended_with(detail);
+        self.apply(effects, ctx);
     }
 
     /// Re-attached after a daemon restart: the host counts this harness again.
@@ -287,11 +345,12 @@ impl ImpHarness {
 
     /// A start that never succeeded, refused before any connection (the host could not be
     /// readied): the refusal is the spawn's answer.
-    fn refuse(&mut self, err: HostError, ctx: &mut Context<Self>) {
+    fn refuse(&mut self, err: impl Into<Error>, ctx: &mut Context<Self>) {
+        let err = err.into();
         let detail = err.to_string();
         if let Some(tx) = self.ready_tx.take() {
             // The spawn stopped waiting; the session learns of the end anyway.
-            let _ = tx.send(Err(err.into()));
+            let _ = tx.send(Err(err));
         }
         let effects = self.state.ended_with(detail);
         self.apply(effects, ctx);
@@ -306,6 +365,29 @@ impl Actor for ImpHarness {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // A broker-backed harness binds (or verifies) its host before anything else: the
+        // refusal of either is the spawn's or revive's answer, and nothing reaches impd's
+        // /exec.
+        if let Some(b) = &self.broker {
+            ctx.wait(b.prepare().into_actor(self).map(|res, act, ctx| match res {
+                Ok(binding) => {
+                    if let Some(b) = &mut act.broker {
+                        b.prepared(&binding);
+                    }
+                    act.begin(ctx);
+                }
+                Err(e) => act.refuse(e, ctx),
+            }));
+            return;
+        }
+        self.begin(ctx);
+    }
+}
+
+impl ImpHarness {
+    /// Readies the host (or, after a daemon restart, attaches first) and opens the first
+    /// connection.
+    fn begin(&mut self, ctx: &mut Context<Self>) {
         // A daemon restart attaches first (`wake: false`): readying the host would take the
         // lease, and taking a lease wakes a sleeping imp. The host is readied once the
         // attach found it awake.
@@ -357,6 +439,17 @@ impl Handler<ConnData> for ImpHarness {
             // A session that stopped takes no more output; the harness ends with it.
             let _ = sent.await;
         })
+    }
+}
+
+impl Handler<ConnLaunchRefused> for ImpHarness {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConnLaunchRefused, _: &mut Self::Context) {
+        // Kept as the start refusal; the attempt's end (which follows) ends the harness.
+        if self.state.is_current(msg.attempt) {
+            self.launch_refusal = Some(msg.error);
+        }
     }
 }
 

@@ -423,15 +423,19 @@ impl<W: Link> HarnessState<W> {
         }
     }
 
-    /// Connection `attempt` ended: what follows, or `None` for a stale report. The phase is
-    /// waiting to reconnect until [`HarnessState::after`] hears the decision.
-    pub fn ended(&mut self, attempt: u64, end: &ConnectionEnd, started: bool) -> Option<Next> {
-        let current = match &self.phase {
+    /// Whether `attempt` is the connection the harness waits on or streams from now.
+    pub fn is_current(&self, attempt: u64) -> bool {
+        match &self.phase {
             Phase::OpeningStart(d) | Phase::OpeningAttach(d) => d.attempt == attempt,
             Phase::Started { attempt: a, .. } => *a == attempt,
             _ => false,
-        };
-        if !current {
+        }
+    }
+
+    /// Connection `attempt` ended: what follows, or `None` for a stale report. The phase is
+    /// waiting to reconnect until [`HarnessState::after`] hears the decision.
+    pub fn ended(&mut self, attempt: u64, end: &ConnectionEnd, started: bool) -> Option<Next> {
+        if !self.is_current(attempt) {
             return None;
         }
         if let Phase::Started { link, .. } =

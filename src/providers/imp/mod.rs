@@ -27,6 +27,7 @@ pub mod connection;
 pub mod cursor;
 pub mod guest_atc;
 pub mod harness;
+pub mod harness_broker;
 pub mod harness_state;
 pub mod host_error;
 pub mod host_lease;

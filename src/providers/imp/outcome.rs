@@ -173,6 +173,7 @@ fn refused(code: &str, message: &str, data: &Value, cursor: &Cursor) -> Next {
                 _ => Next::Ended(format!("imp broker not ready ({detail})")),
             }
         }
+        super::connection::LAUNCH_REFUSED => Next::Ended(format!("launch refused ({message})")),
         "" => Next::Ended(format!("imp refused the session ({message})")),
         other => Next::Ended(format!("imp refused the session ({other})")),
     }

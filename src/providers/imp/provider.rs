@@ -31,6 +31,10 @@ pub struct ImpProvider {
     /// Epochs and report memory of every session bridge in the daemon (shared by all imp
     /// providers, so epochs are unique per daemon).
     bridges: Arc<Bridges>,
+    /// The store that keeps broker bindings; without one the provider claims no broker.
+    broker_store: Option<crate::store::StateStore>,
+    /// The binding actor of each host, by imp name, like `hosts`.
+    bindings: Mutex<HashMap<String, Addr<crate::broker::host_binding::HostBinding>>>,
 }
 
 impl ImpProvider {
@@ -41,7 +45,45 @@ impl ImpProvider {
             settings,
             hosts: Mutex::new(HashMap::new()),
             bridges,
+            broker_store: None,
+            bindings: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Serves broker-backed agents, with their bindings kept in `store` (spec §6).
+    pub fn with_broker(mut self, store: crate::store::StateStore) -> ImpProvider {
+        self.broker_store = Some(store);
+        self
+    }
+
+    /// The binding actor of the host `host_key` (imp `imp`), started the first time.
+    fn binding(
+        &self,
+        store: &crate::store::StateStore,
+        host_key: &str,
+        imp: &str,
+    ) -> Addr<crate::broker::host_binding::HostBinding> {
+        let mut bindings = match self.bindings.lock() {
+            Ok(b) => b,
+            // A panic while holding this lock left at worst a missing entry behind.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        bindings
+            .entry(imp.to_string())
+            .or_insert_with(|| {
+                crate::broker::host_binding::HostBinding::new(crate::broker::binder::HostContext {
+                    store: store.clone(),
+                    client: self.settings.client(),
+                    target: self.settings.target.clone(),
+                    target_identity: self.settings.identity.clone(),
+                    host_key: host_key.to_string(),
+                    imp: imp.to_string(),
+                    image: self.settings.image.clone(),
+                    memory_mib: self.settings.memory_mib.and_then(|m| u32::try_from(m).ok()),
+                })
+                .start()
+            })
+            .clone()
     }
 
     /// The imp a host key lives in.
@@ -93,10 +135,7 @@ impl ExecutionProvider for ImpProvider {
             headless: false,
             suspend: true,
             destroy: true,
-            // Not yet: a broker-backed agent must never start before its binding, grants and
-            // the `require: ["broker"]` admission exist (issue 9), so until then every target
-            // refuses it with `auth_target_unsupported`.
-            broker_auth: false,
+            broker_auth: self.broker_store.is_some(),
         }
     }
 
@@ -152,6 +191,25 @@ impl ExecutionProvider for ImpProvider {
         let host_key = spec.session_id.to_string();
         let socket = naming::guest_socket(&self.settings.guest_dir, &host_key);
         let imp = self.imp_for(&host_key);
+        let broker = match (&spec.plan.broker, &self.broker_store) {
+            (None, _) => None,
+            (Some(b), None) => {
+                return Err(crate::broker::BrokerError::TargetUnsupported {
+                    agent: b.agent.clone(),
+                    target: self.settings.target.clone(),
+                }
+                .into())
+            }
+            (Some(b), Some(store)) => Some(super::harness_broker::BrokerSide::new(
+                self.binding(store, &host_key, &imp),
+                crate::broker::binder::Launcher {
+                    agent: b.agent.clone(),
+                    auth: b.auth.clone(),
+                },
+                // A spawn makes its host; a revive or a restart finds it bound.
+                spec.remote.is_none() && !spec.attach_only,
+            )),
+        };
         let lease = self.host(&imp);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let epoch = self.bridges.begin(spec.session_id, &host_key);
@@ -173,8 +231,9 @@ impl ExecutionProvider for ImpProvider {
             },
             self.bridges.clone(),
         );
-        let addr =
-            ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx, report).start();
+        let addr = ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx, report)
+            .with_broker(broker)
+            .start();
         Ok(StartedHarness {
             handle: HarnessHandle {
                 input: addr.clone().recipient(),

@@ -16,7 +16,6 @@ use super::{Ending, Session, SessionDeps};
 use crate::config::TargetError;
 use crate::error::Error;
 use crate::providers::refusal::Operation;
-use crate::providers::ProviderError;
 use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, StartSpec,
@@ -98,7 +97,7 @@ fn start_reattach(
 }
 
 /// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
-pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), ProviderError>>>;
+pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), Error>>>;
 
 /// A local harness has no connection to lose; a remote one (whose start hands back a wait)
 /// connects first.
@@ -315,7 +314,7 @@ pub async fn wait_started(ready: StartWait) -> Result<(), Error> {
     match ready {
         None => Ok(()),
         Some(rx) => match rx.await {
-            Ok(started) => started.map_err(Error::from),
+            Ok(started) => started,
             Err(_) => Err(SessionError::EndedBeforeStart.into()),
         },
     }
