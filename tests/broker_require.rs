@@ -267,6 +267,35 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
         "{err}"
     );
     assert_eq!(sim.imps().len(), 1, "a revive never takes the host back");
+
+    // The binding as a client sees it, then revoked: a later revive is blocked.
+    sim.faults().fail_broker_ca(&imp, None);
+    let (status, auth) = d
+        .call("GET", &format!("/v1/sessions/{id}/auth"), None)
+        .await;
+    assert_eq!(status, 200, "{auth}");
+    assert_eq!(auth["auth"]["state"], "ready", "{auth}");
+    assert_eq!(auth["auth"]["imp"]["name"], imp.as_str(), "{auth}");
+    assert_eq!(auth["auth"]["grants"][0]["secret"], "codex-key", "{auth}");
+    assert!(!auth.to_string().contains(&value), "{auth}");
+    let (status, auth) = d
+        .call("POST", &format!("/v1/sessions/{id}/auth/revoke"), None)
+        .await;
+    assert_eq!(
+        (status, auth["auth"]["state"].as_str()),
+        (200, Some("revoked")),
+        "{auth}"
+    );
+    assert!(sim.grants()[&imp].is_empty(), "{:?}", sim.grants());
+    let (status, err) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_blocked")),
+        "{err}"
+    );
+    assert_eq!(err["error"]["data"]["state"], "revoked", "{err}");
     d.stop().await;
     sim.stop();
 }

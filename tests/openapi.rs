@@ -359,6 +359,17 @@ async fn every_route_answers_what_the_document_says() {
         )
         .await;
     assert_eq!(status, 422);
+    // A local session's host holds no broker binding: the refusal is documented too.
+    for (method, template, suffix) in [
+        ("GET", "/v1/sessions/{id}/auth", "/auth"),
+        ("POST", "/v1/sessions/{id}/auth/revoke", "/auth/revoke"),
+    ] {
+        let (status, body) = r.call(&d, method, template, &at(suffix), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("auth_blocked"))
+        );
+    }
 
     // A hook report: a trail event and (for a notification asking something) a permission.
     let (_, page) = r

@@ -348,6 +348,20 @@ impl HostContext {
             .map_err(stored)
     }
 
+    /// The binding as `GET /v1/sessions/{id}/auth` shows it.
+    pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, Error> {
+        let Some(b) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Err(BrokerError::NotBound.into());
+        };
+        let grants = self.store.grants_of(&self.host_key).await.map_err(stored)?;
+        Ok(super::binding::listed(&b, &grants))
+    }
+
     /// Whether the host's binding admits a launch planned for `hash` now. `creating`: the
     /// create attempt the launch belongs to, whose own first start the binding admits while
     /// it is still `provisioning`.

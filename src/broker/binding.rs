@@ -411,6 +411,43 @@ pub struct Grant {
     pub attempt_id: Uuid,
 }
 
+/// A binding and its grants as a client sees them (`GET /v1/sessions/{id}/auth`).
+pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthStatus {
+    use atc_protocol::responses::{AuthBindingState as W, AuthGrantState as G};
+    use atc_protocol::responses::{AuthGrant, AuthImp, AuthStatus};
+    AuthStatus {
+        state: match b.state {
+            BindingState::Provisioning => W::Provisioning,
+            BindingState::Ready => W::Ready,
+            BindingState::Revoked => W::Revoked,
+            BindingState::RevocationPending => W::RevocationPending,
+            BindingState::RollbackPending => W::RollbackPending,
+            BindingState::RebindFailed => W::RebindFailed,
+        },
+        revision: b.revision,
+        hash: b.hash.clone(),
+        imp: AuthImp {
+            name: b.imp_name.clone(),
+            id: b.imp_id.clone(),
+        },
+        grants: grants
+            .iter()
+            .map(|g| AuthGrant {
+                secret: g.secret.clone(),
+                state: match g.state {
+                    GrantState::Granting => G::Granting,
+                    GrantState::Granted => G::Granted,
+                    GrantState::Uncertain => G::Uncertain,
+                    GrantState::Revoking => G::Revoking,
+                    GrantState::Revoked => G::Revoked,
+                    GrantState::RevocationPending => G::RevocationPending,
+                },
+                preexisted: g.preexisted,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -716,6 +753,30 @@ mod tests {
             assert_eq!(b.begin_rebind(vec![], 20), Err(RebindNotAllowed(s)));
             assert_eq!(b.pending_rebind, None);
             assert_eq!(b.updated_at, 10);
+        }
+    }
+
+    #[test]
+    fn the_listed_states_use_the_store_words() {
+        for state in BindingState::ALL {
+            let b = Binding {
+                state,
+                ..Binding::provisioning("h", "t", "i", "imp", vec![], 0)
+            };
+            let wire = serde_json::to_value(listed(&b, &[]).state).unwrap();
+            assert_eq!(wire, state.as_str());
+        }
+        for state in GrantState::ALL {
+            let g = Grant {
+                host_key: "h".into(),
+                secret: "s".into(),
+                state,
+                preexisted: false,
+                attempt_id: Uuid::nil(),
+            };
+            let b = Binding::provisioning("h", "t", "i", "imp", vec![], 0);
+            let wire = serde_json::to_value(listed(&b, &[g]).grants[0].state).unwrap();
+            assert_eq!(wire, state.as_str());
         }
     }
 }

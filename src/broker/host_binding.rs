@@ -82,6 +82,11 @@ pub struct MarkReady;
 #[rtype(result = "Result<(), Error>")]
 pub struct Abandon(pub String);
 
+/// The binding as a client sees it: see [`HostContext::status`].
+#[derive(Message)]
+#[rtype(result = "Result<atc_protocol::responses::AuthStatus, Error>")]
+pub struct Status;
+
 /// Revoke every grant: see [`HostContext::revoke`].
 #[derive(Message)]
 #[rtype(result = "Result<(), Error>")]
@@ -153,6 +158,13 @@ impl Handler<Abandon> for HostBinding {
             self,
             |c: HostContext| async move { c.abandon(&msg.0).await }
         )
+    }
+}
+
+impl Handler<Status> for HostBinding {
+    type Result = AtomicResponse<Self, Result<atc_protocol::responses::AuthStatus, Error>>;
+    fn handle(&mut self, _: Status, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.status().await })
     }
 }
 

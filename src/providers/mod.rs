@@ -224,6 +224,9 @@ pub struct RemotePosition {
     pub offset: u64,
 }
 
+/// A host's broker binding as a client sees it, or why not.
+pub type AuthAnswer = Result<atc_protocol::responses::AuthStatus, crate::error::Error>;
+
 /// Input bytes allowed to wait for a session's process, on every provider: a local child that
 /// is not reading its stdin, or an impd connection that is down or not sending. Beyond this,
 /// input is refused with `too_slow` rather than buffered without bound or dropped silently.
@@ -301,6 +304,19 @@ pub trait ExecutionProvider: Send + Sync {
             kind: self.kind(),
             capability: "destroy",
         })))
+    }
+    /// What the host `host_key`'s broker binding is (spec §6.3); a provider without a broker
+    /// holds none.
+    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
+        let _ = host_key;
+        Box::pin(std::future::ready(Err(
+            crate::broker::BrokerError::NotBound.into(),
+        )))
+    }
+    /// Revokes every grant of the host `host_key`'s broker binding, and answers what it is
+    /// then.
+    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
+        self.auth_status(host_key)
     }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.

@@ -47,6 +47,7 @@ use crate::error::Error;
     responses::AgentsListing,
     responses::SessionList,
     responses::SessionEnvelope,
+    responses::AuthEnvelope,
     responses::KillAnswer,
     responses::ForgetAnswer,
     responses::ScreenText,
@@ -172,6 +173,15 @@ fn operation(endpoint: Endpoint) -> Operation {
                 SESSION,
             )
         },
+        Endpoint::AuthStatus => op(
+            "The session's host's broker binding: state, revision, hash, imp and grants",
+            &[(200, "AuthEnvelope")],
+        ),
+        Endpoint::AuthRevoke => op(
+            "Revoke the grants of the session's host's broker binding; retry on \
+             auth_revocation_pending. A running harness keeps running",
+            &[(200, "AuthEnvelope")],
+        ),
         Endpoint::Attach => Operation {
             query: &[
                 (

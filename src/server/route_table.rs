@@ -81,6 +81,10 @@ pub enum Endpoint {
     Revive,
     /// `POST /v1/sessions/{id}/suspend`.
     Suspend,
+    /// `GET /v1/sessions/{id}/auth`.
+    AuthStatus,
+    /// `POST /v1/sessions/{id}/auth/revoke`.
+    AuthRevoke,
     /// `GET /v1/sessions/{id}/attach` (WebSocket).
     Attach,
     /// `GET /v1/fleet`.
@@ -154,6 +158,8 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/sessions/{id}/kill", E::Kill),
     route(Post, "/v1/sessions/{id}/revive", E::Revive),
     route(Post, "/v1/sessions/{id}/suspend", E::Suspend),
+    route(Get, "/v1/sessions/{id}/auth", E::AuthStatus),
+    route(Post, "/v1/sessions/{id}/auth/revoke", E::AuthRevoke),
     route(Get, "/v1/sessions/{id}/attach", E::Attach),
     route(Get, "/v1/fleet", E::Fleet),
     route(Post, "/v1/fleet/restore", E::Restore),

@@ -54,6 +54,8 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Kill => r.to(kill),
         Endpoint::Revive => r.to(revive),
         Endpoint::Suspend => r.to(suspend),
+        Endpoint::AuthStatus => r.to(auth_status),
+        Endpoint::AuthRevoke => r.to(auth_revoke),
         Endpoint::Attach => r.to(super::attach::attach),
         Endpoint::Fleet => r.to(fleet),
         Endpoint::Restore => r.to(restore),
@@ -487,6 +489,24 @@ async fn suspend(
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Suspend { force }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
+}
+
+async fn auth_status(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &path).await?;
+    let auth = mailbox(found.addr.send(AuthStatusOf).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "auth": auth })))
+}
+
+async fn auth_revoke(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &path).await?;
+    let auth = mailbox(found.addr.send(RevokeAuth).await)??;
+    Ok(HttpResponse::Ok().json(json!({ "auth": auth })))
 }
 
 async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, Error> {

@@ -148,6 +148,17 @@ pub struct Suspend {
     pub force: bool,
 }
 
+/// The session's host's broker binding (`GET /v1/sessions/{id}/auth`).
+#[derive(Message)]
+#[rtype(result = "crate::providers::AuthAnswer")]
+pub struct AuthStatusOf;
+
+/// Revoke the session's host's broker grants (`POST /v1/sessions/{id}/auth/revoke`). A
+/// running harness keeps running; impd fails its later requests.
+#[derive(Message)]
+#[rtype(result = "crate::providers::AuthAnswer")]
+pub struct RevokeAuth;
+
 /// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
 /// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]

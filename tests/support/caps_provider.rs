@@ -52,6 +52,14 @@ impl ExecutionProvider for CapsProvider {
         self.inner.destroy_host(host_key)
     }
 
+    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, atc::providers::AuthAnswer> {
+        self.inner.auth_status(host_key)
+    }
+
+    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, atc::providers::AuthAnswer> {
+        self.inner.auth_revoke(host_key)
+    }
+
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
         self.inner.shutdown()
     }

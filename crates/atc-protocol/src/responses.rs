@@ -255,6 +255,85 @@ pub struct SessionEnvelope {
     pub session: Descriptor,
 }
 
+/// `GET /v1/sessions/{id}/auth` and `POST .../auth/revoke`: the host's broker binding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthEnvelope {
+    /// The binding.
+    pub auth: AuthStatus,
+}
+
+/// A host's broker binding as a client sees it (issue 9 item 3): names and states, never a
+/// credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthStatus {
+    /// Where the binding is.
+    pub state: AuthBindingState,
+    /// Its revision (1 at create; a rebind moves it on).
+    pub revision: u32,
+    /// sha256 of the canonical bound secrets (names, kinds, rules).
+    pub hash: String,
+    /// The imp it binds.
+    pub imp: AuthImp,
+    /// Its grants.
+    pub grants: Vec<AuthGrant>,
+}
+
+/// The imp of a binding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthImp {
+    /// The imp's name.
+    pub name: String,
+    /// impd's id of it, once created.
+    pub id: Option<String>,
+}
+
+/// One grant of a binding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthGrant {
+    /// The impd secret.
+    pub secret: String,
+    /// Where the grant is.
+    pub state: AuthGrantState,
+    /// It existed before the binding asked for it.
+    pub preexisted: bool,
+}
+
+/// A binding's state (spec §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthBindingState {
+    /// Being created; ready once its harness started.
+    Provisioning,
+    /// Admits launches.
+    Ready,
+    /// Its grants were revoked.
+    Revoked,
+    /// A revoke is under way or was not confirmed.
+    RevocationPending,
+    /// A failed create could not be taken back.
+    RollbackPending,
+    /// A rebind failed; the old revision stands.
+    RebindFailed,
+}
+
+/// A grant's state (spec §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthGrantState {
+    /// Asked for; not yet confirmed.
+    Granting,
+    /// Confirmed.
+    Granted,
+    /// Asked for; the answer was lost.
+    Uncertain,
+    /// Being revoked.
+    Revoking,
+    /// Revoked.
+    Revoked,
+    /// A revoke not confirmed.
+    RevocationPending,
+}
+
 /// `POST /v1/sessions/{id}/kill`: the session, and `forgotten: true` when it was already dead
 /// and the kill forgot it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -171,6 +171,40 @@ impl ExecutionProvider for ImpProvider {
         })
     }
 
+    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
+        let Some(store) = &self.broker_store else {
+            return Box::pin(std::future::ready(Err(
+                crate::broker::BrokerError::NotBound.into(),
+            )));
+        };
+        let binding = self.binding(store, host_key, &self.imp_for(host_key));
+        Box::pin(async move {
+            binding
+                .send(crate::broker::host_binding::Status)
+                .await
+                .unwrap_or(Err(crate::error::Error::Internal))
+        })
+    }
+
+    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
+        let Some(store) = &self.broker_store else {
+            return Box::pin(std::future::ready(Err(
+                crate::broker::BrokerError::NotBound.into(),
+            )));
+        };
+        let binding = self.binding(store, host_key, &self.imp_for(host_key));
+        Box::pin(async move {
+            binding
+                .send(crate::broker::host_binding::Revoke)
+                .await
+                .unwrap_or(Err(crate::error::Error::Internal))?;
+            binding
+                .send(crate::broker::host_binding::Status)
+                .await
+                .unwrap_or(Err(crate::error::Error::Internal))
+        })
+    }
+
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
         let hosts: Vec<Addr<HostLease>> = match self.hosts.lock() {
             Ok(h) => h.values().cloned().collect(),

@@ -628,6 +628,30 @@ impl Handler<Suspend> for Session {
     }
 }
 
+impl Handler<AuthStatusOf> for Session {
+    type Result = ResponseFuture<crate::providers::AuthAnswer>;
+
+    fn handle(&mut self, _: AuthStatusOf, _: &mut Self::Context) -> Self::Result {
+        let host = self.record.id.to_string();
+        match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.auth_status(&host),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+impl Handler<RevokeAuth> for Session {
+    type Result = ResponseFuture<crate::providers::AuthAnswer>;
+
+    fn handle(&mut self, _: RevokeAuth, _: &mut Self::Context) -> Self::Result {
+        let host = self.record.id.to_string();
+        match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.auth_revoke(&host),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
 impl Handler<MintForgetToken> for Session {
     type Result = Result<(String, i64), Error>;
 
