@@ -297,5 +297,19 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
     );
     assert_eq!(err["error"]["data"]["state"], "revoked", "{err}");
     d.stop().await;
+    // No file the daemon wrote (the store, its WAL, the record files, daemon.json, the
+    // guest folders) holds the secret's value.
+    let mut files = vec![tmp.path().to_path_buf()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            assert!(
+                !bytes.windows(value.len()).any(|w| w == value.as_bytes()),
+                "{} holds the secret's value",
+                path.display()
+            );
+        }
+    }
     sim.stop();
 }
