@@ -164,6 +164,26 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
         ("auth_grants_mismatch".into(), serde_json::json!(["gamma"]))
     );
     assert!(w.sim.faults().ungrant(IMP, "gamma"));
+    // Another imp under the same name (destroyed and made again behind the binding's back).
+    let client = context(&w).client;
+    client.imps_destroy(IMP).await.unwrap();
+    client
+        .imps_create(impd_client::CreateImp {
+            name: IMP.into(),
+            image: None,
+            memory_mib: None,
+        })
+        .await
+        .unwrap();
+    for s in ["alpha", "beta"] {
+        assert!(w.sim.faults().grant(IMP, s));
+    }
+    let e = host
+        .send(Verify(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_runtime_mismatch");
     // Nothing the daemon keeps holds a value.
     let rows = format!(
         "{:?}{:?}",
@@ -176,6 +196,31 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
             "a secret value reached the store"
         );
     }
+    w.sim.stop();
+}
+
+#[actix_rt::test]
+async fn a_create_onto_an_existing_imp_is_refused_and_leaves_it_alone() {
+    let w = world().await;
+    let client = context(&w).client;
+    client
+        .imps_create(impd_client::CreateImp {
+            name: IMP.into(),
+            image: None,
+            memory_mib: None,
+        })
+        .await
+        .unwrap();
+    let host = HostBinding::new(context(&w)).start();
+    let e = host
+        .send(Create(launcher(&["alpha"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_runtime_exists");
+    assert_eq!(imps(&w), [IMP], "the imp that was there stays");
+    assert!(grants(&w).is_empty());
+    assert_eq!(w.store.binding_get("host1").await.unwrap(), None);
     w.sim.stop();
 }
 

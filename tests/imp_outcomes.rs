@@ -509,14 +509,29 @@ async fn a_lease_impd_ended_is_never_taken_back_by_renewal() {
     let renewed = rpc_calls(&sim, "leases.renew");
     sim.wait_until("renewed", |sim| rpc_calls(sim, "leases.renew") > renewed)
         .await;
-    // The lease runs out between two renewals: the next renewal hears LEASE_NOT_HELD.
+    // The lease runs out between two renewals: the next renewal hears LEASE_NOT_HELD. The
+    // count is read before the clock moves, so that renewal cannot slip in unseen between
+    // the two; renewals (every 100 ms while leased) then stop, which a quiet 300 ms shows.
+    let before_expiry = rpc_calls(&sim, "leases.renew");
     sim.clock().advance(Duration::from_secs(11));
     assert!(sim.live_leases(&r.imp).is_empty());
-    let at_expiry = rpc_calls(&sim, "leases.renew");
     sim.wait_until("a renewal after the expiry", |sim| {
-        rpc_calls(sim, "leases.renew") > at_expiry
+        rpc_calls(sim, "leases.renew") > before_expiry
     })
     .await;
+    let deadline = std::time::Instant::now() + support::WITHIN;
+    let (mut last, mut since) = (rpc_calls(&sim, "leases.renew"), std::time::Instant::now());
+    while since.elapsed() < Duration::from_millis(300) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "renewals never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = rpc_calls(&sim, "leases.renew");
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        }
+    }
     let acquired = rpc_calls(&sim, "leases.acquire");
     assert_steady(
         "lease calls after LEASE_NOT_HELD",

@@ -303,14 +303,7 @@ impl HostContext {
     /// (one already gone counts as revoked), then `revoked`. A grant impd did not confirm
     /// keeps the state, so the call can be retried.
     pub async fn revoke(&self) -> Result<(), Error> {
-        let Some(_) = self
-            .store
-            .binding_get(&self.host_key)
-            .await
-            .map_err(stored)?
-        else {
-            return Err(BrokerError::NotBound.into());
-        };
+        self.recorded().await?;
         self.store
             .binding_set_state(&self.host_key, BindingState::RevocationPending, now_ms())
             .await
@@ -348,16 +341,18 @@ impl HostContext {
             .map_err(stored)
     }
 
-    /// The binding as `GET /v1/sessions/{id}/auth` shows it.
-    pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, Error> {
-        let Some(b) = self
-            .store
+    /// The host's binding; `NotBound` when it holds none.
+    async fn recorded(&self) -> Result<Binding, Error> {
+        self.store
             .binding_get(&self.host_key)
             .await
             .map_err(stored)?
-        else {
-            return Err(BrokerError::NotBound.into());
-        };
+            .ok_or_else(|| BrokerError::NotBound.into())
+    }
+
+    /// The binding as `GET /v1/sessions/{id}/auth` shows it.
+    pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, Error> {
+        let b = self.recorded().await?;
         let grants = self.store.grants_of(&self.host_key).await.map_err(stored)?;
         Ok(super::binding::listed(&b, &grants))
     }
@@ -366,14 +361,7 @@ impl HostContext {
     /// create attempt the launch belongs to, whose own first start the binding admits while
     /// it is still `provisioning`.
     pub async fn admits(&self, hash: &str, creating: Option<uuid::Uuid>) -> Result<(), Error> {
-        let Some(binding) = self
-            .store
-            .binding_get(&self.host_key)
-            .await
-            .map_err(stored)?
-        else {
-            return Err(BrokerError::NotBound.into());
-        };
+        let binding = self.recorded().await?;
         let own_create =
             binding.state == BindingState::Provisioning && creating == Some(binding.attempt_id);
         if !binding.state.admits_launch() && !own_create {

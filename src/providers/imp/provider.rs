@@ -56,6 +56,18 @@ impl ImpProvider {
         self
     }
 
+    /// The binding actor of the host `host_key`, for a provider that keeps bindings.
+    fn broker_binding(
+        &self,
+        host_key: &str,
+    ) -> Result<Addr<crate::broker::host_binding::HostBinding>, crate::error::Error> {
+        let store = self
+            .broker_store
+            .as_ref()
+            .ok_or(crate::broker::BrokerError::NotBound)?;
+        Ok(self.binding(store, host_key, &self.imp_for(host_key)))
+    }
+
     /// The binding actor of the host `host_key` (imp `imp`), started the first time.
     fn binding(
         &self,
@@ -172,36 +184,16 @@ impl ExecutionProvider for ImpProvider {
     }
 
     fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
-        let Some(store) = &self.broker_store else {
-            return Box::pin(std::future::ready(Err(
-                crate::broker::BrokerError::NotBound.into(),
-            )));
-        };
-        let binding = self.binding(store, host_key, &self.imp_for(host_key));
-        Box::pin(async move {
-            binding
-                .send(crate::broker::host_binding::Status)
-                .await
-                .unwrap_or(Err(crate::error::Error::Internal))
-        })
+        let binding = self.broker_binding(host_key);
+        Box::pin(async move { ask(&binding?, crate::broker::host_binding::Status).await })
     }
 
     fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
-        let Some(store) = &self.broker_store else {
-            return Box::pin(std::future::ready(Err(
-                crate::broker::BrokerError::NotBound.into(),
-            )));
-        };
-        let binding = self.binding(store, host_key, &self.imp_for(host_key));
+        let binding = self.broker_binding(host_key);
         Box::pin(async move {
-            binding
-                .send(crate::broker::host_binding::Revoke)
-                .await
-                .unwrap_or(Err(crate::error::Error::Internal))?;
-            binding
-                .send(crate::broker::host_binding::Status)
-                .await
-                .unwrap_or(Err(crate::error::Error::Internal))
+            let binding = binding?;
+            ask(&binding, crate::broker::host_binding::Revoke).await?;
+            ask(&binding, crate::broker::host_binding::Status).await
         })
     }
 
@@ -337,4 +329,20 @@ impl ExecutionProvider for ImpProvider {
             ))
         })
     }
+}
+
+/// Asks a host's binding actor; one that is gone (the daemon stops) is an internal error.
+async fn ask<M, T>(
+    binding: &Addr<crate::broker::host_binding::HostBinding>,
+    msg: M,
+) -> Result<T, crate::error::Error>
+where
+    M: Message<Result = Result<T, crate::error::Error>> + Send + 'static,
+    T: Send + 'static,
+    crate::broker::host_binding::HostBinding: Handler<M>,
+{
+    binding
+        .send(msg)
+        .await
+        .unwrap_or(Err(crate::error::Error::Internal))
 }
