@@ -313,3 +313,60 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
     }
     sim.stop();
 }
+
+/// The time one admission adds to a reconnect: 100 `slow` detaches of a session with and
+/// without the broker, each timed from the detach until impd holds the new attach. Prints
+/// p50 and p99 of both; asserts nothing about time. Run with
+/// `cargo test --release --test broker_require -- --ignored --nocapture measure`.
+#[actix_rt::test]
+#[ignore]
+async fn measure_admission_on_reconnect() {
+    let (sim, _) = sim();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = daemon(&sim, tmp.path()).await;
+    let mut report = Vec::new();
+    for agent in ["sh", "brokered"] {
+        let (status, body) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": agent, "cwd": "/tmp"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let id = id_of(&body["session"]);
+        let start = sim
+            .exec_starts()
+            .into_iter()
+            .rev()
+            .find_map(|o| o.session.map(|s| (o.imp, s)))
+            .unwrap();
+        let mut times = Vec::new();
+        for _ in 0..100 {
+            let attaches = |sim: &ImpdSim| {
+                sim.exec_opens()
+                    .iter()
+                    .filter(|o| o.kind == OpenKind::Attach && o.session.as_ref() == Some(&start.1))
+                    .count()
+            };
+            let before = attaches(&sim);
+            let t = std::time::Instant::now();
+            assert!(sim.faults().detach_slow(&start.0, &start.1));
+            while attaches(&sim) == before {
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            times.push(t.elapsed());
+            d.wait_session(&id, "attached", |s| {
+                s["lifecycle"]["attachment"] == "attached"
+            })
+            .await;
+        }
+        times.sort();
+        report.push((agent, times[49], times[98]));
+    }
+    for (agent, p50, p99) in report {
+        println!("reconnect after a slow detach, {agent}: p50 {p50:?}, p99 {p99:?}");
+    }
+    d.stop().await;
+    sim.stop();
+}
