@@ -370,3 +370,89 @@ async fn measure_admission_on_reconnect() {
     d.stop().await;
     sim.stop();
 }
+
+/// Each gate code through the spawn API: the gate runs before anything is created, so a
+/// refused spawn leaves no imp and no session.
+#[actix_rt::test]
+async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing() {
+    let narrow = |scope, imps: &[&str], grantable: &[&str]| Identity {
+        scope,
+        imps: Some(imps.iter().map(|s| s.to_string()).collect()),
+        grantable: Some(grantable.iter().map(|s| s.to_string()).collect()),
+        ..Identity::default()
+    };
+    type Setup = Box<dyn Fn(&ImpdSim)>;
+    let cases: Vec<(&str, u16, Setup)> = vec![
+        (
+            "auth_token_too_broad",
+            403,
+            Box::new(|sim: &ImpdSim| {
+                assert!(sim.faults().set_identity(sim.token(), Identity::default()));
+            }),
+        ),
+        (
+            "auth_token_scope",
+            403,
+            Box::new(move |sim: &ImpdSim| {
+                assert!(sim
+                    .faults()
+                    .set_identity(sim.token(), narrow(Scope::Exec, &["atc-*"], &["codex-key"])));
+            }),
+        ),
+        (
+            "auth_imp_out_of_scope",
+            403,
+            Box::new(move |sim: &ImpdSim| {
+                assert!(sim.faults().set_identity(
+                    sim.token(),
+                    narrow(Scope::Manage, &["other-*"], &["codex-key"])
+                ));
+            }),
+        ),
+        (
+            "auth_secret_not_grantable",
+            403,
+            Box::new(move |sim: &ImpdSim| {
+                assert!(sim
+                    .faults()
+                    .set_identity(sim.token(), narrow(Scope::Manage, &["atc-*"], &[])));
+            }),
+        ),
+        (
+            "auth_secret_mismatch",
+            409,
+            Box::new(|sim: &ImpdSim| {
+                assert!(sim.faults().remove_secret("codex-key"));
+            }),
+        ),
+        (
+            "auth_impd_too_old",
+            412,
+            Box::new(|sim: &ImpdSim| {
+                sim.faults()
+                    .set_feature(Flag::SecretRebind, FlagState::Absent);
+            }),
+        ),
+    ];
+    for (want, status_wanted, setup) in cases {
+        let (sim, _) = sim();
+        setup(&sim);
+        let tmp = tempfile::tempdir().unwrap();
+        let d = daemon(&sim, tmp.path()).await;
+        let (status, err) = spawn(&d).await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (status_wanted, Some(want)),
+            "{err}"
+        );
+        assert!(sim.imps().is_empty(), "{want}: an imp was created");
+        assert!(
+            requires(&sim, OpenKind::Start).is_empty(),
+            "{want}: a start was sent"
+        );
+        let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
+        assert_eq!(sessions["sessions"], json!([]), "{want}: {sessions}");
+        d.stop().await;
+        sim.stop();
+    }
+}
