@@ -456,3 +456,56 @@ async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing(
         sim.stop();
     }
 }
+
+/// A keyed spawn whose failed create cannot be taken back (the grant's revoke is not
+/// confirmed) answers `outcome_unknown`, and a retry under the same key never runs again.
+#[actix_rt::test]
+async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() {
+    use support::impd_sim::{GrantFault, GrantStep};
+    let (sim, _) = sim();
+    let fault = || GrantFault::Fail {
+        code: "INTERNAL_SERVER_ERROR",
+        message: "boom".into(),
+        data: None,
+    };
+    sim.faults()
+        .fail_next_grant(GrantStep::Add, Some("codex-key"), fault());
+    sim.faults()
+        .fail_next_grant(GrantStep::Delete, Some("codex-key"), fault());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = daemon(&sim, tmp.path()).await;
+    let keyed = || async {
+        let mut resp = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .finish()
+            .post(format!("{}/v1/sessions", d.url))
+            .bearer_auth(&d.token)
+            .insert_header(("Idempotency-Key", "broker-once"))
+            .send_json(&json!({"agent": "brokered", "cwd": "/tmp"}))
+            .await
+            .expect("request");
+        let body: Value = serde_json::from_slice(&resp.body().await.unwrap()).unwrap();
+        (resp.status().as_u16(), body)
+    };
+    let (status, err) = keyed().await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("outcome_unknown")),
+        "{err}"
+    );
+    assert!(err["error"]["data"]["effectRef"].is_string(), "{err}");
+    let creates = sim.stats().rpc_calls.get("imps.create").copied();
+    let (status, again) = keyed().await;
+    assert_eq!(
+        (status, again["error"]["code"].as_str()),
+        (409, Some("outcome_unknown")),
+        "{again}"
+    );
+    assert_eq!(
+        sim.stats().rpc_calls.get("imps.create").copied(),
+        creates,
+        "the retry ran again"
+    );
+    d.stop().await;
+    sim.stop();
+}
