@@ -12,7 +12,7 @@ use actix::Actor;
 use atc::broker::binder::{HostContext, Launcher};
 use atc::broker::binding::BindingState;
 use atc::broker::host_binding::{
-    Admit, AdmitKind, Counts, Create, HostBinding, MarkReady, Revoke, Verify,
+    Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Revoke, Verify,
 };
 use atc::broker::AgentAuth;
 use atc::store::StateStore;
@@ -184,6 +184,15 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
         .unwrap()
         .unwrap_err();
     assert_eq!(code(&e), "auth_runtime_mismatch");
+    // A forget destroys only the imp the binding created: this one is refused, and blocked.
+    let e = host.send(ForgetBegin).await.unwrap().unwrap_err();
+    assert_eq!(code(&e), "auth_runtime_mismatch");
+    let state = w.store.binding_get("host1").await.unwrap().unwrap().state;
+    assert_eq!(
+        state,
+        BindingState::Revoked,
+        "a forget blocks the binding first"
+    );
     // Nothing the daemon keeps holds a value.
     let rows = format!(
         "{:?}{:?}",

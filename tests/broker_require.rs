@@ -296,6 +296,28 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
         "{err}"
     );
     assert_eq!(err["error"]["data"]["state"], "revoked", "{err}");
+
+    // Forget: the two-step DELETE destroys the bound imp, never the secret.
+    let (_, body) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    let token = body["confirmToken"].as_str().unwrap().to_string();
+    let (status, body) = d
+        .call(
+            "DELETE",
+            &format!("/v1/sessions/{id}?confirm={token}"),
+            None,
+        )
+        .await;
+    assert_eq!((status, &body["destroyed"]), (200, &json!(true)), "{body}");
+    assert!(sim.imp(&imp).is_none(), "the bound imp was destroyed");
+    let client = impd_client::ImpdClient::new(
+        &sim.url(),
+        impd_client::TokenSource::File(sim.token_file().to_path_buf()),
+    );
+    let secrets = client.secrets_list().await.unwrap();
+    assert!(
+        secrets.iter().any(|s| s.name == "codex-key"),
+        "a forget deleted the secret"
+    );
     d.stop().await;
     // No file the daemon wrote (the store, its WAL, the record files, daemon.json, the
     // guest folders) holds the secret's value.

@@ -350,6 +350,46 @@ impl HostContext {
             .ok_or_else(|| BrokerError::NotBound.into())
     }
 
+    /// A forget of a bound host, before the destroy: the binding admits no more launches,
+    /// and the imp under its name must be the one it created, or nothing is destroyed. A
+    /// host without a binding has nothing to block.
+    pub async fn forget_begin(&self) -> Result<(), Error> {
+        let Some(binding) = self
+            .store
+            .binding_get(&self.host_key)
+            .await
+            .map_err(stored)?
+        else {
+            return Ok(());
+        };
+        self.store
+            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .await
+            .map_err(stored)?;
+        let imp = self
+            .client
+            .imps_get(&self.imp)
+            .await
+            .map_err(|e| self.impd("reading the imp", &e))?;
+        match imp {
+            Some(i) if Some(&i.id) != binding.imp_id.as_ref() => {
+                Err(BrokerError::RuntimeMismatch {
+                    imp: self.imp.clone(),
+                }
+                .into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The forgotten host was destroyed: its binding and grant rows go.
+    pub async fn forget_end(&self) -> Result<(), Error> {
+        self.store
+            .binding_delete(&self.host_key)
+            .await
+            .map_err(stored)
+    }
+
     /// The binding as `GET /v1/sessions/{id}/auth` shows it.
     pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, Error> {
         let b = self.recorded().await?;

@@ -15,6 +15,14 @@ use super::binder::{HostContext, Launcher};
 use super::binding::Binding;
 use crate::error::Error;
 
+/// Runs `op` on the actor's context with nothing else of this host's running meanwhile.
+macro_rules! in_turn {
+    ($self:ident, $op:expr) => {{
+        let ctx = $self.ctx.clone();
+        AtomicResponse::new(Box::pin(async move { $op(ctx).await }.into_actor($self)))
+    }};
+}
+
 /// Which opening a ticket admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AdmitKind {
@@ -87,6 +95,30 @@ pub struct Abandon(pub String);
 #[rtype(result = "Result<atc_protocol::responses::AuthStatus, Error>")]
 pub struct Status;
 
+/// A forget is about to destroy the host: see [`HostContext::forget_begin`].
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct ForgetBegin;
+
+/// The host was destroyed: the binding's record goes.
+#[derive(Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct ForgetEnd;
+
+impl Handler<ForgetBegin> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, _: ForgetBegin, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.forget_begin().await })
+    }
+}
+
+impl Handler<ForgetEnd> for HostBinding {
+    type Result = AtomicResponse<Self, Result<(), Error>>;
+    fn handle(&mut self, _: ForgetEnd, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.forget_end().await })
+    }
+}
+
 /// Revoke every grant: see [`HostContext::revoke`].
 #[derive(Message)]
 #[rtype(result = "Result<(), Error>")]
@@ -121,14 +153,6 @@ struct Released;
 #[derive(Message)]
 #[rtype(result = "TicketCounts")]
 pub struct Counts;
-
-/// Runs `op` on the actor's context with nothing else of this host's running meanwhile.
-macro_rules! in_turn {
-    ($self:ident, $op:expr) => {{
-        let ctx = $self.ctx.clone();
-        AtomicResponse::new(Box::pin(async move { $op(ctx).await }.into_actor($self)))
-    }};
-}
 
 impl Handler<Create> for HostBinding {
     type Result = AtomicResponse<Self, Result<Binding, Error>>;

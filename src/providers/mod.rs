@@ -298,12 +298,16 @@ pub trait ExecutionProvider: Send + Sync {
         })))
     }
     /// Deletes the host `host_key` and everything on it.
-    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+    fn destroy_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<(), crate::error::Error>> {
         let _ = host_key;
         Box::pin(std::future::ready(Err(ProviderError::NoHostLifecycle {
             kind: self.kind(),
             capability: "destroy",
-        })))
+        }
+        .into())))
     }
     /// What the host `host_key`'s broker binding is (spec §6.3); a provider without a broker
     /// holds none.

@@ -48,7 +48,10 @@ impl ExecutionProvider for CapsProvider {
         self.inner.suspend_host(host_key, idle)
     }
 
-    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+    fn destroy_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<(), atc::error::Error>> {
         self.inner.destroy_host(host_key)
     }
 

@@ -173,13 +173,25 @@ impl ExecutionProvider for ImpProvider {
         })
     }
 
-    fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+    fn destroy_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<(), crate::error::Error>> {
         let host = self.host(&self.imp_for(host_key));
+        // A bound host is blocked first, and only the imp its binding created goes (spec
+        // §6.3); secrets are never deleted.
+        let binding = self.broker_binding(host_key).ok();
         Box::pin(async move {
+            if let Some(b) = &binding {
+                ask(b, crate::broker::host_binding::ForgetBegin).await?;
+            }
             host.send(DestroyHost)
                 .await
-                .unwrap_or(Err(HostError::LeaseGone))
-                .map_err(ProviderError::from)
+                .unwrap_or(Err(HostError::LeaseGone))?;
+            if let Some(b) = &binding {
+                ask(b, crate::broker::host_binding::ForgetEnd).await?;
+            }
+            Ok(())
         })
     }
 

@@ -194,7 +194,7 @@ impl Session {
                 |res, act, _| -> ResponseActFuture<Session, Result<(), Error>> {
                     match res {
                         Ok(()) => act.forget(),
-                        Err(e) => Box::pin(fut::ready(Err(e.into()))),
+                        Err(e) => Box::pin(fut::ready(Err(e))),
                     }
                 },
             )
