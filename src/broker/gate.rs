@@ -78,7 +78,7 @@ pub fn judge<'v>(
     let who = &view.whoami;
     if who.scope < TokenScope::Manage {
         return Err(BrokerError::TokenScope {
-            scope: format!("{:?}", who.scope).to_lowercase(),
+            scope: who.scope.as_str().to_string(),
         });
     }
     match &who.imps {

@@ -43,6 +43,17 @@ pub enum TokenScope {
     Manage,
 }
 
+impl TokenScope {
+    /// impd's word for the scope.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Exec => "exec",
+            TokenScope::Manage => "manage",
+        }
+    }
+}
+
 /// `tokens.whoami`: who impd takes the caller for.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WhoAmI {
@@ -208,6 +219,14 @@ impl ImpdClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scopes_word_is_the_one_impd_sends() {
+        for scope in [TokenScope::Read, TokenScope::Exec, TokenScope::Manage] {
+            let parsed: TokenScope = serde_json::from_value(json!(scope.as_str())).unwrap();
+            assert_eq!(parsed, scope);
+        }
+    }
 
     #[test]
     fn whoami_of_the_root_token_and_of_a_patterned_one() {

@@ -227,16 +227,18 @@ impl ImpHarness {
                         if let Some(b) = &self.broker {
                             b.never_started(&detail);
                         }
-                        let launch = self.launch_refusal.take();
-                        let refusal = match self.start_refusal.take() {
-                            _ if launch.is_some() => launch.unwrap_or(Error::Internal),
-                            Some(StartRefusal::ImpdTooOld) => {
+                        // The binding's refusal of a launch comes first: that connection
+                        // ended only because of it.
+                        let refusal = match (self.launch_refusal.take(), self.start_refusal.take())
+                        {
+                            (Some(launch), _) => launch,
+                            (None, Some(StartRefusal::ImpdTooOld)) => {
                                 BrokerError::ExecRequireMissing { imp }.into()
                             }
-                            Some(StartRefusal::BrokerNotReady { detail }) => {
+                            (None, Some(StartRefusal::BrokerNotReady { detail })) => {
                                 BrokerError::BrokerNotReady { imp, detail }.into()
                             }
-                            None => HostError::NotStarted {
+                            (None, None) => HostError::NotStarted {
                                 target: self.settings.target.clone(),
                                 detail,
                             }
