@@ -91,6 +91,23 @@ fn launcher(secrets: &[&str]) -> Launcher {
     }
 }
 
+/// impd failing a grant step with no effect.
+fn boom() -> GrantFault {
+    GrantFault::Fail {
+        code: "INTERNAL_SERVER_ERROR",
+        message: "boom".into(),
+        data: None,
+    }
+}
+
+/// The refusal of a verify of `secrets` on `host`.
+async fn refused_verify(host: &actix::Addr<HostBinding>, secrets: &[&str]) -> atc::error::Error {
+    host.send(Verify(launcher(secrets)))
+        .await
+        .unwrap()
+        .expect_err("the verify passed")
+}
+
 fn code(e: &atc::error::Error) -> String {
     e.code().as_str().to_string()
 }
@@ -118,11 +135,7 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
         (vec![IMP.to_string()], vec!["alpha".into(), "beta".into()])
     );
     // Not ready until the harness started: a verify is blocked.
-    let e = host
-        .send(Verify(launcher(&["alpha", "beta"])))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let e = refused_verify(&host, &["alpha", "beta"]).await;
     assert_eq!(code(&e), "auth_blocked");
     host.send(MarkReady).await.unwrap().unwrap();
     host.send(Verify(launcher(&["alpha", "beta"])))
@@ -132,19 +145,11 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
     assert_eq!(grants(&w).len(), 2, "verify never grants again");
 
     // The agent's secrets changed: rebind required.
-    let e = host
-        .send(Verify(launcher(&["alpha"])))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let e = refused_verify(&host, &["alpha"]).await;
     assert_eq!(code(&e), "auth_rebind_required");
     // A grant gone at impd, then one too many.
     assert!(w.sim.faults().ungrant(IMP, "beta"));
-    let e = host
-        .send(Verify(launcher(&["alpha", "beta"])))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let e = refused_verify(&host, &["alpha", "beta"]).await;
     assert_eq!(
         (code(&e), e.wire().data["missing"].clone()),
         ("auth_grant_missing".into(), serde_json::json!(["beta"]))
@@ -154,11 +159,7 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
         .faults()
         .add_secret("gamma", SecretKind::Custom, &["c.example"]);
     assert!(w.sim.faults().grant(IMP, "gamma"));
-    let e = host
-        .send(Verify(launcher(&["alpha", "beta"])))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let e = refused_verify(&host, &["alpha", "beta"]).await;
     assert_eq!(
         (code(&e), e.wire().data["extra"].clone()),
         ("auth_grants_mismatch".into(), serde_json::json!(["gamma"]))
@@ -178,11 +179,7 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
     for s in ["alpha", "beta"] {
         assert!(w.sim.faults().grant(IMP, s));
     }
-    let e = host
-        .send(Verify(launcher(&["alpha", "beta"])))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let e = refused_verify(&host, &["alpha", "beta"]).await;
     assert_eq!(code(&e), "auth_runtime_mismatch");
     // A forget destroys only the imp the binding created: this one is refused, and blocked.
     let e = host.send(ForgetBegin).await.unwrap().unwrap_err();
@@ -283,24 +280,12 @@ async fn a_failed_create_takes_back_exactly_its_own_effects() {
 
     // The take-back itself cannot be confirmed: rollback_pending, and the effect may remain.
     let w = world().await;
-    w.sim.faults().fail_next_grant(
-        GrantStep::Add,
-        Some("beta"),
-        GrantFault::Fail {
-            code: "INTERNAL_SERVER_ERROR",
-            message: "boom".into(),
-            data: None,
-        },
-    );
-    w.sim.faults().fail_next_grant(
-        GrantStep::Delete,
-        Some("alpha"),
-        GrantFault::Fail {
-            code: "INTERNAL_SERVER_ERROR",
-            message: "boom".into(),
-            data: None,
-        },
-    );
+    w.sim
+        .faults()
+        .fail_next_grant(GrantStep::Add, Some("beta"), boom());
+    w.sim
+        .faults()
+        .fail_next_grant(GrantStep::Delete, Some("alpha"), boom());
     let host = HostBinding::new(context(&w)).start();
     let e = host
         .send(Create(launcher(&["alpha", "beta"])))
@@ -329,15 +314,9 @@ async fn a_revoke_blocks_launches_and_is_retried_until_confirmed() {
         .unwrap();
     host.send(MarkReady).await.unwrap().unwrap();
 
-    w.sim.faults().fail_next_grant(
-        GrantStep::Delete,
-        Some("beta"),
-        GrantFault::Fail {
-            code: "INTERNAL_SERVER_ERROR",
-            message: "boom".into(),
-            data: None,
-        },
-    );
+    w.sim
+        .faults()
+        .fail_next_grant(GrantStep::Delete, Some("beta"), boom());
     let e = host.send(Revoke).await.unwrap().unwrap_err();
     assert_eq!(code(&e), "auth_revocation_pending");
     let state = w.store.binding_get("host1").await.unwrap().unwrap().state;
