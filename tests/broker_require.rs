@@ -11,7 +11,7 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{
-    Flag, FlagState, Identity, ImpdSim, OpenKind, Scope, SecretKind, SimOptions,
+    Flag, FlagState, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind, SimOptions,
 };
 use support::{id_of, test_config, TestDaemon};
 
@@ -528,6 +528,108 @@ async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() 
         creates,
         "the retry ran again"
     );
+    d.stop().await;
+    sim.stop();
+}
+
+/// A daemon whose only agent is a Claude with `auth` over `secrets` and `placeholders`.
+async fn claude_daemon(
+    sim: &ImpdSim,
+    dir: &std::path::Path,
+    secrets: &[&str],
+    placeholders: &[&str],
+) -> TestDaemon {
+    let text = json!({
+        "agents": {
+            "brokered": {"kind": "claude", "bin": "sh", "args": ["-c", "exec sleep 60"],
+                         "auth": {"secrets": secrets, "placeholders": placeholders}}
+        },
+        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
+                            "guestDir": dir.join("guest")}},
+        "defaultTarget": "box"
+    });
+    let parsed = Config::from_json(text.to_string().as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let mut c = test_config();
+    c.agents.extend(parsed.agents);
+    c.targets = parsed.targets;
+    TestDaemon::start_on(dir, c).await
+}
+
+/// The gate's refusals about the agent's own secrets, through the spawn API: an oauth secret
+/// whose sign-in is not `ready` (or an impd without oauth secrets) is `auth_signin_needed`,
+/// and a configured placeholder impd sets itself for a granted kind is `auth_binding_invalid`
+/// with `problem: placeholder_set_by_impd`. Neither creates an imp or sends a start; the same
+/// secret once signed in spawns.
+#[actix_rt::test]
+async fn an_unsigned_oauth_secret_and_a_placeholder_impd_sets_are_refused_at_the_gate() {
+    let (sim, _) = sim();
+    sim.faults()
+        .add_secret("claude-login", SecretKind::Oauth, &["api.anthropic.com"]);
+    sim.faults()
+        .add_secret("gh", SecretKind::Github, &["api.github.com"]);
+    assert!(sim.faults().set_identity(
+        sim.token(),
+        Identity {
+            scope: Scope::Manage,
+            imps: Some(vec!["atc-*".into()]),
+            grantable: Some(vec!["claude-login".into(), "gh".into()]),
+            ..Identity::default()
+        }
+    ));
+    let check = |status: u16, err: &Value, want_status: u16, code: &str| {
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (want_status, Some(code)),
+            "{err}"
+        );
+        assert!(sim.imps().is_empty(), "{code}: an imp was created");
+        assert!(
+            requires(&sim, OpenKind::Start).is_empty(),
+            "{code}: a start was sent"
+        );
+    };
+
+    let tmp = tempfile::tempdir().unwrap();
+    let d = claude_daemon(
+        &sim,
+        tmp.path(),
+        &["claude-login"],
+        &["CLAUDE_CODE_OAUTH_TOKEN"],
+    )
+    .await;
+    // An impd that does not say it has oauth secrets cannot be trusted with one.
+    sim.faults()
+        .set_feature(Flag::OauthSecrets, FlagState::Absent);
+    let (status, err) = spawn(&d).await;
+    check(status, &err, 409, "auth_signin_needed");
+    sim.faults()
+        .set_feature(Flag::OauthSecrets, FlagState::True);
+    sim.faults()
+        .set_oauth_status("claude-login", OauthStatus::NeedsLogin);
+    let (status, err) = spawn(&d).await;
+    check(status, &err, 409, "auth_signin_needed");
+    assert_eq!(err["error"]["data"]["status"], "needs_login", "{err}");
+    sim.faults()
+        .set_oauth_status("claude-login", OauthStatus::Ready);
+    let (status, body) = spawn(&d).await;
+    assert_eq!(status, 201, "{body}");
+    d.stop().await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let imps_before = sim.imps().len();
+    let d = claude_daemon(&sim, tmp.path(), &["gh"], &["GH_TOKEN"]).await;
+    let (status, err) = spawn(&d).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (422, Some("auth_binding_invalid")),
+        "{err}"
+    );
+    assert_eq!(
+        err["error"]["data"]["problem"], "placeholder_set_by_impd",
+        "{err}"
+    );
+    assert_eq!(sim.imps().len(), imps_before, "an imp was created: {err}");
     d.stop().await;
     sim.stop();
 }

@@ -212,6 +212,27 @@ pub struct BrokerState {
     /// Secrets every imp created from now on holds from the start, as if an operator had
     /// granted them: for tests of the broker's `require` that do not care who granted.
     grants_on_create: std::collections::BTreeSet<String>,
+    /// The sign-in status `secrets.list` gives an `oauth` secret, by name, where a test set
+    /// one; every other oauth secret is `ready`.
+    oauth_status: BTreeMap<String, OauthStatus>,
+}
+
+/// Where an `oauth` secret's sign-in stands (protocol §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OauthStatus {
+    Pending,
+    Ready,
+    NeedsLogin,
+}
+
+impl OauthStatus {
+    pub fn wire(self) -> &'static str {
+        match self {
+            OauthStatus::Pending => "pending",
+            OauthStatus::Ready => "ready",
+            OauthStatus::NeedsLogin => "needs_login",
+        }
+    }
 }
 
 impl BrokerState {
@@ -223,6 +244,11 @@ impl BrokerState {
     /// The grants a new imp starts with.
     pub fn grants_on_create(&self) -> std::collections::BTreeSet<String> {
         self.grants_on_create.clone()
+    }
+
+    /// Sets the sign-in status `secrets.list` gives the oauth secret `name`.
+    pub fn set_oauth_status(&mut self, name: &str, status: OauthStatus) {
+        self.oauth_status.insert(name.to_string(), status);
     }
 
     /// Defines (or replaces) a secret. A replaced one keeps its creation time.
@@ -334,7 +360,13 @@ impl SimState {
                         "createdAt": date(s.created_at),
                     });
                     if s.secret.kind == SecretKind::Oauth {
-                        v["oauth"] = json!({"status": "ready", "idClaims": null});
+                        let status = self
+                            .broker
+                            .oauth_status
+                            .get(&s.secret.name)
+                            .copied()
+                            .unwrap_or(OauthStatus::Ready);
+                        v["oauth"] = json!({"status": status.wire(), "idClaims": null});
                     }
                     v
                 })

@@ -48,6 +48,11 @@ impl Faults {
         self.shared.lock().broker.define(secret, now);
     }
 
+    /// Sets the sign-in status `secrets.list` reports for the oauth secret `name`.
+    pub fn set_oauth_status(&self, name: &str, status: crate::broker::OauthStatus) {
+        self.shared.lock().broker.set_oauth_status(name, status);
+    }
+
     /// Defines a secret with a bearer rule per host and a fresh value, and returns the value.
     pub fn add_secret(&self, name: &str, kind: SecretKind, hosts: &[&str]) -> String {
         let secret = Secret::new(name, kind, hosts);

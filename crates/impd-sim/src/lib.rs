@@ -53,8 +53,8 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use auth::{Identity, Scope, TokenKind};
 pub use broker::{
-    AuthScheme, ExecOpenRecord, GrantFault, GrantStep, OpenKind, Secret, SecretKind, SecretRule,
-    PLACEHOLDER,
+    AuthScheme, ExecOpenRecord, GrantFault, GrantStep, OauthStatus, OpenKind, Secret, SecretKind,
+    SecretRule, PLACEHOLDER,
 };
 pub use clock::Clock;
 pub use faults::{Faults, When};
