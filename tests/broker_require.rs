@@ -41,7 +41,7 @@ fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
     let text = json!({
         "agents": {
             "brokered": {"kind": "codex", "bin": "sh",
-                         "args": ["-c", "echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60"],
+                         "args": ["-c", "cd \"$CODEX_HOME/..\"; [ -e env.txt ] || env > env.txt; [ -e argv.txt ] || printf '%s\\n' \"$0\" \"$@\" > argv.txt; echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60"],
                          "auth": {"secrets": ["codex-key"], "placeholders": ["OPENAI_API_KEY"]}}
         },
         "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
@@ -81,6 +81,40 @@ fn requires(sim: &ImpdSim, kind: OpenKind) -> Vec<Vec<String>> {
         .filter(|o| o.kind == kind && o.session.is_some())
         .map(|o| o.require)
         .collect()
+}
+
+/// Every log line the daemons of this test binary write, at debug level: what a test greps
+/// for a secret. Installed once per binary; later calls share the same buffer.
+fn captured_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
+        std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = buf.clone();
+        let writer = move || LogSink(sink.clone());
+        // Another subscriber already installed would mean nothing reaches the buffer, and
+        // the test's grep would pass without looking: so it must be ours.
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(writer)
+            .try_init()
+            .expect("the test binary's only log subscriber");
+        buf
+    })
+    .clone()
+}
+
+struct LogSink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn grant_calls(sim: &ImpdSim) -> u64 {
@@ -164,12 +198,14 @@ async fn an_impd_that_cannot_check_require_is_sent_no_start() {
 
 #[actix_rt::test]
 async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_granting_again() {
+    let logs = captured_logs();
     let (sim, value) = sim();
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
 
     let (status, body) = spawn(&d).await;
     assert_eq!(status, 201, "{body}");
+    assert!(!body.to_string().contains(&value), "{body}");
     let id = id_of(&body["session"]);
     let imp = sim.imps()[0].name.clone();
     assert_eq!(
@@ -318,9 +354,29 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
         secrets.iter().any(|s| s.name == "codex-key"),
         "a forget deleted the secret"
     );
+    let (_, listing) = d.call("GET", "/v1/sessions", None).await;
+    assert!(!listing.to_string().contains(&value), "{listing}");
     d.stop().await;
-    // No file the daemon wrote (the store, its WAL, the record files, daemon.json, the
-    // guest folders) holds the secret's value.
+    // The agent's own environment and argv, as its first start wrote them inside the imp
+    // (later starts leave them: a kill could cut a rewrite short), hold the placeholder and
+    // never the value.
+    let guest = tmp.path().join(format!("guest/sessions/{id}"));
+    let env = std::fs::read_to_string(guest.join("env.txt")).unwrap();
+    assert!(
+        env.contains("OPENAI_API_KEY=imp-broker-placeholder"),
+        "{env}"
+    );
+    let argv = std::fs::read_to_string(guest.join("argv.txt")).unwrap();
+    assert!(!argv.is_empty());
+    // No log line holds it, though the log is not empty (the grep looked at something).
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).to_string();
+    assert!(logged.lines().count() > 10, "nothing was logged");
+    assert!(
+        !logged.contains(&value),
+        "a log line holds the secret's value"
+    );
+    // No file the daemon or the agent wrote (the store, its WAL, the record files,
+    // daemon.json, the guest folders with env.txt and argv.txt) holds the secret's value.
     let mut files = vec![tmp.path().to_path_buf()];
     while let Some(path) = files.pop() {
         if path.is_dir() {
