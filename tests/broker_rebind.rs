@@ -226,6 +226,22 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
         "a revive granted again"
     );
     d.stop().await;
+    // The rebind recorded names and rules (the pending revision too): no file the daemons
+    // wrote holds a secret's value.
+    let mut files = vec![tmp.path().to_path_buf()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            for value in &values {
+                assert!(
+                    !bytes.windows(value.len()).any(|w| w == value.as_bytes()),
+                    "{} holds a secret's value",
+                    path.display()
+                );
+            }
+        }
+    }
     sim.stop();
 }
 
