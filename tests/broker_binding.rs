@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use actix::Actor;
 use atc::broker::binder::{HostContext, Launcher};
-use atc::broker::binding::BindingState;
+use atc::broker::binding::{BindingState, GrantState};
 use atc::broker::host_binding::{
-    Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Revoke, Verify,
+    Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Rebind, Revoke, Verify,
 };
 use atc::broker::AgentAuth;
 use atc::store::StateStore;
@@ -417,4 +417,65 @@ async fn tickets_keep_the_order_of_revokes_and_are_released_exactly_once() {
     assert_eq!(host2.send(Counts).await.unwrap().issued, 0);
     w.sim.stop();
     w2.sim.stop();
+}
+
+#[actix_rt::test]
+async fn a_rebind_is_refused_while_provisioning_and_keeps_its_record_when_a_removal_is_unconfirmed()
+{
+    let w = world().await;
+    let host = HostBinding::new(context(&w)).start();
+    host.send(Create(launcher(&["alpha"])))
+        .await
+        .unwrap()
+        .unwrap();
+    // Not ready yet: a create in flight is not rebound.
+    let e = host
+        .send(Rebind(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        (code(&e), e.wire().data["state"].clone()),
+        ("auth_blocked".into(), serde_json::json!("provisioning"))
+    );
+    host.send(MarkReady).await.unwrap().unwrap();
+
+    // beta's grant lands but its answer is lost, and the take-back cannot remove it: the
+    // rebind stays recorded for start-up reconciliation, blocked, and says so.
+    w.sim
+        .faults()
+        .fail_next_grant(GrantStep::Add, Some("beta"), GrantFault::LoseAnswer);
+    w.sim
+        .faults()
+        .fail_next_grant(GrantStep::Delete, Some("beta"), boom());
+    let e = host
+        .send(Rebind(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(e.effect_remains(), "{e}");
+    let b = w.store.binding_get("host1").await.unwrap().unwrap();
+    assert_eq!((b.state, b.revision), (BindingState::RebindFailed, 1));
+    let pending = b.pending_rebind.expect("the rebind stays recorded");
+    let beta = w
+        .store
+        .grants_of("host1")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.secret == "beta")
+        .expect("beta's row stays");
+    assert_eq!(
+        (beta.state, beta.attempt_id),
+        (GrantState::RevocationPending, pending.attempt_id)
+    );
+    assert_eq!(grants(&w), ["alpha", "beta"]);
+    // Blocked meanwhile: no launch, and no second rebind over the first.
+    let e = host
+        .send(Rebind(launcher(&["alpha", "beta"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(code(&e), "auth_blocked");
+    w.sim.stop();
 }

@@ -370,6 +370,20 @@ async fn every_route_answers_what_the_document_says() {
             (409, Some("auth_blocked"))
         );
     }
+    // Its agent has no `auth`, so there is nothing to rebind to.
+    let (status, body) = r
+        .call(
+            &d,
+            "POST",
+            "/v1/sessions/{id}/auth/rebind",
+            &at("/auth/rebind"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("auth_binding_invalid"))
+    );
 
     // A hook report: a trail event and (for a notification asking something) a permission.
     let (_, page) = r

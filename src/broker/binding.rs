@@ -411,6 +411,49 @@ pub struct Grant {
     pub attempt_id: Uuid,
 }
 
+/// What a rebind does to the imp's grants (spec §6.3), decided from the grant rows, the grants
+/// impd lists for the imp now, and the secrets the rebind binds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebindPlan {
+    /// Secrets the imp does not hold: granted by this rebind (its rows carry its attempt id).
+    /// A kept secret whose grant was revoked, or lost at impd, is among them.
+    pub add: Vec<String>,
+    /// Secrets the imp holds and a row records: nothing is sent, and a row that says
+    /// otherwise (`revoked`, `uncertain`) is set `granted`.
+    pub keep: Vec<String>,
+    /// Secrets the imp holds that no row records: nothing is sent, and the row records them
+    /// as preexisting, so a failed rebind never removes them.
+    pub adopt: Vec<String>,
+    /// Rows of secrets the rebind no longer binds, each with whether impd still lists the
+    /// grant (only then is a delete sent).
+    pub drop: Vec<(String, bool)>,
+}
+
+/// The grant changes of a rebind to `wanted` (in its order) from the host's `rows`, with the
+/// imp holding `held` now. A grant the imp holds that neither a row nor `wanted` names is not
+/// this binding's and is left alone (a later verify reports it as extra).
+pub fn plan_rebind(
+    rows: &[Grant],
+    held: &std::collections::BTreeSet<String>,
+    wanted: &[String],
+) -> RebindPlan {
+    let mut plan = RebindPlan::default();
+    for secret in wanted {
+        let recorded = rows.iter().any(|g| &g.secret == secret);
+        match (held.contains(secret), recorded) {
+            (false, _) => plan.add.push(secret.clone()),
+            (true, true) => plan.keep.push(secret.clone()),
+            (true, false) => plan.adopt.push(secret.clone()),
+        }
+    }
+    plan.drop = rows
+        .iter()
+        .filter(|g| !wanted.contains(&g.secret))
+        .map(|g| (g.secret.clone(), held.contains(&g.secret)))
+        .collect();
+    plan
+}
+
 /// A binding and its grants as a client sees them (`GET /v1/sessions/{id}/auth`).
 pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthStatus {
     use atc_protocol::responses::{AuthBindingState as W, AuthGrantState as G};
@@ -754,6 +797,83 @@ mod tests {
             assert_eq!(b.pending_rebind, None);
             assert_eq!(b.updated_at, 10);
         }
+    }
+
+    fn row(secret: &str, state: GrantState) -> Grant {
+        Grant {
+            host_key: "h1".into(),
+            secret: secret.into(),
+            state,
+            preexisted: false,
+            attempt_id: Uuid::nil(),
+        }
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_rebind_adds_what_the_imp_lacks_and_drops_what_is_no_longer_bound() {
+        let rows = [
+            row("alpha", GrantState::Granted),
+            row("beta", GrantState::Granted),
+        ];
+        let held = ["alpha", "beta"].map(String::from).into_iter().collect();
+        let plan = plan_rebind(&rows, &held, &names(&["gamma", "alpha", "delta"]));
+        assert_eq!(
+            plan,
+            RebindPlan {
+                add: names(&["gamma", "delta"]),
+                keep: names(&["alpha"]),
+                adopt: vec![],
+                drop: vec![("beta".into(), true)],
+            }
+        );
+        // Nothing changes: nothing is sent.
+        let plan = plan_rebind(&rows, &held, &names(&["alpha", "beta"]));
+        assert!(plan.add.is_empty() && plan.drop.is_empty() && plan.adopt.is_empty());
+        assert_eq!(plan.keep, names(&["alpha", "beta"]));
+    }
+
+    #[test]
+    fn a_rebind_grants_again_a_kept_secret_the_imp_no_longer_holds() {
+        // From `revoked`: the rows stay, the imp holds nothing.
+        let rows = [
+            row("alpha", GrantState::Revoked),
+            row("beta", GrantState::Revoked),
+        ];
+        let none = std::collections::BTreeSet::new();
+        let plan = plan_rebind(&rows, &none, &names(&["alpha"]));
+        assert_eq!(plan.add, names(&["alpha"]));
+        assert_eq!(
+            plan.drop,
+            [("beta".to_string(), false)],
+            "no delete is sent"
+        );
+        // A grant lost at impd behind a `granted` row is granted again too.
+        let plan = plan_rebind(
+            &[row("alpha", GrantState::Granted)],
+            &none,
+            &names(&["alpha"]),
+        );
+        assert_eq!(plan.add, names(&["alpha"]));
+    }
+
+    #[test]
+    fn a_rebind_adopts_a_held_grant_no_row_records_and_leaves_strangers_alone() {
+        let held = ["alpha", "stranger"]
+            .map(String::from)
+            .into_iter()
+            .collect();
+        let plan = plan_rebind(&[], &held, &names(&["alpha"]));
+        assert_eq!(
+            plan,
+            RebindPlan {
+                adopt: names(&["alpha"]),
+                ..RebindPlan::default()
+            }
+        );
     }
 
     #[test]

@@ -124,6 +124,19 @@ impl Handler<ForgetEnd> for HostBinding {
 #[rtype(result = "Result<(), Error>")]
 pub struct Revoke;
 
+/// Rebind the host to the agent's `auth` as configured now: see [`HostContext::rebind`].
+/// Answers the new revision.
+#[derive(Message)]
+#[rtype(result = "Result<u32, Error>")]
+pub struct Rebind(pub Launcher);
+
+impl Handler<Rebind> for HostBinding {
+    type Result = AtomicResponse<Self, Result<u32, Error>>;
+    fn handle(&mut self, msg: Rebind, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move { c.rebind(&msg.0).await })
+    }
+}
+
 /// Admit one opening planned for the binding hash `hash`.
 #[derive(Message)]
 #[rtype(result = "Result<Ticket, Error>")]

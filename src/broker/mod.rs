@@ -6,7 +6,7 @@
 //! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
 //! - [`binding`]: a host's binding record, its grants, and the rules of their states.
 //! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
-//! - [`binder`]: create, verify, revoke and admission checks of one host's binding.
+//! - [`binder`]: create, verify, revoke, rebind and admission checks of one host's binding.
 //! - [`gate`]: the read-only checks of impd and its token before the broker is relied on.
 //! - [`guest_plan`]: the placeholders and config folder a broker-backed harness gets.
 //! - [`host_binding`]: the actor that runs one host's operations in order, and its launch tickets.

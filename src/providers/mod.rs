@@ -322,6 +322,18 @@ pub trait ExecutionProvider: Send + Sync {
     fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
         self.auth_status(host_key)
     }
+    /// Rebinds the host `host_key`'s broker binding to `launcher`'s `auth` as configured now,
+    /// and answers the new revision.
+    fn auth_rebind(
+        &self,
+        host_key: &str,
+        launcher: crate::broker::binder::Launcher,
+    ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
+        let _ = (host_key, launcher);
+        Box::pin(std::future::ready(Err(
+            crate::broker::BrokerError::NotBound.into(),
+        )))
+    }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {

@@ -48,6 +48,7 @@ use crate::error::Error;
     responses::SessionList,
     responses::SessionEnvelope,
     responses::AuthEnvelope,
+    responses::AuthRebound,
     responses::KillAnswer,
     responses::ForgetAnswer,
     responses::ScreenText,
@@ -181,6 +182,12 @@ fn operation(endpoint: Endpoint) -> Operation {
             "Revoke the grants of the session's host's broker binding; retry on \
              auth_revocation_pending. A running harness keeps running",
             &[(200, "AuthEnvelope")],
+        ),
+        Endpoint::AuthRebind => op(
+            "Rebind the session's host's broker binding to its agent's auth as configured now: \
+             adds new grants, removes dropped ones, answers the new revision. From ready, \
+             revoked or rebind_failed; a failure removes only the grants it added",
+            &[(200, "AuthRebound")],
         ),
         Endpoint::Attach => Operation {
             query: &[

@@ -85,6 +85,8 @@ pub enum Endpoint {
     AuthStatus,
     /// `POST /v1/sessions/{id}/auth/revoke`.
     AuthRevoke,
+    /// `POST /v1/sessions/{id}/auth/rebind`.
+    AuthRebind,
     /// `GET /v1/sessions/{id}/attach` (WebSocket).
     Attach,
     /// `GET /v1/fleet`.
@@ -160,6 +162,7 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/sessions/{id}/suspend", E::Suspend),
     route(Get, "/v1/sessions/{id}/auth", E::AuthStatus),
     route(Post, "/v1/sessions/{id}/auth/revoke", E::AuthRevoke),
+    route(Post, "/v1/sessions/{id}/auth/rebind", E::AuthRebind),
     route(Get, "/v1/sessions/{id}/attach", E::Attach),
     route(Get, "/v1/fleet", E::Fleet),
     route(Post, "/v1/fleet/restore", E::Restore),

@@ -56,6 +56,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Suspend => r.to(suspend),
         Endpoint::AuthStatus => r.to(auth_status),
         Endpoint::AuthRevoke => r.to(auth_revoke),
+        Endpoint::AuthRebind => r.to(auth_rebind),
         Endpoint::Attach => r.to(super::attach::attach),
         Endpoint::Fleet => r.to(fleet),
         Endpoint::Restore => r.to(restore),
@@ -507,6 +508,17 @@ async fn auth_revoke(
     let found = lookup(&state, &path).await?;
     let auth = mailbox(found.addr.send(RevokeAuth).await)??;
     Ok(HttpResponse::Ok().json(json!({ "auth": auth })))
+}
+
+/// `POST /v1/sessions/{id}/auth/rebind`: the host's binding follows the agent's `auth` as
+/// the daemon's config has it now; answers `{revision}`.
+async fn auth_rebind(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &path).await?;
+    let revision = mailbox(found.addr.send(RebindAuth).await)??;
+    Ok(HttpResponse::Ok().json(atc_protocol::responses::AuthRebound { revision }))
 }
 
 async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, Error> {

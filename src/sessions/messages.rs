@@ -159,6 +159,12 @@ pub struct AuthStatusOf;
 #[rtype(result = "crate::providers::AuthAnswer")]
 pub struct RevokeAuth;
 
+/// Rebind the session's host's broker binding to its agent's `auth` as the daemon's config
+/// has it now (`POST /v1/sessions/{id}/auth/rebind`). Answers the binding's new revision.
+#[derive(Message)]
+#[rtype(result = "Result<u32, Error>")]
+pub struct RebindAuth;
+
 /// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
 /// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]

@@ -63,6 +63,14 @@ impl ExecutionProvider for CapsProvider {
         self.inner.auth_revoke(host_key)
     }
 
+    fn auth_rebind(
+        &self,
+        host_key: &str,
+        launcher: atc::broker::binder::Launcher,
+    ) -> LocalBoxFuture<'static, Result<u32, atc::error::Error>> {
+        self.inner.auth_rebind(host_key, launcher)
+    }
+
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
         self.inner.shutdown()
     }

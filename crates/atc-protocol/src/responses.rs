@@ -262,6 +262,13 @@ pub struct AuthEnvelope {
     pub auth: AuthStatus,
 }
 
+/// `POST /v1/sessions/{id}/auth/rebind`: the binding's revision after the rebind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthRebound {
+    /// The new revision (the old one plus one).
+    pub revision: u32,
+}
+
 /// A host's broker binding as a client sees it (issue 9 item 3): names and states, never a
 /// credential.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

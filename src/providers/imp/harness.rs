@@ -73,6 +73,9 @@ pub struct ImpHarness {
     install_atc: bool,
     /// A broker-backed agent's config folder in the imp, made by each readying.
     auth_dir: Option<String>,
+    /// The broker part of the plan, and the session's id its folder is named by: its
+    /// revision follows the binding's once that is verified.
+    broker_launch: Option<(crate::broker::BrokerLaunch, String)>,
     /// The host's broker binding, for a broker-backed agent.
     broker: Option<BrokerSide>,
     /// Why the binding refused a connection's launch, answered to a waiting spawn.
@@ -160,6 +163,7 @@ impl ImpHarness {
             forward: None,
             install_atc,
             auth_dir,
+            broker_launch: broker_launch.map(|b| (b, spec.session_id.to_string())),
             broker: None,
             launch_refusal: None,
         }
@@ -376,6 +380,7 @@ impl Actor for ImpHarness {
                     if let Some(b) = &mut act.broker {
                         b.prepared(&binding);
                     }
+                    act.follow_revision(binding.revision);
                     act.begin(ctx);
                 }
                 Err(e) => act.refuse(e, ctx),
@@ -387,6 +392,22 @@ impl Actor for ImpHarness {
 }
 
 impl ImpHarness {
+    /// The binding was created or verified at `revision`: the agent's config folder (and
+    /// the variable naming it) is that revision's, so a launch after a rebind never reuses
+    /// what the earlier credential left behind. Before the first opening only.
+    fn follow_revision(&mut self, revision: u32) {
+        let Some((launch, session)) = &mut self.broker_launch else {
+            return;
+        };
+        if launch.revision == revision {
+            return;
+        }
+        launch.revision = revision;
+        self.auth_dir = Some(launch.config_dir(&self.settings.guest_dir, session));
+        self.state
+            .set_env(launch.env(&self.settings.guest_dir, session));
+    }
+
     /// Readies the host (or, after a daemon restart, attaches first) and opens the first
     /// connection.
     fn begin(&mut self, ctx: &mut Context<Self>) {

@@ -204,6 +204,16 @@ impl<W: Link> HarnessState<W> {
         }
     }
 
+    /// Sets variables of the start's environment. Only while readying: nothing has been
+    /// opened with the old ones yet.
+    pub fn set_env(&mut self, vars: impl IntoIterator<Item = (String, String)>) {
+        debug_assert!(
+            matches!(self.phase, Phase::Readying),
+            "env set after an opening"
+        );
+        self.params.env.extend(vars);
+    }
+
     /// The phase's name.
     pub fn phase(&self) -> PhaseKind {
         match &self.phase {

@@ -209,6 +209,15 @@ impl ExecutionProvider for ImpProvider {
         })
     }
 
+    fn auth_rebind(
+        &self,
+        host_key: &str,
+        launcher: crate::broker::binder::Launcher,
+    ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
+        let binding = self.broker_binding(host_key);
+        Box::pin(async move { ask(&binding?, crate::broker::host_binding::Rebind(launcher)).await })
+    }
+
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
         let hosts: Vec<Addr<HostLease>> = match self.hosts.lock() {
             Ok(h) => h.values().cloned().collect(),

@@ -652,6 +652,38 @@ impl Handler<RevokeAuth> for Session {
     }
 }
 
+impl Handler<RebindAuth> for Session {
+    type Result = ResponseFuture<Result<u32, Error>>;
+
+    /// The agent's `auth` is read from the config the daemon runs with now, not the one the
+    /// session was spawned with: picking up a changed `auth` is what a rebind is for.
+    fn handle(&mut self, _: RebindAuth, _: &mut Self::Context) -> Self::Result {
+        let host = self.record.id.to_string();
+        let agent = &self.record.agent;
+        let auth = self.deps.catalog.get(agent).and_then(|a| a.auth.clone());
+        let Some(auth) = auth else {
+            return Box::pin(std::future::ready(Err(
+                crate::broker::BrokerError::BindingInvalid {
+                    agent: agent.clone(),
+                    problem: "no_auth",
+                    detail: "the agent has no 'auth' in the daemon's config now, so there is \
+                             nothing to rebind to"
+                        .into(),
+                }
+                .into(),
+            )));
+        };
+        let launcher = crate::broker::binder::Launcher {
+            agent: agent.clone(),
+            auth,
+        };
+        match provider_of(&self.deps, &self.record.target) {
+            Ok(p) => p.auth_rebind(&host, launcher),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
 impl Handler<MintForgetToken> for Session {
     type Result = Result<(String, i64), Error>;
 
