@@ -205,12 +205,17 @@ async fn the_descriptor_carries_the_binding_after_a_spawn_a_revoke_and_a_restart
     let sim = sim();
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path(), Value::Null).await;
-    let (id, _) = spawn_up(&d, &sim).await;
+    // The spawn answers once the harness started, with the binding it made `ready`.
+    let (status, body) = spawn(&d).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["session"]["auth"],
+        json!({"state": "ready", "revision": 1}),
+        "{body}"
+    );
+    let id = id_of(&body["session"]);
     let auth = |s: &Value| s["auth"].clone();
-    d.wait_session(&id, "ready", |s| {
-        auth(s) == json!({"state": "ready", "revision": 1})
-    })
-    .await;
+    assert_eq!(auth(&d.session(&id).await), body["session"]["auth"]);
     let (_, list) = d.call("GET", "/v1/sessions", None).await;
     assert_eq!(
         list["sessions"][0]["auth"],

@@ -176,3 +176,27 @@ impl std::fmt::Display for CheckOutcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_sign_in_check_is_told_by_how_it_ended_only() {
+        let e = |outcome| BrokerError::NotConfigured {
+            agent: "codex".into(),
+            target: "box".into(),
+            outcome,
+        };
+        let exited = e(CheckOutcome::Exited(3)).to_string();
+        assert!(exited.contains("exited with status 3"), "{exited}");
+        assert!(
+            exited.contains("'codex'") && exited.contains("'box'"),
+            "{exited}"
+        );
+        let missing = e(CheckOutcome::NotRun).to_string();
+        assert!(missing.contains("could not be run"), "{missing}");
+        let signalled = e(CheckOutcome::Signalled).to_string();
+        assert!(signalled.contains("signal"), "{signalled}");
+    }
+}

@@ -39,6 +39,22 @@ impl Session {
         );
     }
 
+    /// The descriptor once the binding was read afresh: see
+    /// [`crate::sessions::messages::DescribeWithAuth`].
+    pub(super) fn describe_with_auth(
+        &mut self,
+    ) -> ResponseActFuture<Self, atc_protocol::Descriptor> {
+        let provider = provider_of(&self.deps, &self.record.target).ok();
+        let Some(provider) = provider.filter(|_| self.broker_backed()) else {
+            return Box::pin(fut::ready(self.descriptor()));
+        };
+        let asked = provider.auth_status(&self.record.id.to_string());
+        Box::pin(asked.into_actor(self).map(|answer, act, _| {
+            act.learn_auth(&answer);
+            act.descriptor()
+        }))
+    }
+
     /// Takes in what a binding answer says: a status replaces the cached one (announced
     /// when it changed); an error leaves it (a host without a binding yet, an impd away).
     pub(super) fn learn_auth(&mut self, answer: &AuthAnswer) {

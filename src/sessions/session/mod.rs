@@ -654,6 +654,14 @@ impl Handler<AuthStatusOf> for Session {
     }
 }
 
+impl Handler<DescribeWithAuth> for Session {
+    type Result = ResponseActFuture<Self, Descriptor>;
+
+    fn handle(&mut self, _: DescribeWithAuth, _: &mut Self::Context) -> Self::Result {
+        self.describe_with_auth()
+    }
+}
+
 impl Handler<RevokeAuth> for Session {
     type Result = ResponseActFuture<Self, crate::providers::AuthAnswer>;
 
