@@ -258,6 +258,25 @@ async fn a_revive_refused_behind_the_broker_puts_its_host_back_to_sleep() {
     let (id, imp) = spawn_up(&d, &sim).await;
     kill_and_sleep(&d, &sim, &id, &imp).await;
 
+    // A refused verify comes before the readying: the host is never woken.
+    assert!(sim.faults().ungrant(&imp, "codex-key"));
+    let acquires = rpc_calls(&sim, "leases.acquire");
+    let (status, err) = d
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_grant_missing")),
+        "{err}"
+    );
+    assert_eq!(
+        rpc_calls(&sim, "leases.acquire"),
+        acquires,
+        "the host was woken"
+    );
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Sleeping));
+    assert!(sim.faults().grant(&imp, "codex-key"));
+
     // impd refuses the start: the revive woke the host (the start went out to a running
     // imp), answers the refusal, and the host sleeps again.
     sim.faults()
