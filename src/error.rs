@@ -352,6 +352,9 @@ fn broker_wire(e: &BrokerError) -> Wire {
         BrokerError::BrokerNotReady { imp, detail } => Wire::new(C::BrokerNotReady)
             .with("imp", imp.clone())
             .with("detail", detail.clone()),
+        BrokerError::NotConfigured { agent, target, .. } => Wire::new(C::AuthNotConfigured)
+            .with("agent", agent.clone())
+            .with("target", target.clone()),
         BrokerError::TokenScope { scope } => {
             Wire::new(C::AuthTokenScope).with("scope", scope.clone())
         }

@@ -473,6 +473,8 @@ pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthSta
             name: b.imp_name.clone(),
             id: b.imp_id.clone(),
         },
+        // The actor that owns the counts fills them in (`host_binding`).
+        admissions: Default::default(),
         grants: grants
             .iter()
             .map(|g| AuthGrant {

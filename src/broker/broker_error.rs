@@ -47,6 +47,17 @@ pub enum BrokerError {
         /// impd's detail (no grant, the CA bundle failed, an env that sets a broker variable…).
         detail: String,
     },
+    /// The agent's sign-in check (`auth.check`) failed inside the imp: the agent is not
+    /// signed in there. Only how it ended is kept; what it printed could name an account.
+    #[error("agent '{agent}' is not signed in on target '{target}': its sign-in check (auth.check) {outcome}; sign it in inside the imp or fix 'auth.check'")]
+    NotConfigured {
+        /// The agent.
+        agent: String,
+        /// The target.
+        target: String,
+        /// How the check ended.
+        outcome: CheckOutcome,
+    },
     /// The daemon's impd token is below `manage`.
     #[error("the daemon's impd token has scope '{scope}'; broker authentication needs a token with scope 'manage'")]
     TokenScope {
@@ -143,4 +154,49 @@ pub enum BrokerError {
         /// What is wrong, naming keys and secrets, never values.
         detail: String,
     },
+}
+
+/// How a failed sign-in check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// It exited with this non-zero status.
+    Exited(i32),
+    /// A signal ended it.
+    Signalled,
+    /// impd could not run it (the command is missing from the guest).
+    NotRun,
+}
+
+impl std::fmt::Display for CheckOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckOutcome::Exited(code) => write!(f, "exited with status {code}"),
+            CheckOutcome::Signalled => f.write_str("was ended by a signal"),
+            CheckOutcome::NotRun => f.write_str("could not be run (is the command in the image?)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_sign_in_check_is_told_by_how_it_ended_only() {
+        let e = |outcome| BrokerError::NotConfigured {
+            agent: "codex".into(),
+            target: "box".into(),
+            outcome,
+        };
+        let exited = e(CheckOutcome::Exited(3)).to_string();
+        assert!(exited.contains("exited with status 3"), "{exited}");
+        assert!(
+            exited.contains("'codex'") && exited.contains("'box'"),
+            "{exited}"
+        );
+        let missing = e(CheckOutcome::NotRun).to_string();
+        assert!(missing.contains("could not be run"), "{missing}");
+        let signalled = e(CheckOutcome::Signalled).to_string();
+        assert!(signalled.contains("signal"), "{signalled}");
+    }
 }

@@ -8,6 +8,10 @@
 //! - [`Ticket::check`] is the last-moment check, asked once the connection to impd is open
 //!   and before its opening message is written; a revoke that ran since refuses it.
 //! - The ticket is released exactly once: by [`Ticket::release`] or when it is dropped.
+//!   Its connection holds it for as long as it lives, so the counts ([`TicketCounts`], shown
+//!   as `admissions` in `GET /v1/sessions/{id}/auth`) have one outstanding while a harness's
+//!   connection is up or opening, and none once it ended (a drop, a refusal, a kill, a
+//!   harness that let go).
 
 use actix::prelude::*;
 
@@ -201,7 +205,20 @@ impl Handler<Abandon> for HostBinding {
 impl Handler<Status> for HostBinding {
     type Result = AtomicResponse<Self, Result<atc_protocol::responses::AuthStatus, Error>>;
     fn handle(&mut self, _: Status, _: &mut Self::Context) -> Self::Result {
-        in_turn!(self, |c: HostContext| async move { c.status().await })
+        let host = self.ctx.clone();
+        AtomicResponse::new(Box::pin(
+            async move { host.status().await }
+                .into_actor(self)
+                .map(|res, act, _| {
+                    let mut status = res?;
+                    // Read after the store, in turn: a ticket released meanwhile is counted.
+                    status.admissions = atc_protocol::responses::AuthAdmissions {
+                        issued: act.counts.issued,
+                        released: act.counts.released,
+                    };
+                    Ok(status)
+                }),
+        ))
     }
 }
 

@@ -210,6 +210,19 @@ pub struct StartSpec {
     /// Join the process that runs already instead of starting one: a daemon restart
     /// re-attaching its remote sessions. Local providers never get it.
     pub attach_only: bool,
+    /// Whether this start makes its host (a spawn) or finds it made (a revive, a restore, a
+    /// restart's re-attach). Said outright rather than guessed from `remote`: a revive of a
+    /// session whose harness never reported a position has none, and is still no spawn.
+    pub host: HostUse,
+}
+
+/// Whether a start makes the host it runs on (see [`StartSpec::host`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostUse {
+    /// The spawn of a new host: a broker-backed one creates its binding.
+    Creates,
+    /// The host was made before: a broker-backed start verifies its binding.
+    Existing,
 }
 
 /// A remote process's position (spec §5.6): the guest boot it runs in, its execution

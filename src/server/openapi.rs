@@ -175,7 +175,8 @@ fn operation(endpoint: Endpoint) -> Operation {
             )
         },
         Endpoint::AuthStatus => op(
-            "The session's host's broker binding: state, revision, hash, imp and grants",
+            "The session's host's broker binding: state, revision, hash, imp, grants and \
+             the launch tickets it issued and released",
             &[(200, "AuthEnvelope")],
         ),
         Endpoint::AuthRevoke => op(

@@ -262,7 +262,8 @@ impl Handler<Spawn> for SessionManager {
                         match (res, addr) {
                             // Answer what the session looks like now that it runs.
                             (Ok(()), Some(a)) => {
-                                Ok(a.send(GetDescriptor).await.unwrap_or(descriptor))
+                                // With its host's binding as it is now (`ready`).
+                                Ok(a.send(DescribeWithAuth).await.unwrap_or(descriptor))
                             }
                             (Ok(()), None) => Ok(descriptor),
                             (Err(e), Some(a)) => {

@@ -153,6 +153,13 @@ pub struct Suspend {
 #[rtype(result = "crate::providers::AuthAnswer")]
 pub struct AuthStatusOf;
 
+/// Read the session's host's broker binding again and answer the descriptor once it is
+/// learned (the manager, before it answers a spawn, so the answer carries `auth`). A
+/// session of an agent without `auth` answers at once.
+#[derive(Message)]
+#[rtype(result = "Descriptor")]
+pub struct DescribeWithAuth;
+
 /// Revoke the session's host's broker grants (`POST /v1/sessions/{id}/auth/revoke`). A
 /// running harness keeps running; impd fails its later requests.
 #[derive(Message)]

@@ -148,6 +148,7 @@ mod tests {
                 harness: atc_protocol::HarnessLayer::Running,
                 attachment: atc_protocol::Attachment::Local,
             },
+            auth: None,
         }
     }
 

@@ -283,6 +283,41 @@ pub struct AuthStatus {
     pub imp: AuthImp,
     /// Its grants.
     pub grants: Vec<AuthGrant>,
+    /// The launch tickets this daemon's binding actor gave out and got back since it
+    /// started (spec §6.4). A ticket is held by one connection attempt from its admission
+    /// until that connection ends, so `issued - released` is 1 while a harness's
+    /// connection is up (or opening) and 0 once it let go.
+    #[serde(default)]
+    pub admissions: AuthAdmissions,
+}
+
+/// How many launch tickets a host's binding issued and released (see
+/// [`AuthStatus::admissions`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthAdmissions {
+    /// Tickets handed to a connection.
+    pub issued: u64,
+    /// Tickets given back (each exactly once).
+    pub released: u64,
+}
+
+/// The broker binding of a session's host as its descriptor carries it (spec §3.2, issue
+/// 9 item 3): only on sessions of broker-backed agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionAuth {
+    /// The binding's state.
+    pub state: AuthBindingState,
+    /// Its revision.
+    pub revision: u32,
+}
+
+impl From<&AuthStatus> for SessionAuth {
+    fn from(a: &AuthStatus) -> SessionAuth {
+        SessionAuth {
+            state: a.state,
+            revision: a.revision,
+        }
+    }
 }
 
 /// The imp of a binding.

@@ -227,6 +227,10 @@ pub struct Descriptor {
     pub agent_session_id: Option<String>,
     /// The layers behind `state`.
     pub lifecycle: Lifecycle,
+    /// The broker binding of its host, for a broker-backed agent's session (absent for
+    /// others, and until the daemon has learned it after a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<crate::responses::SessionAuth>,
     /// The identity of its target when it was spawned; the daemon's refusal chain compares
     /// it with the target's current one. Never on the wire (clients read it as empty).
     #[serde(skip)]

@@ -35,18 +35,19 @@ use super::connection::{ConnData, ConnEnded, ConnLaunchRefused, ConnStarted, Imp
 use super::harness_broker::BrokerSide;
 use super::harness_state::{Effect, HarnessState, StartParams};
 use super::host_error::HostError;
-use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost};
+use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost, SleepIfIdle};
 use super::naming::GUEST_PATH;
 use super::opening::Origin;
 use super::outcome::{Next, StartRefusal};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
+use crate::broker::broker_error::CheckOutcome;
 use crate::broker::host_binding::AdmitKind;
 use crate::broker::BrokerError;
 use crate::error::Error;
 use crate::providers::{
-    DetachHarness, Hangup, HarnessEvents, OutputArrived, ProviderError, ResizeTerminal, StartSpec,
-    WriteInput,
+    DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError, ResizeTerminal,
+    StartSpec, WriteInput,
 };
 use impd_client::ExecWriter;
 use impd_client::Opening;
@@ -80,6 +81,25 @@ pub struct ImpHarness {
     broker: Option<BrokerSide>,
     /// Why the binding refused a connection's launch, answered to a waiting spawn.
     launch_refusal: Option<Error>,
+    /// A broker-backed agent's sign-in check, run once the host is readied.
+    signin: Option<SigninCheck>,
+    /// The sign-in check failed, so the start was refused behind the broker.
+    signin_refused: bool,
+    /// A connection started the process (or joined it) at least once.
+    started: bool,
+    /// This start is a revive onto a host made before (not a spawn, not a restart's
+    /// re-attach): a broker refusal of it puts an otherwise idle host back to sleep.
+    revive: bool,
+}
+
+/// The agent's sign-in check (`auth.check`, spec §3.5 step 8): run in the imp through
+/// `runCommand` with the harness's own environment and cwd, before its start is sent.
+#[derive(Debug, Clone)]
+struct SigninCheck {
+    agent: String,
+    argv: Vec<String>,
+    env: std::collections::BTreeMap<String, String>,
+    cwd: String,
 }
 
 impl ImpHarness {
@@ -127,12 +147,22 @@ impl ImpHarness {
         env.insert("ATC_OUTBOX".into(), format!("{base}.outbox"));
         env.insert("ATC_SOCKET".into(), socket);
         env.insert("ATC_BRIDGE".into(), "1".into());
+        let cwd = plan.cwd.display().to_string();
+        let signin = broker_launch.as_ref().and_then(|b| {
+            Some(SigninCheck {
+                agent: b.agent.clone(),
+                argv: b.auth.check.clone()?,
+                env: env.clone(),
+                cwd: cwd.clone(),
+            })
+        });
+        let revive = spec.host == HostUse::Existing && !spec.attach_only;
         let params = StartParams {
             session: super::naming::exec_session_name(&spec.session_id.to_string()),
             imp,
             argv: std::iter::once(plan.bin).chain(plan.args).collect(),
             env,
-            cwd: plan.cwd.display().to_string(),
+            cwd,
             require_broker: broker_launch.is_some(),
         };
         // A restart always has the position its row kept; without one there is nothing to
@@ -166,6 +196,10 @@ impl ImpHarness {
             broker_launch: broker_launch.map(|b| (b, spec.session_id.to_string())),
             broker: None,
             launch_refusal: None,
+            signin,
+            signin_refused: false,
+            started: false,
+            revive,
         }
     }
 
@@ -179,6 +213,14 @@ impl ImpHarness {
     /// Carries out what the state decided, in order.
     fn apply(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
         for effect in effects {
+            if matches!(effect, Effect::Attached(_)) {
+                self.started = true;
+                // Before the session hears of the start: whatever it asks the binding next
+                // finds it `ready`.
+                if let Some(b) = &mut self.broker {
+                    b.started();
+                }
+            }
             if let Some(change) = effect.attachment() {
                 // The session announces the change only when the state actually changed.
                 self.events.attachment.do_send(change);
@@ -197,9 +239,6 @@ impl ImpHarness {
                     .do_send(OutputArrived(bytes::Bytes::from_static(SCREEN_RESET))),
                 Effect::Reattaching => {}
                 Effect::Attached(_) => {
-                    if let Some(b) = &mut self.broker {
-                        b.started();
-                    }
                     if let Some(tx) = self.ready_tx.take() {
                         // The spawn stopped waiting; the session learns of the start anyway.
                         let _ = tx.send(Ok(()));
@@ -215,8 +254,23 @@ impl ImpHarness {
                     exit,
                     give_back_lease,
                 } => {
+                    let refused_behind_broker = self.broker.is_some()
+                        && (self.signin_refused
+                            || self.launch_refusal.is_some()
+                            || self.start_refusal.is_some());
+                    if !self.started {
+                        if let Some(b) = &self.broker {
+                            // Whichever way it ended before starting (a refusal before any
+                            // connection included), a created binding's attempt goes back.
+                            let detail = exit.detail.as_deref().unwrap_or("the process ended");
+                            b.never_started(detail);
+                        }
+                    }
                     if give_back_lease {
                         self.lease.do_send(HarnessGone);
+                        if self.revive && !self.started && refused_behind_broker {
+                            self.sleep_if_idle();
+                        }
                     }
                     if let Some(forward) = self.forward.take() {
                         forward.do_send(CloseForward);
@@ -228,9 +282,6 @@ impl ImpHarness {
                             .unwrap_or_else(|| "the process ended".into());
                         let (imp, _) = self.state.names();
                         let imp = imp.to_string();
-                        if let Some(b) = &self.broker {
-                            b.never_started(&detail);
-                        }
                         // The binding's refusal of a launch comes first: that connection
                         // ended only because of it.
                         let refusal = match (self.launch_refusal.take(), self.start_refusal.take())
@@ -295,6 +346,65 @@ impl ImpHarness {
         self.launch_refusal = Some(e);
         let effects = self.state.ended_with(detail);
         self.apply(effects, ctx);
+    }
+
+    /// A refused revive behind the broker (spec §3.8): the host it woke goes back to sleep,
+    /// unless another harness runs there. Sent after `HarnessGone`, so the lease counts this
+    /// harness gone by then.
+    fn sleep_if_idle(&self) {
+        let asked = self.lease.send(SleepIfIdle);
+        let imp = self.state.names().0.to_string();
+        actix::spawn(async move {
+            match asked.await {
+                Ok(Ok(())) => tracing::info!(imp = %imp, "refused revive: host back asleep"),
+                Ok(Err(e)) => {
+                    tracing::info!(imp = %imp, error = %e, "refused revive: host kept awake")
+                }
+                // The lease actor stopped: the daemon is shutting down.
+                Err(_) => {}
+            }
+        });
+    }
+
+    /// Runs the agent's sign-in check in the readied imp, then goes on to listen and
+    /// connect; a failed check refuses the start with `auth_not_configured`. What the check
+    /// printed is dropped unread: it could name an account. Only how it ended is kept.
+    fn check_signin_then_connect(&mut self, ctx: &mut Context<Self>) {
+        let Some(check) = self.signin.clone() else {
+            return self.listen_then_connect(ctx);
+        };
+        let client = self.settings.client();
+        let target = self.settings.target.clone();
+        let spec = impd_client::RunSpec {
+            name: self.state.names().0.to_string(),
+            argv: check.argv,
+            cwd: Some(check.cwd),
+            env: check.env,
+            stdin: Default::default(),
+        };
+        ctx.wait(async move { client.run(spec).await }.into_actor(self).map(
+            move |res, act, ctx| {
+                let outcome = match res {
+                    Ok(r) if r.code == Some(0) => return act.listen_then_connect(ctx),
+                    Ok(r) => match r.code {
+                        Some(code) => CheckOutcome::Exited(code),
+                        None => CheckOutcome::Signalled,
+                    },
+                    Err(e) if e.is("EXEC_FAILED") => CheckOutcome::NotRun,
+                    Err(e) => {
+                        let err = HostError::impd(&target, "running the sign-in check", &e);
+                        return act.refuse(err, ctx);
+                    }
+                };
+                act.signin_refused = true;
+                let err = BrokerError::NotConfigured {
+                    agent: check.agent,
+                    target,
+                    outcome,
+                };
+                act.refuse(err, ctx);
+            },
+        ));
     }
 
     /// Re-attached after a daemon restart: the host counts this harness again.
@@ -427,8 +537,9 @@ impl ImpHarness {
                 Ok(ready) => {
                     if act.state.lease_held(ready.offsets) {
                         act.lease.do_send(HarnessGone);
+                        return;
                     }
-                    act.listen_then_connect(ctx);
+                    act.check_signin_then_connect(ctx);
                 }
                 Err(e) => act.refuse(e, ctx),
             }

@@ -87,9 +87,11 @@ impl BrokerSide {
     pub fn started(&mut self) {
         if self.creates && !self.marked_ready {
             self.marked_ready = true;
-            let binding = self.binding.clone();
+            // Queued now, not in the task: a status asked after the session hears of the
+            // start finds the binding `ready`.
+            let marked = self.binding.send(MarkReady);
             actix::spawn(async move {
-                if let Ok(Err(e)) = binding.send(MarkReady).await {
+                if let Ok(Err(e)) = marked.await {
                     tracing::error!(error = %e, "could not mark the host's binding ready");
                 }
             });

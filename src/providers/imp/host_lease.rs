@@ -64,6 +64,13 @@ pub struct SuspendHost {
     pub idle: Option<Recipient<CheckIdle>>,
 }
 
+/// Put the host to sleep if no harness is counted on it and no sleep is under way (a
+/// refused revive behind the broker, spec §3.8); otherwise `host_unavailable` `busy`, and
+/// nothing changes.
+#[derive(Message)]
+#[rtype(result = "Result<(), HostError>")]
+pub struct SleepIfIdle;
+
 /// Delete the host and everything on it (`NOT_FOUND` counts as done).
 #[derive(Message)]
 #[rtype(result = "Result<(), HostError>")]
@@ -532,6 +539,22 @@ impl Handler<SuspendHost> for HostLease {
             }),
         );
         Box::pin(async move { rx.await.unwrap_or(Err(HostError::LeaseGone)) })
+    }
+}
+
+impl Handler<SleepIfIdle> for HostLease {
+    type Result = ResponseFuture<Result<(), HostError>>;
+
+    /// Judged when the message is handled, which is in turn: a readying or a lease return
+    /// asked for earlier has run to its end (each runs inside `ctx.wait`).
+    fn handle(&mut self, _: SleepIfIdle, ctx: &mut Self::Context) -> Self::Result {
+        if self.harnesses > 0 || self.suspending {
+            let busy = HostError::Busy {
+                target: self.settings.target.clone(),
+            };
+            return Box::pin(std::future::ready(Err(busy)));
+        }
+        <Self as Handler<SuspendHost>>::handle(self, SuspendHost { idle: None }, ctx)
     }
 }
 

@@ -254,7 +254,7 @@ impl ExecutionProvider for ImpProvider {
                     auth: b.auth.clone(),
                 },
                 // A spawn makes its host; a revive or a restart finds it bound.
-                spec.remote.is_none() && !spec.attach_only,
+                spec.host == crate::providers::HostUse::Creates,
             )),
         };
         let lease = self.host(&imp);

@@ -12,6 +12,7 @@
 //! that reaches the target asks the refusal chain first (`Session::refuse`).
 
 mod attention;
+mod auth;
 mod client_delivery;
 mod clients;
 mod host_ops;
@@ -125,6 +126,8 @@ pub struct Session {
     resize_timer: Option<SpawnHandle>,
     /// Callers waiting for the current process to end (kill, shutdown).
     exit_waiters: Vec<oneshot::Sender<()>>,
+    /// The host's broker binding as last learned (see `auth`); `None` for other agents.
+    auth: Option<atc_protocol::responses::SessionAuth>,
 }
 
 impl Session {
@@ -157,6 +160,7 @@ impl Session {
             deliberate_start: true,
             resize_timer: None,
             exit_waiters: Vec::new(),
+            auth: None,
             record,
             deps,
         }
@@ -205,6 +209,7 @@ impl Session {
             target_identity: self.record.target_identity.clone(),
             agent_session_id: self.record.agent_session_id.clone(),
             lifecycle: self.lifecycle(),
+            auth: self.auth,
         }
     }
 
@@ -432,6 +437,11 @@ impl Handler<crate::providers::ReadSessionView> for Session {
 
 impl Actor for Session {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // A spawn, and every restore after a daemon restart: the binding is read afresh.
+        self.refresh_auth(ctx);
+    }
 }
 
 impl Handler<OutputArrived> for Session {
@@ -629,26 +639,46 @@ impl Handler<Suspend> for Session {
 }
 
 impl Handler<AuthStatusOf> for Session {
-    type Result = ResponseFuture<crate::providers::AuthAnswer>;
+    type Result = ResponseActFuture<Self, crate::providers::AuthAnswer>;
 
     fn handle(&mut self, _: AuthStatusOf, _: &mut Self::Context) -> Self::Result {
         let host = self.record.id.to_string();
-        match provider_of(&self.deps, &self.record.target) {
+        let asked = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.auth_status(&host),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
-        }
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        Box::pin(asked.into_actor(self).map(|answer, act, _| {
+            act.learn_auth(&answer);
+            answer
+        }))
+    }
+}
+
+impl Handler<DescribeWithAuth> for Session {
+    type Result = ResponseActFuture<Self, Descriptor>;
+
+    fn handle(&mut self, _: DescribeWithAuth, _: &mut Self::Context) -> Self::Result {
+        self.describe_with_auth()
     }
 }
 
 impl Handler<RevokeAuth> for Session {
-    type Result = ResponseFuture<crate::providers::AuthAnswer>;
+    type Result = ResponseActFuture<Self, crate::providers::AuthAnswer>;
 
     fn handle(&mut self, _: RevokeAuth, _: &mut Self::Context) -> Self::Result {
         let host = self.record.id.to_string();
-        match provider_of(&self.deps, &self.record.target) {
+        let asked = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.auth_revoke(&host),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
-        }
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
+            match &answer {
+                Ok(_) => act.learn_auth(&answer),
+                // A revoke left unconfirmed moved the state all the same.
+                Err(_) => act.refresh_auth(ctx),
+            }
+            answer
+        }))
     }
 }
 
@@ -738,7 +768,11 @@ impl Handler<ReviveOnRestore> for Session {
 impl Handler<AttachmentChanged> for Session {
     type Result = ();
 
-    fn handle(&mut self, msg: AttachmentChanged, _: &mut Self::Context) {
+    fn handle(&mut self, msg: AttachmentChanged, ctx: &mut Self::Context) {
+        if matches!(msg, AttachmentChanged::Attached(_)) {
+            // A spawn's binding is `ready` by now; a re-attach re-reads it too.
+            self.refresh_auth(ctx);
+        }
         self.on_attachment_changed(msg);
     }
 }

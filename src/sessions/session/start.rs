@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
-    HarnessExited, StartSpec,
+    HarnessExited, HostUse, StartSpec,
 };
 use crate::sessions::screen_worker::ResizeScreen;
 use crate::sessions::session_error::SessionError;
@@ -91,6 +91,7 @@ fn start_reattach(
             size: record.size,
             remote: Some(position),
             attach_only: true,
+            host: HostUse::Existing,
         },
         events_for(addr),
     )?)
@@ -136,6 +137,7 @@ impl Session {
                 size: record.size,
                 remote: None,
                 attach_only: false,
+                host: HostUse::Creates,
             },
             events_for(&ctx.address()),
         )?;
@@ -276,6 +278,7 @@ impl Session {
                 // A remote process still running (in a woken imp) is resumed, not restarted.
                 remote: self.record.remote.clone(),
                 attach_only: false,
+                host: HostUse::Existing,
             },
             events_for(&ctx.address()),
         )?;
