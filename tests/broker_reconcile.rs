@@ -265,6 +265,48 @@ async fn a_daemon_killed_during_the_second_grant_has_the_first_grant_and_the_imp
 }
 
 #[actix_rt::test]
+async fn an_unfinished_create_whose_imp_was_replaced_leaves_the_new_imp_alone() {
+    let mut w = world();
+    let d = w.daemon(&["alpha", "beta"]).await;
+    let held = w
+        .sim()
+        .faults()
+        .hold_call("grants.add", 1, HoldPoint::AfterEffect);
+    spawn_in_background(&d.client);
+    held.wait_held(WITHIN).await;
+    let imp = only_imp(&w);
+    d.kill();
+    held.release();
+    // Someone else destroys the attempt's imp and makes another under the name.
+    let client =
+        impd_client::ImpdClient::new(&w.url, impd_client::TokenSource::File(w.token_file.clone()));
+    client.imps_destroy(&imp).await.unwrap();
+    let theirs = client
+        .imps_create(impd_client::CreateImp {
+            name: imp.clone(),
+            image: None,
+            memory_mib: None,
+        })
+        .await
+        .unwrap()
+        .id;
+    assert!(w.sim().faults().grant(&imp, "alpha"));
+
+    let d = w.daemon(&["alpha", "beta"]).await;
+    d.stop().await;
+    let now: Vec<(String, String)> = w.sim().imps().into_iter().map(|i| (i.name, i.id)).collect();
+    assert_eq!(now, [(imp.clone(), theirs)], "the other imp was taken");
+    assert_eq!(w.grants_of(&imp), ["alpha"], "its grant was taken");
+    let store = w.store().await;
+    assert_eq!(
+        store.bindings_all().await.unwrap(),
+        vec![],
+        "the record stays"
+    );
+    w.assert_no_secret_logged();
+}
+
+#[actix_rt::test]
 async fn a_rollback_left_pending_is_taken_back_by_the_next_daemon() {
     let mut w = world();
     let fault = || GrantFault::Fail {
