@@ -268,7 +268,9 @@ pub struct Binding {
     pub state: BindingState,
     /// The create attempt that made this record; its grants carry the same id.
     pub attempt_id: Uuid,
-    /// Whether this attempt created the imp (so taking the attempt back destroys it).
+    /// Whether this attempt creates the imp (so taking the attempt back destroys it). Set
+    /// before `imps.create` is sent, so an imp found under the name while no id is recorded
+    /// yet is this attempt's.
     pub created_imp: bool,
     /// A rebind in flight, if any.
     pub pending_rebind: Option<PendingRebind>,

@@ -15,7 +15,7 @@
 
 use actix::prelude::*;
 
-use super::binder::{HostContext, Launcher};
+use super::binder::{HostContext, Launcher, Reconciled};
 use super::binding::Binding;
 use crate::error::Error;
 
@@ -120,6 +120,23 @@ impl Handler<ForgetEnd> for HostBinding {
     type Result = AtomicResponse<Self, Result<(), Error>>;
     fn handle(&mut self, _: ForgetEnd, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.forget_end().await })
+    }
+}
+
+/// Start-up reconciliation of the host's binding: see [`HostContext::reconcile`].
+#[derive(Message)]
+#[rtype(result = "Result<Reconciled, Error>")]
+pub struct Reconcile {
+    /// Whether a listed session uses the host (it then owns an unfinished create).
+    pub has_listed_session: bool,
+}
+
+impl Handler<Reconcile> for HostBinding {
+    type Result = AtomicResponse<Self, Result<Reconciled, Error>>;
+    fn handle(&mut self, msg: Reconcile, _: &mut Self::Context) -> Self::Result {
+        in_turn!(self, |c: HostContext| async move {
+            c.reconcile(msg.has_listed_session).await
+        })
     }
 }
 

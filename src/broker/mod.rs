@@ -11,6 +11,7 @@
 //! - [`guest_plan`]: the placeholders and config folder a broker-backed harness gets.
 //! - [`host_binding`]: the actor that runs one host's operations in order, and its launch tickets.
 //! - [`placement`]: which targets a broker-backed agent may start on.
+//! - [`startup`]: settling, before the daemon serves, the bindings a dead daemon left mid-change.
 
 pub mod auth_config;
 pub mod binder;
@@ -20,6 +21,7 @@ pub mod gate;
 pub mod guest_plan;
 pub mod host_binding;
 pub mod placement;
+pub mod startup;
 
 pub use auth_config::AgentAuth;
 pub use broker_error::BrokerError;

@@ -249,6 +249,14 @@ impl Daemon {
                 as Arc<dyn crate::providers::ExecutionProvider>)
         });
         let state_providers = providers.clone();
+        // Spec §6.3, before serving and before any session is restored or re-attached:
+        // bindings the last daemon left mid-change are settled, each by its host's actor. A
+        // listed session owns its host's unfinished create only once its process ran there.
+        let listed_hosts: std::collections::BTreeSet<String> = rows
+            .iter()
+            .filter_map(crate::store::FleetRow::host_in_use)
+            .collect();
+        crate::broker::startup::reconcile_bindings(&store, &providers, &listed_hosts).await;
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();

@@ -347,6 +347,25 @@ pub trait ExecutionProvider: Send + Sync {
             crate::broker::BrokerError::NotBound.into(),
         )))
     }
+
+    /// Start-up reconciliation (spec §6.3) of `bindings`, the broker bindings recorded for
+    /// this provider's target, before the daemon serves or restores a session; `listed_hosts`
+    /// are the host keys listed sessions use. Each binding goes through its host's binding
+    /// actor. A provider without a broker keeps no bindings and leaves them as they are.
+    fn reconcile_bindings(
+        &self,
+        bindings: Vec<crate::broker::binding::Binding>,
+        listed_hosts: &std::collections::BTreeSet<String>,
+    ) -> LocalBoxFuture<'static, crate::broker::binder::ReconcileSummary> {
+        let _ = listed_hosts;
+        let kept = u32::try_from(bindings.len()).unwrap_or(u32::MAX);
+        Box::pin(std::future::ready(
+            crate::broker::binder::ReconcileSummary {
+                kept,
+                ..Default::default()
+            },
+        ))
+    }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {

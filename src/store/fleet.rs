@@ -64,6 +64,18 @@ pub struct FleetRow {
     pub remote_offset: Option<i64>,
 }
 
+impl FleetRow {
+    /// The host key the row's session uses on a remote host its process has run on: its own
+    /// id (sessions joining a parent's host are not stored yet, spec §4.5). `None` when no
+    /// process of it ever ran there (no remote position is recorded): the row is then a spawn
+    /// the daemon died before starting, which owns nothing on the host yet, and had the daemon
+    /// lived the spawn would have been refused and the row removed.
+    pub fn host_in_use(&self) -> Option<String> {
+        let ran = self.remote_boot_id.is_some() || self.remote_generation.is_some();
+        ran.then(|| self.session_id.to_string())
+    }
+}
+
 pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
     let args = serde_json::to_string(&row.args).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     sqlx::query(

@@ -468,6 +468,16 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_row_uses_its_host_only_once_a_process_ran_there() {
+        let id = Uuid::new_v4();
+        let mut r = row(id, "s");
+        assert_eq!(r.host_in_use(), None, "a spawn that never started");
+        r.remote_boot_id = Some("boot-1".into());
+        r.remote_generation = Some("gen-1".into());
+        assert_eq!(r.host_in_use(), Some(id.to_string()));
+    }
+
     #[tokio::test]
     async fn rows_round_trip_and_writes_keep_order() {
         let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@
 pub use impd_sim;
 
 pub mod caps_provider;
+pub mod child_daemon;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth::Scope;
+use super::holds::{Gate, HeldCall, HoldPoint, Holds};
 use super::imps::BootEnd;
 use super::options::Features;
 use super::server::NetCmd;
@@ -41,6 +42,7 @@ pub struct FaultState {
     rpc_delays: VecDeque<Duration>,
     garble: u32,
     ram_refusals: u32,
+    holds: Holds,
 }
 
 impl FaultState {
@@ -66,6 +68,11 @@ impl FaultState {
 
     pub fn take_ram_refusal(&mut self) -> bool {
         take(&mut self.ram_refusals)
+    }
+
+    /// The gate a call of `procedure` must wait at, if a hold takes it.
+    pub fn take_hold(&mut self, procedure: &str) -> Option<Gate> {
+        self.holds.take(procedure)
     }
 }
 
@@ -127,6 +134,13 @@ impl Faults {
         for _ in 0..n {
             st.faults.rpc_delays.push_back(by);
         }
+    }
+
+    /// Holds the call of the RPC `procedure` (`imps.create`, `grants.add`, ...) that comes
+    /// after `skip` more of them, at `point`, until the handle is released or dropped: so a
+    /// test can kill a client with that call in flight, its effect done or not yet.
+    pub fn hold_call(&self, procedure: &str, skip: usize, point: HoldPoint) -> HeldCall {
+        self.shared.lock().faults.holds.ask(procedure, skip, point)
     }
 
     /// The next `n` `/exec` sockets get a text message that is not JSON before their answer.

@@ -12,10 +12,11 @@
 //! Modules: `server` (network front and routes), `rpc` (procedures), `envelope` (oRPC shapes),
 //! `auth` (tokens, tickets), `imps` (lifecycle, boots, RAM), `leases`, `broker` (secrets,
 //! grants, broker readiness, the record of openings), `grants` (grant steps over RPC, with
-//! faults), `broker_controls` (the test's handle on those), `exec` (the `/exec`
-//! socket), `session` (generations), `ring` and `modes` (history and replay boundaries),
-//! `process` (guest processes), `tunnel` (`/tunnel`), `ws` (framing), `faults`, `clock`,
-//! `options`, `state` (the shared state), `input` (field parsing).
+//! faults), `broker_controls` (the test's handle on those), `exec` (the `/exec` socket),
+//! `session` (generations), `ring` and `modes` (history and replay boundaries), `process`
+//! (guest processes), `tunnel` (`/tunnel`), `ws` (framing), `faults`, `holds` (an RPC call
+//! held mid-way for a test), `clock`, `options`, `state` (the shared state), `input` (field
+//! parsing).
 //!
 //! It depends on nothing of atc's (only the shared WebSocket reassembler), so it stays an
 //! independent second implementation of the wire protocol the daemon's client speaks. The
@@ -29,6 +30,7 @@ mod envelope;
 mod exec;
 mod faults;
 mod grants;
+mod holds;
 mod imps;
 mod input;
 mod leases;
@@ -58,6 +60,7 @@ pub use broker::{
 };
 pub use clock::Clock;
 pub use faults::{Faults, When};
+pub use holds::{HeldCall, HoldPoint};
 pub use imps::BootEnd;
 pub use leases::Lease;
 pub use options::{Features, Flag, FlagState, SimOptions};

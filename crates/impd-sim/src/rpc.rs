@@ -11,6 +11,7 @@ use super::auth::{Principal, Scope};
 use super::broker::GrantStep;
 use super::envelope::{date, parse_input, success_body, ImpdError};
 use super::exec::unauthorized;
+use super::holds::HoldPoint;
 use super::imps::CreateImp;
 use super::input::Fields;
 use super::options::Flag;
@@ -65,7 +66,7 @@ pub async fn route(
     let shared = shared.into_inner();
     let (group, name) = path.into_inner();
     let procedure = format!("{group}.{name}");
-    let (principal, delay, unreachable) = {
+    let (principal, delay, unreachable, hold) = {
         let mut st = shared.lock();
         let bearer = req
             .headers()
@@ -81,7 +82,8 @@ pub async fn route(
         }
         *st.stats.rpc_calls.entry(procedure.clone()).or_default() += 1;
         let unreachable = procedure == "system.info" && st.faults.take_info_unreachable();
-        (p, st.faults.take_rpc_delay(), unreachable)
+        let hold = st.faults.take_hold(&procedure);
+        (p, st.faults.take_rpc_delay(), unreachable, hold)
     };
     if unreachable {
         shared.cut(req.peer_addr());
@@ -91,10 +93,26 @@ pub async fn route(
     if let Some(d) = delay {
         actix_rt::time::sleep(d).await;
     }
-    if let Some(step) = GrantStep::of(&procedure) {
-        return super::grants::answer(&shared, &principal, step, &body, req.peer_addr()).await;
+    let hold = match hold {
+        Some(gate) if gate.at(HoldPoint::BeforeEffect) => {
+            gate.wait().await;
+            None
+        }
+        after => after,
+    };
+    let answer = match GrantStep::of(&procedure) {
+        Some(step) => {
+            super::grants::answer(&shared, &principal, step, &body, req.peer_addr()).await
+        }
+        None => respond(
+            parse_input(&body).and_then(|input| call(&shared, &principal, &procedure, &input)),
+        ),
+    };
+    // Held after the effect: the state has changed, the answer has not left.
+    if let Some(gate) = hold {
+        gate.wait().await;
     }
-    respond(parse_input(&body).and_then(|input| call(&shared, &principal, &procedure, &input)))
+    answer
 }
 
 /// A procedure's answer as impd sends it.

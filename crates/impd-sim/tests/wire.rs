@@ -1614,3 +1614,57 @@ async fn the_simulator_counts_what_it_served() {
     assert_eq!(stats.exec_opens.get("start"), Some(&1));
     assert_eq!(sim.open_sockets(), 1);
 }
+
+#[actix_rt::test]
+async fn a_held_call_waits_before_or_after_its_effect_until_released() {
+    let sim = sim_with_box();
+    sim.faults()
+        .add_secret("gh", SecretKind::Github, &["api.github.com"]);
+    // Before its effect: no imp until the release.
+    let held = sim
+        .faults()
+        .hold_call("imps.create", 0, impd_sim::HoldPoint::BeforeEffect);
+    let (url, token) = (sim.url(), sim.token().to_string());
+    let call = |procedure: &'static str, input: Value| {
+        let (url, token) = (url.clone(), token.clone());
+        actix_rt::spawn(async move {
+            let path = procedure.replace('.', "/");
+            let resp = http()
+                .post(format!("{url}/rpc/{path}"))
+                .bearer_auth(token)
+                .send_json(&json!({ "json": input }))
+                .await
+                .expect("the held call is answered once released");
+            resp.status().as_u16()
+        })
+    };
+    let create = call("imps.create", json!({"name": "held"}));
+    held.wait_held(WITHIN).await;
+    assert!(
+        sim.imp("held").is_none(),
+        "the create took effect while held"
+    );
+    assert!(!create.is_finished());
+    held.release();
+    assert_eq!(create.await.unwrap(), 200);
+    assert!(sim.imp("held").is_some());
+
+    // After its effect: the second grant is in place, its answer not sent.
+    let held = sim
+        .faults()
+        .hold_call("grants.add", 1, impd_sim::HoldPoint::AfterEffect);
+    assert_eq!(
+        call("grants.add", json!({"name": "box", "secret": "gh"}))
+            .await
+            .unwrap(),
+        200,
+        "the first add is let through"
+    );
+    assert!(sim.faults().ungrant("box", "gh"));
+    let add = call("grants.add", json!({"name": "box", "secret": "gh"}));
+    held.wait_held(WITHIN).await;
+    assert_eq!(sim.grants()["box"], ["gh"]);
+    assert!(!add.is_finished(), "the held add was answered");
+    held.release();
+    assert_eq!(add.await.unwrap(), 200);
+}

@@ -218,6 +218,44 @@ impl ExecutionProvider for ImpProvider {
         Box::pin(async move { ask(&binding?, crate::broker::host_binding::Rebind(launcher)).await })
     }
 
+    fn reconcile_bindings(
+        &self,
+        bindings: Vec<crate::broker::binding::Binding>,
+        listed_hosts: &std::collections::BTreeSet<String>,
+    ) -> LocalBoxFuture<'static, crate::broker::binder::ReconcileSummary> {
+        use crate::broker::binder::ReconcileSummary;
+        let mut summary = ReconcileSummary::default();
+        let Some(store) = self.broker_store.as_ref() else {
+            return Box::pin(std::future::ready(summary));
+        };
+        let mut work = Vec::new();
+        for b in bindings {
+            if b.target_identity != self.settings.identity {
+                // Bound through another impd than the target names now: this impd's imps and
+                // grants are not the binding's to take back.
+                tracing::warn!(target = %b.target, host = %b.host_key, imp = %b.imp_name,
+                    "start-up: the binding was made on another impd than the target's; it stays as it is");
+                summary.kept += 1;
+                continue;
+            }
+            // The recorded imp name, not one derived again: the prefix may have changed.
+            let actor = self.binding(store, &b.host_key, &b.imp_name);
+            let has_listed_session = listed_hosts.contains(&b.host_key);
+            work.push((b, actor, has_listed_session));
+        }
+        Box::pin(async move {
+            for (b, actor, has_listed_session) in work {
+                let outcome = ask(
+                    &actor,
+                    crate::broker::host_binding::Reconcile { has_listed_session },
+                )
+                .await;
+                summary.record(&b, &outcome);
+            }
+            summary
+        })
+    }
+
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
         let hosts: Vec<Addr<HostLease>> = match self.hosts.lock() {
             Ok(h) => h.values().cloned().collect(),
