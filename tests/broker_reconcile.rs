@@ -149,6 +149,21 @@ fn spawn_in_background(d: &TestDaemon) {
     });
 }
 
+/// Posts to `path` on `d` without waiting for the answer, as [`spawn_in_background`] does.
+fn post_in_background(d: &TestDaemon, path: &str) {
+    let (url, token) = (format!("{}{path}", d.url), d.token.clone());
+    actix_rt::spawn(async move {
+        // The daemon is killed mid-request: the request fails in transport, as it should.
+        let _ = awc::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .finish()
+            .post(url)
+            .bearer_auth(token)
+            .send_json(&json!({}))
+            .await;
+    });
+}
+
 /// A spawn that completes: its session id once the harness is attached and the binding
 /// `ready`.
 async fn spawn_ready(d: &TestDaemon) -> String {
@@ -496,5 +511,96 @@ async fn an_unreachable_impd_at_start_leaves_the_binding_and_the_daemon_serves()
         [BindingState::Provisioning],
         "the binding changed"
     );
+    w.assert_no_secret_logged();
+}
+
+/// A real rebind cut off by SIGKILL after impd applied the grant it adds: the next daemon
+/// fails the rebind at the old revision, removes that grant at impd, and keeps the old one.
+/// A rebind after that succeeds.
+#[actix_rt::test]
+async fn a_daemon_killed_during_a_rebinds_grant_has_it_failed_and_taken_back_at_restart() {
+    let mut w = world();
+    let d = w.daemon(&["alpha"]).await;
+    let id = spawn_ready(&d.client).await;
+    let imp = only_imp(&w);
+    d.kill();
+    // The agent now binds beta too; its rebind is cut off once impd granted beta.
+    let d = w.daemon(&["alpha", "beta"]).await;
+    let held = w
+        .sim()
+        .faults()
+        .hold_call("grants.add", 0, HoldPoint::AfterEffect);
+    post_in_background(&d.client, &format!("/v1/sessions/{id}/auth/rebind"));
+    held.wait_held(WITHIN).await;
+    assert_eq!(w.grants_of(&imp), ["alpha", "beta"]);
+    d.kill();
+    held.release();
+    {
+        let store = w.store().await;
+        let b = store.binding_get(&id).await.unwrap().expect("the binding");
+        assert_eq!(
+            b.pending_rebind.as_ref().map(|p| p.revision),
+            Some(2),
+            "the rebind was recorded before impd was touched"
+        );
+        store.close().await.unwrap();
+    }
+
+    let d = w.daemon(&["alpha", "beta"]).await;
+    let auth = wait_auth(&d.client, &id, "rebind_failed").await;
+    assert_eq!(auth["revision"], 1, "{auth}");
+    assert_eq!(w.grants_of(&imp), ["alpha"], "the rebind's grant stayed");
+    // From rebind_failed, a rebind runs again to its end.
+    let (status, body) = d
+        .client
+        .call("POST", &format!("/v1/sessions/{id}/auth/rebind"), None)
+        .await;
+    assert_eq!((status, &body["revision"]), (200, &json!(2)), "{body}");
+    assert_eq!(w.grants_of(&imp), ["alpha", "beta"]);
+    d.stop().await;
+    w.assert_no_secret_logged();
+}
+
+/// A revoke cut off by SIGKILL with a grant's delete applied but unanswered: the binding
+/// stays `revocation_pending` across the restart (start-up does not guess), admits nothing,
+/// and the revoke retried finishes it.
+#[actix_rt::test]
+async fn a_daemon_killed_during_a_revoke_leaves_it_pending_and_a_retry_finishes_it() {
+    let mut w = world();
+    let d = w.daemon(&["alpha", "beta"]).await;
+    let id = spawn_ready(&d.client).await;
+    let imp = only_imp(&w);
+    let held = w
+        .sim()
+        .faults()
+        .hold_call("grants.delete", 0, HoldPoint::AfterEffect);
+    post_in_background(&d.client, &format!("/v1/sessions/{id}/auth/revoke"));
+    held.wait_held(WITHIN).await;
+    d.kill();
+    held.release();
+
+    let d = w.daemon(&["alpha", "beta"]).await;
+    let auth = wait_auth(&d.client, &id, "revocation_pending").await;
+    assert_eq!(auth["revision"], 1, "{auth}");
+    let (status, err) = d
+        .client
+        .call("POST", &format!("/v1/sessions/{id}/revive"), None)
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_blocked")),
+        "{err}"
+    );
+    let (status, body) = d
+        .client
+        .call("POST", &format!("/v1/sessions/{id}/auth/revoke"), None)
+        .await;
+    assert_eq!(
+        (status, body["auth"]["state"].as_str()),
+        (200, Some("revoked")),
+        "{body}"
+    );
+    assert_eq!(w.grants_of(&imp), Vec::<String>::new());
+    d.stop().await;
     w.assert_no_secret_logged();
 }
