@@ -189,6 +189,11 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
     let (status, body) = rebind(&d, &id).await;
     assert_eq!((status, &body), (200, &json!({"revision": 2})), "{body}");
     assert_eq!(held(&sim), ["key-a", "key-c"], "key-c added, key-b removed");
+    // The descriptor learns the new revision from the rebind itself.
+    d.wait_session(&id, "auth at revision 2", |s| {
+        s["auth"] == json!({"state": "ready", "revision": 2})
+    })
+    .await;
     assert_eq!(
         (
             grant_calls(&sim, "grants.add"),

@@ -3,7 +3,7 @@
 //! the last state it learned, so building a descriptor stays synchronous and cheap. It learns
 //! when its actor starts (a spawn, and every restore after a daemon restart), whenever its
 //! harness (re)attaches (a spawn's binding becomes `ready` before the session hears of the
-//! start), and from every answer of `GET .../auth` and `POST .../auth/revoke`. A change is
+//! start), and from every answer of `GET .../auth` and `POST .../auth/revoke`, and after every rebind. A change is
 //! announced like any other (`SessionState`).
 
 use actix::prelude::*;

@@ -683,7 +683,7 @@ impl Handler<RevokeAuth> for Session {
 }
 
 impl Handler<RebindAuth> for Session {
-    type Result = ResponseFuture<Result<u32, Error>>;
+    type Result = ResponseActFuture<Self, Result<u32, Error>>;
 
     /// The agent's `auth` is read from the config the daemon runs with now, not the one the
     /// session was spawned with: picking up a changed `auth` is what a rebind is for.
@@ -692,7 +692,7 @@ impl Handler<RebindAuth> for Session {
         let agent = &self.record.agent;
         let auth = self.deps.catalog.get(agent).and_then(|a| a.auth.clone());
         let Some(auth) = auth else {
-            return Box::pin(std::future::ready(Err(
+            return Box::pin(fut::ready(Err(
                 crate::broker::BrokerError::BindingInvalid {
                     agent: agent.clone(),
                     problem: "no_auth",
@@ -707,10 +707,16 @@ impl Handler<RebindAuth> for Session {
             agent: agent.clone(),
             auth,
         };
-        match provider_of(&self.deps, &self.record.target) {
+        let asked = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.auth_rebind(&host, launcher),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
-        }
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        // Done or failed, the binding moved (a new revision, or `rebind_failed`): the
+        // descriptor learns where it stands now.
+        Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
+            act.refresh_auth(ctx);
+            answer
+        }))
     }
 }
 
