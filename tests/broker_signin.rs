@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{
-    Flag, FlagState, Identity, ImpState, ImpdSim, OpenKind, Scope, SecretKind, SimOptions,
+    Flag, FlagState, HoldPoint, Identity, ImpState, ImpdSim, OpenKind, Scope, SecretKind,
+    SimOptions,
 };
 use support::{id_of, test_config, TestDaemon, WITHIN};
 
@@ -488,6 +489,59 @@ async fn a_killed_session_gives_its_ticket_back() {
         .await;
     assert_eq!(status, 200, "{body}");
     wait_admissions(&d, &id, "revived", (2, 1)).await;
+    d.stop().await;
+    sim.stop();
+}
+
+/// A revoke queued before a revive's admission wins, through the API: the revive has passed
+/// its verify and is readying the host (its lease acquisition held at impd) when the revoke
+/// runs; the admission that follows refuses with `auth_blocked`, and impd never sees the
+/// start. The host goes back to sleep, and the refused ticket was never issued.
+#[actix_rt::test]
+async fn a_revoke_that_runs_before_a_revives_admission_means_no_start_is_sent() {
+    let sim = sim();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = daemon(&sim, tmp.path(), Value::Null).await;
+    let (id, imp) = spawn_up(&d, &sim).await;
+    kill_and_sleep(&d, &sim, &id, &imp).await;
+    let issued_before = admissions(&d, &id).await.0;
+    let starts = harness_starts(&sim);
+
+    let held = sim
+        .faults()
+        .hold_call("leases.acquire", 0, HoldPoint::BeforeEffect);
+    let revive_path = format!("/v1/sessions/{id}/revive");
+    let revive = d.call("POST", &revive_path, None);
+    let revoke_meanwhile = async {
+        held.wait_held(WITHIN).await;
+        let (status, body) = d
+            .call("POST", &format!("/v1/sessions/{id}/auth/revoke"), None)
+            .await;
+        assert_eq!(
+            (status, body["auth"]["state"].as_str()),
+            (200, Some("revoked")),
+            "{body}"
+        );
+        held.release();
+    };
+    let ((status, err), ()) = tokio::join!(revive, revoke_meanwhile);
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_blocked")),
+        "{err}"
+    );
+    assert_eq!(err["error"]["data"]["state"], "revoked", "{err}");
+    assert_eq!(harness_starts(&sim), starts, "a start was sent");
+    assert_eq!(
+        admissions(&d, &id).await.0,
+        issued_before,
+        "a ticket was issued"
+    );
+    let deadline = Instant::now() + WITHIN;
+    while sim.imp(&imp).map(|i| i.state) != Some(ImpState::Sleeping) {
+        assert!(Instant::now() < deadline, "the host stayed awake");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     d.stop().await;
     sim.stop();
 }
