@@ -11,7 +11,8 @@ use std::time::Duration;
 use atc::config::Config;
 use serde_json::{json, Value};
 use support::impd_sim::{
-    Flag, FlagState, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind, SimOptions,
+    Flag, FlagState, HoldPoint, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind,
+    SimOptions,
 };
 use support::{id_of, test_config, TestDaemon};
 
@@ -686,6 +687,114 @@ async fn an_unsigned_oauth_secret_and_a_placeholder_impd_sets_are_refused_at_the
         "{err}"
     );
     assert_eq!(sim.imps().len(), imps_before, "an imp was created: {err}");
+    d.stop().await;
+    sim.stop();
+}
+
+/// The binding refusals a client meets through the API, each with impd's state checked:
+/// an imp already under the name a spawn would create (`auth_runtime_exists`, the imp left
+/// alone), an imp replaced under a bound host (`auth_runtime_mismatch`) and a grant nobody
+/// bound (`auth_grants_mismatch`, with `data.extra`) on revive. None sends a start.
+#[actix_rt::test]
+async fn each_binding_refusal_answers_its_code_through_the_api() {
+    let (sim, _) = sim();
+    let client = impd_client::ImpdClient::new(
+        &sim.url(),
+        impd_client::TokenSource::File(sim.token_file().to_path_buf()),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = daemon(&sim, tmp.path()).await;
+
+    // A spawn whose imp name is taken between the daemon choosing it and creating it.
+    let held = sim
+        .faults()
+        .hold_call("tokens.whoami", 0, HoldPoint::BeforeEffect);
+    let spawning = spawn(&d);
+    let squat = async {
+        held.wait_held(support::WITHIN).await;
+        let (_, listing) = d.call("GET", "/v1/sessions", None).await;
+        let id = id_of(&listing["sessions"][0]);
+        let imp = atc::providers::imp::naming::imp_name("atc-", &id);
+        let theirs = client
+            .imps_create(impd_client::CreateImp {
+                name: imp.clone(),
+                image: None,
+                memory_mib: None,
+            })
+            .await
+            .unwrap()
+            .id;
+        held.release();
+        (imp, theirs)
+    };
+    let ((status, err), (imp, theirs)) = tokio::join!(spawning, squat);
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_runtime_exists")),
+        "{err}"
+    );
+    let now: Vec<(String, String)> = sim.imps().into_iter().map(|i| (i.name, i.id)).collect();
+    assert_eq!(
+        now,
+        [(imp.clone(), theirs)],
+        "the imp already there was touched"
+    );
+    assert!(sim.grants()[&imp].is_empty(), "{:?}", sim.grants());
+    client.imps_destroy(&imp).await.unwrap();
+
+    // A bound session, killed; a grant nobody bound appears on its imp.
+    let (status, body) = spawn(&d).await;
+    assert_eq!(status, 201, "{body}");
+    let id = id_of(&body["session"]);
+    let imp = atc::providers::imp::naming::imp_name("atc-", &id);
+    assert_eq!(sim.grants()[&imp], ["codex-key"]);
+    let kill = |id: String| {
+        let d = &d;
+        async move {
+            let (status, body) = d
+                .call("POST", &format!("/v1/sessions/{id}/kill"), None)
+                .await;
+            assert_eq!(status, 200, "{body}");
+            d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+        }
+    };
+    kill(id.clone()).await;
+    sim.faults()
+        .add_secret("stray", SecretKind::Custom, &["stray.example"]);
+    assert!(sim.faults().grant(&imp, "stray"));
+    let starts = requires(&sim, OpenKind::Start).len();
+    let revive = format!("/v1/sessions/{id}/revive");
+    let (status, err) = d.call("POST", &revive, None).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_grants_mismatch")),
+        "{err}"
+    );
+    assert_eq!(err["error"]["data"]["extra"], json!(["stray"]), "{err}");
+    assert!(sim.faults().ungrant(&imp, "stray"));
+
+    // The imp destroyed and made again under the name: not the one the binding created.
+    client.imps_destroy(&imp).await.unwrap();
+    client
+        .imps_create(impd_client::CreateImp {
+            name: imp.clone(),
+            image: None,
+            memory_mib: None,
+        })
+        .await
+        .unwrap();
+    assert!(sim.faults().grant(&imp, "codex-key"));
+    let (status, err) = d.call("POST", &revive, None).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("auth_runtime_mismatch")),
+        "{err}"
+    );
+    assert_eq!(
+        requires(&sim, OpenKind::Start).len(),
+        starts,
+        "a refused revive sent a start"
+    );
     d.stop().await;
     sim.stop();
 }
