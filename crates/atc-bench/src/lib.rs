@@ -342,6 +342,8 @@ impl Context {
         mut report: PhaseReport<T>,
     ) -> PhaseReport<T> {
         if let Server::Floor(floor) = &self.server {
+            // This blocks the bench's thread while the shells are killed and their readers
+            // end; the phase is over, so nothing it measures is in flight.
             floor.end_sessions(&ledger.ids());
             return report;
         }

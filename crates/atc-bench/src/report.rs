@@ -461,11 +461,13 @@ impl Report {
             String::new(),
             String::new(),
         );
-        t.row(
-            "daemon RSS before → peak",
-            cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
-            String::new(),
-        );
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → peak",
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
+                String::new(),
+            );
+        }
         note_outcome(notes, "fan-out", d);
     }
 
@@ -657,7 +659,7 @@ fn bytes(b: u64) -> String {
 }
 
 /// A table (phase, figure, via daemon, floor, atc / floor, bare PTY) with a blank line between
-/// phases; a column with nothing in it (the floor's, with `--no-floor`) is left out.
+/// phases; a figure column with no figure in it is left out.
 #[derive(Default)]
 struct Table {
     rows: Vec<[String; 6]>,
@@ -706,9 +708,12 @@ impl Table {
                 *w = (*w).max(c.chars().count());
             }
         }
-        // The floor's two columns go when no row has anything in them.
+        // A figure column goes when no row has a figure in it: the floor's with `--no-floor`,
+        // the daemon's with `--floor-only` or `--phases bare`.
         let shown: Vec<bool> = (0..header.len())
-            .map(|i| !matches!(i, 3 | 4) || self.rows.iter().any(|r| !r[i].is_empty()))
+            .map(|i| {
+                !matches!(i, 2..=4) || self.rows.iter().any(|r| !r[i].is_empty() && r[i] != "—")
+            })
             .collect();
         let mut out = String::new();
         for r in std::iter::once(&header).chain(&self.rows) {
