@@ -245,6 +245,11 @@ impl Drop for Floor {
         // The acceptor is blocked in accept(); a connection wakes it to see `stopping`. If even
         // that fails it is left blocked (detached) rather than joined forever.
         let woke = TcpStream::connect(self.addr).is_ok();
+        // Joined first, so no connection is added to `conns` after they are ended below.
+        if let (true, Some(a)) = (woke, self.acceptor.take()) {
+            // A panicked acceptor leaves nothing behind.
+            let _ = a.join();
+        }
         let sessions: Vec<Uuid> = lock(&self.shared.sessions).keys().copied().collect();
         self.end_sessions(&sessions);
         let conns = std::mem::take(&mut *lock(&self.shared.conns));
@@ -253,10 +258,6 @@ impl Drop for Floor {
             let _ = c.stream.shutdown(Shutdown::Both);
             // A connection thread that panicked has nothing left to clean up.
             let _ = c.thread.join();
-        }
-        if let (true, Some(a)) = (woke, self.acceptor.take()) {
-            // As above: a panicked acceptor leaves nothing behind.
-            let _ = a.join();
         }
     }
 }
