@@ -70,6 +70,11 @@ impl SessionLedger {
         self.ids.borrow_mut().push(id);
     }
 
+    /// The sessions recorded so far.
+    pub fn ids(&self) -> Vec<SessionId> {
+        self.ids.borrow().clone()
+    }
+
     /// Kills and forgets every session of the phase, `concurrency` at a time, before `limit`
     /// passes; then reads the daemon's RSS.
     pub async fn clean_up(

@@ -9,7 +9,8 @@
 //! is measured and which a reader whose copy of the marker was dropped adopts. A paced reader
 //! sleeps between frames to hold its reading rate; it is stopped as soon as every unpaced reader
 //! is done, since its job is to be slow beside them, not to finish. The daemon's RSS is sampled
-//! for its peak throughout.
+//! for its peak throughout, and the server's CPU is read just before the payload command is
+//! typed and again once every unpaced reader is done.
 
 use std::cell::Cell;
 
@@ -119,6 +120,8 @@ pub struct Delivered {
     pub rss_before_kib: Option<u64>,
     /// Highest daemon RSS seen during the delivery.
     pub rss_peak_kib: Option<u64>,
+    /// Server CPU from typing the payload command until every unpaced reader was done.
+    pub server_cpu_ms: Option<f64>,
 }
 
 /// The common start: where the payload begins in the stream, and when the first reader saw it.
@@ -165,14 +168,16 @@ pub async fn deliver(
             Some(_) => paced.push(async move { (index, fut.await) }),
         }
     }
+    let cpu_before = cx.server_cpu();
     let unpaced_then_stop = async {
         let done = futures_util::future::join_all(unpaced).await;
+        let cpu_after = cx.server_cpu();
         stop.cancel();
-        done
+        (done, cpu_after)
     };
     let line = payload.typed_line();
     let command = type_line(cx, &id, &line, deadline);
-    let (typed, fast, slow) = futures_util::future::join3(
+    let (typed, (fast, cpu_after), slow) = futures_util::future::join3(
         command,
         unpaced_then_stop,
         futures_util::future::join_all(paced),
@@ -186,6 +191,10 @@ pub async fn deliver(
         clients: all.into_iter().map(|(_, f)| f).collect(),
         rss_before_kib,
         rss_peak_kib: sampler.as_ref().and_then(PeakSampler::peak_kib),
+        server_cpu_ms: cpu_before
+            .zip(cpu_after)
+            .and_then(|(before, after)| after.since(before))
+            .map(millis),
     })
 }
 

@@ -34,6 +34,9 @@ pub struct FanoutFigures {
     /// Highest daemon RSS during the delivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_peak_kib: Option<u64>,
+    /// Server CPU (the daemon process, or the floor's threads) while the payload went through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms: Option<f64>,
 }
 
 impl Figures for FanoutFigures {
@@ -50,12 +53,14 @@ pub async fn run(
 ) -> anyhow::Result<FanoutFigures> {
     let readers = vec![Reader { pace: None }; cx.plan.fanout_clients as usize];
     let delivered = delivery::deliver(cx, ledger, deadline, cx.plan.payload, &readers).await?;
-    Ok(summarise(
+    let mut figures = summarise(
         cx.plan.payload.bytes,
         delivered.clients,
         delivered.rss_before_kib,
         delivered.rss_peak_kib,
-    ))
+    );
+    figures.server_cpu_ms = delivered.server_cpu_ms;
+    Ok(figures)
 }
 
 /// Reduces per-client figures to the phase's figures.
@@ -77,6 +82,7 @@ fn summarise(
         clients,
         rss_before_kib,
         rss_peak_kib,
+        server_cpu_ms: None,
     }
 }
 

@@ -2,13 +2,16 @@
 //! memory per session), the echo round trip through the attach WebSocket, one-client throughput,
 //! fan-out to several clients, and a slow client beside a fast one; and it measures the same
 //! operations on a bare PTY in this process, so each daemon figure comes with its ceiling from
-//! the same run.
+//! the same run. The echo, throughput and fan-out phases also run, right after the daemon's,
+//! against the floor (`floor`): the thinnest WebSocket-to-PTY server, started in this process,
+//! driven by the same measuring code through the same attach client.
 //!
 //! Layout: one module per phase (`spawn`, `echo`, `throughput`, `fanout`, `slow_client`,
 //! `bare_pty`); `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
-//! phase's sessions; `rss` reads the daemon's memory; `stats` and `report` make the figures.
+//! phase's sessions; `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
+//! floor server; `stats` and `report` make the figures.
 //!
 //! Everything runs on one actix System thread (awc is not `Send`): call [`run`] from inside
 //! `actix_rt::System::new().block_on(..)`. Every phase has a deadline and reports a timeout instead
@@ -18,9 +21,11 @@ mod api;
 mod attach;
 mod bare_pty;
 mod cleanup;
+mod cpu;
 mod delivery;
 mod echo;
 mod fanout;
+pub mod floor;
 mod payload;
 mod phase;
 mod report;
@@ -42,6 +47,8 @@ pub use report::Report;
 
 use api::{DaemonApi, SessionId, SpawnRequest, TermSize};
 use cleanup::SessionLedger;
+use cpu::Ticks;
+use floor::Floor;
 use payload::Payload;
 use phase::{run_bounded, Deadline, Figures, PhaseReport};
 use rss::DaemonPid;
@@ -93,6 +100,19 @@ impl Phase {
     ];
 }
 
+/// Whether the echo, throughput and fan-out phases also run against the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FloorUse {
+    /// Against the daemon only (`--no-floor`).
+    Off,
+    /// Against the daemon, each followed by the same phase against the floor (the default).
+    Beside,
+    /// Against the floor only, no daemon needed (`--floor-only`); phases without a floor
+    /// (spawn, slow client) are skipped.
+    Only,
+}
+
 /// Command-line arguments of `atc bench`.
 ///
 /// The spawn phase uses `--agent`; the others always use the built-in `shell` agent because they
@@ -133,13 +153,29 @@ pub struct BenchArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Skip the floor: do not run echo, throughput and fan-out against the in-process minimal
+    /// WebSocket-to-PTY server beside the daemon's.
+    #[arg(long, conflicts_with = "floor_only")]
+    pub no_floor: bool,
+    /// Run echo, throughput and fan-out against the floor only (and the bare PTY, if selected);
+    /// no daemon is needed.
+    #[arg(long)]
+    pub floor_only: bool,
 }
 
 impl BenchArgs {
     /// Whether the selected phases talk to a daemon; with `--phases bare` alone the caller need
     /// not find one (and may pass empty `url` and `token` to [`run`]).
     pub fn needs_daemon(&self) -> bool {
-        self.phases.iter().any(|p| *p != Phase::Bare)
+        !self.floor_only && self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+
+    fn floor_use(&self) -> FloorUse {
+        match (self.no_floor, self.floor_only) {
+            (_, true) => FloorUse::Only,
+            (true, false) => FloorUse::Off,
+            (false, false) => FloorUse::Beside,
+        }
     }
 }
 
@@ -157,6 +193,7 @@ struct Plan {
     fanout_clients: u32,
     slow_rate_mib: f64,
     phase_limit: Duration,
+    floor: FloorUse,
 }
 
 impl Plan {
@@ -188,6 +225,7 @@ impl Plan {
             fanout_clients: args.fanout_clients,
             slow_rate_mib: args.slow_rate_mib,
             phase_limit: Duration::from_secs(args.phase_timeout_secs),
+            floor: args.floor_use(),
         })
     }
 
@@ -196,17 +234,38 @@ impl Plan {
     }
 
     fn needs_daemon(&self) -> bool {
-        self.phases.iter().any(|p| *p != Phase::Bare)
+        self.floor != FloorUse::Only && self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+
+    /// Whether the daemon runs `phase`.
+    fn on_daemon(&self, phase: Phase) -> bool {
+        self.has(phase) && self.floor != FloorUse::Only
+    }
+
+    /// Whether the floor runs `phase` (only echo, throughput and fan-out have one).
+    fn on_floor(&self, phase: Phase) -> bool {
+        self.has(phase)
+            && self.floor != FloorUse::Off
+            && matches!(phase, Phase::Echo | Phase::Throughput | Phase::Fanout)
     }
 }
 
-/// What every daemon phase needs: the client, the daemon's pid for RSS, the plan, and the run's
-/// id that prefixes session names.
+/// The server a phase runs against.
+enum Server {
+    /// The daemon at the context's URL; sessions are spawned and ended over its API.
+    Daemon,
+    /// The floor in this process; sessions are spawned and ended by calling it.
+    Floor(Floor),
+}
+
+/// What every server phase needs: the client, the daemon's pid for RSS, the plan, the run's id
+/// that prefixes session names, and which server it is.
 struct Context {
     api: DaemonApi,
     pid: Option<DaemonPid>,
     plan: Plan,
     run_id: String,
+    server: Server,
 }
 
 impl Context {
@@ -221,6 +280,11 @@ impl Context {
         ledger: &SessionLedger,
         deadline: Deadline,
     ) -> anyhow::Result<SessionId> {
+        if let Server::Floor(floor) = &self.server {
+            let id = floor.spawn_shell(&self.plan.cwd, TERMINAL)?;
+            ledger.record(id);
+            return Ok(id);
+        }
         let name = ledger.next_name();
         let spawn = SpawnRequest {
             agent: SHELL_AGENT,
@@ -247,9 +311,17 @@ impl Context {
         run_bounded(self.plan.phase_limit, body).await
     }
 
-    /// Runs a daemon phase: announced as `label`, with a ledger of its own named for `key`,
+    /// CPU the server has used so far: the daemon process, or the floor's threads.
+    fn server_cpu(&self) -> Option<Ticks> {
+        match &self.server {
+            Server::Daemon => self.pid.and_then(DaemonPid::cpu_ticks),
+            Server::Floor(floor) => floor.cpu_ticks(),
+        }
+    }
+
+    /// Runs a server phase: announced as `label`, with a ledger of its own named for `key`,
     /// bounded, and its sessions ended afterwards however it ended.
-    async fn daemon_phase<T, F>(&self, label: &str, key: &str, body: F) -> PhaseReport<T>
+    async fn server_phase<T, F>(&self, label: &str, key: &str, body: F) -> PhaseReport<T>
     where
         T: Figures,
         F: for<'a> FnOnce(
@@ -263,12 +335,18 @@ impl Context {
         self.clean_up(&ledger, r).await
     }
 
-    /// Ends a phase's sessions and attaches the cleanup figures to its report.
+    /// Ends a phase's sessions and, for the daemon, attaches the cleanup figures to its report.
     async fn clean_up<T>(
         &self,
         ledger: &SessionLedger,
         mut report: PhaseReport<T>,
     ) -> PhaseReport<T> {
+        if let Server::Floor(floor) = &self.server {
+            // This blocks the bench's thread while the shells are killed and their readers
+            // end; the phase is over, so nothing it measures is in flight.
+            floor.end_sessions(&ledger.ids());
+            return report;
+        }
         report.cleanup = Some(
             ledger
                 .clean_up(&self.api, self.plan.concurrency, CLEANUP_LIMIT, self.pid)
@@ -331,46 +409,81 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
     } else {
         None
     };
+    let floor_phases = [Phase::Echo, Phase::Throughput, Phase::Fanout];
+    let fx = if floor_phases.iter().any(|p| plan.on_floor(*p)) {
+        let floor = Floor::start()?;
+        Some(Context {
+            // The floor checks no token: it listens on loopback for this run only.
+            api: DaemonApi::new(&floor.url(), ""),
+            pid: None,
+            plan: plan.clone(),
+            run_id: run_id()?,
+            server: Server::Floor(floor),
+        })
+    } else {
+        None
+    };
     let cx = Context {
         api,
         pid,
         run_id: run_id()?,
         plan,
+        server: Server::Daemon,
     };
     let mut report = Report::new(&cx, needs_daemon.then_some(url));
+    let fx = fx.as_ref();
 
-    if cx.plan.has(Phase::Spawn) && !report.interrupted() {
-        let r = cx.daemon_phase("spawn", "spawn", |cx, ledger, d| {
+    if cx.plan.on_daemon(Phase::Spawn) && !report.interrupted() {
+        let r = cx.server_phase("spawn", "spawn", |cx, ledger, d| {
             spawn::run(cx, ledger, d).boxed_local()
         });
         report.spawn = Some(r.await);
     }
-    if cx.plan.has(Phase::Echo) && !report.interrupted() {
-        let r = cx.daemon_phase("echo", "echo", |cx, ledger, d| {
+    // Each floor phase runs right after the daemon's, so both see the machine in the same state.
+    if cx.plan.on_daemon(Phase::Echo) && !report.interrupted() {
+        let r = cx.server_phase("echo", "echo", |cx, ledger, d| {
             echo::run(cx, ledger, d).boxed_local()
         });
         report.echo = Some(r.await);
     }
-    if cx.plan.has(Phase::Throughput) && !report.interrupted() {
-        let r = cx.daemon_phase("throughput", "throughput", |cx, ledger, d| {
+    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Echo) && !report.interrupted()) {
+        let r = fx.server_phase("floor echo", "echo", |cx, ledger, d| {
+            echo::run(cx, ledger, d).boxed_local()
+        });
+        report.floor_echo = Some(r.await);
+    }
+    if cx.plan.on_daemon(Phase::Throughput) && !report.interrupted() {
+        let r = cx.server_phase("throughput", "throughput", |cx, ledger, d| {
             throughput::run(cx, ledger, d).boxed_local()
         });
         report.throughput = Some(r.await);
     }
-    if cx.plan.has(Phase::Fanout) && !report.interrupted() {
-        let r = cx.daemon_phase("fan-out", "fanout", |cx, ledger, d| {
+    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !report.interrupted()) {
+        let r = fx.server_phase("floor throughput", "throughput", |cx, ledger, d| {
+            throughput::run(cx, ledger, d).boxed_local()
+        });
+        report.floor_throughput = Some(r.await);
+    }
+    if cx.plan.on_daemon(Phase::Fanout) && !report.interrupted() {
+        let r = cx.server_phase("fan-out", "fanout", |cx, ledger, d| {
             fanout::run(cx, ledger, d).boxed_local()
         });
         report.fanout = Some(r.await);
     }
-    if cx.plan.has(Phase::Slow) && !report.interrupted() {
+    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !report.interrupted()) {
+        let r = fx.server_phase("floor fan-out", "fanout", |cx, ledger, d| {
+            fanout::run(cx, ledger, d).boxed_local()
+        });
+        report.floor_fanout = Some(r.await);
+    }
+    if cx.plan.on_daemon(Phase::Slow) && !report.interrupted() {
         let solo = report
             .throughput
             .as_ref()
             .and_then(PhaseReport::figures)
             .filter(|f| f.client.is_complete())
             .map(|f| f.client.mib_per_sec);
-        let r = cx.daemon_phase("slow client", "slow", move |cx, ledger, d| {
+        let r = cx.server_phase("slow client", "slow", move |cx, ledger, d| {
             slow_client::run(cx, ledger, d, solo).boxed_local()
         });
         report.slow_client = Some(r.await);
@@ -457,6 +570,23 @@ mod tests {
         assert_eq!(plan.phases, vec![Phase::Spawn, Phase::Bare]);
         let bare = parse(&["--phases", "bare"]).expect("parses");
         assert!(!bare.needs_daemon());
+    }
+
+    #[test]
+    fn the_floor_runs_beside_the_daemon_unless_told_otherwise() {
+        let plan = |args: &[&str]| Plan::from_args(&parse(args).expect("parses")).expect("valid");
+        let beside = plan(&[]);
+        assert_eq!(beside.floor, FloorUse::Beside);
+        assert!(beside.on_daemon(Phase::Echo) && beside.on_floor(Phase::Echo));
+        assert!(!beside.on_floor(Phase::Spawn) && !beside.on_floor(Phase::Slow));
+        let off = plan(&["--no-floor"]);
+        assert!(off.on_daemon(Phase::Throughput) && !off.on_floor(Phase::Throughput));
+        let only = parse(&["--floor-only"]).expect("parses");
+        assert!(!only.needs_daemon());
+        let only = Plan::from_args(&only).expect("valid");
+        assert!(!only.on_daemon(Phase::Fanout) && only.on_floor(Phase::Fanout));
+        assert!(!only.on_daemon(Phase::Spawn) && only.has(Phase::Bare));
+        assert!(parse(&["--floor-only", "--no-floor"]).is_err());
     }
 
     #[test]

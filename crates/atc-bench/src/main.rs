@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Measure an atc daemon under load, each figure beside its bare-PTY ceiling.
+/// Measure an atc daemon under load, each figure beside the floor server's and its bare-PTY ceiling.
 #[derive(Parser, Debug)]
 #[command(name = "atc-bench", version)]
 struct Cli {

@@ -1,6 +1,7 @@
 //! The report of one bench run: what was asked for, and each phase's outcome and figures, as
-//! JSON (`--json`, the phases' figures verbatim) or as a table that puts every daemon figure
-//! beside its bare-PTY ceiling from the same run.
+//! JSON (`--json`, the phases' figures verbatim, plus `vsFloor`) or as a table that puts every
+//! daemon figure beside the floor's and the ratio atc / floor, and beside its bare-PTY ceiling,
+//! all from the same run.
 //!
 //! The table is derived from the same [`Report`] value as the JSON, so the two cannot disagree;
 //! it only chooses units and which figures are worth a row. Errors and timeouts go into notes
@@ -17,7 +18,7 @@ use super::slow_client::SlowClientFigures;
 use super::spawn::{SpawnBatch, SpawnFigures};
 use super::stats::{Latency, MIB};
 use super::throughput::ThroughputFigures;
-use super::{Context, Phase};
+use super::{Context, FloorUse, Phase};
 
 /// What the run was asked to do.
 #[derive(Debug, Clone, Serialize)]
@@ -47,6 +48,8 @@ pub struct Settings {
     pub slow_rate_mib_per_sec: f64,
     /// Each phase's deadline.
     pub phase_timeout_secs: f64,
+    /// Whether echo, throughput and fan-out also ran against the floor.
+    pub floor: FloorUse,
 }
 
 /// Everything one run measured. Phases that were not selected are absent.
@@ -79,6 +82,48 @@ pub struct Report {
     /// Bare PTY read ceiling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bare_read: Option<PhaseReport<BareReadFigures>>,
+    /// Echo phase against the floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_echo: Option<PhaseReport<EchoFigures>>,
+    /// Throughput phase against the floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_throughput: Option<PhaseReport<ThroughputFigures>>,
+    /// Fan-out phase against the floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_fanout: Option<PhaseReport<FanoutFigures>>,
+}
+
+/// atc's figures over the floor's from the same run, where both phases finished: above 1 means
+/// atc is faster (rates) or slower (latency, CPU) than the floor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VsFloor {
+    /// One-client MiB/s, atc / floor (the target is ≥ 0.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<f64>,
+    /// Server CPU for that payload, atc / floor (the target is ≤ 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput_cpu: Option<f64>,
+    /// Slowest fan-out client's MiB/s, atc / floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout_slowest: Option<f64>,
+    /// Echo p50, atc / floor (the target is ≤ 1.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_p50: Option<f64>,
+    /// Echo p99, atc / floor (the target is ≤ 1.25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_p99: Option<f64>,
+}
+
+/// `a / b` when both are positive numbers.
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0).then(|| a / b)
+}
+
+/// The figures of a phase that ran to the end.
+fn finished<T>(r: Option<&PhaseReport<T>>) -> Option<&T> {
+    r.filter(|r| r.outcome == Outcome::Ok)
+        .and_then(PhaseReport::figures)
 }
 
 impl Report {
@@ -98,6 +143,7 @@ impl Report {
                 fanout_clients: p.fanout_clients,
                 slow_rate_mib_per_sec: p.slow_rate_mib,
                 phase_timeout_secs: p.phase_limit.as_secs_f64(),
+                floor: p.floor,
             },
             spawn: None,
             echo: None,
@@ -107,6 +153,9 @@ impl Report {
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
+            floor_echo: None,
+            floor_throughput: None,
+            floor_fanout: None,
         }
     }
 
@@ -123,11 +172,52 @@ impl Report {
             || hit(self.bare_spawn.as_ref())
             || hit(self.bare_echo.as_ref())
             || hit(self.bare_read.as_ref())
+            || hit(self.floor_echo.as_ref())
+            || hit(self.floor_throughput.as_ref())
+            || hit(self.floor_fanout.as_ref())
     }
 
-    /// The report as pretty JSON.
+    /// atc against the floor, for the phases where both finished.
+    pub fn vs_floor(&self) -> VsFloor {
+        let mut v = VsFloor::default();
+        let (d, f) = (
+            finished(self.throughput.as_ref()),
+            finished(self.floor_throughput.as_ref()),
+        );
+        if let Some((d, f)) = d.zip(f) {
+            v.throughput = ratio(d.client.mib_per_sec, f.client.mib_per_sec);
+            v.throughput_cpu = d
+                .server_cpu_ms
+                .zip(f.server_cpu_ms)
+                .and_then(|(d, f)| ratio(d, f));
+        }
+        let (d, f) = (
+            finished(self.fanout.as_ref()),
+            finished(self.floor_fanout.as_ref()),
+        );
+        if let Some((d, f)) = d.zip(f) {
+            v.fanout_slowest = ratio(d.slowest_mib_per_sec, f.slowest_mib_per_sec);
+        }
+        let (d, f) = (
+            finished(self.echo.as_ref()).and_then(|e| e.latency),
+            finished(self.floor_echo.as_ref()).and_then(|e| e.latency),
+        );
+        if let Some((d, f)) = d.zip(f) {
+            v.echo_p50 = ratio(d.p50_us, f.p50_us);
+            v.echo_p99 = ratio(d.p99_us, f.p99_us);
+        }
+        v
+    }
+
+    /// The report as pretty JSON, with `vsFloor` when the floor ran.
     pub fn to_json(&self) -> serde_json::Result<String> {
-        serde_json::to_string_pretty(self)
+        let mut v = serde_json::to_value(self)?;
+        if self.settings.floor != FloorUse::Off {
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("vsFloor".into(), serde_json::to_value(self.vs_floor())?);
+            }
+        }
+        serde_json::to_string_pretty(&v)
     }
 
     /// The report as a table with notes, ready to print.
@@ -142,6 +232,13 @@ impl Report {
         note_outcome(&mut notes, "bare PTY spawn", self.bare_spawn.as_ref());
         note_outcome(&mut notes, "bare PTY echo", self.bare_echo.as_ref());
         note_outcome(&mut notes, "bare PTY read", self.bare_read.as_ref());
+        note_outcome(&mut notes, "floor echo", self.floor_echo.as_ref());
+        note_outcome(
+            &mut notes,
+            "floor throughput",
+            self.floor_throughput.as_ref(),
+        );
+        note_outcome(&mut notes, "floor fan-out", self.floor_fanout.as_ref());
 
         let mut out = self.headline();
         out.push_str(&t.render());
@@ -238,38 +335,68 @@ impl Report {
     }
 
     fn echo_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let (d, b) = (self.echo.as_ref(), self.bare_echo.as_ref());
-        if d.is_none() && b.is_none() {
+        let (d, fl, b) = (
+            self.echo.as_ref(),
+            self.floor_echo.as_ref(),
+            self.bare_echo.as_ref(),
+        );
+        if d.is_none() && fl.is_none() && b.is_none() {
             return;
         }
+        let vs = self.vs_floor();
         t.section("echo");
-        t.row(
+        t.row_vs_floor(
             "round trip p50 / p90 / p99",
             cell(d, |f| latency3(f.latency.as_ref())),
+            self.floor_cell(fl, |f| latency3(f.latency.as_ref())),
+            match (vs.echo_p50, vs.echo_p99) {
+                (Some(p50), Some(p99)) => format!("p50 ×{p50:.2}, p99 ×{p99:.2}"),
+                _ => String::new(),
+            },
             cell(b, |f| latency3(f.latency.as_ref())),
         );
-        if let Some(f) = d
-            .and_then(PhaseReport::figures)
-            .filter(|f| f.stray_bytes > 0)
-        {
-            notes.push(format!("echo: {} stray output bytes", f.stray_bytes));
+        for (name, r) in [("echo", d), ("floor echo", fl)] {
+            if let Some(f) = r
+                .and_then(PhaseReport::figures)
+                .filter(|f| f.stray_bytes > 0)
+            {
+                notes.push(format!("{name}: {} stray output bytes", f.stray_bytes));
+            }
         }
         note_outcome(notes, "echo", d);
     }
 
     fn throughput_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let d = self.throughput.as_ref();
-        if d.is_none() && self.bare_read.is_none() {
+        let (d, fl) = (self.throughput.as_ref(), self.floor_throughput.as_ref());
+        if d.is_none() && fl.is_none() && self.bare_read.is_none() {
             return;
         }
+        let vs = self.vs_floor();
         t.section("throughput");
-        t.row(
+        t.row_vs_floor(
             "one client",
             cell(d, |f| client_rate(&f.client)),
+            self.floor_cell(fl, |f| client_rate(&f.client)),
+            times(vs.throughput),
             self.ceiling(),
         );
+        if d.is_some() || fl.is_some() {
+            t.row_vs_floor(
+                "bytes lost",
+                cell(d, |f| lost(&f.client)),
+                self.floor_cell(fl, |f| lost(&f.client)),
+                String::new(),
+                String::new(),
+            );
+            t.row_vs_floor(
+                "server CPU for the payload",
+                cell(d, |f| cpu(f.server_cpu_ms)),
+                self.floor_cell(fl, |f| cpu(f.server_cpu_ms)),
+                times(vs.throughput_cpu),
+                String::new(),
+            );
+        }
         if d.is_some() {
-            t.row("bytes lost", cell(d, |f| lost(&f.client)), String::new());
             t.row(
                 "daemon RSS before → peak",
                 cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
@@ -279,45 +406,68 @@ impl Report {
         note_outcome(notes, "throughput", d);
     }
 
+    /// A floor phase's figure: like [`cell`], but empty when the floor was off, so the column
+    /// disappears from a `--no-floor` table.
+    fn floor_cell<T>(
+        &self,
+        report: Option<&PhaseReport<T>>,
+        show: impl Fn(&T) -> String,
+    ) -> String {
+        if self.settings.floor == FloorUse::Off {
+            String::new()
+        } else {
+            cell(report, show)
+        }
+    }
+
     fn fanout_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let d = self.fanout.as_ref();
-        if d.is_none() {
+        let (d, fl) = (self.fanout.as_ref(), self.floor_fanout.as_ref());
+        if d.is_none() && fl.is_none() {
             return;
         }
+        let vs = self.vs_floor();
         t.section(&format!(
             "fan-out ({} clients)",
             self.settings.fanout_clients
         ));
-        t.row(
+        let rates = |f: &FanoutFigures| {
+            format!(
+                "{:.1} / {:.1} MiB/s",
+                f.slowest_mib_per_sec, f.fastest_mib_per_sec
+            )
+        };
+        t.row_vs_floor(
             "slowest / fastest client",
-            cell(d, |f| {
-                format!(
-                    "{:.1} / {:.1} MiB/s",
-                    f.slowest_mib_per_sec, f.fastest_mib_per_sec
-                )
-            }),
+            cell(d, rates),
+            self.floor_cell(fl, rates),
+            times(vs.fanout_slowest),
             self.ceiling(),
         );
-        t.row(
+        let losses = |f: &FanoutFigures| {
+            let mut s = bytes(f.bytes_lost);
+            if f.complete_clients < f.clients.len() {
+                s.push_str(&format!(
+                    " ({} of {} finished)",
+                    f.complete_clients,
+                    f.clients.len()
+                ));
+            }
+            s
+        };
+        t.row_vs_floor(
             "bytes lost (all clients)",
-            cell(d, |f| {
-                let mut s = bytes(f.bytes_lost);
-                if f.complete_clients < f.clients.len() {
-                    s.push_str(&format!(
-                        " ({} of {} finished)",
-                        f.complete_clients,
-                        f.clients.len()
-                    ));
-                }
-                s
-            }),
+            cell(d, losses),
+            self.floor_cell(fl, losses),
+            String::new(),
             String::new(),
         );
-        t.row(
-            "daemon RSS before → peak",
-            cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
-            String::new(),
-        );
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → peak",
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
+                String::new(),
+            );
+        }
         note_outcome(notes, "fan-out", d);
     }
 
@@ -428,6 +578,16 @@ fn client_rate(c: &ClientFigures) -> String {
     }
 }
 
+/// A ratio atc / floor as a cell, empty when there is none.
+fn times(r: Option<f64>) -> String {
+    r.map_or_else(String::new, |r| format!("×{r:.2}"))
+}
+
+/// A CPU time in milliseconds, or "n/a" when procfs could not be read.
+fn cpu(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "n/a".into(), millis)
+}
+
 fn lost(c: &ClientFigures) -> String {
     c.lost_bytes.map_or_else(|| "unknown".into(), bytes)
 }
@@ -498,10 +658,11 @@ fn bytes(b: u64) -> String {
     }
 }
 
-/// A four-column table (phase, figure, via daemon, bare PTY) with a blank line between phases.
+/// A table (phase, figure, via daemon, floor, atc / floor, bare PTY) with a blank line between
+/// phases; a figure column with no figure in it is left out.
 #[derive(Default)]
 struct Table {
-    rows: Vec<[String; 4]>,
+    rows: Vec<[String; 6]>,
     section: Option<String>,
 }
 
@@ -513,23 +674,54 @@ impl Table {
         self.section = Some(name.to_string());
     }
 
+    /// A row with no floor figure.
     fn row(&mut self, figure: &str, daemon: String, bare: String) {
+        self.row_vs_floor(figure, daemon, String::new(), String::new(), bare);
+    }
+
+    fn row_vs_floor(
+        &mut self,
+        figure: &str,
+        daemon: String,
+        floor: String,
+        ratio: String,
+        bare: String,
+    ) {
         let phase = self.section.take().unwrap_or_default();
-        self.rows.push([phase, figure.to_string(), daemon, bare]);
+        self.rows
+            .push([phase, figure.to_string(), daemon, floor, ratio, bare]);
     }
 
     fn render(&self) -> String {
-        let header = ["phase", "figure", "via daemon", "bare PTY (ceiling)"].map(String::from);
+        let header = [
+            "phase",
+            "figure",
+            "via daemon",
+            "floor",
+            "atc / floor",
+            "bare PTY (ceiling)",
+        ]
+        .map(String::from);
         let mut widths = header.clone().map(|h| h.chars().count());
         for r in &self.rows {
             for (w, c) in widths.iter_mut().zip(r) {
                 *w = (*w).max(c.chars().count());
             }
         }
+        // A figure column goes when no row has a figure in it: the floor's with `--no-floor`,
+        // the daemon's with `--floor-only` or `--phases bare`.
+        let shown: Vec<bool> = (0..header.len())
+            .map(|i| {
+                !matches!(i, 2..=4) || self.rows.iter().any(|r| !r[i].is_empty() && r[i] != "—")
+            })
+            .collect();
         let mut out = String::new();
         for r in std::iter::once(&header).chain(&self.rows) {
             let mut line = String::new();
-            for (c, w) in r.iter().zip(widths) {
+            for ((c, w), show) in r.iter().zip(widths).zip(&shown) {
+                if !show {
+                    continue;
+                }
                 line.push_str(&format!("{c:<w$}  "));
             }
             out.push_str(line.trim_end());
@@ -579,6 +771,7 @@ mod tests {
             fanout_clients: 8,
             slow_rate_mib_per_sec: 1.0,
             phase_timeout_secs: 120.0,
+            floor: FloorUse::Off,
         }
     }
 
@@ -593,6 +786,9 @@ mod tests {
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
+            floor_echo: None,
+            floor_throughput: None,
+            floor_fanout: None,
         }
     }
 
@@ -699,6 +895,7 @@ mod tests {
             bytes_lost: 3 << 20,
             rss_before_kib: None,
             rss_peak_kib: None,
+            server_cpu_ms: None,
         });
         r.bare_read = ok(BareReadFigures {
             payload_bytes: 256 << 20,
@@ -720,6 +917,106 @@ mod tests {
             table.contains("throughput cleanup: 1 of 1 sessions not ended: HTTP 500 internal"),
             "{table}"
         );
+    }
+
+    fn throughput(rate: f64, cpu_ms: f64) -> ThroughputFigures {
+        ThroughputFigures {
+            payload_bytes: 256 << 20,
+            client: ClientFigures {
+                received_bytes: 256 << 20,
+                lost_bytes: Some(0),
+                mib_per_sec: rate,
+                elapsed_ms: 1.0,
+                desyncs: 0,
+                dropped_bytes: 0,
+                ending: Ending::Complete,
+            },
+            rss_before_kib: None,
+            rss_peak_kib: None,
+            server_cpu_ms: Some(cpu_ms),
+        }
+    }
+
+    #[test]
+    fn daemon_figures_sit_beside_the_floors_with_their_ratio() {
+        let mut r = empty();
+        r.settings.floor = FloorUse::Beside;
+        r.throughput = ok(throughput(30.0, 9_000.0));
+        r.floor_throughput = ok(throughput(60.0, 2_000.0));
+        r.echo = ok(EchoFigures {
+            round_trips: 100,
+            latency: Some(latency(150.0, 300.0)),
+            stray_bytes: 0,
+        });
+        r.floor_echo = ok(EchoFigures {
+            round_trips: 100,
+            latency: Some(latency(100.0, 200.0)),
+            stray_bytes: 0,
+        });
+        r.bare_read = ok(BareReadFigures {
+            payload_bytes: 256 << 20,
+            received_bytes: 256 << 20,
+            elapsed_ms: 300.0,
+            mib_per_sec: 70.0,
+        });
+        let table = r.to_table();
+        let line = |needle: &str| {
+            table
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} row in\n{table}"))
+                .to_string()
+        };
+        assert!(table.contains("atc / floor"), "{table}");
+        let one = line("one client");
+        assert!(
+            one.contains("30.0 MiB/s") && one.contains("60.0 MiB/s") && one.contains("×0.50"),
+            "{one}"
+        );
+        assert!(one.ends_with("70.0 MiB/s"), "{one}");
+        let cpu = line("server CPU");
+        assert!(
+            cpu.contains("9.00 s") && cpu.contains("2.00 s") && cpu.contains("×4.50"),
+            "{cpu}"
+        );
+        assert!(
+            line("round trip").contains("p50 ×1.50, p99 ×1.50"),
+            "{table}"
+        );
+
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+        assert_eq!(v["settings"]["floor"], "beside");
+        assert_eq!(v["floorThroughput"]["figures"]["client"]["mibPerSec"], 60.0);
+        assert_eq!(v["throughput"]["figures"]["serverCpuMs"], 9000.0);
+        assert_eq!(v["vsFloor"]["throughput"], 0.5);
+        assert_eq!(v["vsFloor"]["throughputCpu"], 4.5);
+        assert_eq!(v["vsFloor"]["echoP99"], 1.5);
+        assert!(v["vsFloor"].get("fanoutSlowest").is_none());
+    }
+
+    #[test]
+    fn without_the_floor_its_columns_and_ratios_are_left_out() {
+        let mut r = empty();
+        r.throughput = ok(throughput(30.0, 9_000.0));
+        let table = r.to_table();
+        assert!(!table.contains("floor"), "{table}");
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+        assert!(v.get("vsFloor").is_none());
+    }
+
+    #[test]
+    fn a_ratio_needs_both_phases_finished() {
+        let mut r = empty();
+        r.settings.floor = FloorUse::Beside;
+        r.throughput = ok(throughput(30.0, 9_000.0));
+        let mut partial = ok(throughput(60.0, 2_000.0));
+        if let Some(p) = partial.as_mut() {
+            p.outcome = Outcome::TimedOut;
+        }
+        r.floor_throughput = partial;
+        assert_eq!(r.vs_floor(), VsFloor::default());
     }
 
     #[test]

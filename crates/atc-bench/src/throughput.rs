@@ -25,6 +25,9 @@ pub struct ThroughputFigures {
     /// Highest daemon RSS during the delivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_peak_kib: Option<u64>,
+    /// Server CPU (the daemon process, or the floor's threads) while the payload went through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms: Option<f64>,
 }
 
 impl Figures for ThroughputFigures {
@@ -57,5 +60,6 @@ pub async fn run(
         client,
         rss_before_kib: delivered.rss_before_kib,
         rss_peak_kib: delivered.rss_peak_kib,
+        server_cpu_ms: delivered.server_cpu_ms,
     })
 }
