@@ -501,24 +501,8 @@ impl HostContext {
             .map(|s| (s.name.clone(), s.impd_rules()))
             .collect();
         gate::judge(&view, &who.agent, &who.auth, &self.imp, Some(&rules))?;
-        let imp = self
-            .client
-            .imps_get(&self.imp)
-            .await
-            .map_err(|e| self.impd("reading the imp", &e))?;
-        if imp.map(|i| i.id) != binding.imp_id {
-            return Err(BrokerError::RuntimeMismatch {
-                imp: self.imp.clone(),
-            }
-            .into());
-        }
-        let held: BTreeSet<String> = self
-            .client
-            .grants_list(&self.imp)
-            .await
-            .map_err(|e| self.impd("listing the imp's grants", &e))?
-            .into_iter()
-            .collect();
+        self.check_bound_imp(&binding).await?;
+        let held = self.held_grants().await?;
         let wanted: BTreeSet<String> = bound.iter().map(|s| s.to_string()).collect();
         let missing: Vec<String> = wanted.difference(&held).cloned().collect();
         if !missing.is_empty() {
@@ -599,24 +583,8 @@ impl HostContext {
             .into_iter()
             .map(BoundSecret::from_impd)
             .collect();
-        let imp = self
-            .client
-            .imps_get(&self.imp)
-            .await
-            .map_err(|e| self.impd("reading the imp", &e))?;
-        if imp.map(|i| i.id) != binding.imp_id {
-            return Err(BrokerError::RuntimeMismatch {
-                imp: self.imp.clone(),
-            }
-            .into());
-        }
-        let held: BTreeSet<String> = self
-            .client
-            .grants_list(&self.imp)
-            .await
-            .map_err(|e| self.impd("listing the imp's grants", &e))?
-            .into_iter()
-            .collect();
+        self.check_bound_imp(&binding).await?;
+        let held = self.held_grants().await?;
         let before = self.store.grants_of(&self.host_key).await.map_err(stored)?;
         let wanted: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
         let plan = plan_rebind(&before, &held, &wanted);
@@ -793,6 +761,34 @@ impl HostContext {
         } else {
             with_effect_remaining(cause)
         }
+    }
+
+    /// `auth_runtime_mismatch` unless the imp under the host's name is the one `binding`
+    /// created; none there counts as another.
+    async fn check_bound_imp(&self, binding: &Binding) -> Result<(), Error> {
+        let imp = self
+            .client
+            .imps_get(&self.imp)
+            .await
+            .map_err(|e| self.impd("reading the imp", &e))?;
+        if imp.map(|i| i.id) != binding.imp_id {
+            return Err(BrokerError::RuntimeMismatch {
+                imp: self.imp.clone(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The secrets impd holds granted to the host's imp now.
+    async fn held_grants(&self) -> Result<BTreeSet<String>, Error> {
+        Ok(self
+            .client
+            .grants_list(&self.imp)
+            .await
+            .map_err(|e| self.impd("listing the imp's grants", &e))?
+            .into_iter()
+            .collect())
     }
 
     /// The host's binding; `NotBound` when it holds none.
