@@ -200,11 +200,7 @@ impl HostContext {
             }
             .into());
         }
-        let view = gate::read(&self.client, &self.target).await?;
-        let secrets: Vec<BoundSecret> = gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
-            .into_iter()
-            .map(BoundSecret::from_impd)
-            .collect();
+        let secrets = self.judged_afresh(who).await?;
         match self.client.imps_get(&self.imp).await {
             Ok(None) => {}
             Ok(Some(_)) => {
@@ -576,13 +572,9 @@ impl HostContext {
             }
             .into());
         }
-        let view = gate::read(&self.client, &self.target).await?;
         // No bound rules to compare against: a rebind binds what impd has now, which is how
         // a secret whose rules changed (`auth_secret_mismatch`) is brought back.
-        let secrets: Vec<BoundSecret> = gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
-            .into_iter()
-            .map(BoundSecret::from_impd)
-            .collect();
+        let secrets = self.judged_afresh(who).await?;
         self.check_bound_imp(&binding).await?;
         let held = self.held_grants().await?;
         let before = self.store.grants_of(&self.host_key).await.map_err(stored)?;
@@ -761,6 +753,16 @@ impl HostContext {
         } else {
             with_effect_remaining(cause)
         }
+    }
+
+    /// The gate on what impd has now, with no bound rules to hold it to: `who`'s secrets as
+    /// they are to be bound, or the gate's refusal.
+    async fn judged_afresh(&self, who: &Launcher) -> Result<Vec<BoundSecret>, Error> {
+        let view = gate::read(&self.client, &self.target).await?;
+        Ok(gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
+            .into_iter()
+            .map(BoundSecret::from_impd)
+            .collect())
     }
 
     /// `auth_runtime_mismatch` unless the imp under the host's name is the one `binding`
