@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::broker::{
-    self, auth, bindable_sim, boom, fast_reconnects, identity, impd_client, kill_and_wait,
-    requires, rpc_calls, sh_agent, spawn,
+    self, assert_spawn_taken_back, auth, bindable_sim, boom, fast_reconnects, identity,
+    impd_client, kill_and_wait, requires, rpc_calls, sh_agent, spawn,
 };
 use support::impd_sim::{
     Flag, FlagState, HoldPoint, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind,
@@ -94,15 +94,7 @@ async fn a_start_impd_refuses_answers_broker_not_ready_and_takes_back_the_new_ho
         [vec!["broker".to_string()]]
     );
     // The refused spawn leaves no session, and its attempt is taken back at impd.
-    let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
-    assert_eq!(sessions["sessions"], json!([]), "{sessions}");
-    sim.wait_until("took back the imp", |s| s.imps().is_empty())
-        .await;
-    assert!(
-        sim.grants().values().all(|g| g.is_empty()),
-        "{:?}",
-        sim.grants()
-    );
+    assert_spawn_taken_back(&d, &sim).await;
     d.stop().await;
     sim.stop();
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::broker::{
-    self, auth, bindable_sim, fast_reconnects, harness_starts, kill_and_wait, rpc_calls, sh_agent,
-    spawn,
+    self, assert_spawn_taken_back, auth, bindable_sim, fast_reconnects, harness_starts,
+    kill_and_wait, rpc_calls, sh_agent, spawn,
 };
 use support::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
 use support::{id_of, TestDaemon, WITHIN};
@@ -125,15 +125,7 @@ async fn a_failing_sign_in_check_is_auth_not_configured_and_takes_back_the_new_h
         assert!(!err.to_string().contains("someone@example.com"), "{err}");
         assert_eq!(harness_starts(&sim), 0, "a harness start was sent");
         // No session, and the attempt is taken back at impd: the imp and its grants.
-        let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
-        assert_eq!(sessions["sessions"], json!([]), "{sessions}");
-        sim.wait_until("took back the imp", |s| s.imps().is_empty())
-            .await;
-        assert!(
-            sim.grants().values().all(|g| g.is_empty()),
-            "{:?}",
-            sim.grants()
-        );
+        assert_spawn_taken_back(&d, &sim).await;
         d.stop().await;
         sim.stop();
     }

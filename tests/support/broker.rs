@@ -138,6 +138,20 @@ pub async fn spawn(d: &TestDaemon) -> (u16, Value) {
     .await
 }
 
+/// A refused spawn left nothing: the daemon lists no session, and impd took the attempt
+/// back (its imp goes; no imp holds a grant).
+pub async fn assert_spawn_taken_back(d: &TestDaemon, sim: &ImpdSim) {
+    let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(sessions["sessions"], json!([]), "{sessions}");
+    sim.wait_until("took back the imp", |s| s.imps().is_empty())
+        .await;
+    assert!(
+        sim.grants().values().all(|g| g.is_empty()),
+        "{:?}",
+        sim.grants()
+    );
+}
+
 /// Kills session `id`, asserting the kill was taken, and waits until it is not alive.
 pub async fn kill_and_wait(d: &TestDaemon, id: &str) {
     let (status, body) = d
