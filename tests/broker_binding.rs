@@ -14,12 +14,9 @@ use atc::broker::binding::{BindingState, GrantState};
 use atc::broker::host_binding::{
     Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Rebind, Revoke, Verify,
 };
-use atc::broker::AgentAuth;
 use atc::store::StateStore;
-use impd_client::{ImpdClient, TokenSource};
-use support::impd_sim::{
-    Flag, FlagState, GrantFault, GrantStep, Identity, ImpdSim, Scope, SecretKind, SimOptions,
-};
+use support::broker::{bindable_sim, boom, claude_auth, grants_of, impd_client};
+use support::impd_sim::{GrantFault, GrantStep, ImpdSim, SecretKind};
 
 const IMP: &str = "atc-host1";
 
@@ -32,26 +29,7 @@ struct World {
 }
 
 async fn world() -> World {
-    let sim = ImpdSim::start(SimOptions::default());
-    let values = vec![
-        sim.faults()
-            .add_secret("alpha", SecretKind::Custom, &["a.example"]),
-        sim.faults()
-            .add_secret("beta", SecretKind::Custom, &["b.example"]),
-    ];
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(vec!["alpha".into(), "beta".into()]),
-            ..Identity::default()
-        }
-    ));
+    let (sim, values) = bindable_sim(&[("alpha", "a.example"), ("beta", "b.example")]);
     let dir = tempfile::tempdir().unwrap();
     let store = StateStore::open(&dir.path().join("state.db"))
         .await
@@ -67,10 +45,7 @@ async fn world() -> World {
 fn context(w: &World) -> HostContext {
     HostContext {
         store: w.store.clone(),
-        client: ImpdClient::new(
-            &w.sim.url(),
-            TokenSource::File(w.sim.token_file().to_path_buf()),
-        ),
+        client: impd_client(&w.sim),
         target: "box".into(),
         target_identity: "imp:reach-v1:0000000000000000".into(),
         host_key: "host1".into(),
@@ -83,20 +58,7 @@ fn context(w: &World) -> HostContext {
 fn launcher(secrets: &[&str]) -> Launcher {
     Launcher {
         agent: "claude-broker".into(),
-        auth: AgentAuth {
-            secrets: secrets.iter().map(|s| s.to_string()).collect(),
-            placeholders: vec!["CLAUDE_CODE_OAUTH_TOKEN".into()],
-            check: None,
-        },
-    }
-}
-
-/// impd failing a grant step with no effect.
-fn boom() -> GrantFault {
-    GrantFault::Fail {
-        code: "INTERNAL_SERVER_ERROR",
-        message: "boom".into(),
-        data: None,
+        auth: claude_auth(secrets),
     }
 }
 
@@ -117,7 +79,7 @@ fn imps(w: &World) -> Vec<String> {
 }
 
 fn grants(w: &World) -> Vec<String> {
-    w.sim.grants().get(IMP).cloned().unwrap_or_default()
+    grants_of(&w.sim, IMP)
 }
 
 #[actix_rt::test]

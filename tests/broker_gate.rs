@@ -6,31 +6,11 @@ mod support;
 
 use atc::broker::gate;
 use atc::broker::AgentAuth;
-use impd_client::{ImpdClient, TokenSource};
-use support::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope, SecretKind, SimOptions};
-
-fn auth(secrets: &[&str]) -> AgentAuth {
-    AgentAuth {
-        secrets: secrets.iter().map(|s| s.to_string()).collect(),
-        placeholders: vec!["CLAUDE_CODE_OAUTH_TOKEN".into()],
-        check: None,
-    }
-}
-
-fn narrow(grantable: &[&str]) -> Identity {
-    Identity {
-        scope: Scope::Manage,
-        imps: Some(vec!["atc-*".into()]),
-        grantable: Some(grantable.iter().map(|s| s.to_string()).collect()),
-        ..Identity::default()
-    }
-}
+use support::broker::{claude_auth, identity, impd_client, sim_with_secrets};
+use support::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope};
 
 async fn judge(sim: &ImpdSim, a: &AgentAuth, imp: &str) -> Result<Vec<String>, String> {
-    let client = ImpdClient::new(
-        &sim.url(),
-        TokenSource::File(sim.token_file().to_path_buf()),
-    );
+    let client = impd_client(sim);
     let view = gate::read(&client, "box")
         .await
         .map_err(|e| format!("read: {e}"))?;
@@ -41,15 +21,8 @@ async fn judge(sim: &ImpdSim, a: &AgentAuth, imp: &str) -> Result<Vec<String>, S
 
 #[actix_rt::test]
 async fn the_gate_reads_impd_afresh_and_gives_each_code() {
-    let sim = ImpdSim::start(SimOptions::default());
-    let value = sim
-        .faults()
-        .add_secret("claude-oauth", SecretKind::Custom, &["api.anthropic.com"]);
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
-    let a = auth(&["claude-oauth"]);
+    let (sim, values) = sim_with_secrets(&[("claude-oauth", "api.anthropic.com")]);
+    let a = claude_auth(&["claude-oauth"]);
 
     // The root token reaches every imp: too broad to trust with a credential.
     assert_eq!(
@@ -58,7 +31,7 @@ async fn the_gate_reads_impd_afresh_and_gives_each_code() {
     );
     assert!(sim
         .faults()
-        .set_identity(sim.token(), narrow(&["claude-oauth"])));
+        .set_identity(sim.token(), identity(&["claude-oauth"])));
     assert_eq!(
         judge(&sim, &a, "atc-one").await,
         Ok(vec!["claude-oauth".into()])
@@ -69,21 +42,21 @@ async fn the_gate_reads_impd_afresh_and_gives_each_code() {
         Err("auth_imp_out_of_scope".into())
     );
     assert_eq!(
-        judge(&sim, &auth(&["not-granted"]), "atc-one").await,
+        judge(&sim, &claude_auth(&["not-granted"]), "atc-one").await,
         Err("auth_secret_not_grantable".into())
     );
     assert!(sim
         .faults()
-        .set_identity(sim.token(), narrow(&["claude-oauth", "gone"])));
+        .set_identity(sim.token(), identity(&["claude-oauth", "gone"])));
     assert_eq!(
-        judge(&sim, &auth(&["gone"]), "atc-one").await,
+        judge(&sim, &claude_auth(&["gone"]), "atc-one").await,
         Err("auth_secret_mismatch".into())
     );
     assert!(sim.faults().set_identity(
         sim.token(),
         Identity {
             scope: Scope::Exec,
-            ..narrow(&["claude-oauth"])
+            ..identity(&["claude-oauth"])
         }
     ));
     assert_eq!(
@@ -98,13 +71,10 @@ async fn the_gate_reads_impd_afresh_and_gives_each_code() {
     );
 
     // impd's answers carry names and rules only.
-    let client = ImpdClient::new(
-        &sim.url(),
-        TokenSource::File(sim.token_file().to_path_buf()),
-    );
+    let client = impd_client(&sim);
     let view = gate::read(&client, "box").await.unwrap();
     assert!(
-        !format!("{view:?}").contains(&value),
+        !format!("{view:?}").contains(&values[0]),
         "a secret value reached the daemon"
     );
     sim.stop();

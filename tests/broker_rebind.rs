@@ -8,96 +8,45 @@
 
 mod support;
 
-use std::time::Duration;
-
-use atc::config::Config;
 use serde_json::{json, Value};
-use support::impd_sim::{
-    Flag, FlagState, GrantFault, GrantStep, Identity, ImpdSim, Scope, SecretKind, SimOptions,
+use support::broker::{
+    self, boom, fast_reconnects, grantable_only, grants_of, kill_and_wait, rpc_calls, sh_agent,
+    sim_with_secrets, spawn,
 };
-use support::{id_of, test_config, TestDaemon};
+use support::impd_sim::{GrantStep, ImpdSim};
+use support::{id_of, TestDaemon};
 
 const SECRETS: [&str; 3] = ["key-a", "key-b", "key-c"];
 
 /// A simulator whose token may bind `grantable` to atc's imps, and every secret's value.
 fn sim(grantable: &[&str]) -> (ImpdSim, Vec<String>) {
-    let sim = ImpdSim::start(SimOptions::default());
-    let values = SECRETS
-        .iter()
-        .map(|s| {
-            sim.faults()
-                .add_secret(s, SecretKind::Custom, &[&format!("{s}.example")])
-        })
-        .collect();
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
+    let (sim, values) = sim_with_secrets(&[
+        ("key-a", "key-a.example"),
+        ("key-b", "key-b.example"),
+        ("key-c", "key-c.example"),
+    ]);
     grantable_only(&sim, grantable);
     (sim, values)
 }
 
-/// The daemon's token may grant `grantable` and nothing else.
-fn grantable_only(sim: &ImpdSim, grantable: &[&str]) {
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(grantable.iter().map(|s| s.to_string()).collect()),
-            ..Identity::default()
-        }
-    ));
-}
-
-/// The agent `brokered` bound to `secrets`; `None`: the same agent without `auth`.
-fn config(sim: &ImpdSim, guest: &std::path::Path, secrets: Option<&[&str]>) -> Config {
-    let mut agent = json!({"kind": "codex", "bin": "sh",
-                           "args": ["-c", "echo home=$CODEX_HOME; exec sleep 60"]});
-    if let Some(secrets) = secrets {
-        agent["auth"] = json!({"secrets": secrets, "placeholders": ["OPENAI_API_KEY"]});
-    }
-    let text = json!({
-        "agents": {"brokered": agent},
-        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
-                            "guestDir": guest}},
-        "defaultTarget": "box"
-    });
-    let parsed = Config::from_json(text.to_string().as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = test_config();
-    c.agents.extend(parsed.agents);
-    c.targets = parsed.targets;
-    c.timings.imp_reconnect_delays = [20, 50, 100]
-        .into_iter()
-        .map(Duration::from_millis)
-        .collect();
-    c
-}
-
+/// A daemon whose agent `brokered` is bound to `secrets`; `None`: the same agent without
+/// `auth`.
 async fn daemon(sim: &ImpdSim, dir: &std::path::Path, secrets: Option<&[&str]>) -> TestDaemon {
-    TestDaemon::start_on(dir, config(sim, &dir.join("guest"), secrets)).await
+    let auth = secrets.map(|secrets| broker::auth(secrets, &["OPENAI_API_KEY"]));
+    let agent = sh_agent("codex", "echo home=$CODEX_HOME; exec sleep 60", auth);
+    let config = fast_reconnects(broker::config(sim, &dir.join("guest"), agent));
+    TestDaemon::start_on(dir, config).await
 }
 
 /// Spawns `brokered`, waits for it to run, kills it and stops the daemon, so the next daemon
 /// on `dir` (with another config) finds the session exited and its host bound at revision 1.
 async fn bound_then_stopped(sim: &ImpdSim, dir: &std::path::Path, secrets: &[&str]) -> String {
     let d = daemon(sim, dir, Some(secrets)).await;
-    let (status, body) = d
-        .call(
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "brokered", "cwd": "/tmp"})),
-        )
-        .await;
+    let (status, body) = spawn(&d).await;
     assert_eq!(status, 201, "{body}");
     let id = id_of(&body["session"]);
     d.wait_screen(&id, "auth-r1").await;
-    let (status, body) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    kill_and_wait(&d, &id).await;
     d.stop().await;
     id
 }
@@ -119,7 +68,7 @@ async fn auth(d: &TestDaemon, id: &str) -> Value {
 fn held(sim: &ImpdSim) -> Vec<String> {
     let imps = sim.imps();
     assert_eq!(imps.len(), 1, "{imps:?}");
-    let mut g = sim.grants().get(&imps[0].name).cloned().unwrap_or_default();
+    let mut g = grants_of(sim, &imps[0].name);
     g.sort();
     g
 }
@@ -138,18 +87,6 @@ fn listed(auth: &Value) -> Vec<String> {
             )
         })
         .collect()
-}
-
-fn grant_calls(sim: &ImpdSim, method: &str) -> u64 {
-    sim.stats().rpc_calls.get(method).copied().unwrap_or(0)
-}
-
-fn boom() -> GrantFault {
-    GrantFault::Fail {
-        code: "INTERNAL_SERVER_ERROR",
-        message: "boom".into(),
-        data: None,
-    }
 }
 
 fn assert_no_value(values: &[String], v: &Value) {
@@ -183,8 +120,8 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
         "{err}"
     );
     let (adds, deletes) = (
-        grant_calls(&sim, "grants.add"),
-        grant_calls(&sim, "grants.delete"),
+        rpc_calls(&sim, "grants.add"),
+        rpc_calls(&sim, "grants.delete"),
     );
     let (status, body) = rebind(&d, &id).await;
     assert_eq!((status, &body), (200, &json!({"revision": 2})), "{body}");
@@ -196,8 +133,8 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
     .await;
     assert_eq!(
         (
-            grant_calls(&sim, "grants.add"),
-            grant_calls(&sim, "grants.delete")
+            rpc_calls(&sim, "grants.add"),
+            rpc_calls(&sim, "grants.delete")
         ),
         (adds + 1, deletes + 1),
         "the kept key-a was not granted again"
@@ -212,7 +149,7 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
     assert_no_value(&values, &after);
 
     // A revive verifies against revision 2 (no grant again) and gets its own folder.
-    let adds = grant_calls(&sim, "grants.add");
+    let adds = rpc_calls(&sim, "grants.add");
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
         .await;
@@ -226,7 +163,7 @@ async fn a_rebind_adds_and_removes_grants_and_a_revive_uses_the_new_revision() {
     );
     assert!(home.is_dir(), "the readying made {}", home.display());
     assert_eq!(
-        grant_calls(&sim, "grants.add"),
+        rpc_calls(&sim, "grants.add"),
         adds,
         "a revive granted again"
     );
@@ -298,13 +235,7 @@ async fn a_rebind_from_revoked_grants_again_and_one_from_revocation_pending_is_b
     let (sim, _) = sim(&SECRETS);
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path(), Some(&["key-a", "key-b"])).await;
-    let (status, body) = d
-        .call(
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "brokered", "cwd": "/tmp"})),
-        )
-        .await;
+    let (status, body) = spawn(&d).await;
     assert_eq!(status, 201, "{body}");
     let id = id_of(&body["session"]);
     d.wait_screen(&id, "auth-r1").await;
@@ -363,14 +294,14 @@ async fn a_rebind_the_gate_refuses_or_of_an_agent_without_auth_changes_nothing()
     // key-b is not grantable by the daemon's token.
     grantable_only(&sim, &["key-a"]);
     let d = daemon(&sim, tmp.path(), Some(&["key-a", "key-b"])).await;
-    let adds = grant_calls(&sim, "grants.add");
+    let adds = rpc_calls(&sim, "grants.add");
     let (status, err) = rebind(&d, &id).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (403, Some("auth_secret_not_grantable")),
         "{err}"
     );
-    assert_eq!(grant_calls(&sim, "grants.add"), adds);
+    assert_eq!(rpc_calls(&sim, "grants.add"), adds);
     let a = auth(&d, &id).await;
     assert_eq!(
         (a["state"].as_str(), &a["revision"]),

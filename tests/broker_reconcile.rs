@@ -11,11 +11,9 @@ use std::time::Duration;
 use atc::broker::binding::{BindingState, BoundRule, BoundSecret, Grant, GrantState};
 use atc::store::StateStore;
 use serde_json::{json, Value};
+use support::broker::{self, bindable_sim, boom, sh_agent, wait_auth};
 use support::child_daemon::ChildDaemon;
-use support::impd_sim::{
-    Flag, FlagState, GrantFault, GrantStep, HoldPoint, Identity, ImpdSim, Scope, SecretKind,
-    SimOptions,
-};
+use support::impd_sim::{GrantStep, HoldPoint, ImpdSim};
 use support::{id_of, TestDaemon, WITHIN};
 
 /// One test's simulator, state dir and the logs of every daemon it started.
@@ -33,24 +31,7 @@ struct World {
 
 /// A simulator whose token may bind `alpha` and `beta` to atc's imps.
 fn world() -> World {
-    let sim = ImpdSim::start(SimOptions::default());
-    sim.faults()
-        .add_secret("alpha", SecretKind::Custom, &["a.example"]);
-    sim.faults()
-        .add_secret("beta", SecretKind::Custom, &["b.example"]);
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(vec!["alpha".into(), "beta".into()]),
-            ..Identity::default()
-        }
-    ));
+    let (sim, _) = bindable_sim(&[("alpha", "a.example"), ("beta", "b.example")]);
     let mut never_logged = sim.secret_values();
     never_logged.push(sim.token().to_string());
     let tmp = tempfile::tempdir().unwrap();
@@ -84,16 +65,14 @@ impl World {
 
     /// The daemon's config: the `brokered` agent binding `secrets` on the imp target `box`.
     fn config(&self, secrets: &[&str]) -> Value {
-        json!({
-            "agents": {
-                "brokered": {"kind": "codex", "bin": "sh", "args": ["-c", "exec sleep 60"],
-                             "auth": {"secrets": secrets, "placeholders": ["OPENAI_API_KEY"]}}
-            },
-            "targets": {"box": {"provider": "imp", "url": self.url,
-                                "tokenFile": self.token_file,
-                                "guestDir": self.tmp.path().join("guest")}},
-            "defaultTarget": "box"
-        })
+        let auth = broker::auth(secrets, &["OPENAI_API_KEY"]);
+        let agent = sh_agent("codex", "exec sleep 60", Some(auth));
+        broker::config_json(
+            &self.url,
+            &self.token_file,
+            &self.tmp.path().join("guest"),
+            agent,
+        )
     }
 
     /// A daemon child on the state dir, its log kept for the final grep.
@@ -129,7 +108,7 @@ impl World {
     }
 
     fn grants_of(&self, imp: &str) -> Vec<String> {
-        self.sim().grants().get(imp).cloned().unwrap_or_default()
+        broker::grants_of(self.sim(), imp)
     }
 }
 
@@ -177,23 +156,6 @@ async fn spawn_ready(d: &TestDaemon) -> String {
     .await;
     wait_auth(d, &id, "ready").await;
     id
-}
-
-/// `GET /v1/sessions/{id}/auth` once its state is `state`.
-async fn wait_auth(d: &TestDaemon, id: &str, state: &str) -> Value {
-    let deadline = std::time::Instant::now() + WITHIN;
-    loop {
-        let (status, body) = d
-            .call("GET", &format!("/v1/sessions/{id}/auth"), None)
-            .await;
-        if status == 200 && body["auth"]["state"] == state {
-            return body["auth"].clone();
-        }
-        if std::time::Instant::now() > deadline {
-            panic!("the binding never became {state}: {status} {body}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The one imp the simulator has.
@@ -324,18 +286,13 @@ async fn an_unfinished_create_whose_imp_was_replaced_leaves_the_new_imp_alone() 
 #[actix_rt::test]
 async fn a_rollback_left_pending_is_taken_back_by_the_next_daemon() {
     let mut w = world();
-    let fault = || GrantFault::Fail {
-        code: "INTERNAL_SERVER_ERROR",
-        message: "boom".into(),
-        data: None,
-    };
     // The grant fails, and so does taking it back: the imp cannot go either.
     w.sim()
         .faults()
-        .fail_next_grant(GrantStep::Add, Some("alpha"), fault());
+        .fail_next_grant(GrantStep::Add, Some("alpha"), boom());
     w.sim()
         .faults()
-        .fail_next_grant(GrantStep::Delete, Some("alpha"), fault());
+        .fail_next_grant(GrantStep::Delete, Some("alpha"), boom());
     let d = w.daemon(&["alpha"]).await;
     let mut resp = awc::Client::builder()
         .timeout(Duration::from_secs(30))

@@ -8,80 +8,30 @@ mod support;
 
 use std::time::Duration;
 
-use atc::config::Config;
 use serde_json::{json, Value};
+use support::broker::{
+    self, assert_spawn_taken_back, auth, bindable_sim, boom, fast_reconnects, identity,
+    impd_client, kill_and_wait, requires, rpc_calls, sh_agent, spawn,
+};
 use support::impd_sim::{
     Flag, FlagState, HoldPoint, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind,
-    SimOptions,
 };
-use support::{id_of, test_config, TestDaemon};
+use support::{id_of, TestDaemon};
 
 /// A simulator whose token may bind `codex-key` to atc's imps, and the key's value.
 fn sim() -> (ImpdSim, String) {
-    let sim = ImpdSim::start(SimOptions::default());
-    let value = sim
-        .faults()
-        .add_secret("codex-key", SecretKind::Custom, &["api.openai.com"]);
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(vec!["codex-key".into()]),
-            ..Identity::default()
-        }
-    ));
-    (sim, value)
-}
-
-fn config(sim: &ImpdSim, guest: &std::path::Path) -> Config {
-    let text = json!({
-        "agents": {
-            "brokered": {"kind": "codex", "bin": "sh",
-                         "args": ["-c", "cd \"$CODEX_HOME/..\"; [ -e env.txt ] || env > env.txt; [ -e argv.txt ] || printf '%s\\n' \"$0\" \"$@\" > argv.txt; echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60"],
-                         "auth": {"secrets": ["codex-key"], "placeholders": ["OPENAI_API_KEY"]}}
-        },
-        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
-                            "guestDir": guest}},
-        "defaultTarget": "box"
-    });
-    let parsed = Config::from_json(text.to_string().as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = test_config();
-    c.agents.extend(parsed.agents);
-    c.targets = parsed.targets;
-    c.timings.imp_reconnect_delays = [20, 50, 100]
-        .into_iter()
-        .map(Duration::from_millis)
-        .collect();
-    c
+    let (sim, mut values) = bindable_sim(&[("codex-key", "api.openai.com")]);
+    (sim, values.remove(0))
 }
 
 async fn daemon(sim: &ImpdSim, dir: &std::path::Path) -> TestDaemon {
-    TestDaemon::start_on(dir, config(sim, &dir.join("guest"))).await
-}
-
-async fn spawn(d: &TestDaemon) -> (u16, Value) {
-    d.call(
-        "POST",
-        "/v1/sessions",
-        Some(json!({"agent": "brokered", "cwd": "/tmp"})),
-    )
-    .await
-}
-
-/// The `require` of every harness opening of `kind` (the readying's plain execs, which name
-/// no session, left out).
-fn requires(sim: &ImpdSim, kind: OpenKind) -> Vec<Vec<String>> {
-    sim.exec_opens()
-        .into_iter()
-        .filter(|o| o.kind == kind && o.session.is_some())
-        .map(|o| o.require)
-        .collect()
+    let agent = sh_agent(
+        "codex",
+        "cd \"$CODEX_HOME/..\"; [ -e env.txt ] || env > env.txt; [ -e argv.txt ] || printf '%s\\n' \"$0\" \"$@\" > argv.txt; echo proxy=$HTTPS_PROXY key=$OPENAI_API_KEY home=$CODEX_HOME; test -d \"$CODEX_HOME\" && echo config-dir-made; exec sleep 60",
+        Some(auth(&["codex-key"], &["OPENAI_API_KEY"])),
+    );
+    let config = fast_reconnects(broker::config(sim, &dir.join("guest"), agent));
+    TestDaemon::start_on(dir, config).await
 }
 
 /// Every log line the daemons of this test binary write, at debug level: what a test greps
@@ -118,14 +68,6 @@ impl std::io::Write for LogSink {
     }
 }
 
-fn grant_calls(sim: &ImpdSim) -> u64 {
-    sim.stats()
-        .rpc_calls
-        .get("grants.add")
-        .copied()
-        .unwrap_or(0)
-}
-
 #[actix_rt::test]
 async fn a_start_impd_refuses_answers_broker_not_ready_and_takes_back_the_new_host() {
     let (sim, _) = sim();
@@ -152,15 +94,7 @@ async fn a_start_impd_refuses_answers_broker_not_ready_and_takes_back_the_new_ho
         [vec!["broker".to_string()]]
     );
     // The refused spawn leaves no session, and its attempt is taken back at impd.
-    let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
-    assert_eq!(sessions["sessions"], json!([]), "{sessions}");
-    sim.wait_until("took back the imp", |s| s.imps().is_empty())
-        .await;
-    assert!(
-        sim.grants().values().all(|g| g.is_empty()),
-        "{:?}",
-        sim.grants()
-    );
+    assert_spawn_taken_back(&d, &sim).await;
     d.stop().await;
     sim.stop();
 }
@@ -258,17 +192,17 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
     }
 
     // Kill and revive: the binding is verified, nothing is granted again.
-    let grants = grant_calls(&sim);
-    let (status, _) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200);
-    d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    let grants = rpc_calls(&sim, "grants.add");
+    kill_and_wait(&d, &id).await;
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
         .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(grant_calls(&sim), grants, "a revive granted again");
+    assert_eq!(
+        rpc_calls(&sim, "grants.add"),
+        grants,
+        "a revive granted again"
+    );
 
     // A grant gone at impd: the next revive's verify refuses before impd sees a start.
     d.call("POST", &format!("/v1/sessions/{id}/kill"), None)
@@ -346,10 +280,7 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
         .await;
     assert_eq!((status, &body["destroyed"]), (200, &json!(true)), "{body}");
     assert!(sim.imp(&imp).is_none(), "the bound imp was destroyed");
-    let client = impd_client::ImpdClient::new(
-        &sim.url(),
-        impd_client::TokenSource::File(sim.token_file().to_path_buf()),
-    );
+    let client = impd_client(&sim);
     let secrets = client.secrets_list().await.unwrap();
     assert!(
         secrets.iter().any(|s| s.name == "codex-key"),
@@ -454,12 +385,6 @@ async fn measure_admission_on_reconnect() {
 /// refused spawn leaves no imp and no session.
 #[actix_rt::test]
 async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing() {
-    let narrow = |scope, imps: &[&str], grantable: &[&str]| Identity {
-        scope,
-        imps: Some(imps.iter().map(|s| s.to_string()).collect()),
-        grantable: Some(grantable.iter().map(|s| s.to_string()).collect()),
-        ..Identity::default()
-    };
     type Setup = Box<dyn Fn(&ImpdSim)>;
     let cases: Vec<(&str, u16, Setup)> = vec![
         (
@@ -472,29 +397,34 @@ async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing(
         (
             "auth_token_scope",
             403,
-            Box::new(move |sim: &ImpdSim| {
-                assert!(sim
-                    .faults()
-                    .set_identity(sim.token(), narrow(Scope::Exec, &["atc-*"], &["codex-key"])));
+            Box::new(|sim: &ImpdSim| {
+                assert!(sim.faults().set_identity(
+                    sim.token(),
+                    Identity {
+                        scope: Scope::Exec,
+                        ..identity(&["codex-key"])
+                    }
+                ));
             }),
         ),
         (
             "auth_imp_out_of_scope",
             403,
-            Box::new(move |sim: &ImpdSim| {
+            Box::new(|sim: &ImpdSim| {
                 assert!(sim.faults().set_identity(
                     sim.token(),
-                    narrow(Scope::Manage, &["other-*"], &["codex-key"])
+                    Identity {
+                        imps: Some(vec!["other-*".into()]),
+                        ..identity(&["codex-key"])
+                    }
                 ));
             }),
         ),
         (
             "auth_secret_not_grantable",
             403,
-            Box::new(move |sim: &ImpdSim| {
-                assert!(sim
-                    .faults()
-                    .set_identity(sim.token(), narrow(Scope::Manage, &["atc-*"], &[])));
+            Box::new(|sim: &ImpdSim| {
+                assert!(sim.faults().set_identity(sim.token(), identity(&[])));
             }),
         ),
         (
@@ -540,17 +470,12 @@ async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing(
 /// confirmed) answers `outcome_unknown`, and a retry under the same key never runs again.
 #[actix_rt::test]
 async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() {
-    use support::impd_sim::{GrantFault, GrantStep};
+    use support::impd_sim::GrantStep;
     let (sim, _) = sim();
-    let fault = || GrantFault::Fail {
-        code: "INTERNAL_SERVER_ERROR",
-        message: "boom".into(),
-        data: None,
-    };
     sim.faults()
-        .fail_next_grant(GrantStep::Add, Some("codex-key"), fault());
+        .fail_next_grant(GrantStep::Add, Some("codex-key"), boom());
     sim.faults()
-        .fail_next_grant(GrantStep::Delete, Some("codex-key"), fault());
+        .fail_next_grant(GrantStep::Delete, Some("codex-key"), boom());
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
     let keyed = || async {
@@ -573,7 +498,7 @@ async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() 
         "{err}"
     );
     assert!(err["error"]["data"]["effectRef"].is_string(), "{err}");
-    let creates = sim.stats().rpc_calls.get("imps.create").copied();
+    let creates = rpc_calls(&sim, "imps.create");
     let (status, again) = keyed().await;
     assert_eq!(
         (status, again["error"]["code"].as_str()),
@@ -581,7 +506,7 @@ async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() 
         "{again}"
     );
     assert_eq!(
-        sim.stats().rpc_calls.get("imps.create").copied(),
+        rpc_calls(&sim, "imps.create"),
         creates,
         "the retry ran again"
     );
@@ -596,21 +521,8 @@ async fn claude_daemon(
     secrets: &[&str],
     placeholders: &[&str],
 ) -> TestDaemon {
-    let text = json!({
-        "agents": {
-            "brokered": {"kind": "claude", "bin": "sh", "args": ["-c", "exec sleep 60"],
-                         "auth": {"secrets": secrets, "placeholders": placeholders}}
-        },
-        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
-                            "guestDir": dir.join("guest")}},
-        "defaultTarget": "box"
-    });
-    let parsed = Config::from_json(text.to_string().as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = test_config();
-    c.agents.extend(parsed.agents);
-    c.targets = parsed.targets;
-    TestDaemon::start_on(dir, c).await
+    let agent = sh_agent("claude", "exec sleep 60", Some(auth(secrets, placeholders)));
+    TestDaemon::start_on(dir, broker::config(sim, &dir.join("guest"), agent)).await
 }
 
 /// The gate's refusals about the agent's own secrets, through the spawn API: an oauth secret
@@ -625,15 +537,7 @@ async fn an_unsigned_oauth_secret_and_a_placeholder_impd_sets_are_refused_at_the
         .add_secret("claude-login", SecretKind::Oauth, &["api.anthropic.com"]);
     sim.faults()
         .add_secret("gh", SecretKind::Github, &["api.github.com"]);
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(vec!["claude-login".into(), "gh".into()]),
-            ..Identity::default()
-        }
-    ));
+    broker::grantable_only(&sim, &["claude-login", "gh"]);
     let check = |status: u16, err: &Value, want_status: u16, code: &str| {
         assert_eq!(
             (status, err["error"]["code"].as_str()),
@@ -698,10 +602,7 @@ async fn an_unsigned_oauth_secret_and_a_placeholder_impd_sets_are_refused_at_the
 #[actix_rt::test]
 async fn each_binding_refusal_answers_its_code_through_the_api() {
     let (sim, _) = sim();
-    let client = impd_client::ImpdClient::new(
-        &sim.url(),
-        impd_client::TokenSource::File(sim.token_file().to_path_buf()),
-    );
+    let client = impd_client(&sim);
     let tmp = tempfile::tempdir().unwrap();
     let d = daemon(&sim, tmp.path()).await;
 
@@ -748,17 +649,7 @@ async fn each_binding_refusal_answers_its_code_through_the_api() {
     let id = id_of(&body["session"]);
     let imp = atc::providers::imp::naming::imp_name("atc-", &id);
     assert_eq!(sim.grants()[&imp], ["codex-key"]);
-    let kill = |id: String| {
-        let d = &d;
-        async move {
-            let (status, body) = d
-                .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-                .await;
-            assert_eq!(status, 200, "{body}");
-            d.wait_session(&id, "exited", |s| s["alive"] == false).await;
-        }
-    };
-    kill(id.clone()).await;
+    kill_and_wait(&d, &id).await;
     sim.faults()
         .add_secret("stray", SecretKind::Custom, &["stray.example"]);
     assert!(sim.faults().grant(&imp, "stray"));

@@ -9,74 +9,28 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use atc::config::Config;
 use serde_json::{json, Value};
-use support::impd_sim::{
-    Flag, FlagState, HoldPoint, Identity, ImpState, ImpdSim, OpenKind, Scope, SecretKind,
-    SimOptions,
+use support::broker::{
+    self, assert_spawn_taken_back, auth, bindable_sim, fast_reconnects, harness_starts,
+    kill_and_wait, rpc_calls, sh_agent, spawn,
 };
-use support::{id_of, test_config, TestDaemon, WITHIN};
+use support::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
+use support::{id_of, TestDaemon, WITHIN};
 
 /// A simulator whose token may bind `codex-key` to atc's imps.
 fn sim() -> ImpdSim {
-    let sim = ImpdSim::start(SimOptions::default());
-    sim.faults()
-        .add_secret("codex-key", SecretKind::Custom, &["api.openai.com"]);
-    sim.faults()
-        .set_feature(Flag::GrantableTokens, FlagState::True);
-    sim.faults()
-        .set_feature(Flag::SecretRebind, FlagState::True);
-    assert!(sim.faults().set_identity(
-        sim.token(),
-        Identity {
-            scope: Scope::Manage,
-            imps: Some(vec!["atc-*".into()]),
-            grantable: Some(vec!["codex-key".into()]),
-            ..Identity::default()
-        }
-    ));
-    sim
+    bindable_sim(&[("codex-key", "api.openai.com")]).0
 }
 
-/// A config with one broker-backed agent whose sign-in check is `check` (none: `null`).
-fn config(sim: &ImpdSim, guest: &std::path::Path, check: Value) -> Config {
-    let mut auth = json!({"secrets": ["codex-key"], "placeholders": ["OPENAI_API_KEY"]});
+/// A daemon with one broker-backed agent whose sign-in check is `check` (none: `null`).
+async fn daemon(sim: &ImpdSim, dir: &std::path::Path, check: Value) -> TestDaemon {
+    let mut auth = auth(&["codex-key"], &["OPENAI_API_KEY"]);
     if !check.is_null() {
         auth["check"] = check;
     }
-    let text = json!({
-        "agents": {
-            "brokered": {"kind": "codex", "bin": "sh",
-                         "args": ["-c", "echo brokered-up; exec sleep 600"],
-                         "auth": auth}
-        },
-        "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file(),
-                            "guestDir": guest}},
-        "defaultTarget": "box"
-    });
-    let parsed = Config::from_json(text.to_string().as_bytes());
-    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut c = test_config();
-    c.agents.extend(parsed.agents);
-    c.targets = parsed.targets;
-    c.timings.imp_reconnect_delays = [20, 50, 100]
-        .into_iter()
-        .map(Duration::from_millis)
-        .collect();
-    c
-}
-
-async fn daemon(sim: &ImpdSim, dir: &std::path::Path, check: Value) -> TestDaemon {
-    TestDaemon::start_on(dir, config(sim, &dir.join("guest"), check)).await
-}
-
-async fn spawn(d: &TestDaemon) -> (u16, Value) {
-    d.call(
-        "POST",
-        "/v1/sessions",
-        Some(json!({"agent": "brokered", "cwd": "/tmp"})),
-    )
-    .await
+    let agent = sh_agent("codex", "echo brokered-up; exec sleep 600", Some(auth));
+    let config = fast_reconnects(broker::config(sim, &dir.join("guest"), agent));
+    TestDaemon::start_on(dir, config).await
 }
 
 /// Spawns and waits until the agent printed; answers the session id and its imp.
@@ -86,18 +40,6 @@ async fn spawn_up(d: &TestDaemon, sim: &ImpdSim) -> (String, String) {
     let id = id_of(&body["session"]);
     d.wait_screen(&id, "brokered-up").await;
     (id, sim.imps()[0].name.clone())
-}
-
-/// Harness starts impd was sent (the readying's plain execs, which name no session, left out).
-fn harness_starts(sim: &ImpdSim) -> usize {
-    sim.exec_opens()
-        .into_iter()
-        .filter(|o| o.kind == OpenKind::Start && o.session.is_some())
-        .count()
-}
-
-fn rpc_calls(sim: &ImpdSim, method: &str) -> u64 {
-    sim.stats().rpc_calls.get(method).copied().unwrap_or(0)
 }
 
 /// `admissions` of the session's binding: (issued, released).
@@ -131,11 +73,7 @@ async fn wait_admissions(d: &TestDaemon, id: &str, what: &str, want: (u64, u64))
 /// Ends the session's process, then puts its imp to sleep at impd (as an idle imp would
 /// be), so a revive has to wake the host and start anew.
 async fn kill_and_sleep(d: &TestDaemon, sim: &ImpdSim, id: &str, imp: &str) {
-    let (status, body) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    d.wait_session(id, "exited", |s| s["alive"] == false).await;
+    kill_and_wait(d, id).await;
     assert!(sim.faults().sleep_imp(imp));
     assert_eq!(sim.imp(imp).map(|i| i.state), Some(ImpState::Sleeping));
 }
@@ -187,15 +125,7 @@ async fn a_failing_sign_in_check_is_auth_not_configured_and_takes_back_the_new_h
         assert!(!err.to_string().contains("someone@example.com"), "{err}");
         assert_eq!(harness_starts(&sim), 0, "a harness start was sent");
         // No session, and the attempt is taken back at impd: the imp and its grants.
-        let (_, sessions) = d.call("GET", "/v1/sessions", None).await;
-        assert_eq!(sessions["sessions"], json!([]), "{sessions}");
-        sim.wait_until("took back the imp", |s| s.imps().is_empty())
-            .await;
-        assert!(
-            sim.grants().values().all(|g| g.is_empty()),
-            "{:?}",
-            sim.grants()
-        );
+        assert_spawn_taken_back(&d, &sim).await;
         d.stop().await;
         sim.stop();
     }
@@ -361,11 +291,7 @@ async fn revoke_then_kill_then_revive_is_auth_blocked() {
     assert_eq!(status, 200, "{body}");
     // The running harness keeps running.
     assert_eq!(d.session(&id).await["alive"], true);
-    let (status, _) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200);
-    d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    kill_and_wait(&d, &id).await;
     let starts = harness_starts(&sim);
     let (status, err) = d
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
@@ -391,11 +317,7 @@ async fn a_revive_of_a_session_that_never_reported_a_position_verifies_its_host(
     let d = daemon(&sim, tmp.path(), Value::Null).await;
     let (id, imp) = spawn_up(&d, &sim).await;
     let grants = rpc_calls(&sim, "grants.add");
-    let (status, _) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200);
-    d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    kill_and_wait(&d, &id).await;
     // A create would find the imp and answer auth_runtime_exists.
     let (status, body) = d
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
@@ -477,11 +399,7 @@ async fn a_killed_session_gives_its_ticket_back() {
     let d = daemon(&sim, tmp.path(), Value::Null).await;
     let (id, _) = spawn_up(&d, &sim).await;
     wait_admissions(&d, &id, "started", (1, 0)).await;
-    let (status, _) = d
-        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
-        .await;
-    assert_eq!(status, 200);
-    d.wait_session(&id, "exited", |s| s["alive"] == false).await;
+    kill_and_wait(&d, &id).await;
     wait_admissions(&d, &id, "killed", (1, 1)).await;
     // A revive re-admits.
     let (status, body) = d

@@ -4,13 +4,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use atc::daemon::state_dir::{read_info, StateDirError};
 use atc::daemon::StartError;
 use serde_json::{json, Value};
+use support::child_daemon::ChildDaemon;
 use support::{id_of, test_config, Frame, TestDaemon, Ws, WITHIN};
 
 /// The kill grace of `test_config()`.
@@ -102,81 +103,14 @@ fn fleet_ids(fleet: &Value) -> Vec<String> {
     ids
 }
 
-/// The real `atc` binary running as a daemon in a child process.
-struct ChildDaemon {
-    child: Child,
-    client: TestDaemon,
-    log: PathBuf,
-}
-
-impl ChildDaemon {
-    /// Starts `atc daemon` on `state_dir` (port 0) with the `sh` agent and the test grace, and
-    /// waits until its `daemon.json` names it.
-    async fn start(root: &Path, state_dir: &Path) -> ChildDaemon {
-        let config = root.join("config.json");
-        std::fs::write(
-            &config,
-            json!({
-                "agents": {"sh": {"bin": "/bin/sh"}},
-                "limits": {"killGraceMs": GRACE.as_millis() as u64},
-            })
-            .to_string(),
-        )
-        .unwrap();
-        let log = root.join("daemon.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_atc"))
-            .arg("daemon")
-            .arg("--state-dir")
-            .arg(state_dir)
-            .args(["--listen", "127.0.0.1:0", "--workers", "1", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start the atc binary");
-        let mut cd = ChildDaemon {
-            client: TestDaemon::connect("http://0.0.0.0:0", "", state_dir),
-            child,
-            log,
-        };
-        let info = support::wait_for_child_daemon(&mut cd.child, state_dir, &cd.log).await;
-        let token = std::fs::read_to_string(state_dir.join("token")).expect("token file");
-        cd.client = TestDaemon::connect(&info.url, &token, state_dir);
-        cd
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits for the child to exit within `within`.
-    async fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "the daemon did not exit within {within:?}; log:\n{}",
-                    self.log()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for ChildDaemon {
-    fn drop(&mut self) {
-        // A failed test must not leave the daemon running.
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// The real `atc` binary as a daemon in a child process on `state_dir` with the `sh` agent
+/// and the test grace, its config and log under `root`.
+async fn child_daemon(root: &Path, state_dir: &Path) -> ChildDaemon {
+    let config = json!({
+        "agents": {"sh": {"bin": "/bin/sh"}},
+        "limits": {"killGraceMs": GRACE.as_millis() as u64},
+    });
+    ChildDaemon::start(state_dir, &config, &root.join("daemon.log")).await
 }
 
 #[actix_rt::test]
@@ -492,11 +426,10 @@ async fn fleet_restore_revives_daemon_stopped_sessions_but_not_killed_or_exited_
 async fn sessions_of_a_sigkilled_daemon_come_back_as_daemon_stopped_and_revive() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state");
-    let mut child = ChildDaemon::start(tmp.path(), &dir).await;
+    let child = child_daemon(tmp.path(), &dir).await;
     let id = id_of(&child.client.spawn("sh").await);
     shell_pid(&child.client, &id, "child").await;
-    child.child.kill().unwrap();
-    child.child.wait().unwrap();
+    child.kill();
     // No graceful stop: daemon.json was left behind.
     assert!(dir.join("daemon.json").exists());
 
@@ -522,15 +455,10 @@ async fn sessions_of_a_sigkilled_daemon_come_back_as_daemon_stopped_and_revive()
 async fn sigterm_stops_the_binary_with_status_0_recording_sessions_as_daemon_stopped() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state");
-    let mut child = ChildDaemon::start(tmp.path(), &dir).await;
+    let mut child = child_daemon(tmp.path(), &dir).await;
     let id = id_of(&child.client.spawn("sh").await);
     let pid = shell_pid(&child.client, &id, "child").await;
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child.child),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    let status = child.wait_exit(WITHIN).await;
+    let status = child.terminate().await;
     assert_eq!(status.code(), Some(0), "log:\n{}", child.log());
     assert!(
         !dir.join("daemon.json").exists(),

@@ -200,11 +200,7 @@ impl HostContext {
             }
             .into());
         }
-        let view = gate::read(&self.client, &self.target).await?;
-        let secrets: Vec<BoundSecret> = gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
-            .into_iter()
-            .map(BoundSecret::from_impd)
-            .collect();
+        let secrets = self.judged_afresh(who).await?;
         match self.client.imps_get(&self.imp).await {
             Ok(None) => {}
             Ok(Some(_)) => {
@@ -501,24 +497,8 @@ impl HostContext {
             .map(|s| (s.name.clone(), s.impd_rules()))
             .collect();
         gate::judge(&view, &who.agent, &who.auth, &self.imp, Some(&rules))?;
-        let imp = self
-            .client
-            .imps_get(&self.imp)
-            .await
-            .map_err(|e| self.impd("reading the imp", &e))?;
-        if imp.map(|i| i.id) != binding.imp_id {
-            return Err(BrokerError::RuntimeMismatch {
-                imp: self.imp.clone(),
-            }
-            .into());
-        }
-        let held: BTreeSet<String> = self
-            .client
-            .grants_list(&self.imp)
-            .await
-            .map_err(|e| self.impd("listing the imp's grants", &e))?
-            .into_iter()
-            .collect();
+        self.check_bound_imp(&binding).await?;
+        let held = self.held_grants().await?;
         let wanted: BTreeSet<String> = bound.iter().map(|s| s.to_string()).collect();
         let missing: Vec<String> = wanted.difference(&held).cloned().collect();
         if !missing.is_empty() {
@@ -592,31 +572,11 @@ impl HostContext {
             }
             .into());
         }
-        let view = gate::read(&self.client, &self.target).await?;
         // No bound rules to compare against: a rebind binds what impd has now, which is how
         // a secret whose rules changed (`auth_secret_mismatch`) is brought back.
-        let secrets: Vec<BoundSecret> = gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
-            .into_iter()
-            .map(BoundSecret::from_impd)
-            .collect();
-        let imp = self
-            .client
-            .imps_get(&self.imp)
-            .await
-            .map_err(|e| self.impd("reading the imp", &e))?;
-        if imp.map(|i| i.id) != binding.imp_id {
-            return Err(BrokerError::RuntimeMismatch {
-                imp: self.imp.clone(),
-            }
-            .into());
-        }
-        let held: BTreeSet<String> = self
-            .client
-            .grants_list(&self.imp)
-            .await
-            .map_err(|e| self.impd("listing the imp's grants", &e))?
-            .into_iter()
-            .collect();
+        let secrets = self.judged_afresh(who).await?;
+        self.check_bound_imp(&binding).await?;
+        let held = self.held_grants().await?;
         let before = self.store.grants_of(&self.host_key).await.map_err(stored)?;
         let wanted: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
         let plan = plan_rebind(&before, &held, &wanted);
@@ -793,6 +753,44 @@ impl HostContext {
         } else {
             with_effect_remaining(cause)
         }
+    }
+
+    /// The gate on what impd has now, with no bound rules to hold it to: `who`'s secrets as
+    /// they are to be bound, or the gate's refusal.
+    async fn judged_afresh(&self, who: &Launcher) -> Result<Vec<BoundSecret>, Error> {
+        let view = gate::read(&self.client, &self.target).await?;
+        Ok(gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
+            .into_iter()
+            .map(BoundSecret::from_impd)
+            .collect())
+    }
+
+    /// `auth_runtime_mismatch` unless the imp under the host's name is the one `binding`
+    /// created; none there counts as another.
+    async fn check_bound_imp(&self, binding: &Binding) -> Result<(), Error> {
+        let imp = self
+            .client
+            .imps_get(&self.imp)
+            .await
+            .map_err(|e| self.impd("reading the imp", &e))?;
+        if imp.map(|i| i.id) != binding.imp_id {
+            return Err(BrokerError::RuntimeMismatch {
+                imp: self.imp.clone(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The secrets impd holds granted to the host's imp now.
+    async fn held_grants(&self) -> Result<BTreeSet<String>, Error> {
+        Ok(self
+            .client
+            .grants_list(&self.imp)
+            .await
+            .map_err(|e| self.impd("listing the imp's grants", &e))?
+            .into_iter()
+            .collect())
     }
 
     /// The host's binding; `NotBound` when it holds none.

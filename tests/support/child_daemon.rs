@@ -3,7 +3,7 @@
 //! in-process daemon cannot be.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -62,13 +62,22 @@ impl ChildDaemon {
 
     /// SIGTERM, then waits (up to [`super::WITHIN`]) for a clean exit.
     pub async fn stop(mut self) {
+        self.terminate().await;
+    }
+
+    /// SIGTERM, then waits (up to [`super::WITHIN`]) for the daemon to exit and answers how it
+    /// exited; its log stays readable.
+    pub async fn terminate(&mut self) -> ExitStatus {
         rustix::process::kill_process(
             rustix::process::Pid::from_child(&self.child),
             rustix::process::Signal::TERM,
         )
         .expect("SIGTERM the daemon");
         let deadline = Instant::now() + super::WITHIN;
-        while self.child.try_wait().expect("poll the daemon").is_none() {
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll the daemon") {
+                return status;
+            }
             if Instant::now() > deadline {
                 panic!("the daemon did not stop; log:\n{}", self.log());
             }

@@ -8,6 +8,7 @@
 /// reach it as `support::impd_sim`.
 pub use impd_sim;
 
+pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
 
