@@ -256,6 +256,9 @@ impl Report {
             out.push_str(&t.render());
         }
         if let Some(scale) = &self.scale {
+            if !t.rows.is_empty() {
+                out.push('\n');
+            }
             out.push_str(&scale_table(scale));
             note_outcome(&mut notes, "scale", Some(scale));
         }
@@ -560,7 +563,7 @@ impl Report {
 /// The scale phase as its own table, one row per step, with the limits it checked above it
 /// and the linearity of RSS in N below.
 fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
-    let mut out = String::from("\nscale (a tenth of the sessions busy; figures with all idle)\n");
+    let mut out = String::from("scale (a tenth of the sessions busy; figures with all idle)\n");
     let Some(f) = r.figures() else {
         out.push_str(&format!("  {}\n", cell(Some(r), |_| String::new())));
         return out;
