@@ -47,27 +47,8 @@ pub async fn run(
     deadline: Deadline,
 ) -> anyhow::Result<EchoFigures> {
     let id = cx.spawn_shell(ledger, deadline).await?;
-    let mut client = AttachClient::connect(&cx.api, &id, TERMINAL, deadline).await?;
-
-    client.send(Bytes::from(payload::ready_line())).await?;
-    deadline
-        .within(
-            "waiting for the shell to run its first line",
-            client.wait_for(payload::READY),
-        )
-        .await??;
-    client.send(Bytes::from(payload::cat_line())).await?;
-    deadline
-        .within(
-            "waiting for the terminal to turn raw",
-            client.wait_for(payload::CAT),
-        )
-        .await??;
-
-    let mut echo = AttachEcho {
-        client,
-        stray_bytes: 0,
-    };
+    let client = AttachClient::connect(&cx.api, &id, TERMINAL, deadline).await?;
+    let mut echo = AttachEcho::start(client, deadline).await?;
     let mut samples = time_round_trips(
         &mut echo,
         cx.plan.echo_count,
@@ -75,11 +56,12 @@ pub async fn run(
         "timing echo round trips",
     )
     .await?;
-    echo.client.close().await;
+    let stray_bytes = echo.stray_bytes();
+    echo.close().await;
     Ok(EchoFigures {
         round_trips: cx.plan.echo_count,
         latency: Latency::from_samples(&mut samples),
-        stray_bytes: echo.stray_bytes,
+        stray_bytes,
     })
 }
 
@@ -114,10 +96,45 @@ pub async fn time_round_trips(
 }
 
 /// The daemon's end: a `cat` in a session, reached through the attach WebSocket.
-struct AttachEcho {
+pub struct AttachEcho {
     client: AttachClient,
     /// Output bytes of the timed trips that were not the echo being waited for.
     stray_bytes: u64,
+}
+
+impl AttachEcho {
+    /// Turns the shell behind `client` into a raw, non-echoing `cat` (see
+    /// [`payload::cat_line`]), waiting first for the shell to run a line.
+    pub async fn start(mut client: AttachClient, deadline: Deadline) -> anyhow::Result<AttachEcho> {
+        client.send(Bytes::from(payload::ready_line())).await?;
+        deadline
+            .within(
+                "waiting for the shell to run its first line",
+                client.wait_for(payload::READY),
+            )
+            .await??;
+        client.send(Bytes::from(payload::cat_line())).await?;
+        deadline
+            .within(
+                "waiting for the terminal to turn raw",
+                client.wait_for(payload::CAT),
+            )
+            .await??;
+        Ok(AttachEcho {
+            client,
+            stray_bytes: 0,
+        })
+    }
+
+    /// Output bytes since timing started that were not an awaited echo (should be 0).
+    pub fn stray_bytes(&self) -> u64 {
+        self.stray_bytes
+    }
+
+    /// Detaches politely.
+    pub async fn close(self) {
+        self.client.close().await;
+    }
 }
 
 impl RoundTrip for AttachEcho {

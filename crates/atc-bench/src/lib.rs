@@ -4,10 +4,11 @@
 //! operations on a bare PTY in this process, so each daemon figure comes with its ceiling from
 //! the same run. The echo, throughput and fan-out phases also run, right after the daemon's,
 //! against the floor (`floor`): the thinnest WebSocket-to-PTY server, started in this process,
-//! driven by the same measuring code through the same attach client.
+//! driven by the same measuring code through the same attach client. The opt-in scale phase
+//! holds thousands of sessions and reports what each step costs the daemon.
 //!
 //! Layout: one module per phase (`spawn`, `echo`, `throughput`, `fanout`, `slow_client`,
-//! `bare_pty`); `delivery` is the payload procedure the three throughput-type phases share;
+//! `scale`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
@@ -26,10 +27,12 @@ mod delivery;
 mod echo;
 mod fanout;
 pub mod floor;
+mod limits;
 mod payload;
 mod phase;
 mod report;
 mod rss;
+mod scale;
 mod slow_client;
 mod spawn;
 mod stats;
@@ -84,12 +87,15 @@ pub enum Phase {
     Fanout,
     /// A slow client beside a fast one.
     Slow,
+    /// N sessions held at each of `--scale-steps`, a tenth busy: RSS, fds, idle CPU, listing
+    /// and echo latency per step. Not in the default list: it holds thousands of PTYs.
+    Scale,
     /// The bare-PTY ceilings (spawn, echo, read), no daemon needed.
     Bare,
 }
 
 impl Phase {
-    /// Every phase, in the order they run.
+    /// The default phases, in the order they run; `scale` must be asked for.
     pub const ALL: [Phase; 6] = [
         Phase::Spawn,
         Phase::Echo,
@@ -144,7 +150,13 @@ pub struct BenchArgs {
     /// Reading rate of the slow client, in MiB/s.
     #[arg(long, default_value_t = 1.0)]
     pub slow_rate_mib: f64,
-    /// Phases to run, comma-separated; they always run in the listed order.
+    /// Steps of the scale phase: sessions held at each, comma-separated and growing (each step
+    /// keeps the sessions of the last).
+    #[arg(long, value_delimiter = ',', default_values_t = scale::DEFAULT_STEPS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub scale_steps: Vec<u32>,
+    /// Phases to run, comma-separated; they always run in the listed order (`scale` only
+    /// when named).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
     pub phases: Vec<Phase>,
     /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
@@ -192,6 +204,8 @@ struct Plan {
     echo_count: u32,
     fanout_clients: u32,
     slow_rate_mib: f64,
+    /// Growing steps of the scale phase.
+    scale_steps: Vec<u32>,
     phase_limit: Duration,
     floor: FloorUse,
 }
@@ -209,6 +223,7 @@ impl Plan {
             args.cwd
         );
         anyhow::ensure!(!args.agent.is_empty(), "--agent must name an agent");
+        let scale_steps = scale::checked_steps(&args.scale_steps).map_err(anyhow::Error::msg)?;
         let mut phases = args.phases.clone();
         phases.sort_unstable();
         phases.dedup();
@@ -224,6 +239,7 @@ impl Plan {
             echo_count: args.echo_count,
             fanout_clients: args.fanout_clients,
             slow_rate_mib: args.slow_rate_mib,
+            scale_steps,
             phase_limit: Duration::from_secs(args.phase_timeout_secs),
             floor: args.floor_use(),
         })
@@ -336,10 +352,16 @@ impl Context {
     }
 
     /// Ends a phase's sessions and, for the daemon, attaches the cleanup figures to its report.
-    async fn clean_up<T>(
+    async fn clean_up<T>(&self, ledger: &SessionLedger, report: PhaseReport<T>) -> PhaseReport<T> {
+        self.clean_up_within(ledger, report, CLEANUP_LIMIT).await
+    }
+
+    /// [`Context::clean_up`] with its own time limit, for phases with more sessions than usual.
+    async fn clean_up_within<T>(
         &self,
         ledger: &SessionLedger,
         mut report: PhaseReport<T>,
+        limit: Duration,
     ) -> PhaseReport<T> {
         if let Server::Floor(floor) = &self.server {
             // This blocks the bench's thread while the shells are killed and their readers
@@ -349,7 +371,7 @@ impl Context {
         }
         report.cleanup = Some(
             ledger
-                .clean_up(&self.api, self.plan.concurrency, CLEANUP_LIMIT, self.pid)
+                .clean_up(&self.api, self.plan.concurrency, limit, self.pid)
                 .await,
         );
         report
@@ -488,6 +510,19 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         });
         report.slow_client = Some(r.await);
     }
+    if cx.plan.on_daemon(Phase::Scale) && !report.interrupted() {
+        let steps = cx.plan.scale_steps.clone();
+        // Each step gets the phase limit, and cleanup the usual limit per thousand sessions.
+        let limit = cx.plan.phase_limit * steps.len() as u32;
+        let thousands = steps.last().map_or(1, |n| n.div_ceil(1000));
+        let ledger = cx.ledger("scale");
+        announce("scale");
+        let r = run_bounded(limit, |d| scale::run(&cx, &ledger, d, &steps)).await;
+        let r = cx
+            .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
+            .await;
+        report.scale = Some(r);
+    }
     let bare = cx.plan.has(Phase::Bare);
     if bare && !report.interrupted() {
         let (n, c) = (cx.plan.sessions, cx.plan.concurrency);
@@ -587,6 +622,21 @@ mod tests {
         assert!(!only.on_daemon(Phase::Fanout) && only.on_floor(Phase::Fanout));
         assert!(!only.on_daemon(Phase::Spawn) && only.has(Phase::Bare));
         assert!(parse(&["--floor-only", "--no-floor"]).is_err());
+    }
+
+    #[test]
+    fn scale_runs_only_when_named_with_growing_steps() {
+        let a = parse(&[]).expect("defaults parse");
+        assert!(!a.phases.contains(&Phase::Scale));
+        assert_eq!(a.scale_steps, vec![500, 1000, 2000, 4000]);
+        let a = parse(&["--phases", "scale", "--scale-steps", "5,10"]).expect("parses");
+        assert!(a.needs_daemon());
+        let plan = Plan::from_args(&a).expect("valid");
+        assert!(plan.on_daemon(Phase::Scale) && !plan.has(Phase::Spawn));
+        assert_eq!(plan.scale_steps, vec![5, 10]);
+        let shrinking = parse(&["--scale-steps", "10,5"]).expect("parses");
+        assert!(Plan::from_args(&shrinking).is_err());
+        assert!(parse(&["--scale-steps", "0,5"]).is_err());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub const READY: Marker = Marker { word: "READY" };
 pub const START: Marker = Marker { word: "BENCH" };
 /// Printed once the terminal is raw and no longer echoes, right before `exec cat`.
 pub const CAT: Marker = Marker { word: "CAT" };
+/// Printed once a session has printed a screenful (the scale phase's busy sessions).
+pub const SCREEN: Marker = Marker { word: "SCREEN" };
 
 impl Marker {
     /// The bytes that appear in the output stream.
@@ -57,6 +59,15 @@ pub fn ready_line() -> Vec<u8> {
 /// the session afterwards comes back exactly once.
 pub fn cat_line() -> Vec<u8> {
     format!("stty raw -echo; {}; exec cat\n", CAT.print_command()).into_bytes()
+}
+
+/// A line that makes a shell fill a `cols`×`rows` screen with text (`rows` lines of `cols - 1`
+/// printable characters, so none wraps), then print [`SCREEN`].
+pub fn screenful_line(cols: u16, rows: u16) -> Vec<u8> {
+    let width = usize::from(cols.max(2) - 1);
+    // Letters and digits only, so the word needs no quoting.
+    let text: String = PAYLOAD_LINE.chars().cycle().take(width).collect();
+    format!("yes {text} | head -n {rows}; {}\n", SCREEN.print_command()).into_bytes()
 }
 
 /// A payload of a known size.
@@ -221,7 +232,7 @@ mod tests {
 
     #[test]
     fn markers_are_not_in_their_own_command_text() {
-        for m in [READY, START, CAT] {
+        for m in [READY, START, CAT, SCREEN] {
             let bytes = m.bytes();
             let cmd = m.print_command();
             assert!(!cmd.as_bytes().windows(bytes.len()).any(|w| w == bytes));
@@ -235,6 +246,18 @@ mod tests {
         assert!(p
             .command()
             .starts_with("stty -opost -echo; printf '\\001ATC%s\\002' BENCH; yes "));
+    }
+
+    #[test]
+    fn a_screenful_fills_every_row_without_wrapping_and_then_marks_the_end() {
+        let line = String::from_utf8(screenful_line(120, 40)).expect("ASCII");
+        let text: String = PAYLOAD_LINE.chars().cycle().take(119).collect();
+        assert_eq!(
+            line,
+            format!("yes {text} | head -n 40; printf '\\001ATC%s\\002' SCREEN\n")
+        );
+        let screen = SCREEN.bytes();
+        assert!(!line.as_bytes().windows(screen.len()).any(|w| w == screen));
     }
 
     #[test]

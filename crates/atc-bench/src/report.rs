@@ -14,6 +14,7 @@ use super::delivery::{ClientFigures, Ending};
 use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
 use super::phase::{Outcome, PhaseReport};
+use super::scale::ScaleFigures;
 use super::slow_client::SlowClientFigures;
 use super::spawn::{SpawnBatch, SpawnFigures};
 use super::stats::{Latency, MIB};
@@ -46,6 +47,9 @@ pub struct Settings {
     pub fanout_clients: u32,
     /// Slow client's rate.
     pub slow_rate_mib_per_sec: f64,
+    /// Steps of the scale phase, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_steps: Option<Vec<u32>>,
     /// Each phase's deadline.
     pub phase_timeout_secs: f64,
     /// Whether echo, throughput and fan-out also ran against the floor.
@@ -73,6 +77,9 @@ pub struct Report {
     /// Slow-client phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_client: Option<PhaseReport<SlowClientFigures>>,
+    /// Scale phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<PhaseReport<ScaleFigures>>,
     /// Bare PTY spawn ceiling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bare_spawn: Option<PhaseReport<BareSpawnFigures>>,
@@ -142,6 +149,7 @@ impl Report {
                 echo_count: p.echo_count,
                 fanout_clients: p.fanout_clients,
                 slow_rate_mib_per_sec: p.slow_rate_mib,
+                scale_steps: p.has(Phase::Scale).then(|| p.scale_steps.clone()),
                 phase_timeout_secs: p.phase_limit.as_secs_f64(),
                 floor: p.floor,
             },
@@ -150,6 +158,7 @@ impl Report {
             throughput: None,
             fanout: None,
             slow_client: None,
+            scale: None,
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
@@ -169,6 +178,7 @@ impl Report {
             || hit(self.throughput.as_ref())
             || hit(self.fanout.as_ref())
             || hit(self.slow_client.as_ref())
+            || hit(self.scale.as_ref())
             || hit(self.bare_spawn.as_ref())
             || hit(self.bare_echo.as_ref())
             || hit(self.bare_read.as_ref())
@@ -241,7 +251,17 @@ impl Report {
         note_outcome(&mut notes, "floor fan-out", self.floor_fanout.as_ref());
 
         let mut out = self.headline();
-        out.push_str(&t.render());
+        // A run of the scale phase alone has only its own table.
+        if !t.rows.is_empty() {
+            out.push_str(&t.render());
+        }
+        if let Some(scale) = &self.scale {
+            if !t.rows.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&scale_table(scale));
+            note_outcome(&mut notes, "scale", Some(scale));
+        }
         if !notes.is_empty() {
             out.push_str("\nnotes:\n");
             for n in notes {
@@ -260,14 +280,26 @@ impl Report {
                 h.push_str(&format!(" (pid {pid})"));
             }
         }
-        h.push_str(&format!(
-            ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
-            s.sessions,
-            s.agent,
-            s.concurrency,
-            bytes(s.payload_bytes),
-            s.echo_count
-        ));
+        let scale_only = s.phases.iter().all(|p| *p == Phase::Scale);
+        match &s.scale_steps {
+            Some(steps) if scale_only => {
+                let steps: Vec<String> = steps.iter().map(u32::to_string).collect();
+                h.push_str(&format!(
+                    ": scale steps {} of {:?} sessions (a tenth \"shell\"), at concurrency {}\n",
+                    steps.join(", "),
+                    s.agent,
+                    s.concurrency
+                ));
+            }
+            _ => h.push_str(&format!(
+                ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
+                s.sessions,
+                s.agent,
+                s.concurrency,
+                bytes(s.payload_bytes),
+                s.echo_count
+            )),
+        }
         h.push('\n');
         h
     }
@@ -528,6 +560,114 @@ impl Report {
     }
 }
 
+/// The scale phase as its own table, one row per step, with the limits it checked above it
+/// and the linearity of RSS in N below.
+fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
+    let mut out = String::from("scale (a tenth of the sessions busy; figures with all idle)\n");
+    let Some(f) = r.figures() else {
+        out.push_str(&format!("  {}\n", cell(Some(r), |_| String::new())));
+        return out;
+    };
+    let reserve = f.pty.reserve.map_or_else(String::new, |r| {
+        format!(", {r} reserved for the initial devpts")
+    });
+    out.push_str(&format!(
+        "  kernel.pty.max {} with {} in use before{reserve}; daemon open files {}\n",
+        f.pty.max,
+        f.pty.in_use,
+        f.open_file_limit.map_or_else(
+            || "n/a".into(),
+            |l| format!("soft {} / hard {}", l.soft, l.hard)
+        ),
+    ));
+    out.push_str(&format!(
+        "  daemon before: RSS {}, {} fds\n",
+        kib_f(f.baseline_rss_kib as f64),
+        f.baseline_fds
+    ));
+    let header = [
+        "sessions",
+        "busy",
+        "RSS",
+        "RSS/session",
+        "fds/session",
+        "idle CPU",
+        "list p50 / p99",
+        "echo p99",
+    ]
+    .map(String::from);
+    let mut rows = vec![header.to_vec()];
+    for s in &f.steps {
+        rows.push(vec![
+            s.sessions.to_string(),
+            if s.attached == s.busy {
+                s.busy.to_string()
+            } else {
+                format!("{} ({} attached)", s.busy, s.attached)
+            },
+            kib_f(s.rss_kib as f64),
+            format!("{:.1} KiB", s.rss_per_session_kib),
+            format!("{:.2}", s.fds_per_session),
+            format!("{:.2} %", s.idle_cpu_pct),
+            latency2(s.list.as_ref()),
+            s.echo.map_or_else(|| "n/a".into(), |l| micros(l.p99_us)),
+        ]);
+    }
+    out.push_str(&columns(&rows));
+    match &f.linearity {
+        Some(l) => {
+            let vs: Vec<String> = l
+                .per_session_vs_first
+                .iter()
+                .map(|v| format!("×{v:.2}"))
+                .collect();
+            out.push_str(&format!(
+                "  RSS linear in N? slope {:.1} KiB/session, intercept {}, max deviation {:.1} %; \
+                 per session vs the first step: {}\n",
+                l.slope_kib_per_session,
+                kib_f(l.intercept_kib),
+                l.max_deviation_pct,
+                vs.join(", ")
+            ));
+        }
+        None => out.push_str("  RSS linear in N? needs two completed steps\n"),
+    }
+    if let Some(c) = &r.cleanup {
+        out.push_str(&format!(
+            "  cleanup (kill + DELETE): {} / {} in {}, RSS then {}\n",
+            c.forgotten,
+            c.sessions,
+            millis(c.elapsed_ms),
+            kib(c.rss_after_kib)
+        ));
+    }
+    out
+}
+
+/// Left-aligned columns, two spaces apart, each line indented by two.
+fn columns(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            let w = c.chars().count();
+            match widths.get_mut(i) {
+                Some(have) => *have = (*have).max(w),
+                None => widths.push(w),
+            }
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::from("  ");
+        for (c, w) in r.iter().zip(&widths) {
+            line.push_str(&format!("{c:<w$}  "));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// A daemon phase's figure, or why there is none.
 fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> String {
     match report {
@@ -770,6 +910,7 @@ mod tests {
             echo_count: 2000,
             fanout_clients: 8,
             slow_rate_mib_per_sec: 1.0,
+            scale_steps: None,
             phase_timeout_secs: 120.0,
             floor: FloorUse::Off,
         }
@@ -783,6 +924,7 @@ mod tests {
             throughput: None,
             fanout: None,
             slow_client: None,
+            scale: None,
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
@@ -790,6 +932,76 @@ mod tests {
             floor_throughput: None,
             floor_fanout: None,
         }
+    }
+
+    fn scale_step(sessions: u32, rss_kib: u64) -> crate::scale::ScaleStep {
+        crate::scale::ScaleStep {
+            sessions,
+            busy: sessions / 10,
+            attached: sessions / 10,
+            ramp_ms: 1000.0,
+            pty_in_use: Some(u64::from(sessions)),
+            rss_kib,
+            rss_per_session_kib: (rss_kib - 10_240) as f64 / f64::from(sessions),
+            fds: 20 + 2 * u64::from(sessions),
+            fds_per_session: 2.0,
+            idle_cpu_pct: 0.33,
+            idle_window_ms: 3000.0,
+            list: Some(latency(4_000.0, 9_000.0)),
+            listed: sessions as usize,
+            echo: Some(latency(150.0, 310.0)),
+        }
+    }
+
+    #[test]
+    fn the_scale_table_has_a_row_per_step_the_limits_and_the_linearity() {
+        let mut r = empty();
+        let steps = vec![scale_step(500, 18_240), scale_step(1000, 26_240)];
+        let linearity = crate::scale::Linearity::of(&steps);
+        r.scale = ok(ScaleFigures {
+            pty: crate::limits::PtyCount {
+                max: 4096,
+                in_use: 3,
+                reserve: Some(1024),
+            },
+            open_file_limit: Some(crate::limits::OpenFileLimit {
+                soft: crate::limits::Limit::Count(20000),
+                hard: crate::limits::Limit::Unlimited,
+            }),
+            baseline_rss_kib: 10_240,
+            baseline_fds: 20,
+            steps,
+            linearity,
+            stopped: None,
+        });
+        r.settings.phases = vec![Phase::Scale];
+        r.settings.scale_steps = Some(vec![500, 1000]);
+        let table = r.to_table();
+        assert!(table.contains("scale steps 500, 1000 of"), "{table}");
+        assert!(!table.contains("phase  figure"), "{table}");
+        assert!(
+            table.contains("kernel.pty.max 4096 with 3 in use"),
+            "{table}"
+        );
+        assert!(table.contains("soft 20000 / hard unlimited"), "{table}");
+        let row = |n: &str| table.lines().find(|l| l.trim_start().starts_with(n));
+        let r500 = row("500 ").expect("a row for 500");
+        assert!(
+            r500.contains("16.0 KiB") && r500.contains("0.33 %"),
+            "{r500}"
+        );
+        assert!(row("1000 ").is_some(), "{table}");
+        assert!(
+            table.contains("slope 16.0 KiB/session") && table.contains("×1.00, ×1.00"),
+            "{table}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("JSON");
+        assert_eq!(json["scale"]["figures"]["steps"][1]["sessions"], 1000);
+        assert_eq!(
+            json["scale"]["figures"]["openFileLimit"]["hard"],
+            "unlimited"
+        );
     }
 
     #[test]
