@@ -185,6 +185,15 @@ impl HostContext {
         HostError::impd(&self.target, what, e)
     }
 
+    /// Removes the imp's grant of `secret`; a grant impd no longer has counts as removed,
+    /// which every take-back, revoke and rebind relies on to be retried safely.
+    async fn ungrant(&self, secret: &str) -> Result<(), impd_client::ImpPortError> {
+        match self.client.grants_delete(&self.imp, secret).await {
+            Err(e) if e.not_found_kind().is_some() => Ok(()),
+            other => other,
+        }
+    }
+
     /// A new host for `who` (a spawn): the gate, then `provisioning`, the imp, each grant.
     /// Answers the binding, still `provisioning` until [`mark_ready`](Self::mark_ready).
     pub async fn create(&self, who: &Launcher) -> Result<Binding, Error> {
@@ -289,9 +298,8 @@ impl HostContext {
             .iter()
             .filter(|g| g.attempt_id == binding.attempt_id && !g.preexisted)
         {
-            match self.client.grants_delete(&self.imp, &g.secret).await {
+            match self.ungrant(&g.secret).await {
                 Ok(()) => {}
-                Err(e) if e.not_found_kind().is_some() => {}
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
                         "could not take back a grant");
@@ -386,9 +394,8 @@ impl HostContext {
             // A grant that was there before the rebind asked for it is not the rebind's to
             // take away; only its row, which the old revision never had, goes.
             if !g.preexisted {
-                match self.client.grants_delete(&self.imp, &g.secret).await {
+                match self.ungrant(&g.secret).await {
                     Ok(()) => {}
-                    Err(e) if e.not_found_kind().is_some() => {}
                     Err(e) => {
                         return Ok(Reconciled::Unreachable {
                             state: binding.state,
@@ -529,9 +536,8 @@ impl HostContext {
                 .grant_set_state(&self.host_key, &g.secret, GrantState::Revoking)
                 .await
                 .map_err(stored)?;
-            let state = match self.client.grants_delete(&self.imp, &g.secret).await {
+            let state = match self.ungrant(&g.secret).await {
                 Ok(()) => GrantState::Revoked,
-                Err(e) if e.not_found_kind().is_some() => GrantState::Revoked,
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
                         "grant not confirmed revoked");
@@ -639,9 +645,8 @@ impl HostContext {
                     .grant_set_state(&self.host_key, secret, GrantState::Revoking)
                     .await
                     .map_err(stored)?;
-                match self.client.grants_delete(&self.imp, secret).await {
+                match self.ungrant(secret).await {
                     Ok(()) => {}
-                    Err(e) if e.not_found_kind().is_some() => {}
                     Err(e) => {
                         self.store
                             .grant_set_state(&self.host_key, secret, GrantState::RevocationPending)
@@ -704,9 +709,8 @@ impl HostContext {
         // how the grants are now and stay.
         for g in rows.iter().filter(|g| g.attempt_id == pending.attempt_id) {
             if !g.preexisted {
-                match self.client.grants_delete(&self.imp, &g.secret).await {
+                match self.ungrant(&g.secret).await {
                     Ok(()) => {}
-                    Err(e) if e.not_found_kind().is_some() => {}
                     Err(e) => {
                         tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
                             "could not remove a grant a failed rebind added");
