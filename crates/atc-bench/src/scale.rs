@@ -24,7 +24,6 @@ use serde::Serialize;
 use thiserror::Error;
 use tokio::time::Instant;
 
-use super::api::SpawnRequest;
 use super::attach::{AttachClient, Event};
 use super::cleanup::SessionLedger;
 use super::echo::{time_round_trips, AttachEcho};
@@ -32,7 +31,7 @@ use super::limits::{Limit, OpenFileLimit, PtyCount};
 use super::payload;
 use super::phase::{Deadline, DeadlinePassed, Figures, Outcome};
 use super::rss::DaemonPid;
-use super::spawn::spawn_batch;
+use super::spawn::{spawn_batch, spawn_one};
 use super::stats::{millis, round3, Latency};
 use super::{Context, TERMINAL};
 
@@ -411,20 +410,7 @@ async fn step(
 
     const IDLE_SPAWNS: &str = "spawning the idle sessions";
     let batch = spawn_batch(new_idle, cx.plan.concurrency, deadline, IDLE_SPAWNS, |_| {
-        let name = ledger.next_name();
-        async move {
-            let req = SpawnRequest {
-                agent: &cx.plan.agent,
-                cwd: &cx.plan.cwd,
-                name: &name,
-                cols: TERMINAL.cols,
-                rows: TERMINAL.rows,
-            };
-            let sent = Instant::now();
-            let id = cx.api.spawn(&req).await.map_err(|e| e.to_string())?;
-            ledger.record(id);
-            Ok(sent.elapsed())
-        }
+        spawn_one(cx, ledger)
     })
     .await;
     held.sessions += u32::try_from(batch.spawned).unwrap_or(u32::MAX);

@@ -135,6 +135,26 @@ impl Figures for SpawnFigures {
     }
 }
 
+/// Spawns one session of the plan's agent at the bench's terminal size, records it in
+/// `ledger` for cleanup, and answers the request's latency (the spawn answers once the session
+/// runs).
+pub async fn spawn_one(cx: &Context, ledger: &SessionLedger) -> Result<Duration, String> {
+    let name = ledger.next_name();
+    let req = SpawnRequest {
+        agent: &cx.plan.agent,
+        cwd: &cx.plan.cwd,
+        name: &name,
+        cols: TERMINAL.cols,
+        rows: TERMINAL.rows,
+    };
+    let sent = Instant::now();
+    let answer = cx.api.spawn(&req).await;
+    let latency = sent.elapsed();
+    let id = answer.map_err(|e| e.to_string())?;
+    ledger.record(id);
+    Ok(latency)
+}
+
 /// Runs the spawn phase; every confirmed session goes into `ledger`.
 pub async fn run(
     cx: &Context,
@@ -147,24 +167,7 @@ pub async fn run(
         cx.plan.concurrency,
         deadline,
         "spawning sessions",
-        |_| {
-            let name = ledger.next_name();
-            async move {
-                let req = SpawnRequest {
-                    agent: &cx.plan.agent,
-                    cwd: &cx.plan.cwd,
-                    name: &name,
-                    cols: TERMINAL.cols,
-                    rows: TERMINAL.rows,
-                };
-                let sent = Instant::now();
-                let answer = cx.api.spawn(&req).await;
-                let latency = sent.elapsed();
-                let id = answer.map_err(|e| e.to_string())?;
-                ledger.record(id);
-                Ok(latency)
-            }
-        },
+        |_| spawn_one(cx, ledger),
     )
     .await;
 
