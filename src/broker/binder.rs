@@ -1,4 +1,5 @@
-//! The binding operations on one host (spec §6.3): create, verify, revoke and rebind. Each records
+//! The binding operations on one host (spec §6.3): create, verify, revoke, forget, and (in
+//! `rebind` and `reconcile` below) rebind and start-up reconciliation. Each records
 //! its step in the store before it takes it, so a crash leaves a state start-up can read,
 //! and a failure takes back exactly this attempt's effects, or leaves `rollback_pending` and
 //! says that its effect may remain. They run one at a time per host: the host binding actor
@@ -8,16 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use impd_client::{CreateImp, ImpdClient};
 
-use super::binding::{
-    plan_rebind, Binding, BindingState, BoundSecret, Grant, GrantState, PendingRebind,
-    ReconcileAction,
-};
+use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
 use super::{gate, AgentAuth, BrokerError};
 use crate::error::Error;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError;
 use crate::sessions::session::now_ms;
 use crate::store::{StateStore, StoreError};
+
+mod rebind;
+mod reconcile;
+
+pub use reconcile::{ImpTakenBack, ReconcileSummary, Reconciled};
 
 /// What the operations of one host need.
 #[derive(Clone)]
@@ -47,123 +50,6 @@ pub struct Launcher {
     pub agent: String,
     /// Its `auth`.
     pub auth: AgentAuth,
-}
-
-/// What start-up reconciliation did with one host's binding.
-#[derive(Debug)]
-pub enum Reconciled {
-    /// The host holds no binding record.
-    NoRecord,
-    /// Left as it was, in this state: nothing was cut off, or a listed session owns the
-    /// unfinished create.
-    Kept(BindingState),
-    /// A rebind in flight became `rebind_failed` at `revision` (the old one); `removed` are
-    /// the secrets whose grants it had added.
-    RebindFailed {
-        /// The revision the binding stays at.
-        revision: u32,
-        /// The secrets whose added grants were removed.
-        removed: Vec<String>,
-    },
-    /// An unfinished create was taken back and its record dropped.
-    TakenBack {
-        /// What became of the imp under the name.
-        imp: ImpTakenBack,
-    },
-    /// The take-back could not be confirmed: the binding is `rollback_pending`.
-    RollbackPending,
-    /// impd could not be reached (or refused): the binding is left as it was.
-    Unreachable {
-        /// The state it stays in.
-        state: BindingState,
-        /// The failed call.
-        cause: HostError,
-    },
-}
-
-/// What taking back an unfinished create did with the imp under its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImpTakenBack {
-    /// It was the attempt's, and is destroyed.
-    Destroyed,
-    /// There was none.
-    Absent,
-    /// It is another imp than the one the attempt created, and is left alone.
-    NotOurs,
-}
-
-/// How many bindings start-up reconciliation left and settled, for the daemon's summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReconcileSummary {
-    /// Bindings left as they were (and hosts with no record).
-    pub kept: u32,
-    /// Rebinds in flight that failed.
-    pub rebinds_failed: u32,
-    /// Unfinished creates taken back.
-    pub taken_back: u32,
-    /// Unfinished creates whose take-back was not confirmed.
-    pub rollback_pending: u32,
-    /// Bindings left as they were because impd could not be reached.
-    pub unreachable: u32,
-    /// Bindings the store could not settle.
-    pub failed: u32,
-}
-
-impl ReconcileSummary {
-    /// Counts what reconciliation did with `binding`, and logs it when it acted (or could
-    /// not): one line per binding, naming the target, the host and the imp, never a token.
-    pub fn record(&mut self, binding: &Binding, outcome: &Result<Reconciled, Error>) {
-        let (target, host, imp) = (&binding.target, &binding.host_key, &binding.imp_name);
-        match outcome {
-            Ok(Reconciled::NoRecord) | Ok(Reconciled::Kept(_)) => self.kept += 1,
-            Ok(Reconciled::RebindFailed { revision, removed }) => {
-                self.rebinds_failed += 1;
-                tracing::info!(%target, %host, %imp, revision, removed = ?removed,
-                    "start-up: a rebind left in flight failed; the grants it added are removed");
-            }
-            Ok(Reconciled::TakenBack { imp: what }) => {
-                self.taken_back += 1;
-                tracing::info!(%target, %host, %imp, imp_was = ?what,
-                    "start-up: an unfinished create was taken back");
-            }
-            Ok(Reconciled::RollbackPending) => {
-                self.rollback_pending += 1;
-                tracing::warn!(%target, %host, %imp,
-                    "start-up: an unfinished create could not be taken back; the binding stays rollback_pending");
-            }
-            Ok(Reconciled::Unreachable { state, cause }) => {
-                self.unreachable += 1;
-                tracing::warn!(%target, %host, %imp, state = state.as_str(), error = %cause,
-                    "start-up: impd could not be reached to reconcile the binding; it stays as it is");
-            }
-            Err(e) => {
-                self.failed += 1;
-                tracing::error!(%target, %host, %imp, error = %e,
-                    "start-up: the binding could not be reconciled; it stays as it is");
-            }
-        }
-    }
-
-    /// How many bindings it covers.
-    pub fn total(self) -> u32 {
-        self.kept
-            + self.rebinds_failed
-            + self.taken_back
-            + self.rollback_pending
-            + self.unreachable
-            + self.failed
-    }
-}
-
-impl std::ops::AddAssign for ReconcileSummary {
-    fn add_assign(&mut self, other: ReconcileSummary) {
-        self.kept += other.kept;
-        self.rebinds_failed += other.rebinds_failed;
-        self.taken_back += other.taken_back;
-        self.rollback_pending += other.rollback_pending;
-        self.unreachable += other.unreachable;
-        self.failed += other.failed;
-    }
 }
 
 fn stored(e: StoreError) -> Error {
@@ -361,105 +247,6 @@ impl HostContext {
         }
     }
 
-    /// Start-up reconciliation of the host's binding (spec §6.3), before the daemon serves:
-    /// a rebind left in flight fails, with the grants it added removed; an unfinished create
-    /// (`provisioning`, `rollback_pending`) whose host no listed session uses is taken back;
-    /// anything else is left. An impd that cannot be reached leaves the binding as it was.
-    pub async fn reconcile(&self, has_listed_session: bool) -> Result<Reconciled, Error> {
-        let Some(binding) = self
-            .store
-            .binding_get(&self.host_key)
-            .await
-            .map_err(stored)?
-        else {
-            return Ok(Reconciled::NoRecord);
-        };
-        match binding.reconcile_action(has_listed_session) {
-            ReconcileAction::Keep => Ok(Reconciled::Kept(binding.state)),
-            ReconcileAction::FailRebind => self.fail_rebind_in_flight(binding).await,
-            ReconcileAction::TakeBackAttempt => self.take_back_unfinished(binding).await,
-        }
-    }
-
-    /// A rebind a dead daemon left in flight: the grants carrying its attempt id go (impd
-    /// first, then the row), then `rebind_failed` at the old revision. A grant impd did not
-    /// confirm gone leaves the record as it is, so the next start tries again.
-    async fn fail_rebind_in_flight(&self, mut binding: Binding) -> Result<Reconciled, Error> {
-        let Some(pending) = binding.pending_rebind.clone() else {
-            return Ok(Reconciled::Kept(binding.state));
-        };
-        let grants = self.store.grants_of(&self.host_key).await.map_err(stored)?;
-        let mut removed = Vec::new();
-        for g in grants.iter().filter(|g| g.attempt_id == pending.attempt_id) {
-            // A grant that was there before the rebind asked for it is not the rebind's to
-            // take away; only its row, which the old revision never had, goes.
-            if !g.preexisted {
-                match self.ungrant(&g.secret).await {
-                    Ok(()) => {}
-                    Err(e) => {
-                        return Ok(Reconciled::Unreachable {
-                            state: binding.state,
-                            cause: self.impd("removing a grant a rebind added", &e),
-                        })
-                    }
-                }
-            }
-            self.store
-                .grant_delete(&self.host_key, &g.secret)
-                .await
-                .map_err(stored)?;
-            removed.push(g.secret.clone());
-        }
-        binding.fail_rebind(now_ms());
-        self.store.binding_put(&binding).await.map_err(stored)?;
-        Ok(Reconciled::RebindFailed {
-            revision: binding.revision,
-            removed,
-        })
-    }
-
-    /// A create a dead daemon left unfinished (or whose rollback it could not confirm): its
-    /// grants that did not preexist and the imp it created go, then the record. The imp goes
-    /// only if impd's id for it is the recorded one, or none was recorded yet and the attempt
-    /// was creating it; another imp under the name is left alone, with its grants.
-    async fn take_back_unfinished(&self, binding: Binding) -> Result<Reconciled, Error> {
-        let found = match self.client.imps_get(&self.imp).await {
-            Ok(found) => found,
-            Err(e) => {
-                return Ok(Reconciled::Unreachable {
-                    state: binding.state,
-                    cause: self.impd("reading the imp", &e),
-                })
-            }
-        };
-        let imp = match (&found, &binding.imp_id) {
-            (None, _) => ImpTakenBack::Absent,
-            (Some(i), Some(id)) if &i.id == id => ImpTakenBack::Destroyed,
-            (Some(_), None) if binding.created_imp => ImpTakenBack::Destroyed,
-            (Some(_), _) => ImpTakenBack::NotOurs,
-        };
-        if imp == ImpTakenBack::NotOurs {
-            // This attempt's imp is gone (someone replaced it), and its grants with it.
-            self.store
-                .binding_delete(&self.host_key)
-                .await
-                .map_err(stored)?;
-            return Ok(Reconciled::TakenBack { imp });
-        }
-        let attempt = Binding {
-            created_imp: imp == ImpTakenBack::Destroyed,
-            ..binding
-        };
-        let cause = HostError::NotStarted {
-            target: self.target.clone(),
-            detail: "the daemon stopped before the host was bound".into(),
-        };
-        if self.take_back(&attempt, cause).await.effect_remains() {
-            return Ok(Reconciled::RollbackPending);
-        }
-        Ok(Reconciled::TakenBack { imp })
-    }
-
     /// The harness behind `binding` really started: the binding is `ready`.
     pub async fn mark_ready(&self) -> Result<(), Error> {
         self.store
@@ -557,206 +344,6 @@ impl HostContext {
             .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
             .await
             .map_err(stored)
-    }
-
-    /// Rebinds the host to `who`'s `auth` as configured now (spec §6.3): allowed from
-    /// `ready`, `revoked` and `rebind_failed`. The gate runs afresh and binds the rules impd
-    /// has now, and the imp must be the one the binding created. The rebind is recorded in
-    /// flight before impd is touched; then the grants the imp lacks are added (each row,
-    /// carrying the rebind's attempt id, recorded before its step), the dropped ones removed,
-    /// and the binding moves to the next revision, `ready`. Answers that revision.
-    ///
-    /// A failure removes only the grants this rebind added and leaves `rebind_failed` at the
-    /// old revision. When a removal is not confirmed, the rebind stays recorded in flight
-    /// (blocked as `rebind_failed`, so no launch is admitted) for start-up reconciliation to
-    /// finish, and the answer says the effect may remain.
-    pub async fn rebind(&self, who: &Launcher) -> Result<u32, Error> {
-        let mut binding = self.recorded().await?;
-        if !binding.state.allows_rebind() || binding.pending_rebind.is_some() {
-            return Err(BrokerError::Blocked {
-                state: binding.state.as_str(),
-            }
-            .into());
-        }
-        // No bound rules to compare against: a rebind binds what impd has now, which is how
-        // a secret whose rules changed (`auth_secret_mismatch`) is brought back.
-        let secrets = self.judged_afresh(who).await?;
-        self.check_bound_imp(&binding).await?;
-        let held = self.held_grants().await?;
-        let before = self.store.grants_of(&self.host_key).await.map_err(stored)?;
-        let wanted: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
-        let plan = plan_rebind(&before, &held, &wanted);
-        let pending = match binding.begin_rebind(secrets, now_ms()) {
-            Ok(p) => p.clone(),
-            Err(e) => {
-                return Err(BrokerError::Blocked {
-                    state: e.0.as_str(),
-                }
-                .into())
-            }
-        };
-        self.store.binding_put(&binding).await.map_err(stored)?;
-        match self.rebind_steps(&pending, &plan, &before).await {
-            Ok(()) => {
-                let mut committed = binding.clone();
-                let revision = committed.commit_rebind(now_ms());
-                match self.store.binding_put(&committed).await {
-                    Ok(()) => revision.ok_or(Error::Internal),
-                    Err(e) => Err(self.rebind_failed(binding, &before, stored(e)).await),
-                }
-            }
-            Err(cause) => Err(self.rebind_failed(binding, &before, cause).await),
-        }
-    }
-
-    /// The rebind's steps at impd, in the order that keeps the old revision's grants
-    /// longest: first what it adds, then what it drops, then the rows of what it keeps.
-    async fn rebind_steps(
-        &self,
-        pending: &PendingRebind,
-        plan: &super::binding::RebindPlan,
-        before: &[Grant],
-    ) -> Result<(), Error> {
-        for secret in &plan.add {
-            let grant = Grant {
-                host_key: self.host_key.clone(),
-                secret: secret.clone(),
-                state: GrantState::Granting,
-                preexisted: false,
-                attempt_id: pending.attempt_id,
-            };
-            self.store.grant_put(&grant).await.map_err(stored)?;
-            if let Err(e) = self.client.grants_add(&self.imp, secret).await {
-                // Unknown whether impd applied it: the rebind's take-back removes it either way.
-                self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Uncertain)
-                    .await
-                    .map_err(stored)?;
-                return Err(self.impd("granting a secret", &e).into());
-            }
-            self.store
-                .grant_set_state(&self.host_key, secret, GrantState::Granted)
-                .await
-                .map_err(stored)?;
-        }
-        for (secret, held) in &plan.drop {
-            if *held {
-                self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Revoking)
-                    .await
-                    .map_err(stored)?;
-                match self.ungrant(secret).await {
-                    Ok(()) => {}
-                    Err(e) => {
-                        self.store
-                            .grant_set_state(&self.host_key, secret, GrantState::RevocationPending)
-                            .await
-                            .map_err(stored)?;
-                        return Err(self.impd("removing a dropped grant", &e).into());
-                    }
-                }
-            }
-            self.store
-                .grant_delete(&self.host_key, secret)
-                .await
-                .map_err(stored)?;
-        }
-        for secret in &plan.keep {
-            if before
-                .iter()
-                .any(|g| &g.secret == secret && g.state != GrantState::Granted)
-            {
-                self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Granted)
-                    .await
-                    .map_err(stored)?;
-            }
-        }
-        for secret in &plan.adopt {
-            self.store
-                .grant_put(&Grant {
-                    host_key: self.host_key.clone(),
-                    secret: secret.clone(),
-                    state: GrantState::Granted,
-                    preexisted: true,
-                    attempt_id: pending.attempt_id,
-                })
-                .await
-                .map_err(stored)?;
-        }
-        Ok(())
-    }
-
-    /// A rebind failed with `cause`: the grants it added are removed and their rows go back
-    /// to what `before` recorded, then `rebind_failed` at the old revision. A
-    /// removal impd did not confirm keeps the rebind recorded in flight (see
-    /// [`rebind`](Self::rebind)).
-    async fn rebind_failed(&self, mut binding: Binding, before: &[Grant], cause: Error) -> Error {
-        let Some(pending) = binding.pending_rebind.clone() else {
-            return cause;
-        };
-        let mut confirmed = true;
-        let rows = match self.store.grants_of(&self.host_key).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                stored(e);
-                confirmed = false;
-                Vec::new()
-            }
-        };
-        // Only rows carrying the rebind's attempt id are its own: the old revision's rows,
-        // and what the rebind did to them (a dropped grant removed or pending removal), say
-        // how the grants are now and stay.
-        for g in rows.iter().filter(|g| g.attempt_id == pending.attempt_id) {
-            if !g.preexisted {
-                match self.ungrant(&g.secret).await {
-                    Ok(()) => {}
-                    Err(e) => {
-                        tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
-                            "could not remove a grant a failed rebind added");
-                        confirmed = false;
-                        if let Err(e) = self
-                            .store
-                            .grant_set_state(
-                                &self.host_key,
-                                &g.secret,
-                                GrantState::RevocationPending,
-                            )
-                            .await
-                        {
-                            stored(e);
-                        }
-                        continue;
-                    }
-                }
-            }
-            // Back to the old revision's row (a kept secret granted again from `revoked`),
-            // or none.
-            let restored = match before.iter().find(|b| b.secret == g.secret) {
-                Some(old) => self.store.grant_put(old).await,
-                None => self.store.grant_delete(&self.host_key, &g.secret).await,
-            };
-            if let Err(e) = restored {
-                stored(e);
-                confirmed = false;
-            }
-        }
-        if confirmed {
-            binding.fail_rebind(now_ms());
-        } else {
-            // Blocked, with the rebind left for start-up reconciliation to finish.
-            binding.state = BindingState::RebindFailed;
-            binding.updated_at = now_ms();
-        }
-        if let Err(e) = self.store.binding_put(&binding).await {
-            stored(e);
-            confirmed = false;
-        }
-        if confirmed {
-            cause
-        } else {
-            with_effect_remaining(cause)
-        }
     }
 
     /// The gate on what impd has now, with no bound rules to hold it to: `who`'s secrets as
@@ -877,51 +464,5 @@ impl HostContext {
             .into());
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_summary_counts_each_outcome_once() {
-        let b = Binding::provisioning("h", "box", "imp:1", "atc-h", vec![], 0);
-        let mut s = ReconcileSummary::default();
-        let outcomes = [
-            Ok(Reconciled::NoRecord),
-            Ok(Reconciled::Kept(BindingState::Ready)),
-            Ok(Reconciled::RebindFailed {
-                revision: 1,
-                removed: vec!["a".into()],
-            }),
-            Ok(Reconciled::TakenBack {
-                imp: ImpTakenBack::Destroyed,
-            }),
-            Ok(Reconciled::RollbackPending),
-            Ok(Reconciled::Unreachable {
-                state: BindingState::Provisioning,
-                cause: HostError::LeaseGone,
-            }),
-            Err(Error::Internal),
-        ];
-        for o in &outcomes {
-            s.record(&b, o);
-        }
-        assert_eq!(
-            s,
-            ReconcileSummary {
-                kept: 2,
-                rebinds_failed: 1,
-                taken_back: 1,
-                rollback_pending: 1,
-                unreachable: 1,
-                failed: 1,
-            }
-        );
-        assert_eq!(s.total(), 7);
-        let mut twice = s;
-        twice += s;
-        assert_eq!(twice.total(), 14);
     }
 }
