@@ -1,7 +1,8 @@
 //! `local-pty`: sessions whose process runs on this machine in a pseudo-terminal.
 //!
 //! One [`LocalPtyHarness`] actor per process owns the child and its PTY. The PTY's read half
-//! is a stream added to the actor's context; each chunk goes on whole to the session as
+//! is a stream added to the actor's context ([`PtyChunks`](super::pty_reader::PtyChunks):
+//! whatever is ready, read together); each chunk goes on whole to the session as
 //! [`OutputArrived`], and the next read waits until the session has taken it. Input and
 //! resizes go through one ordered writer task, apart from reads, so a child that stops reading
 //! its stdin never stalls its output (zellij's `pty_writer` makes the same split). Kill is
@@ -17,7 +18,6 @@ use bytes::Bytes;
 use rustix::process::{Pid, Signal};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
-use tokio_util::io::ReaderStream;
 
 use super::{
     Capabilities, DetachHarness, ExecutionProvider, Hangup, HarnessEvents, HarnessExited,
@@ -220,7 +220,7 @@ impl Actor for LocalPtyHarness {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if let Some(reader) = self.reader.take() {
-            ctx.add_stream(ReaderStream::with_capacity(reader, super::MAX_OUTPUT_CHUNK));
+            ctx.add_stream(super::pty_reader::PtyChunks::new(reader));
         }
         if let Some(mut child) = self.child.take() {
             ctx.spawn(

@@ -17,14 +17,15 @@ pub mod imp;
 pub mod local_command;
 pub mod local_pty;
 pub mod provider_error;
+pub mod pty_reader;
 pub mod refusal;
 pub mod registry;
 
 pub use provider_error::ProviderError;
 
 /// Largest output chunk a harness hands to its session at once. Sessions size their screen
-/// model's backlog in these.
-pub const MAX_OUTPUT_CHUNK: usize = 16 * 1024;
+/// model's backlog in these. Large, because most costs of the output path are per chunk.
+pub const MAX_OUTPUT_CHUNK: usize = 64 * 1024;
 
 use actix::prelude::*;
 use bytes::Bytes;
