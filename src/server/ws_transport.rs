@@ -11,7 +11,13 @@
 //! (the session or the heartbeat closing), after which actix-http lingers for the peer as it
 //! always does, or a [`Hangup`] from the socket's actor (the close handshake is done, or the
 //! peer broke the protocol), after which the TCP connection ends at once.
+//!
+//! Large output frames are not copied into the codec's buffer: their header is written on its
+//! own and the payload goes to actix-http as the very `Bytes` the PTY reader made, shared with
+//! the ring and every other client (actix-http copies it once, into its write buffer, as it
+//! does any body chunk).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -29,8 +35,30 @@ use crate::config::Timings;
 use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
 use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
 
-/// Encoded bytes handed to actix-http per poll, at most; bounds what sits outside our queue.
+/// Encoded bytes taken from the queue per poll, at most; bounds what sits outside our queue.
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// Binary frames at least this large go out as header + shared payload; smaller ones are
+/// copied into the batch, which is cheaper than a body chunk of their own.
+const SHARED_PAYLOAD_MIN: usize = 2 * 1024;
+
+/// The header of an unmasked, final binary frame (RFC 6455 §5.2) of `len` payload bytes, as a
+/// server sends it.
+fn binary_frame_header(len: usize, out: &mut BytesMut) {
+    const FIN_BINARY: u8 = 0x82;
+    out.extend_from_slice(&[FIN_BINARY]);
+    match len {
+        0..=125 => out.extend_from_slice(&[len as u8]),
+        126..=0xffff => {
+            out.extend_from_slice(&[126]);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            out.extend_from_slice(&[127]);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+}
 
 /// How the TCP connection ends once the writer's close frame is out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +88,13 @@ pub struct OutboundStream {
     /// The connection's socket, to end it at once (absent only if it could not be kept).
     socket: Option<ConnSocket>,
     codec: Codec,
+    /// Frames encoded and not yet handed to actix-http.
     buf: BytesMut,
+    /// Body chunks ready for actix-http, in order, ahead of `buf`: the headers and payloads of
+    /// large binary frames, and the encoded frames before them.
+    ready: VecDeque<Bytes>,
+    /// Bytes in `ready`.
+    ready_len: usize,
     on_drained: Box<dyn Fn() + Unpin>,
     phase: Phase,
 }
@@ -98,6 +132,8 @@ impl OutboundStream {
             socket,
             codec: Codec::new(),
             buf: BytesMut::new(),
+            ready: VecDeque::new(),
+            ready_len: 0,
             on_drained,
             phase: Phase::Open,
         };
@@ -110,9 +146,24 @@ impl OutboundStream {
             .encode(Message::Close(Some(CloseReason::from(code))), &mut self.buf)
     }
 
+    /// Moves what `buf` holds to the end of `ready`.
+    fn flush_buf(&mut self) {
+        if !self.buf.is_empty() {
+            self.ready_len += self.buf.len();
+            self.ready.push_back(self.buf.split().freeze());
+        }
+    }
+
     fn encode(&mut self, frame: Outgoing) -> Result<(), ProtocolError> {
         let msg = match frame {
             Outgoing::Binary(b) if b.is_empty() => return Ok(()),
+            Outgoing::Binary(b) if b.len() >= SHARED_PAYLOAD_MIN => {
+                binary_frame_header(b.len(), &mut self.buf);
+                self.flush_buf();
+                self.ready_len += b.len();
+                self.ready.push_back(b);
+                return Ok(());
+            }
             Outgoing::Binary(b) => Message::Binary(b),
             Outgoing::Text(t) => Message::Text(t.into()),
             Outgoing::Ping => Message::Ping(Bytes::new()),
@@ -153,7 +204,11 @@ impl Stream for OutboundStream {
                 }
             }
         }
-        while this.phase == Phase::Open && this.buf.len() < BATCH_BYTES {
+        if let Some(chunk) = this.ready.pop_front() {
+            this.ready_len -= chunk.len();
+            return Poll::Ready(Some(Ok(chunk)));
+        }
+        while this.phase == Phase::Open && this.buf.len() + this.ready_len < BATCH_BYTES {
             match this.rx.poll_pop(cx) {
                 Poll::Ready(Some(popped)) => {
                     if popped.drained_after_desync {
@@ -168,8 +223,10 @@ impl Stream for OutboundStream {
                 Poll::Pending => break,
             }
         }
-        if !this.buf.is_empty() {
-            return Poll::Ready(Some(Ok(this.buf.split().freeze())));
+        this.flush_buf();
+        if let Some(chunk) = this.ready.pop_front() {
+            this.ready_len -= chunk.len();
+            return Poll::Ready(Some(Ok(chunk)));
         }
         match this.phase {
             Phase::Open => Poll::Pending,
@@ -353,4 +410,24 @@ pub fn keep_alive<A: SocketPeer>(ctx: &mut actix::Context<A>, timings: &Timings)
             act.queue().push(Outgoing::Ping);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binary_header_is_what_the_codec_writes_before_the_payload() {
+        for len in [1, 125, 126, 127, 0xffff, 0x10000, 200_000] {
+            let payload = Bytes::from(vec![7u8; len]);
+            let mut by_codec = BytesMut::new();
+            Codec::new()
+                .encode(Message::Binary(payload.clone()), &mut by_codec)
+                .unwrap();
+            let mut ours = BytesMut::new();
+            binary_frame_header(len, &mut ours);
+            ours.extend_from_slice(&payload);
+            assert_eq!(ours, by_codec, "payload of {len} bytes");
+        }
+    }
 }
