@@ -36,6 +36,8 @@ pub struct SessionManager {
     restoring: bool,
     /// A `status.json` rewrite is scheduled.
     status_pending: bool,
+    /// A heap trim is scheduled (sessions were removed).
+    trim_pending: bool,
 }
 
 /// What the manager is built from.
@@ -65,6 +67,7 @@ impl SessionManager {
                 pending_rows: parts.rows,
                 restoring: false,
                 status_pending: false,
+                trim_pending: false,
             }
         })
     }
@@ -109,6 +112,19 @@ impl SessionManager {
             if let Err(e) = super::status_file::write(&act.deps.state_dir, &status) {
                 tracing::warn!(error = %e, "could not write status.json");
             }
+        });
+    }
+
+    /// Schedules handing the memory of removed sessions back to the kernel: every removal is
+    /// followed by a trim within the delay, and removals within it share one.
+    fn schedule_trim(&mut self, ctx: &mut Context<Self>) {
+        if self.trim_pending {
+            return;
+        }
+        self.trim_pending = true;
+        ctx.run_later(self.deps.timings.heap_trim, |act, _| {
+            act.trim_pending = false;
+            super::heap_trim::release_freed_memory();
         });
     }
 
@@ -312,6 +328,7 @@ impl Handler<FleetNotice> for SessionManager {
             }
             FleetEvent::Removed { s } => {
                 self.sessions.remove(s);
+                self.schedule_trim(ctx);
             }
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
         }

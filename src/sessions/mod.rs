@@ -4,6 +4,7 @@
 
 pub mod client_queue;
 pub mod fleet;
+pub mod heap_trim;
 pub mod launch;
 pub mod manager;
 pub mod messages;
