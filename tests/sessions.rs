@@ -424,3 +424,108 @@ async fn a_bad_agent_entry_in_the_config_file_refuses_only_that_agent() {
     assert_eq!(d.spawn("shell").await["alive"], true);
     d.stop().await;
 }
+
+/// The listing's entry for `id`, from a fresh `GET /v1/sessions`.
+async fn listed(d: &TestDaemon, id: &str) -> Option<serde_json::Value> {
+    let (status, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{list}");
+    list["sessions"]
+        .as_array()
+        .expect("sessions is an array")
+        .iter()
+        .find(|s| s["id"] == id)
+        .cloned()
+}
+
+/// The manager keeps the listing serialized and rebuilds only what changed, so every kind of
+/// change must show in the very next listing, with no wait: attention, ack, rename and pin,
+/// resize, exit and forget.
+#[actix_rt::test]
+async fn every_change_shows_in_the_very_next_listing() {
+    let (d, _tmp) = support::agent_shells_daemon().await;
+    let a = id_of(&d.spawn("claude").await);
+    let b = id_of(&d.spawn("sh").await);
+    // A first listing, so a listing that failed to notice a change would repeat this one.
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    let order: Vec<&str> = list["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(order, [a.as_str(), b.as_str()], "oldest first");
+    let before = listed(&d, &a).await.expect("a is listed");
+    assert_eq!(before["state"], "running");
+    assert_eq!(before["unread"], false);
+
+    support::hook(
+        &d,
+        &a,
+        json!({"hook_event_name": "Notification", "message": "Allow Bash?"}),
+    )
+    .await;
+    d.wait_session(&a, "needs_you", |s| s["state"] == "needs_you")
+        .await;
+    let s = listed(&d, &a).await.expect("a is listed");
+    assert_eq!(
+        (&s["state"], &s["unread"], &s["lastMsg"]),
+        (&json!("needs_you"), &json!(true), &json!("Allow Bash?")),
+        "{s}"
+    );
+
+    let (status, _) = d.call("POST", &format!("/v1/sessions/{a}/ack"), None).await;
+    assert_eq!(status, 200);
+    let s = listed(&d, &a).await.expect("a is listed");
+    assert_eq!(s["unread"], false, "{s}");
+
+    let (status, _) = d
+        .call(
+            "PATCH",
+            &format!("/v1/sessions/{a}"),
+            Some(json!({"name": "renamed", "pinned": true})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let s = listed(&d, &a).await.expect("a is listed");
+    assert_eq!(
+        (&s["name"], &s["pinned"]),
+        (&json!("renamed"), &json!(true))
+    );
+
+    let (status, _) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{b}/resize"),
+            Some(json!({"cols": 100, "rows": 30})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    d.wait_session(&b, "resized", |s| s["cols"] == 100).await;
+    let s = listed(&d, &b).await.expect("b is listed");
+    assert_eq!((&s["cols"], &s["rows"]), (&json!(100), &json!(30)), "{s}");
+
+    d.call(
+        "POST",
+        &format!("/v1/sessions/{b}/submit"),
+        Some(json!({"text": "exit 3"})),
+    )
+    .await;
+    d.wait_session(&b, "exited", |s| s["alive"] == false).await;
+    let s = listed(&d, &b).await.expect("b is listed");
+    assert_eq!(
+        (&s["alive"], &s["state"], &s["exitCode"]),
+        (&json!(false), &json!("exited"), &json!(3)),
+        "{s}"
+    );
+
+    let (status, body) = d.call("DELETE", &format!("/v1/sessions/{b}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        listed(&d, &b).await,
+        None,
+        "a forgotten session is not listed"
+    );
+    // The one left is listed as it is now, field for field.
+    assert_eq!(listed(&d, &a).await, Some(d.session(&a).await));
+    d.stop().await;
+}

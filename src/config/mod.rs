@@ -63,6 +63,9 @@ pub struct Timings {
     pub shutdown_grace: Duration,
     /// `status.json` is rewritten at most this often.
     pub status_write: Duration,
+    /// After sessions are removed, how long the manager waits before handing the heap they
+    /// freed back to the kernel (removals within it share one trim).
+    pub heap_trim: Duration,
     /// Completed idempotency keys older than this are deleted (spec §7.5: 24 h).
     pub idempotency_retention: Duration,
     /// How often the sweep runs (spec: hourly).
@@ -88,6 +91,7 @@ impl Default for Timings {
             ws_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(8),
             status_write: Duration::from_millis(50),
+            heap_trim: Duration::from_secs(1),
             idempotency_retention: Duration::from_secs(24 * 3600),
             idempotency_sweep: Duration::from_secs(3600),
             permission_timeout: Duration::from_secs(60),

@@ -170,9 +170,12 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
     }))
 }
 
+/// `GET /v1/sessions`: the manager keeps the body serialized, so the answer is its bytes.
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let sessions = mailbox(state.manager()?.send(ListSessions).await)?;
-    Ok(HttpResponse::Ok().json(json!({ "sessions": sessions })))
+    let body = mailbox(state.manager()?.send(ListSessions).await)?;
+    Ok(HttpResponse::Ok()
+        .content_type(header::ContentType::json())
+        .body(body))
 }
 
 async fn spawn(

@@ -1,7 +1,8 @@
 //! `SessionManager`: the supervisor. It owns the map of sessions, spawns new ones, registers
 //! the persisted fleet at start, revives it on request, and fans fleet events out to the
 //! events sockets. Each session reports what changed through [`FleetNotice`]; the manager
-//! keeps the last descriptor of each so listing never waits on a thousand mailboxes.
+//! keeps the last descriptor of each in its [`Fleet`], so listing never waits on a thousand
+//! mailboxes, and the listing body serialized there, so it is not rebuilt per call.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,6 +12,7 @@ use actix::prelude::*;
 use uuid::Uuid;
 
 use super::client_queue::{ClientQueue, Outgoing};
+use super::fleet::{Entry, Fleet};
 use super::messages::*;
 use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
 use super::session_error::SessionError;
@@ -20,16 +22,10 @@ use crate::providers::refusal::Operation;
 use crate::store::FleetRow;
 use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
 
-struct Entry {
-    addr: Addr<Session>,
-    descriptor: Descriptor,
-}
-
 /// The supervisor of all sessions.
 pub struct SessionManager {
-    sessions: HashMap<Uuid, Entry>,
-    /// Spawn order, so lists are stable (oldest first).
-    order: Vec<Uuid>,
+    /// Every session, oldest first, with the descriptor it last reported.
+    sessions: Fleet<Addr<Session>>,
     subscribers: HashMap<ClientId, ClientQueue>,
     /// Backlog at which an events subscriber is cut off (it reconnects for a fresh snapshot).
     subscriber_cap: usize,
@@ -40,6 +36,8 @@ pub struct SessionManager {
     restoring: bool,
     /// A `status.json` rewrite is scheduled.
     status_pending: bool,
+    /// A heap trim is scheduled (sessions were removed).
+    trim_pending: bool,
 }
 
 /// What the manager is built from.
@@ -61,8 +59,7 @@ impl SessionManager {
             let parts = build(ctx.address().recipient());
             let subscriber_cap = parts.deps.limits.queue_bytes;
             SessionManager {
-                sessions: HashMap::new(),
-                order: Vec::new(),
+                sessions: Fleet::default(),
                 subscribers: HashMap::new(),
                 subscriber_cap,
                 catalog: parts.catalog,
@@ -70,22 +67,17 @@ impl SessionManager {
                 pending_rows: parts.rows,
                 restoring: false,
                 status_pending: false,
+                trim_pending: false,
             }
         })
     }
 
-    fn insert(&mut self, addr: Addr<Session>, descriptor: Descriptor) {
-        let id = descriptor.id;
-        if self
-            .sessions
-            .insert(id, Entry { addr, descriptor })
-            .is_none()
-        {
-            self.order.push(id);
-        }
-    }
-
     fn broadcast(&mut self, event: &FleetEvent) {
+        // Nobody to tell: skip serializing the event (at scale, most changes have no
+        // events socket watching).
+        if self.subscribers.is_empty() {
+            return;
+        }
         let text = event.to_text();
         let cap = self.subscriber_cap;
         self.subscribers.retain(|id, q| {
@@ -113,12 +105,8 @@ impl SessionManager {
         self.status_pending = true;
         ctx.run_later(self.deps.timings.status_write, |act, _| {
             act.status_pending = false;
-            let status = super::status_file::FleetStatus::of(
-                act.order
-                    .iter()
-                    .filter_map(|id| act.sessions.get(id))
-                    .map(|e| &e.descriptor),
-            );
+            let status =
+                super::status_file::FleetStatus::of(act.sessions.in_order().map(Entry::descriptor));
             // A ~100-byte file at most once per debounce: cheap enough to write in place, and
             // writing here keeps successive versions in order.
             if let Err(e) = super::status_file::write(&act.deps.state_dir, &status) {
@@ -127,13 +115,29 @@ impl SessionManager {
         });
     }
 
-    fn lookup(&self, key: &str) -> Result<&Entry, Error> {
+    /// Schedules handing the memory of removed sessions back to the kernel: every removal is
+    /// followed by a trim within the delay, and removals within it share one.
+    fn schedule_trim(&mut self, ctx: &mut Context<Self>) {
+        if self.trim_pending {
+            return;
+        }
+        self.trim_pending = true;
+        ctx.run_later(self.deps.timings.heap_trim, |act, _| {
+            act.trim_pending = false;
+            super::heap_trim::release_freed_memory();
+        });
+    }
+
+    fn lookup(&self, key: &str) -> Result<&Entry<Addr<Session>>, Error> {
         if let Ok(id) = Uuid::parse_str(key) {
             if let Some(e) = self.sessions.get(&id) {
                 return Ok(e);
             }
         }
-        let mut named = self.sessions.values().filter(|e| e.descriptor.name == key);
+        let mut named = self
+            .sessions
+            .entries()
+            .filter(|e| e.descriptor().name == key);
         match (named.next(), named.next()) {
             (Some(e), None) => Ok(e),
             (Some(_), Some(_)) => Err(SessionError::AmbiguousName {
@@ -215,7 +219,7 @@ impl SessionManager {
         let (addr, descriptor, ready) = Session::spawn(record, plan, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
-        self.insert(addr, descriptor.clone());
+        self.sessions.insert(addr, descriptor.clone());
         Ok((descriptor, ready))
     }
 }
@@ -228,7 +232,7 @@ impl Actor for SessionManager {
         for row in std::mem::take(&mut self.pending_rows) {
             let record = SessionRecord::from_row(row);
             let (addr, descriptor) = Session::restore(record, deps.clone());
-            self.insert(addr, descriptor);
+            self.sessions.insert(addr, descriptor);
         }
         if !self.sessions.is_empty() {
             tracing::info!(sessions = self.sessions.len(), "fleet loaded");
@@ -288,7 +292,7 @@ impl Handler<Lookup> for SessionManager {
         let e = self.lookup(&msg.0)?;
         Ok(Found {
             addr: e.addr.clone(),
-            descriptor: e.descriptor.clone(),
+            descriptor: e.descriptor().clone(),
         })
     }
 }
@@ -297,13 +301,7 @@ impl Handler<ListSessions> for SessionManager {
     type Result = MessageResult<ListSessions>;
 
     fn handle(&mut self, _: ListSessions, _: &mut Self::Context) -> Self::Result {
-        MessageResult(
-            self.order
-                .iter()
-                .filter_map(|id| self.sessions.get(id))
-                .map(|e| e.descriptor.clone())
-                .collect(),
-        )
+        MessageResult(self.sessions.listing())
     }
 }
 
@@ -313,25 +311,24 @@ impl Handler<FleetNotice> for SessionManager {
     fn handle(&mut self, msg: FleetNotice, ctx: &mut Self::Context) {
         match &msg.0 {
             FleetEvent::Added { session } | FleetEvent::State { session } => {
-                if let Some(e) = self.sessions.get_mut(&session.id) {
-                    e.descriptor = (**session).clone();
-                }
+                self.sessions
+                    .update(&session.id, |d| d.clone_from(&**session));
             }
             FleetEvent::Renamed { s, name, named_by } => {
-                if let Some(e) = self.sessions.get_mut(s) {
-                    e.descriptor.name = name.clone();
-                    e.descriptor.named_by = *named_by;
-                }
+                self.sessions.update(s, |d| {
+                    d.name.clone_from(name);
+                    d.named_by = *named_by;
+                });
             }
             FleetEvent::Resized { s, cols, rows } => {
-                if let Some(e) = self.sessions.get_mut(s) {
-                    e.descriptor.cols = *cols;
-                    e.descriptor.rows = *rows;
-                }
+                self.sessions.update(s, |d| {
+                    d.cols = *cols;
+                    d.rows = *rows;
+                });
             }
             FleetEvent::Removed { s } => {
                 self.sessions.remove(s);
-                self.order.retain(|id| id != s);
+                self.schedule_trim(ctx);
             }
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
         }
@@ -361,15 +358,13 @@ impl Handler<Subscribe> for SessionManager {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) {
-        for id in &self.order {
-            if let Some(e) = self.sessions.get(id) {
-                msg.queue.push_text(
-                    FleetEvent::Added {
-                        session: Box::new(e.descriptor.clone()),
-                    }
-                    .to_text(),
-                );
-            }
+        for e in self.sessions.in_order() {
+            msg.queue.push_text(
+                FleetEvent::Added {
+                    session: Box::new(e.descriptor().clone()),
+                }
+                .to_text(),
+            );
         }
         self.subscribers.insert(msg.client, msg.queue);
     }
@@ -393,27 +388,28 @@ impl Handler<RestoreFleet> for SessionManager {
         let refusal = self.deps.refusal.clone();
         let mut queue: Vec<(i64, Addr<Session>)> = self
             .sessions
-            .values()
+            .entries()
             .filter(|e| {
-                !e.descriptor.alive && e.descriptor.exit_reason == Some(ExitReason::DaemonStopped)
+                let d = e.descriptor();
+                !d.alive && d.exit_reason == Some(ExitReason::DaemonStopped)
             })
             // A session whose target refuses stays listed without a process (spec §3.9).
             .filter(|e| {
                 let refused = refusal.check(
                     Operation::Restore,
-                    &e.descriptor.locator.target_id,
-                    &e.descriptor.target_identity,
+                    &e.descriptor().locator.target_id,
+                    &e.descriptor().target_identity,
                 );
                 match refused {
                     Ok(_) => true,
                     Err(err) => {
-                        tracing::warn!(session = %e.descriptor.id, error = %err,
+                        tracing::warn!(session = %e.descriptor().id, error = %err,
                             "restore: target refuses; left without a process");
                         false
                     }
                 }
             })
-            .map(|e| (e.descriptor.created_at, e.addr.clone()))
+            .map(|e| (e.descriptor().created_at, e.addr.clone()))
             .collect();
         // Newest first.
         queue.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
@@ -445,7 +441,7 @@ impl Handler<ShutdownAll> for SessionManager {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: ShutdownAll, _: &mut Self::Context) -> Self::Result {
-        let addrs: Vec<Addr<Session>> = self.sessions.values().map(|e| e.addr.clone()).collect();
+        let addrs: Vec<Addr<Session>> = self.sessions.entries().map(|e| e.addr.clone()).collect();
         for q in self.subscribers.values() {
             q.push(Outgoing::Close);
         }

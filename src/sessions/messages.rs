@@ -221,9 +221,10 @@ pub struct Found {
 #[rtype(result = "Result<Found, Error>")]
 pub struct Lookup(pub String);
 
-/// All sessions, oldest first.
+/// The body of `GET /v1/sessions`: every session, oldest first, as the JSON object
+/// `{"sessions": [descriptor]}`, serialized by the manager (sent by the route).
 #[derive(Message)]
-#[rtype(result = "Vec<Descriptor>")]
+#[rtype(result = "bytes::Bytes")]
 pub struct ListSessions;
 
 /// Spawn a new session.

@@ -1,8 +1,10 @@
-//! Sessions: the supervisor ([`manager`]), one actor per session ([`session`], with its parts
-//! beside it), their messages, and the pieces a session owns: the screen model, the output
-//! ring and the bounded queue of each attached client.
+//! Sessions: the supervisor ([`manager`], its table of sessions in [`fleet`]), one actor per
+//! session ([`session`], with its parts beside it), their messages, and the pieces a session
+//! owns: the screen model, the output ring and the bounded queue of each attached client.
 
 pub mod client_queue;
+pub mod fleet;
+pub mod heap_trim;
 pub mod launch;
 pub mod manager;
 pub mod messages;

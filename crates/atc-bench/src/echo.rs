@@ -131,6 +131,31 @@ impl AttachEcho {
         self.stray_bytes
     }
 
+    /// Runs `work` while this client reads whatever comes, which answers the daemon's pings:
+    /// a client left unread for longer than the daemon's silence timeout (60 s) is cut off,
+    /// and a scale step's ramp on a busy machine takes that long. Output that arrives meanwhile
+    /// is not an echo and is dropped.
+    pub async fn answering_pings<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+    ) -> anyhow::Result<T> {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                // Cancelling a read between frames loses nothing: the socket keeps what has not
+                // been read, and a pong cut off mid-send is only late.
+                event = self.client.next() => match event? {
+                    Event::Closed(why) => bail!("the echo client's WebSocket {why}"),
+                    Event::Control(ControlFrame::Exit { reason }) => {
+                        bail!("the echo session exited ({})", reason.as_str())
+                    }
+                    Event::Control(_) | Event::Live { .. } => {}
+                },
+            }
+        }
+    }
+
     /// Detaches politely.
     pub async fn close(self) {
         self.client.close().await;

@@ -48,8 +48,9 @@ const LIST_CALLS: usize = 20;
 const ECHO_TRIPS: u32 = 300;
 
 /// How long the daemon is left alone to measure its idle CPU. CPU time comes in 10 ms ticks,
-/// so 3 s resolves a third of a percent, fine enough for the 1 % target.
-const IDLE_WINDOW: Duration = Duration::from_secs(3);
+/// so 10 s resolves a tenth of a percent: the target is under 1 %, and near 0 is what an
+/// idle fleet should cost.
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 /// Checks `--scale-steps`: at least one, and growing, since each step keeps the earlier
 /// sessions (a step smaller than the last would have to end some).
@@ -399,42 +400,20 @@ async fn step(
     baseline: Baseline,
 ) -> anyhow::Result<ScaleStep> {
     let started = Instant::now();
-    if held.echo.is_none() {
-        let client = busy_shell(cx, ledger, deadline).await?;
-        held.sessions += 1;
-        held.busy += 1;
-        held.echo = Some(AttachEcho::start(client, deadline).await?);
-    }
-    let new_busy = busy_for(n).saturating_sub(held.busy);
-    let new_idle = n.saturating_sub(held.sessions + new_busy);
-
-    const IDLE_SPAWNS: &str = "spawning the idle sessions";
-    let batch = spawn_batch(new_idle, cx.plan.concurrency, deadline, IDLE_SPAWNS, |_| {
-        spawn_one(cx, ledger)
-    })
-    .await;
-    held.sessions += u32::try_from(batch.spawned).unwrap_or(u32::MAX);
-    if batch.timed_out {
-        return Err(DeadlinePassed(IDLE_SPAWNS).into());
-    }
-    if batch.failed > 0 {
-        anyhow::bail!(
-            "{} of {new_idle} idle spawns failed; the first: {}",
-            batch.failed,
-            batch.first_error.unwrap_or_default()
-        );
-    }
-
-    let mut busy = futures_util::stream::iter(0..new_busy)
-        .map(|_| busy_shell(cx, ledger, deadline))
-        .buffer_unordered(cx.plan.concurrency.max(1));
-    while let Some(client) = busy.next().await {
-        let client = client?;
-        held.sessions += 1;
-        held.busy += 1;
-        held.readers.keep_reading(client);
-    }
-    drop(busy);
+    let mut echo = match held.echo.take() {
+        Some(echo) => echo,
+        None => {
+            let client = busy_shell(cx, ledger, deadline).await?;
+            held.sessions += 1;
+            held.busy += 1;
+            AttachEcho::start(client, deadline).await?
+        }
+    };
+    let ramped = echo
+        .answering_pings(ramp(cx, ledger, deadline, held, n))
+        .await;
+    held.echo = Some(echo);
+    ramped??;
     let ramp_ms = millis(started.elapsed());
     let pty_in_use = PtyCount::read().map(|p| p.in_use);
 
@@ -491,6 +470,46 @@ async fn step(
         listed,
         echo: Latency::from_samples(&mut echo_samples),
     })
+}
+
+/// Spawns the idle and busy sessions that bring `held` up to `n`.
+async fn ramp(
+    cx: &Context,
+    ledger: &SessionLedger,
+    deadline: Deadline,
+    held: &mut Held,
+    n: u32,
+) -> anyhow::Result<()> {
+    let new_busy = busy_for(n).saturating_sub(held.busy);
+    let new_idle = n.saturating_sub(held.sessions + new_busy);
+
+    const IDLE_SPAWNS: &str = "spawning the idle sessions";
+    let batch = spawn_batch(new_idle, cx.plan.concurrency, deadline, IDLE_SPAWNS, |_| {
+        spawn_one(cx, ledger)
+    })
+    .await;
+    held.sessions += u32::try_from(batch.spawned).unwrap_or(u32::MAX);
+    if batch.timed_out {
+        return Err(DeadlinePassed(IDLE_SPAWNS).into());
+    }
+    if batch.failed > 0 {
+        anyhow::bail!(
+            "{} of {new_idle} idle spawns failed; the first: {}",
+            batch.failed,
+            batch.first_error.unwrap_or_default()
+        );
+    }
+
+    let mut busy = futures_util::stream::iter(0..new_busy)
+        .map(|_| busy_shell(cx, ledger, deadline))
+        .buffer_unordered(cx.plan.concurrency.max(1));
+    while let Some(client) = busy.next().await {
+        let client = client?;
+        held.sessions += 1;
+        held.busy += 1;
+        held.readers.keep_reading(client);
+    }
+    Ok(())
 }
 
 /// Spawns a `shell` session, attaches, and has it print a screenful; returns the client once

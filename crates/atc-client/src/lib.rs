@@ -19,6 +19,7 @@ use actix_codec::Framed;
 use awc::error::{SendRequestError, WsClientError};
 use awc::http::{Method, Version};
 use awc::BoxedSocket;
+use bytes::Bytes;
 use serde_json::Value;
 
 pub use atc_protocol;
@@ -174,6 +175,23 @@ impl DaemonClient {
         path: &str,
         body: Body<'_>,
     ) -> Result<Value, ClientError> {
+        let bytes = self.exchange_raw(method, path, body).await?;
+        if bytes.is_empty() {
+            return Ok(Value::Object(serde_json::Map::new()));
+        }
+        serde_json::from_slice(&bytes).map_err(|err| ClientError::BadResponse {
+            cause: err.to_string(),
+        })
+    }
+
+    /// One authenticated exchange and the body of its success, unparsed; a failure is
+    /// [`ClientError::Api`] as in [`Self::exchange`].
+    async fn exchange_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body<'_>,
+    ) -> Result<Bytes, ClientError> {
         let url = format!("{}{path}", self.base_url);
         let request = self.http.request(method, &url).bearer_auth(&self.token);
         let sent = match body {
@@ -200,12 +218,7 @@ impl DaemonClient {
         if !status.is_success() {
             return Err(ApiError::from_response(status.as_u16(), &bytes).into());
         }
-        if bytes.is_empty() {
-            return Ok(Value::Object(serde_json::Map::new()));
-        }
-        serde_json::from_slice(&bytes).map_err(|err| ClientError::BadResponse {
-            cause: err.to_string(),
-        })
+        Ok(bytes)
     }
 
     /// Maps awc's send failure: failing to connect at all means the daemon is gone (the
@@ -255,8 +268,12 @@ impl DaemonClient {
 
     /// All sessions, parsed.
     pub async fn list_sessions(&self) -> Result<Vec<Descriptor>, ClientError> {
-        let answer = self.get_json(routes::SESSIONS).await?;
-        session::parse_list(answer)
+        // Straight from the bytes: at thousands of sessions, a JSON tree first costs more
+        // than the daemon's whole answer.
+        let body = self
+            .exchange_raw(Method::GET, routes::SESSIONS, Body::Empty)
+            .await?;
+        session::parse_list_body(&body)
     }
 
     /// Finds a session by uuid, exact name, or a unique prefix of its uuid (the short id

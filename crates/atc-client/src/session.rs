@@ -38,6 +38,15 @@ pub fn parse_list(answer: serde_json::Value) -> Result<Vec<Descriptor>, ClientEr
         })
 }
 
+/// Parses the body of `GET /v1/sessions` as it came, without a JSON tree in between.
+pub fn parse_list_body(body: &[u8]) -> Result<Vec<Descriptor>, ClientError> {
+    serde_json::from_slice::<SessionList>(body)
+        .map(|list| list.sessions)
+        .map_err(|err| ClientError::BadResponse {
+            cause: format!("the session list does not parse: {err}"),
+        })
+}
+
 /// Parses the `{session: descriptor, ..}` answer of the per-session routes.
 pub fn parse_one(answer: serde_json::Value) -> Result<Descriptor, ClientError> {
     serde_json::from_value::<SessionEnvelope>(answer)
@@ -111,6 +120,19 @@ mod tests {
         assert_eq!(list.unwrap().len(), 2);
         assert!(parse_list(serde_json::json!({})).is_err());
         assert!(parse_one(serde_json::json!({"session": {"id": 5}})).is_err());
+    }
+
+    #[test]
+    fn a_list_body_parses_from_its_bytes_with_unknown_fields_and_bad_ones_do_not() {
+        let one = serde_json::to_value(with_id("5f0c2a1e-8b7d-4c3e-9f10-0123456789ab")).unwrap();
+        let mut newer = one.clone();
+        newer["somethingNew"] = serde_json::json!({"x": 1});
+        let body = serde_json::to_vec(&serde_json::json!({"sessions": [one, newer]})).unwrap();
+        let list = parse_list_body(&body).unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[1].short_id(), "5f0c2a1e");
+        assert!(parse_list_body(br#"{"sessions":[{"id":5}]}"#).is_err());
+        assert!(parse_list_body(b"").is_err());
     }
 
     #[test]
