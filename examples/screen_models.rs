@@ -9,7 +9,8 @@
 //! UTF-8) and a plain-text flood (log lines of printable ASCII ending in `\r\n`, as `cat` of a
 //! log sends, and as the load tool's throughput phase sends).
 //!
-//! Run: `cargo run --release --example screen_models`. The README records the figures. The
+//! Run: `cargo run --release --example screen_models` (`-- overhead` for only the fast path's
+//! cost on agent output, paired with vt100). The README records the figures. The
 //! unit tests of `src/sessions/screen.rs` check that the fast path leaves vt100's screen
 //! byte-identical to plain vt100's.
 
@@ -204,7 +205,76 @@ const NAMES: [&str; 4] = [
     "atc ScreenModel (vt100 + fast path)",
 ];
 
+/// CPU time this thread has used, in seconds: on a shared machine it leaves out the time
+/// other processes held the core.
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// CPU seconds `run` takes.
+fn cpu_time(run: impl FnOnce()) -> f64 {
+    let t = thread_cpu_secs();
+    run();
+    thread_cpu_secs() - t
+}
+
+/// The fast path's cost on agent output, where it skips nothing: vt100, the screen model and
+/// the fast path alone (its scan and tracker, handing the bytes to nothing), timed in CPU time
+/// in alternation, 7 rounds at each size; the medians of the rounds' ratios to vt100.
+fn agent_overhead() {
+    let agent = agent_payload(16 * 1024 * 1024);
+    for (rows, cols) in [(24, 80), (40, 120)] {
+        let mut model = Vec::new();
+        let mut alone = Vec::new();
+        for _ in 0..7 {
+            let vt = cpu_time(|| {
+                let mut p = vt100_parser(rows, cols);
+                agent.chunks(4096).for_each(|c| p.process(c));
+                black_box(p.screen().cursor_position());
+            });
+            let fast = cpu_time(|| {
+                let mut f = screen_model(rows, cols);
+                agent.chunks(4096).for_each(|c| f.process(c));
+                black_box(f.text().cursor.row);
+            });
+            let scan = cpu_time(|| {
+                let mut f = atc::sessions::screen_fast_path::FastPath::new();
+                agent.chunks(4096).for_each(|c| {
+                    f.process(c, rows, cols, |piece| {
+                        black_box(piece);
+                    })
+                });
+                black_box(f.skipped());
+            });
+            model.push(fast / vt);
+            alone.push(scan / vt);
+        }
+        model.sort_by(f64::total_cmp);
+        alone.sort_by(f64::total_cmp);
+        println!(
+            "agent output at {cols}×{rows} in 4 KiB chunks, CPU time against vt100's: the screen \
+             model {:+.1}% (rounds {:+.1}% to {:+.1}%), the fast path alone {:.1}%",
+            100.0 * (model[3] - 1.0),
+            100.0 * (model[0] - 1.0),
+            100.0 * (model[6] - 1.0),
+            100.0 * alone[3]
+        );
+    }
+}
+
 fn main() {
+    // `-- overhead` measures only the fast path's cost on agent output.
+    if std::env::args().nth(1).as_deref() == Some("overhead") {
+        agent_overhead();
+        return;
+    }
     const N: usize = 2000;
     const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
     // Memory first, before the payloads and the parse runs leave freed heap behind that the
@@ -301,5 +371,6 @@ fn main() {
             chunk >> 10
         );
     }
+    agent_overhead();
     println!("(screen sets kept for the memory figures: {})", kept.len());
 }
