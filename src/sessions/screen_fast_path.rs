@@ -91,6 +91,23 @@ impl FastPath {
 /// The next run of text bytes (printable ASCII, CR, LF) at or after `from` that is at least
 /// `min_len` long, as `(start, end)`. Runs are maximal: the bytes around one are not text.
 fn next_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)> {
+    // ESC is not text, and agent output has one every few bytes: only the stretches between
+    // two that are long enough can hold a run, and only those are scanned a byte at a time.
+    let mut gap = from;
+    while gap < bytes.len() {
+        let gap_end = memchr::memchr(0x1b, &bytes[gap..]).map_or(bytes.len(), |n| gap + n);
+        if gap_end - gap >= min_len {
+            if let Some(run) = scan_run(&bytes[..gap_end], gap, min_len) {
+                return Some(run);
+            }
+        }
+        gap = gap_end + 1;
+    }
+    None
+}
+
+/// [`next_run`] a byte at a time.
+fn scan_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)> {
     let mut start = from;
     for (at, &b) in bytes.iter().enumerate().skip(from) {
         if !is_text(b) {
@@ -490,6 +507,35 @@ mod tests {
         assert_eq!(next_run(bytes, 2, 12), None);
         assert_eq!(next_run(bytes, 14, 2), Some((15, 17)));
         assert_eq!(next_run(bytes, 17, 1), None);
+    }
+
+    #[test]
+    fn runs_found_between_escapes_are_the_runs_a_byte_scan_finds() {
+        for seed in 1..=300u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut bytes = Vec::new();
+            while bytes.len() < 200 {
+                let piece: &[u8] = [
+                    b"\x1b".as_slice(),
+                    b"\x1b[1m",
+                    b"ab",
+                    b"\r\n",
+                    b"\x07",
+                    "é".as_bytes(),
+                ][rng.below(6)];
+                bytes.extend_from_slice(piece);
+                bytes.extend(std::iter::repeat_n(b'x', rng.below(12)));
+            }
+            for min_len in [1, 2, 5, 9, 16] {
+                for from in 0..=bytes.len() {
+                    assert_eq!(
+                        next_run(&bytes, from, min_len),
+                        scan_run(&bytes, from, min_len),
+                        "from {from}, min {min_len}, seed {seed}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
