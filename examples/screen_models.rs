@@ -1,15 +1,17 @@
 //! Measures the screen-model candidates on what a session's screen model does: parse terminal
 //! output fast, and cost little memory per idle session. The candidates are vt100 (what the
-//! daemon uses), avt, alacritty_terminal's `Term` (its grid, fed through its vte `ansi`
-//! processor), and a prototype fast path in front of vt100 ([`FastVt`], in this file only) that
-//! replaces runs of printable text whose rows scroll off within a chunk by the line feeds alone.
+//! daemon's screen model is built on), avt, alacritty_terminal's `Term` (its grid, fed through
+//! its vte `ansi` processor), and the daemon's own [`ScreenModel`]: vt100 behind a fast path
+//! that replaces runs of printable text whose rows scroll off within a chunk by the line feeds
+//! alone (`src/sessions/screen_fast_path.rs`).
 //!
 //! Two payloads: agent-like TUI output (colors, cursor moves, a status line redrawn in place,
 //! UTF-8) and a plain-text flood (log lines of printable ASCII ending in `\r\n`, as `cat` of a
 //! log sends, and as the load tool's throughput phase sends).
 //!
-//! Run: `cargo run --release --example screen_models`. The README records the figures.
-//! `cargo test --example screen_models` checks that the fast path leaves vt100's screen
+//! Run: `cargo run --release --example screen_models` (`-- overhead` for only the fast path's
+//! cost on agent output, paired with vt100). The README records the figures. The
+//! unit tests of `src/sessions/screen.rs` check that the fast path leaves vt100's screen
 //! byte-identical to plain vt100's.
 
 use std::hint::black_box;
@@ -19,6 +21,7 @@ use std::time::Instant;
 use alacritty_terminal::event::VoidListener;
 use alacritty_terminal::term::test::TermSize;
 use alacritty_terminal::vte;
+use atc::sessions::screen::ScreenModel;
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -87,6 +90,10 @@ fn cells(n: u16) -> NonZeroU16 {
     NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN)
 }
 
+fn screen_model(rows: u16, cols: u16) -> ScreenModel {
+    ScreenModel::new(atc_protocol::TermSize { cols, rows })
+}
+
 fn avt_vt(rows: u16, cols: u16) -> avt::Vt {
     avt::Vt::builder()
         .size(cols.into(), rows.into())
@@ -119,230 +126,6 @@ impl Alacritty {
 
     fn process(&mut self, bytes: &[u8]) {
         self.processor.advance(&mut self.term, bytes);
-    }
-}
-
-/// Line feeds fed to vt100 in place of skipped text, a slice at a time.
-const LINE_FEEDS: [u8; 4096] = [b'\n'; 4096];
-
-/// vt100 behind a fast path for runs of printable ASCII.
-///
-/// Within one chunk, a run of printable ASCII, CR and LF that moves the cursor down at least
-/// `rows` times after some line ends can only leave the rows of its last lines on the screen:
-/// everything printed before them scrolls off, and with scrollback off nothing keeps it. So
-/// the text of those earlier lines is not printed; vt100 gets one `\n` per row advance it
-/// would have made (line feeds and autowraps), which keeps the cursor, every scroll and vt100's
-/// count of rows scrolled off (it decides where rows come back on a taller resize) exactly as
-/// they were. The text after the cut is fed as is.
-///
-/// This holds only while vt100's parser is in its ground state at the run (a printable byte
-/// inside an OSC string or a CSI is not text), so a second vte parser, with a performer that
-/// does nothing, sees every byte and tells: a run counts only if its first printable byte
-/// comes back as exactly that one `print`. It also needs the scroll region to be the whole
-/// screen (rows outside it never scroll, and text below it overprints one row); once any
-/// DECSTBM has been seen the fast path stays off for that screen. vt100 has no autowrap,
-/// insert or newline modes to change the rest.
-pub struct FastVt {
-    parser: vt100::Parser,
-    tracker: vte::Parser,
-    probe: Probe,
-    rows: u16,
-    cols: u16,
-    /// Bytes of text not printed, for the measurement and the tests.
-    skipped: u64,
-}
-
-/// The tracker's performer: counts events, remembers the last printed character and whether a
-/// scroll region was ever set.
-#[derive(Default)]
-struct Probe {
-    events: u32,
-    last_print: Option<char>,
-    region_set: bool,
-}
-
-impl vte::Perform for Probe {
-    fn print(&mut self, c: char) {
-        self.events += 1;
-        self.last_print = Some(c);
-    }
-
-    fn execute(&mut self, _byte: u8) {
-        self.events += 1;
-    }
-
-    fn hook(&mut self, _params: &vte::Params, _intermediates: &[u8], _ignore: bool, _c: char) {
-        self.events += 1;
-    }
-
-    fn put(&mut self, _byte: u8) {
-        self.events += 1;
-    }
-
-    fn unhook(&mut self) {
-        self.events += 1;
-    }
-
-    fn osc_dispatch(&mut self, _params: &[&[u8]], _bell_terminated: bool) {
-        self.events += 1;
-    }
-
-    fn csi_dispatch(
-        &mut self,
-        _params: &vte::Params,
-        intermediates: &[u8],
-        _ignore: bool,
-        c: char,
-    ) {
-        self.events += 1;
-        // vt100 runs DECSTBM for `CSI ... r` with no intermediates, whatever `ignore` says.
-        if c == 'r' && intermediates.is_empty() {
-            self.region_set = true;
-        }
-    }
-
-    fn esc_dispatch(&mut self, _intermediates: &[u8], _ignore: bool, _byte: u8) {
-        self.events += 1;
-    }
-}
-
-/// What to skip in a run: bytes `start..end` of the run, replaced by `advances` line feeds.
-#[derive(Debug, PartialEq)]
-struct Skip {
-    start: usize,
-    end: usize,
-    advances: usize,
-}
-
-fn is_printable(b: u8) -> bool {
-    (0x20..=0x7e).contains(&b)
-}
-
-fn is_text(b: u8) -> bool {
-    is_printable(b) || b == b'\r' || b == b'\n'
-}
-
-/// vt100's cursor over one byte of such a run: a character at column `cols` (the pending
-/// wrap) first moves to the next row; a line feed keeps the column.
-#[inline(always)]
-fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
-    match b {
-        b'\r' => *col = 0,
-        b'\n' => *advances += 1,
-        _ => {
-            if *col >= cols {
-                *advances += 1;
-                *col = 0;
-            }
-            *col += 1;
-        }
-    }
-}
-
-/// Where a run of printable ASCII, CR and LF, fed to vt100 in its ground state with a
-/// full-screen scroll region, can be cut. The skipped part starts after the run's first CR
-/// (before it the column is unknown) and ends after a line feed that leaves the column at 0;
-/// what follows must move the cursor down `rows` times or more (so every row the skipped text
-/// wrote scrolls off) and print something (vt100 remembers the last printed character for REP).
-fn plan_skip(run: &[u8], rows: u16, cols: u16) -> Option<Skip> {
-    let first_cr = run.iter().position(|&b| b == b'\r')?;
-    let last_printable = run.iter().rposition(|&b| is_printable(b))?;
-    let start = first_cr + 1;
-    let cols = usize::from(cols);
-    let (mut col, mut total) = (0, 0);
-    for &b in &run[start..] {
-        step(cols, &mut col, &mut total, b);
-    }
-    let limit = total.checked_sub(usize::from(rows))?;
-    let (mut col, mut adv) = (0, 0);
-    let mut best = None;
-    for (at, &b) in run.iter().enumerate().skip(start) {
-        step(cols, &mut col, &mut adv, b);
-        if adv > limit {
-            break;
-        }
-        if b == b'\n' && col == 0 && at < last_printable {
-            best = Some((at + 1, adv));
-        }
-    }
-    let (end, advances) = best?;
-    (end > start).then_some(Skip {
-        start,
-        end,
-        advances,
-    })
-}
-
-impl FastVt {
-    pub fn new(rows: u16, cols: u16) -> FastVt {
-        FastVt {
-            parser: vt100_parser(rows, cols),
-            tracker: vte::Parser::new(),
-            probe: Probe::default(),
-            rows,
-            cols,
-            skipped: 0,
-        }
-    }
-
-    pub fn screen(&self) -> &vt100::Screen {
-        self.parser.screen()
-    }
-
-    pub fn set_size(&mut self, rows: u16, cols: u16) {
-        self.rows = rows;
-        self.cols = cols;
-        self.parser.set_size(cells(rows), cells(cols));
-    }
-
-    pub fn process(&mut self, bytes: &[u8]) {
-        // A run shorter than this cannot hold `rows` line ends plus a cut.
-        let min_run = 2 * usize::from(self.rows);
-        let mut tracked = 0;
-        let mut fed = 0;
-        let mut i = 0;
-        while i < bytes.len() {
-            let Some(first) = bytes[i..].iter().position(|&b| is_printable(b)) else {
-                break;
-            };
-            let first = i + first;
-            let end = bytes[first..]
-                .iter()
-                .position(|&b| !is_text(b))
-                .map_or(bytes.len(), |n| first + n);
-            i = end;
-            if end - first < min_run {
-                continue;
-            }
-            self.tracker
-                .advance(&mut self.probe, &bytes[tracked..first]);
-            self.probe.events = 0;
-            self.probe.last_print = None;
-            self.tracker
-                .advance(&mut self.probe, &bytes[first..first + 1]);
-            let ground =
-                self.probe.events == 1 && self.probe.last_print == Some(char::from(bytes[first]));
-            self.tracker
-                .advance(&mut self.probe, &bytes[first + 1..end]);
-            tracked = end;
-            if !ground || self.probe.region_set {
-                continue;
-            }
-            let Some(skip) = plan_skip(&bytes[first..end], self.rows, self.cols) else {
-                continue;
-            };
-            self.parser.process(&bytes[fed..first + skip.start]);
-            let mut left = skip.advances;
-            while left > 0 {
-                let n = left.min(LINE_FEEDS.len());
-                self.parser.process(&LINE_FEEDS[..n]);
-                left -= n;
-            }
-            fed = first + skip.end;
-            self.skipped += (skip.end - skip.start) as u64;
-        }
-        self.tracker.advance(&mut self.probe, &bytes[tracked..]);
-        self.parser.process(&bytes[fed..]);
     }
 }
 
@@ -399,9 +182,9 @@ fn rates(data: &[u8], rows: u16, cols: u16, chunk: usize) -> [f64; 4] {
         black_box(a.term.grid().cursor.point);
     });
     let fast = median_rate(data, |d| {
-        let mut f = FastVt::new(rows, cols);
+        let mut f = screen_model(rows, cols);
         d.chunks(chunk).for_each(|c| f.process(c));
-        black_box(f.screen().cursor_position());
+        black_box(f.text().cursor.row);
     });
     [vt, av, al, fast]
 }
@@ -419,10 +202,79 @@ const NAMES: [&str; 4] = [
     "vt100 0.18",
     "avt 0.17",
     "alacritty_terminal 0.26",
-    "vt100 + fast path (prototype)",
+    "atc ScreenModel (vt100 + fast path)",
 ];
 
+/// CPU time this thread has used, in seconds: on a shared machine it leaves out the time
+/// other processes held the core.
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// CPU seconds `run` takes.
+fn cpu_time(run: impl FnOnce()) -> f64 {
+    let t = thread_cpu_secs();
+    run();
+    thread_cpu_secs() - t
+}
+
+/// The fast path's cost on agent output, where it skips nothing: vt100, the screen model and
+/// the fast path alone (its scan and tracker, handing the bytes to nothing), timed in CPU time
+/// in alternation, 7 rounds at each size; the medians of the rounds' ratios to vt100.
+fn agent_overhead() {
+    let agent = agent_payload(16 * 1024 * 1024);
+    for (rows, cols) in [(24, 80), (40, 120)] {
+        let mut model = Vec::new();
+        let mut alone = Vec::new();
+        for _ in 0..7 {
+            let vt = cpu_time(|| {
+                let mut p = vt100_parser(rows, cols);
+                agent.chunks(4096).for_each(|c| p.process(c));
+                black_box(p.screen().cursor_position());
+            });
+            let fast = cpu_time(|| {
+                let mut f = screen_model(rows, cols);
+                agent.chunks(4096).for_each(|c| f.process(c));
+                black_box(f.text().cursor.row);
+            });
+            let scan = cpu_time(|| {
+                let mut f = atc::sessions::screen_fast_path::FastPath::new();
+                agent.chunks(4096).for_each(|c| {
+                    f.process(c, rows, cols, |piece| {
+                        black_box(piece);
+                    })
+                });
+                black_box(f.skipped());
+            });
+            model.push(fast / vt);
+            alone.push(scan / vt);
+        }
+        model.sort_by(f64::total_cmp);
+        alone.sort_by(f64::total_cmp);
+        println!(
+            "agent output at {cols}×{rows} in 4 KiB chunks, CPU time against vt100's: the screen \
+             model {:+.1}% (rounds {:+.1}% to {:+.1}%), the fast path alone {:.1}%",
+            100.0 * (model[3] - 1.0),
+            100.0 * (model[0] - 1.0),
+            100.0 * (model[6] - 1.0),
+            100.0 * alone[3]
+        );
+    }
+}
+
 fn main() {
+    // `-- overhead` measures only the fast path's cost on agent output.
+    if std::env::args().nth(1).as_deref() == Some("overhead") {
+        agent_overhead();
+        return;
+    }
     const N: usize = 2000;
     const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
     // Memory first, before the payloads and the parse runs leave freed heap behind that the
@@ -453,7 +305,7 @@ fn main() {
         memory[2][s] = kib;
         kept.push(Box::new(v));
         let (kib, v) = idle_kib(N, || {
-            let mut f = FastVt::new(rows, cols);
+            let mut f = screen_model(rows, cols);
             f.process(PROMPT.as_bytes());
             f
         });
@@ -495,12 +347,12 @@ fn main() {
         );
     }
 
-    let mut f = FastVt::new(40, 120);
+    let mut f = screen_model(40, 120);
     flood.chunks(CHUNK).for_each(|c| f.process(c));
     println!();
     println!(
         "fast path: {:.1}% of the flood's bytes not printed at 120×40 in {} KiB chunks",
-        100.0 * f.skipped as f64 / flood.len() as f64,
+        100.0 * f.fast_path_skipped() as f64 / flood.len() as f64,
         CHUNK >> 10
     );
     for chunk in [16 * 1024, 64 * 1024] {
@@ -510,219 +362,15 @@ fn main() {
             black_box(p.screen().cursor_position());
         });
         let fast = median_rate(&flood, |d| {
-            let mut f = FastVt::new(40, 120);
+            let mut f = screen_model(40, 120);
             d.chunks(chunk).for_each(|c| f.process(c));
-            black_box(f.screen().cursor_position());
+            black_box(f.text().cursor.row);
         });
         println!(
             "flood at 120×40 in {} KiB chunks: vt100 {vt:.1} MiB/s, vt100 + fast path {fast:.1} MiB/s",
             chunk >> 10
         );
     }
+    agent_overhead();
     println!("(screen sets kept for the memory figures: {})", kept.len());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Feeds `data` in the given chunk sizes (cycled) to plain vt100 and to the fast path, and
-    /// checks after every chunk, and after a taller resize at the end, that both screens
-    /// format the same. Returns the bytes the fast path did not print.
-    fn same_screens(data: &[u8], rows: u16, cols: u16, chunks: &[usize]) -> u64 {
-        let mut plain = vt100_parser(rows, cols);
-        let mut fast = FastVt::new(rows, cols);
-        let mut at = 0;
-        for (n, &size) in chunks.iter().cycle().enumerate() {
-            if at >= data.len() {
-                break;
-            }
-            let end = (at + size).min(data.len());
-            plain.process(&data[at..end]);
-            fast.process(&data[at..end]);
-            assert_eq!(
-                plain.screen().state_formatted(),
-                fast.screen().state_formatted(),
-                "state after chunk {n} (bytes {at}..{end}) at {rows}x{cols}"
-            );
-            at = end;
-        }
-        assert_eq!(
-            plain.screen().contents_formatted(),
-            fast.screen().contents_formatted()
-        );
-        // Rows that scrolled off come back as blanks at the top of a taller screen; the fast
-        // path must have kept vt100's count of them.
-        plain.set_size(cells(rows * 3), cells(cols));
-        fast.set_size(rows * 3, cols);
-        assert_eq!(
-            plain.screen().state_formatted(),
-            fast.screen().state_formatted(),
-            "after a taller resize at {rows}x{cols}"
-        );
-        fast.skipped
-    }
-
-    #[test]
-    fn the_flood_is_skipped_and_the_screen_stays_the_same() {
-        let flood = flood_payload(256 * 1024);
-        for (rows, cols) in [(24, 80), (40, 120), (1, 80), (3, 5)] {
-            let skipped = same_screens(&flood, rows, cols, &[4096, 1000, 65536, 333]);
-            assert!(
-                skipped > flood.len() as u64 / 2,
-                "the fast path engaged at {rows}x{cols}: {skipped} bytes skipped"
-            );
-        }
-    }
-
-    #[test]
-    fn agent_output_keeps_the_same_screen() {
-        let agent = agent_payload(256 * 1024);
-        for (rows, cols) in [(24, 80), (40, 120)] {
-            same_screens(&agent, rows, cols, &[4096, 777, 65536]);
-        }
-    }
-
-    #[test]
-    fn bare_line_feeds_and_pending_wraps_keep_the_same_screen() {
-        // Lines of exactly the width leave a pending wrap that a bare LF keeps; CR-less lines
-        // carry the column over.
-        let mut data = Vec::new();
-        for i in 0..3000 {
-            let line = "y".repeat(if i % 3 == 0 { 80 } else { i % 170 });
-            data.extend_from_slice(line.as_bytes());
-            data.extend_from_slice(match i % 4 {
-                0 => b"\n".as_slice(),
-                1 => b"\r\n",
-                2 => b"\r\r\n\n",
-                _ => b"\n\r",
-            });
-        }
-        let skipped = same_screens(&data, 24, 80, &[4096, 513]);
-        assert!(skipped > 0, "the fast path engaged");
-    }
-
-    #[test]
-    fn text_inside_a_sequence_is_not_taken_for_output() {
-        // An OSC title and a CSI cut across chunks, each holding printable bytes and line ends
-        // the tracker must not take for text.
-        let mut data = Vec::new();
-        let lines: String = (0..200).map(|i| format!("line {i}\r\n")).collect();
-        data.extend_from_slice(b"\x1b]0;");
-        data.extend_from_slice(lines.as_bytes());
-        data.extend_from_slice(b"\x07");
-        data.extend_from_slice(b"\x1b[3");
-        data.extend_from_slice(lines.as_bytes());
-        data.extend_from_slice(b"1mafter\r\n");
-        data.extend_from_slice(lines.as_bytes());
-        data.extend_from_slice("é".as_bytes());
-        data.extend_from_slice(lines.as_bytes());
-        same_screens(&data, 24, 80, &[100, 4096, 1, 2, 3]);
-        // A CR inside a CSI runs without ending it: taken for text, the line feeds after it
-        // would scroll the main screen before the `h` of the first line after the cut, not the
-        // first line's, switches to the alternate screen, and leaving it would show that.
-        let mut data = b"kept on the main screen\r\n\x1b[?1049\r".to_vec();
-        let hellos: String = (0..200).map(|i| format!("hello {i}\r\n")).collect();
-        data.extend_from_slice(hellos.as_bytes());
-        data.extend_from_slice(b"\x1b[?1049l");
-        same_screens(&data, 24, 80, &[65536]);
-    }
-
-    #[test]
-    fn the_last_printed_character_survives_for_rep() {
-        // REP repeats the last character printed: the text after the cut must print one.
-        let mut data = b"first\r\n".to_vec();
-        data.extend_from_slice(&b"abc\r\n".repeat(100));
-        data.extend_from_slice(&b"\r\n".repeat(30));
-        data.extend_from_slice(b"\x1b[5b");
-        same_screens(&data, 24, 80, &[65536]);
-    }
-
-    #[test]
-    fn a_scroll_region_turns_the_fast_path_off() {
-        // Cursor below a scroll region: line feeds do not scroll, every line overprints the
-        // bottom row, and skipping any of them would change what is left there.
-        let mut data = b"\x1b[1;10r\x1b[24;1H".to_vec();
-        for i in 0..2000 {
-            let line = "z".repeat(150 - i % 150);
-            data.extend_from_slice(line.as_bytes());
-            data.extend_from_slice(b"\r\n");
-        }
-        let skipped = same_screens(&data, 24, 80, &[4096]);
-        assert_eq!(skipped, 0);
-    }
-
-    /// A small xorshift generator: the random streams are the same on every run.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> usize {
-            (self.next() % n) as usize
-        }
-    }
-
-    #[test]
-    fn random_streams_keep_the_same_screen() {
-        let pieces: [&[u8]; 16] = [
-            b"\r\n",
-            b"\n",
-            b"\r",
-            b"\x1b[31m",
-            b"\x1b[0m",
-            b"\x1b[2J",
-            b"\x1b[H",
-            b"\x1b[5;7H",
-            b"\x1b[K",
-            b"\x1b[?1049h",
-            b"\x1b[?1049l",
-            b"\x1b]2;title\r\n\x07",
-            "wide 漢字 ✓ ".as_bytes(),
-            b"\x1b[2b",
-            b"\x1b[3S",
-            b"\x1b",
-        ];
-        let mut skipped = 0;
-        for seed in 1..=12u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let mut data = Vec::new();
-            while data.len() < 96 * 1024 {
-                if rng.below(3) == 0 {
-                    data.extend_from_slice(pieces[rng.below(pieces.len() as u64)]);
-                } else {
-                    // A burst of short and long lines.
-                    for _ in 0..rng.below(120) {
-                        let len = rng.below(200);
-                        data.extend(std::iter::repeat_n(b'a' + (len % 26) as u8, len));
-                        data.extend_from_slice(if rng.below(5) == 0 { b"\n" } else { b"\r\n" });
-                    }
-                }
-            }
-            let chunks: Vec<usize> = (0..7).map(|_| 1 + rng.below(5000)).collect();
-            for (rows, cols) in [(24, 80), (5, 13)] {
-                skipped += same_screens(&data, rows, cols, &chunks);
-            }
-        }
-        assert!(skipped > 0, "the fast path engaged");
-    }
-
-    #[test]
-    fn the_plan_cuts_after_a_line_end_and_leaves_a_screenful() {
-        // 10 lines of "ab" at 3 rows: the skipped part starts after the first CR and ends
-        // after the line that leaves 3 row advances and some text after it.
-        let run = b"ab\r\n".repeat(10);
-        let skip = plan_skip(&run, 3, 80).expect("a cut");
-        assert_eq!(skip.start, 3);
-        // The first line's LF and lines 2 to 7 are skipped (7 advances); lines 8 to 10 stay.
-        assert_eq!(skip.end, 4 * 7);
-        assert_eq!(skip.advances, 7);
-        assert_eq!(plan_skip(b"ab\r\nab\r\n", 3, 80), None);
-        assert_eq!(plan_skip(&b"ab\n".repeat(10), 3, 80), None, "no CR, no cut");
-    }
 }

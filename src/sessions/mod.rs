@@ -11,6 +11,7 @@ pub mod messages;
 pub mod record_file;
 pub mod ring;
 pub mod screen;
+pub mod screen_fast_path;
 pub mod screen_worker;
 pub mod session;
 pub mod session_error;

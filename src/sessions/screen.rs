@@ -4,13 +4,19 @@
 //!
 //! vt100 was picked over avt by measurement (see README, "Screen model"). Scrollback is off:
 //! a repaint needs only the visible screen, and every row kept costs memory in each of
-//! thousands of sessions.
+//! thousands of sessions. With scrollback off, text that scrolls off within a chunk need not
+//! be printed at all: the [`FastPath`] in front of the parser hands vt100 line feeds in its
+//! place, which leaves vt100's screen exactly as the text would have.
 
 use atc_protocol::TermSize;
+
+use super::screen_fast_path::FastPath;
 
 /// One session's emulated terminal.
 pub struct ScreenModel {
     parser: vt100::Parser,
+    /// Sees every byte before the parser does, in the same order.
+    fast_path: FastPath,
 }
 
 /// The visible screen as text, for `GET .../screen`.
@@ -40,12 +46,21 @@ impl ScreenModel {
     pub fn new(size: TermSize) -> ScreenModel {
         ScreenModel {
             parser: vt100::Parser::new(cells(size.rows), cells(size.cols), 0),
+            fast_path: FastPath::new(),
         }
     }
 
     /// Feeds output bytes.
     pub fn process(&mut self, bytes: &[u8]) {
-        self.parser.process(bytes);
+        let (rows, cols) = self.parser.screen().size();
+        let parser = &mut self.parser;
+        self.fast_path
+            .process(bytes, rows.get(), cols.get(), |piece| parser.process(piece));
+    }
+
+    /// Bytes of output text the fast path kept from the parser, for measurement.
+    pub fn fast_path_skipped(&self) -> u64 {
+        self.fast_path.skipped()
     }
 
     /// Follows a terminal size change.
@@ -56,18 +71,7 @@ impl ScreenModel {
     /// Bytes that, written to a terminal of the same size, reproduce this screen: reset and
     /// clear, the contents with attributes, the cursor and the input modes.
     pub fn repaint(&self) -> Vec<u8> {
-        let screen = self.parser.screen();
-        // vt100's state does not carry which screen buffer is active; say it first, so a
-        // client that reattaches while a full-screen program runs returns to the main screen
-        // when that program exits.
-        let mut out = if screen.alternate_screen() {
-            b"\x1b[?1049h".to_vec()
-        } else {
-            b"\x1b[?1049l".to_vec()
-        };
-        out.extend_from_slice(b"\x1b[0m\x1b[2J\x1b[H");
-        out.extend_from_slice(screen.state_formatted().as_bytes());
-        out
+        repaint_of(self.parser.screen())
     }
 
     /// Whether the program asked for bracketed paste (DEC mode 2004).
@@ -91,6 +95,21 @@ impl ScreenModel {
             cursor: Cursor { row, col },
         }
     }
+}
+
+/// What [`ScreenModel::repaint`] sends for `screen`.
+fn repaint_of(screen: &vt100::Screen) -> Vec<u8> {
+    // vt100's state does not carry which screen buffer is active; say it first, so a
+    // client that reattaches while a full-screen program runs returns to the main screen
+    // when that program exits.
+    let mut out = if screen.alternate_screen() {
+        b"\x1b[?1049h".to_vec()
+    } else {
+        b"\x1b[?1049l".to_vec()
+    };
+    out.extend_from_slice(b"\x1b[0m\x1b[2J\x1b[H");
+    out.extend_from_slice(screen.state_formatted().as_bytes());
+    out
 }
 
 /// A dimension as vt100 wants it; sizes are validated to 1..=4096 before they get here.
@@ -132,6 +151,359 @@ mod tests {
         copy.process(&s.repaint());
         assert!(copy.parser.screen().alternate_screen());
         assert_eq!(copy.text().text, "full screen");
+    }
+
+    /// A plain vt100 parser and a [`ScreenModel`] fed the same bytes and sizes; every check
+    /// says they cannot be told apart.
+    struct Differential {
+        plain: vt100::Parser,
+        model: ScreenModel,
+        chunks: usize,
+    }
+
+    impl Differential {
+        fn new(rows: u16, cols: u16) -> Differential {
+            Differential {
+                plain: vt100::Parser::new(cells(rows), cells(cols), 0),
+                model: ScreenModel::new(TermSize { cols, rows }),
+                chunks: 0,
+            }
+        }
+
+        /// Feeds `data` in pieces of the given sizes (cycled), checking after each.
+        fn feed(&mut self, data: &[u8], sizes: &[usize]) {
+            let mut at = 0;
+            for &size in sizes.iter().cycle() {
+                if at >= data.len() {
+                    break;
+                }
+                let end = (at + size.max(1)).min(data.len());
+                self.chunk(&data[at..end]);
+                at = end;
+            }
+        }
+
+        fn chunk(&mut self, bytes: &[u8]) {
+            self.plain.process(bytes);
+            self.model.process(bytes);
+            self.chunks += 1;
+            self.check("a chunk");
+        }
+
+        fn resize(&mut self, rows: u16, cols: u16) {
+            self.plain.set_size(cells(rows), cells(cols));
+            self.model.resize(TermSize { cols, rows });
+            self.check("a resize");
+        }
+
+        #[track_caller]
+        fn check(&self, after: &str) {
+            let (plain, model) = (self.plain.screen(), self.model.parser.screen());
+            let at = format!("after {after}, chunk {}", self.chunks);
+            assert_eq!(
+                plain.contents_formatted(),
+                model.contents_formatted(),
+                "{at}"
+            );
+            assert_eq!(plain.state_formatted(), model.state_formatted(), "{at}");
+            assert_eq!(plain.cursor_position(), model.cursor_position(), "{at}");
+            assert_eq!(plain.alternate_screen(), model.alternate_screen(), "{at}");
+            assert_eq!(repaint_of(plain), self.model.repaint(), "{at}");
+        }
+
+        /// What the screens cannot show yet: vt100's count of rows scrolled off (rows come
+        /// back as blanks at the top of a taller screen, and the cursor moves down by as
+        /// many) and the last printed character (REP repeats it). Returns the bytes the fast
+        /// path skipped.
+        fn finish(mut self) -> u64 {
+            let (rows, cols) = self.plain.screen().size();
+            self.resize(rows.get() * 3, cols.get());
+            self.chunk(b"\x1b[3b");
+            self.model.fast_path_skipped()
+        }
+    }
+
+    /// A small xorshift generator: the random streams are the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn new(seed: u64) -> Rng {
+            Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        }
+
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Output shaped like a coding agent's TUI: colored lines, a status line redrawn in
+    /// place with the cursor saved and restored, line clears and UTF-8.
+    fn agent_payload(bytes: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0u64;
+        while out.len() < bytes {
+            i += 1;
+            out.extend_from_slice(
+                format!(
+                    "\x1b[32m✓\x1b[0m step {i}: \x1b[1mcompiled\x1b[0m src/m_{}.rs — ok\r\n",
+                    i % 97
+                )
+                .as_bytes(),
+            );
+            if i.is_multiple_of(8) {
+                out.extend_from_slice(
+                    format!("\x1b[s\x1b[24;1H\x1b[2K\x1b[7m working… {i} \x1b[0m\x1b[u").as_bytes(),
+                );
+            }
+        }
+        out
+    }
+
+    /// Log lines of printable ASCII, 20 to 220 columns (some wrap, some exactly fill a row
+    /// of 80), ending in `\r\n`.
+    fn flood_payload(bytes: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0usize;
+        while out.len() < bytes {
+            i += 1;
+            let line = format!("INFO worker: batch {i} done ");
+            let pad = if i.is_multiple_of(9) {
+                80 - line.len()
+            } else {
+                i * 7919 % 200
+            };
+            out.extend_from_slice(line.as_bytes());
+            out.extend(std::iter::repeat_n(b'x', pad));
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    #[test]
+    fn agent_output_keeps_the_same_screen() {
+        let agent = agent_payload(128 * 1024);
+        for (rows, cols) in [(24, 80), (40, 120)] {
+            let mut d = Differential::new(rows, cols);
+            d.feed(&agent, &[4096, 777, 65536]);
+            d.finish();
+        }
+    }
+
+    #[test]
+    fn a_flood_is_skipped_and_keeps_the_same_screen() {
+        let flood = flood_payload(256 * 1024);
+        for (rows, cols) in [(24, 80), (40, 120), (1, 80), (3, 5)] {
+            let mut d = Differential::new(rows, cols);
+            d.feed(&flood, &[4096, 65536]);
+            let skipped = d.finish();
+            assert!(
+                skipped > flood.len() as u64 / 2,
+                "the fast path engaged at {rows}x{cols}: {skipped} bytes skipped"
+            );
+        }
+    }
+
+    #[test]
+    fn random_chunk_boundaries_and_resizes_keep_the_same_screen() {
+        let flood = flood_payload(128 * 1024);
+        let mut skipped = 0;
+        for seed in 1..=6 {
+            let mut rng = Rng::new(seed);
+            let mut d = Differential::new(24, 80);
+            let mut at = 0;
+            while at < flood.len() {
+                let end = (at + 1 + rng.below(9000)).min(flood.len());
+                d.chunk(&flood[at..end]);
+                at = end;
+                if rng.below(4) == 0 {
+                    let sizes = [(24, 80), (40, 120), (10, 80), (50, 33), (2, 200), (24, 79)];
+                    let (rows, cols) = sizes[rng.below(sizes.len())];
+                    d.resize(rows, cols);
+                }
+            }
+            skipped += d.finish();
+        }
+        assert!(skipped > 0, "the fast path engaged");
+    }
+
+    #[test]
+    fn alternate_screen_switches_keep_the_same_screen() {
+        let flood = flood_payload(32 * 1024);
+        let mut data = b"on the main screen\r\n".to_vec();
+        for _ in 0..4 {
+            data.extend_from_slice(b"\x1b[?1049h");
+            data.extend_from_slice(&flood);
+            data.extend_from_slice(b"\x1b[?1049l");
+            data.extend_from_slice(&flood[..8192]);
+        }
+        let mut d = Differential::new(24, 80);
+        d.feed(&data, &[65536, 3000]);
+        assert!(d.finish() > 0, "the fast path engaged");
+    }
+
+    #[test]
+    fn a_scroll_region_mid_stream_turns_the_fast_path_off() {
+        let flood = flood_payload(64 * 1024);
+        let mut d = Differential::new(24, 80);
+        d.feed(&flood, &[4096]);
+        let before = d.model.fast_path_skipped();
+        assert!(before > 0, "the fast path engaged");
+        // Cursor below the region: line feeds do not scroll and every line overprints the
+        // bottom row; in the region, rows above it stay.
+        d.chunk(b"\x1b[5;20r\x1b[24;1H");
+        d.feed(&flood, &[4096]);
+        d.chunk(b"\x1b[10;1H");
+        d.feed(&flood, &[4096]);
+        // A resize resets vt100's region; the fast path stays off anyway.
+        d.resize(30, 80);
+        d.feed(&flood, &[4096]);
+        assert_eq!(d.finish(), before);
+    }
+
+    #[test]
+    fn wide_and_utf8_text_keeps_the_same_screen() {
+        let mut data = Vec::new();
+        for i in 0..3000usize {
+            // Wide characters at the right edge wrap early; combining marks and other
+            // multi-byte text end a run of ASCII, which resumes at an unknown column.
+            let line = match i % 40 {
+                0 => format!("{}漢字 line {i}", "y".repeat(79)),
+                1 => format!("e\u{301}té ✓ {i}"),
+                2 => format!("{}字", "w".repeat(i % 170)),
+                _ => format!("plain ascii {i} {}", "q".repeat(i % 130)),
+            };
+            data.extend_from_slice(line.as_bytes());
+            data.extend_from_slice(if i % 5 == 0 { b"\n" } else { b"\r\n" });
+        }
+        for (rows, cols) in [(24, 80), (7, 13)] {
+            let mut d = Differential::new(rows, cols);
+            // Odd sizes cut UTF-8 characters across chunks.
+            d.feed(&data, &[4096, 1001, 333]);
+            assert!(d.finish() > 0, "the fast path engaged at {rows}x{cols}");
+        }
+    }
+
+    #[test]
+    fn text_inside_a_string_or_sequence_is_not_taken_for_output() {
+        let lines: String = (0..200).map(|i| format!("line {i}\r\n")).collect();
+        let mut data = Vec::new();
+        // An OSC title, a DCS, an APC and a CSI each holding printable text and line ends;
+        // all of it is parsed as part of the sequence, not printed. (vt100 ignores line
+        // feeds inside strings, so only the CSI below could show a wrong skip.)
+        for (open, close) in [
+            (b"\x1b]0;".as_slice(), b"\x07".as_slice()),
+            (b"\x1b]2;", b"\x1b\\"),
+            (b"\x1bPq", b"\x1b\\"),
+            (b"\x1b_", b"\x1b\\"),
+            (b"\x1b[3", b"1m"),
+        ] {
+            data.extend_from_slice(open);
+            data.extend_from_slice(lines.as_bytes());
+            data.extend_from_slice(close);
+            data.extend_from_slice(b"after\r\n");
+            data.extend_from_slice(lines.as_bytes());
+        }
+        for sizes in [&[65536][..], &[100, 4096, 1, 2, 3][..]] {
+            let mut d = Differential::new(24, 80);
+            d.feed(&data, sizes);
+            assert!(d.finish() > 0, "the fast path engaged");
+        }
+        // A CR inside a CSI runs without ending it: taken for text, the line feeds after it
+        // would scroll the main screen before the `h` after the cut switches to the
+        // alternate screen, and leaving it would show that.
+        let mut data = b"kept on the main screen\r\n\x1b[?1049\r".to_vec();
+        let hellos: String = (0..200).map(|i| format!("hello {i}\r\n")).collect();
+        data.extend_from_slice(hellos.as_bytes());
+        data.extend_from_slice(b"\x1b[?1049l");
+        let mut d = Differential::new(24, 80);
+        d.feed(&data, &[65536]);
+        d.finish();
+    }
+
+    #[test]
+    fn the_count_of_rows_scrolled_off_survives_a_taller_resize() {
+        // vt100 brings back as many blank rows at the top of a taller screen as rows
+        // scrolled off, up to the growth: a few lines more or fewer than the screen shows.
+        for lines in 4..40 {
+            for line in [b"ab".as_slice(), &[b'w'; 100]] {
+                let data = [line, b"\r\n"].concat().repeat(lines);
+                let mut d = Differential::new(3, 40);
+                d.chunk(&data);
+                d.resize(80, 40);
+                d.chunk(b"after");
+                let skipped = d.finish();
+                assert!(
+                    lines < 7 || skipped > 0,
+                    "the fast path engaged at {lines} lines"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_printed_character_survives_for_rep() {
+        // REP repeats the last character printed: the text after the cut must print one.
+        let mut data = b"first\r\n".to_vec();
+        data.extend_from_slice(&b"abc\r\n".repeat(100));
+        data.extend_from_slice(&b"\r\n".repeat(30));
+        data.extend_from_slice(b"\x1b[5b");
+        let mut d = Differential::new(24, 80);
+        d.chunk(&data);
+        assert!(d.finish() > 0, "the fast path engaged");
+    }
+
+    #[test]
+    fn random_mixed_streams_keep_the_same_screen() {
+        let pieces: [&[u8]; 18] = [
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"\x1b[31m",
+            b"\x1b[0m",
+            b"\x1b[2J",
+            b"\x1b[H",
+            b"\x1b[5;7H",
+            b"\x1b[K",
+            b"\x1b[?1049h",
+            b"\x1b[?1049l",
+            b"\x1b]2;title\r\n\x07",
+            "wide 漢字 ✓ ".as_bytes(),
+            b"\x1b[2b",
+            b"\x1b[3S",
+            b"\x1b",
+            b"\x1bM",
+            b"\x1b7\x1b[20;1H\x1b8",
+        ];
+        let mut skipped = 0;
+        for seed in 1..=8 {
+            let mut rng = Rng::new(seed);
+            let mut data = Vec::new();
+            while data.len() < 64 * 1024 {
+                if rng.below(3) == 0 {
+                    data.extend_from_slice(pieces[rng.below(pieces.len())]);
+                } else {
+                    for _ in 0..rng.below(120) {
+                        let len = rng.below(200);
+                        data.extend(std::iter::repeat_n(b'a' + (len % 26) as u8, len));
+                        data.extend_from_slice(if rng.below(5) == 0 { b"\n" } else { b"\r\n" });
+                    }
+                }
+            }
+            let sizes: Vec<usize> = (0..7).map(|_| 1 + rng.below(5000)).collect();
+            for (rows, cols) in [(24, 80), (5, 13)] {
+                let mut d = Differential::new(rows, cols);
+                d.feed(&data, &sizes);
+                skipped += d.finish();
+            }
+        }
+        assert!(skipped > 0, "the fast path engaged");
     }
 
     #[test]

@@ -1,0 +1,576 @@
+//! The screen model's fast path: it decides which bytes of a chunk vt100 need not print.
+//!
+//! Within one chunk, a run of printable ASCII, CR and LF that moves the cursor down at least
+//! `rows` times after some line ends can only leave the rows of its last lines on the screen:
+//! everything printed before them scrolls off, and with scrollback off nothing keeps it. So
+//! the text of those earlier lines is not printed; vt100 gets one `\n` per row advance it
+//! would have made (line feeds and autowraps), which keeps the cursor, every scroll and
+//! vt100's count of rows scrolled off (it decides where rows come back on a taller resize)
+//! exactly as they were. The text after the cut is fed as is.
+//!
+//! That holds only while vt100's parser (vte) is in its ground state at the run, since a
+//! printable byte inside an OSC string or a CSI is not text, and only while the scroll region
+//! is the whole screen: rows outside it never scroll, and text below it overprints one row.
+//! [`SequenceTracker`] follows vte's state table byte for byte, cheaply (in the ground state
+//! it only looks for ESC, the one byte that leaves it), and notes any DECSTBM; once one has
+//! been seen the fast path stays off for that screen. vt100 has no autowrap, insert or newline
+//! modes to change the rest.
+//!
+//! This module is pure logic over bytes; [`super::screen::ScreenModel`] owns the vt100 parser
+//! and hands it what [`FastPath::process`] passes on.
+
+/// Line feeds fed to vt100 in place of skipped text, a slice at a time.
+const LINE_FEEDS: [u8; 4096] = [b'\n'; 4096];
+
+/// The fast path of one screen: the tracker of vte's state across chunks and what it skipped.
+#[derive(Debug, Default)]
+pub struct FastPath {
+    tracker: SequenceTracker,
+    /// Bytes of text not printed, for measurement and tests.
+    skipped: u64,
+}
+
+impl FastPath {
+    /// A fast path for a screen whose parser has seen nothing yet.
+    pub fn new() -> FastPath {
+        FastPath::default()
+    }
+
+    /// Bytes of text skipped so far: printed text replaced by line feeds.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Passes `bytes`, in order, to `feed`, as the parser of a `rows`×`cols` screen should see
+    /// them: the same bytes except for runs of text that would scroll off within the chunk,
+    /// which are passed as line feeds. `feed` must be the parser this fast path has tracked
+    /// since its first byte.
+    pub fn process(&mut self, bytes: &[u8], rows: u16, cols: u16, mut feed: impl FnMut(&[u8])) {
+        if self.tracker.region_set {
+            feed(bytes);
+            return;
+        }
+        // A run shorter than this cannot hold `rows` line ends plus a cut, or would save
+        // too little to pay for its plan.
+        let min_run = 2 * usize::from(rows).max(1);
+        let mut tracked = 0;
+        let mut fed = 0;
+        let mut from = 0;
+        while let Some((start, end)) = next_run(bytes, from, min_run) {
+            from = end;
+            self.tracker.advance(&bytes[tracked..start]);
+            if self.tracker.region_set {
+                break;
+            }
+            if self.tracker.state != SeqState::Ground {
+                // Part of a sequence (a CSI's parameters, an OSC string): the tracker reads it.
+                self.tracker.advance(&bytes[start..end]);
+                tracked = end;
+                continue;
+            }
+            // Text in the ground state holds no ESC, so the state is still ground at its end.
+            tracked = end;
+            let Some(skip) = plan_skip(&bytes[start..end], rows, cols) else {
+                continue;
+            };
+            feed(&bytes[fed..start + skip.start]);
+            let mut left = skip.advances;
+            while left > 0 {
+                let n = left.min(LINE_FEEDS.len());
+                feed(&LINE_FEEDS[..n]);
+                left -= n;
+            }
+            fed = start + skip.end;
+            self.skipped += (skip.end - skip.start) as u64;
+        }
+        self.tracker.advance(&bytes[tracked..]);
+        feed(&bytes[fed..]);
+    }
+}
+
+/// The next run of text bytes (printable ASCII, CR, LF) at or after `from` that is at least
+/// `min_len` long, as `(start, end)`. Runs are maximal: the bytes around one are not text.
+fn next_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)> {
+    // ESC is not text, and agent output has one every few bytes: only the stretches between
+    // two that are long enough can hold a run, and only those are scanned a byte at a time.
+    let mut gap = from;
+    while gap < bytes.len() {
+        let gap_end = memchr::memchr(0x1b, &bytes[gap..]).map_or(bytes.len(), |n| gap + n);
+        if gap_end - gap >= min_len {
+            if let Some(run) = scan_run(&bytes[..gap_end], gap, min_len) {
+                return Some(run);
+            }
+        }
+        gap = gap_end + 1;
+    }
+    None
+}
+
+/// [`next_run`] a byte at a time.
+fn scan_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)> {
+    let mut start = from;
+    for (at, &b) in bytes.iter().enumerate().skip(from) {
+        if !is_text(b) {
+            if at - start >= min_len {
+                return Some((start, at));
+            }
+            start = at + 1;
+        }
+    }
+    (bytes.len().saturating_sub(start) >= min_len).then_some((start, bytes.len()))
+}
+
+/// What to skip in a run: bytes `start..end` of the run, replaced by `advances` line feeds.
+#[derive(Debug, PartialEq)]
+struct Skip {
+    start: usize,
+    end: usize,
+    advances: usize,
+}
+
+fn is_printable(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b)
+}
+
+fn is_text(b: u8) -> bool {
+    is_printable(b) || b == b'\r' || b == b'\n'
+}
+
+/// vt100's cursor over one byte of such a run: a character at column `cols` (the pending
+/// wrap) first moves to the next row; a line feed keeps the column.
+#[inline(always)]
+fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
+    match b {
+        b'\r' => *col = 0,
+        b'\n' => *advances += 1,
+        _ => {
+            if *col >= cols {
+                *advances += 1;
+                *col = 0;
+            }
+            *col += 1;
+        }
+    }
+}
+
+/// Where a run of printable ASCII, CR and LF, fed to vt100 in its ground state with a
+/// full-screen scroll region, can be cut. The skipped part starts after the run's first CR
+/// (before it the column is unknown) and ends after a line feed that leaves the column at 0;
+/// what follows must move the cursor down `rows` times or more (so every row the skipped text
+/// wrote scrolls off) and print something (vt100 remembers the last printed character for REP).
+fn plan_skip(run: &[u8], rows: u16, cols: u16) -> Option<Skip> {
+    let first_cr = run.iter().position(|&b| b == b'\r')?;
+    let last_printable = run.iter().rposition(|&b| is_printable(b))?;
+    let start = first_cr + 1;
+    let cols = usize::from(cols);
+    let (mut col, mut total) = (0, 0);
+    for &b in &run[start..] {
+        step(cols, &mut col, &mut total, b);
+    }
+    let limit = total.checked_sub(usize::from(rows))?;
+    let (mut col, mut adv) = (0, 0);
+    let mut best = None;
+    for (at, &b) in run.iter().enumerate().skip(start) {
+        step(cols, &mut col, &mut adv, b);
+        if adv > limit {
+            break;
+        }
+        if b == b'\n' && col == 0 && at < last_printable {
+            best = Some((at + 1, adv));
+        }
+    }
+    let (end, advances) = best?;
+    (end > start).then_some(Skip {
+        start,
+        end,
+        advances,
+    })
+}
+
+/// vte 0.15's parser state (the crate vt100 0.18 parses with), as its state table moves it.
+/// Two CSI parameter states stand for vte's one, so that a CSI dispatch knows whether it
+/// carries a private marker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum SeqState {
+    #[default]
+    Ground,
+    Escape,
+    EscapeIntermediate,
+    CsiEntry,
+    /// Parameters with no private marker collected: the final byte dispatches with no
+    /// intermediates.
+    CsiParam,
+    /// Parameters after a private marker (`<`, `=`, `>`, `?`), which vte collects as an
+    /// intermediate.
+    CsiPrivateParam,
+    CsiIntermediate,
+    CsiIgnore,
+    DcsEntry,
+    DcsParam,
+    DcsIntermediate,
+    DcsIgnore,
+    DcsPassthrough,
+    OscString,
+    SosPmApcString,
+}
+
+/// Follows vte's state over a byte stream, and whether vt100 has run a DECSTBM.
+///
+/// vte leaves the ground state only on ESC: C0 and C1 controls (as UTF-8 or as raw bytes) are
+/// executed where they stand, and a partial UTF-8 character is cut short by whatever follows.
+/// Outside the ground state vte reads only 7-bit codes: bytes from 0x80 change nothing, except
+/// 0x9C (ST) in a DCS passthrough, which ends it, also when it is part of a UTF-8 character.
+#[derive(Debug, Default)]
+struct SequenceTracker {
+    state: SeqState,
+    /// vt100 has seen `CSI Ps ; Ps r` (DECSTBM): it runs that for a CSI ending in `r` with no
+    /// intermediates, whatever the parameters.
+    region_set: bool,
+}
+
+impl SequenceTracker {
+    fn advance(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let Some((&b, tail)) = rest.split_first() {
+            if self.state == SeqState::Ground {
+                // Text and controls leave the ground state as it is.
+                let Some(esc) = memchr::memchr(0x1b, rest) else {
+                    return;
+                };
+                self.state = SeqState::Escape;
+                rest = &rest[esc + 1..];
+                continue;
+            }
+            self.step(b);
+            rest = tail;
+        }
+    }
+
+    /// One byte outside the ground state.
+    fn step(&mut self, b: u8) {
+        use SeqState::*;
+        self.state = match (self.state, b) {
+            // vte's "anywhere" transitions, taken in every state but the ground state.
+            (_, 0x18 | 0x1a) => Ground,
+            (_, 0x1b) => Escape,
+            (Ground, _) => Ground,
+            (Escape, 0x20..=0x2f) => EscapeIntermediate,
+            (Escape, b'P') => DcsEntry,
+            (Escape, b'[') => CsiEntry,
+            (Escape, b']') => OscString,
+            (Escape, b'X' | b'^' | b'_') => SosPmApcString,
+            (Escape | EscapeIntermediate, 0x30..=0x7e) => Ground,
+            (CsiEntry | CsiParam | CsiPrivateParam, 0x20..=0x2f) => CsiIntermediate,
+            (CsiEntry, 0x30..=0x3b) => CsiParam,
+            (CsiEntry, 0x3c..=0x3f) => CsiPrivateParam,
+            (CsiParam | CsiPrivateParam, 0x3c..=0x3f) => CsiIgnore,
+            (CsiIntermediate, 0x30..=0x3f) => CsiIgnore,
+            (CsiEntry | CsiParam, 0x40..=0x7e) => {
+                if b == b'r' {
+                    self.region_set = true;
+                }
+                Ground
+            }
+            (CsiPrivateParam | CsiIntermediate | CsiIgnore, 0x40..=0x7e) => Ground,
+            (DcsEntry | DcsParam, 0x20..=0x2f) => DcsIntermediate,
+            (DcsEntry, 0x30..=0x3f) => DcsParam,
+            (DcsParam, 0x3c..=0x3f) => DcsIgnore,
+            (DcsIntermediate, 0x30..=0x3f) => DcsIgnore,
+            (DcsEntry | DcsParam | DcsIntermediate, 0x40..=0x7e) => DcsPassthrough,
+            (DcsPassthrough, 0x9c) => Ground,
+            (OscString, 0x07) => Ground,
+            // Everything else (other C0 controls, parameter bytes, DEL, bytes from 0x80,
+            // string contents) stays in the state it is in.
+            (state, _) => state,
+        };
+    }
+
+    /// Whether vte would parse a printable byte fed now as text.
+    #[cfg(test)]
+    fn in_ground(&self) -> bool {
+        self.state == SeqState::Ground
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small xorshift generator: the random streams are the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// vte's own answer: its performer sees what a probe byte fed after `prefix` becomes, and
+    /// whether any CSI dispatch vt100 takes for DECSTBM went by.
+    #[derive(Default)]
+    struct Probe {
+        last_print: Option<char>,
+        region_set: bool,
+    }
+
+    impl vte::Perform for Probe {
+        fn print(&mut self, c: char) {
+            self.last_print = Some(c);
+        }
+
+        fn csi_dispatch(
+            &mut self,
+            _params: &vte::Params,
+            intermediates: &[u8],
+            _ignore: bool,
+            c: char,
+        ) {
+            if c == 'r' && intermediates.is_empty() {
+                self.region_set = true;
+            }
+        }
+    }
+
+    /// Whether vte, after `prefix`, prints a printable byte as itself: true in its ground
+    /// state only (a pending partial UTF-8 character is printed as U+FFFD first). Also
+    /// whether it dispatched a DECSTBM on the way.
+    fn vte_answer(prefix: &[u8]) -> (bool, bool) {
+        let mut parser = vte::Parser::new();
+        let mut probe = Probe::default();
+        parser.advance(&mut probe, prefix);
+        let region_set = probe.region_set;
+        probe.last_print = None;
+        parser.advance(&mut probe, b"x");
+        (probe.last_print == Some('x'), region_set)
+    }
+
+    /// Pieces that reach every vte state and every way out of it, UTF-8 with C1 controls and
+    /// 0x9C continuation bytes, and raw C1 bytes.
+    const PIECES: &[&[u8]] = &[
+        b"\x1b",
+        b"[",
+        b"]",
+        b"P",
+        b"X",
+        b"^",
+        b"_",
+        b"\\",
+        b"\x07",
+        b"\x18",
+        b"\x1a",
+        b"\x9c",
+        b"\x9b",
+        b"\x90",
+        b"\x9d",
+        b"\xc2\x9b",
+        b"\xc2\x9c",
+        "✓".as_bytes(),
+        "é".as_bytes(),
+        "漢".as_bytes(),
+        b"\xe2",
+        b"\xf0\x9f",
+        b"0",
+        b"1;2",
+        b";",
+        b":",
+        b"?",
+        b"<",
+        b">",
+        b"=",
+        b" ",
+        b"!",
+        b"/",
+        b"r",
+        b"m",
+        b"H",
+        b"@",
+        b"~",
+        b"x",
+        b"\x7f",
+        b"\r",
+        b"\n",
+        b"\x00",
+        b"\x08",
+        b"\x1b[",
+        b"\x1b]",
+        b"\x1bP",
+        b"abc",
+    ];
+
+    #[test]
+    fn the_tracker_agrees_with_vte_after_every_byte() {
+        let mut ground_seen = 0;
+        let mut other_seen = 0;
+        let mut region_seen = 0;
+        for seed in 1..=400u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut stream = Vec::new();
+            while stream.len() < 160 {
+                stream.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+            }
+            let mut tracker = SequenceTracker::default();
+            for at in 0..=stream.len() {
+                if at > 0 {
+                    // A byte at a time here; the whole stream in one go is checked below.
+                    tracker.advance(&stream[at - 1..at]);
+                }
+                let (ground, region_set) = vte_answer(&stream[..at]);
+                assert_eq!(
+                    (tracker.in_ground(), tracker.region_set),
+                    (ground, region_set),
+                    "after {:?} (seed {seed}); tracker in {:?}",
+                    String::from_utf8_lossy(&stream[..at]),
+                    tracker.state
+                );
+                if ground {
+                    ground_seen += 1;
+                } else {
+                    other_seen += 1;
+                }
+                region_seen += usize::from(region_set);
+            }
+            let mut whole = SequenceTracker::default();
+            whole.advance(&stream);
+            assert_eq!(
+                (whole.state, whole.region_set),
+                (tracker.state, tracker.region_set)
+            );
+        }
+        assert!(ground_seen > 1000 && other_seen > 1000 && region_seen > 0);
+    }
+
+    #[test]
+    fn the_tracker_covers_every_state() {
+        let reach = |bytes: &[u8]| {
+            let mut t = SequenceTracker::default();
+            t.advance(bytes);
+            t.state
+        };
+        use SeqState::*;
+        let cases: [(&[u8], SeqState); 15] = [
+            (b"text \xc2\x9b", Ground),
+            (b"\x1b", Escape),
+            (b"\x1b(", EscapeIntermediate),
+            (b"\x1b[", CsiEntry),
+            (b"\x1b[1;2", CsiParam),
+            (b"\x1b[?25", CsiPrivateParam),
+            (b"\x1b[1 ", CsiIntermediate),
+            (b"\x1b[1?", CsiIgnore),
+            (b"\x1bP", DcsEntry),
+            (b"\x1bP1", DcsParam),
+            (b"\x1bP$", DcsIntermediate),
+            (b"\x1bP1?", DcsIgnore),
+            (b"\x1bPq#0", DcsPassthrough),
+            (b"\x1b]0;title \xe2\x9c\x93", OscString),
+            (b"\x1b_app", SosPmApcString),
+        ];
+        for (bytes, state) in cases {
+            assert_eq!(reach(bytes), state, "{bytes:?}");
+            let (ground, _) = vte_answer(bytes);
+            assert_eq!(ground, state == Ground, "{bytes:?}");
+        }
+        // ST as a UTF-8 continuation byte ends a DCS, and only a DCS.
+        assert_eq!(reach("\x1bPq✓".as_bytes()), Ground);
+        assert_eq!(reach("\x1b]0;✓".as_bytes()), OscString);
+    }
+
+    #[test]
+    fn only_a_plain_csi_r_counts_as_a_scroll_region() {
+        for (bytes, set) in [
+            (b"\x1b[1;10r".as_slice(), true),
+            (b"\x1b[r", true),
+            (b"\x1b[?1r", false),
+            (b"\x1b[1 r", false),
+            (b"\x1b]1;r\x07", false),
+            (b"\x1br", false),
+        ] {
+            let mut t = SequenceTracker::default();
+            t.advance(bytes);
+            assert_eq!(t.region_set, set, "{bytes:?}");
+            assert_eq!(vte_answer(bytes).1, set, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn runs_are_maximal_stretches_of_text() {
+        let bytes = b"ab\x1b[1mcdef\r\ngh\x07ij";
+        assert_eq!(next_run(bytes, 0, 2), Some((0, 2)));
+        // `[1m` is text to this scan; the tracker tells it is part of a CSI.
+        assert_eq!(next_run(bytes, 2, 2), Some((3, 14)));
+        assert_eq!(next_run(bytes, 2, 12), None);
+        assert_eq!(next_run(bytes, 14, 2), Some((15, 17)));
+        assert_eq!(next_run(bytes, 17, 1), None);
+    }
+
+    #[test]
+    fn runs_found_between_escapes_are_the_runs_a_byte_scan_finds() {
+        for seed in 1..=300u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut bytes = Vec::new();
+            while bytes.len() < 200 {
+                let piece: &[u8] = [
+                    b"\x1b".as_slice(),
+                    b"\x1b[1m",
+                    b"ab",
+                    b"\r\n",
+                    b"\x07",
+                    "é".as_bytes(),
+                ][rng.below(6)];
+                bytes.extend_from_slice(piece);
+                bytes.extend(std::iter::repeat_n(b'x', rng.below(12)));
+            }
+            for min_len in [1, 2, 5, 9, 16] {
+                for from in 0..=bytes.len() {
+                    assert_eq!(
+                        next_run(&bytes, from, min_len),
+                        scan_run(&bytes, from, min_len),
+                        "from {from}, min {min_len}, seed {seed}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_plan_cuts_after_a_line_end_and_leaves_a_screenful() {
+        // 10 lines of "ab" at 3 rows: the skipped part starts after the first CR and ends
+        // after the line that leaves 3 row advances and some text after it.
+        let run = b"ab\r\n".repeat(10);
+        let skip = plan_skip(&run, 3, 80).expect("a cut");
+        assert_eq!(skip.start, 3);
+        // The first line's LF and lines 2 to 7 are skipped (7 advances); lines 8 to 10 stay.
+        assert_eq!(skip.end, 4 * 7);
+        assert_eq!(skip.advances, 7);
+        assert_eq!(plan_skip(b"ab\r\nab\r\n", 3, 80), None);
+        assert_eq!(plan_skip(&b"ab\n".repeat(10), 3, 80), None, "no CR, no cut");
+        // Autowraps count as advances: 30 columns at 10 wrap twice.
+        let wide = [b"\r".as_slice(), &[b'w'; 30], b"\r\n"].concat().repeat(4);
+        let skip = plan_skip(&wide, 3, 10).expect("a cut");
+        assert_eq!((skip.start, skip.end, skip.advances), (1, 3 * 33, 9));
+    }
+
+    #[test]
+    fn text_inside_a_sequence_is_fed_as_is() {
+        let lines: Vec<u8> = b"line\r\n".repeat(50);
+        let mut fast = FastPath::new();
+        let mut fed = Vec::new();
+        let data = [b"\x1b]0;".as_slice(), &lines, b"\x07"].concat();
+        fast.process(&data, 4, 80, |piece| fed.extend_from_slice(piece));
+        assert_eq!((fed, fast.skipped()), (data, 0));
+        // The same lines as output are cut down to the line feeds and the last screenful.
+        let mut fed = Vec::new();
+        fast.process(&lines, 4, 80, |piece| fed.extend_from_slice(piece));
+        assert!(fast.skipped() > 0);
+        let mut expected = b"line\r".to_vec();
+        expected.extend_from_slice(&[b'\n'; 46]);
+        expected.extend_from_slice(&b"line\r\n".repeat(4));
+        assert_eq!(fed, expected);
+    }
+}
