@@ -53,9 +53,8 @@ impl ScreenModel {
     /// Feeds output bytes.
     pub fn process(&mut self, bytes: &[u8]) {
         let (rows, cols) = self.parser.screen().size();
-        let parser = &mut self.parser;
         self.fast_path
-            .process(bytes, rows.get(), cols.get(), |piece| parser.process(piece));
+            .process(bytes, rows.get(), cols.get(), &mut self.parser);
     }
 
     /// Bytes of output text the fast path kept from the parser, for measurement.
@@ -308,6 +307,44 @@ mod tests {
                 "the fast path engaged at {rows}x{cols}: {skipped} bytes skipped"
             );
         }
+    }
+
+    /// Lines ended by a bare line feed, as a PTY with output processing off sends them: the
+    /// column carries from line to line. Lengths vary, some exactly a row (a pending wrap
+    /// before the line feed), and a prompt-like prefix puts the first run mid-row.
+    fn line_feed_payload(bytes: usize, cols: usize, seed: u64) -> Vec<u8> {
+        let mut rng = Rng::new(seed);
+        let mut out = b"\x1b[1m$\x1b[0m run ".to_vec();
+        while out.len() < bytes {
+            let len = match rng.below(5) {
+                0 => cols,
+                1 => 2 * cols,
+                _ => 1 + rng.below(3 * cols),
+            };
+            let shift = out.len();
+            out.extend((0..len).map(|i| b'!' + ((i + shift) % 90) as u8));
+            out.push(b'\n');
+        }
+        out
+    }
+
+    #[test]
+    fn line_feeds_without_crs_are_skipped_and_keep_the_same_screen() {
+        for (rows, cols, seed) in [(24, 80, 1), (40, 120, 2), (3, 10, 3), (1, 80, 4)] {
+            let data = line_feed_payload(192 * 1024, usize::from(cols), seed);
+            let mut d = Differential::new(rows, cols);
+            d.feed(&data, &[4096, 65536, 777]);
+            let skipped = d.finish();
+            assert!(
+                skipped > data.len() as u64 / 2,
+                "the fast path engaged at {rows}x{cols}: {skipped} bytes skipped"
+            );
+        }
+        // The load tool's payload line: 98 printable bytes and a line feed.
+        let line = [[b'x'; 98].as_slice(), b"\n"].concat();
+        let mut d = Differential::new(40, 120);
+        d.feed(&line.repeat(4000), &[65536]);
+        assert!(d.finish() > 300_000);
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! `rows` times after some line ends can only leave the rows of its last lines on the screen:
 //! everything printed before them scrolls off, and with scrollback off nothing keeps it. So
 //! the text of those earlier lines is not printed; vt100 gets one `\n` per row advance it
-//! would have made (line feeds and autowraps), which keeps the cursor, every scroll and
+//! would have made (line feeds and autowraps), which keeps the cursor's row, every scroll and
 //! vt100's count of rows scrolled off (it decides where rows come back on a taller resize)
-//! exactly as they were. The text after the cut is fed as is.
+//! exactly as they were, and then a CR and a cursor-forward to the column the text left the
+//! cursor at, when that differs. The text after the cut is fed as is. The run's starting
+//! column is the parser's cursor column, read once the parser has been fed up to the run:
+//! output with line feeds and no CRs (a PTY with output processing off) is cut as well.
 //!
 //! That holds only while vt100's parser (vte) is in its ground state at the run, since a
 //! printable byte inside an OSC string or a CSI is not text, and only while the scroll region
@@ -41,13 +44,13 @@ impl FastPath {
         self.skipped
     }
 
-    /// Passes `bytes`, in order, to `feed`, as the parser of a `rows`×`cols` screen should see
-    /// them: the same bytes except for runs of text that would scroll off within the chunk,
-    /// which are passed as line feeds. `feed` must be the parser this fast path has tracked
-    /// since its first byte.
-    pub fn process(&mut self, bytes: &[u8], rows: u16, cols: u16, mut feed: impl FnMut(&[u8])) {
+    /// Passes `bytes`, in order, to `parser`, as the parser of a `rows`×`cols` screen should
+    /// see them: the same bytes except for runs of text that would scroll off within the
+    /// chunk, which are passed as line feeds and a cursor move. `parser` must be the one this
+    /// fast path has tracked since its first byte.
+    pub fn process(&mut self, bytes: &[u8], rows: u16, cols: u16, parser: &mut impl Parser) {
         if self.tracker.region_set {
-            feed(bytes);
+            parser.feed(bytes);
             return;
         }
         // A run shorter than this cannot hold `rows` line ends plus a cut, or would save
@@ -70,21 +73,50 @@ impl FastPath {
             }
             // Text in the ground state holds no ESC, so the state is still ground at its end.
             tracked = end;
-            let Some(skip) = plan_skip(&bytes[start..end], rows, cols) else {
+            // The parser's cursor column at the run's first byte.
+            parser.feed(&bytes[fed..start]);
+            fed = start;
+            let column = usize::from(parser.cursor_column());
+            let Some(skip) = plan_skip(&bytes[start..end], rows, cols, column) else {
                 continue;
             };
-            feed(&bytes[fed..start + skip.start]);
             let mut left = skip.advances;
             while left > 0 {
                 let n = left.min(LINE_FEEDS.len());
-                feed(&LINE_FEEDS[..n]);
+                parser.feed(&LINE_FEEDS[..n]);
                 left -= n;
             }
+            // Line feeds keep the column; put the cursor where the text left it.
+            if skip.column != column {
+                parser.feed(b"\r");
+                if skip.column > 0 {
+                    parser.feed(format!("\x1b[{}C", skip.column).as_bytes());
+                }
+            }
             fed = start + skip.end;
-            self.skipped += (skip.end - skip.start) as u64;
+            self.skipped += skip.end as u64;
         }
         self.tracker.advance(&bytes[tracked..]);
-        feed(&bytes[fed..]);
+        parser.feed(&bytes[fed..]);
+    }
+}
+
+/// What the fast path feeds: a terminal parser whose cursor column it can read.
+pub trait Parser {
+    /// Parses bytes.
+    fn feed(&mut self, bytes: &[u8]);
+    /// The cursor's zero-based column; the number of columns while a wrap is pending (the
+    /// last column was just printed).
+    fn cursor_column(&self) -> u16;
+}
+
+impl Parser for vt100::Parser {
+    fn feed(&mut self, bytes: &[u8]) {
+        self.process(bytes);
+    }
+
+    fn cursor_column(&self) -> u16 {
+        self.screen().cursor_position().1
     }
 }
 
@@ -120,12 +152,13 @@ fn scan_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)>
     (bytes.len().saturating_sub(start) >= min_len).then_some((start, bytes.len()))
 }
 
-/// What to skip in a run: bytes `start..end` of the run, replaced by `advances` line feeds.
+/// What to skip of a run: its first `end` bytes, replaced by `advances` line feeds, after
+/// which the cursor is at `column`.
 #[derive(Debug, PartialEq)]
 struct Skip {
-    start: usize,
     end: usize,
     advances: usize,
+    column: usize,
 }
 
 fn is_printable(b: u8) -> bool {
@@ -154,36 +187,36 @@ fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
 }
 
 /// Where a run of printable ASCII, CR and LF, fed to vt100 in its ground state with a
-/// full-screen scroll region, can be cut. The skipped part starts after the run's first CR
-/// (before it the column is unknown) and ends after a line feed that leaves the column at 0;
-/// what follows must move the cursor down `rows` times or more (so every row the skipped text
-/// wrote scrolls off) and print something (vt100 remembers the last printed character for REP).
-fn plan_skip(run: &[u8], rows: u16, cols: u16) -> Option<Skip> {
-    let first_cr = run.iter().position(|&b| b == b'\r')?;
+/// full-screen scroll region and the cursor at `column`, can be cut. The skipped part starts
+/// at the run's first byte and ends after a line feed; what follows must move the cursor down
+/// `rows` times or more (so every row the skipped text wrote scrolls off) and print something
+/// (vt100 remembers the last printed character for REP). The cut's column must be one a
+/// cursor-forward can reach (not a pending wrap), unless it is the column the run started at,
+/// which the line feeds keep.
+fn plan_skip(run: &[u8], rows: u16, cols: u16, column: usize) -> Option<Skip> {
     let last_printable = run.iter().rposition(|&b| is_printable(b))?;
-    let start = first_cr + 1;
     let cols = usize::from(cols);
-    let (mut col, mut total) = (0, 0);
-    for &b in &run[start..] {
+    let (mut col, mut total) = (column, 0);
+    for &b in run {
         step(cols, &mut col, &mut total, b);
     }
     let limit = total.checked_sub(usize::from(rows))?;
-    let (mut col, mut adv) = (0, 0);
+    let (mut col, mut adv) = (column, 0);
     let mut best = None;
-    for (at, &b) in run.iter().enumerate().skip(start) {
+    for (at, &b) in run.iter().enumerate() {
         step(cols, &mut col, &mut adv, b);
-        if adv > limit {
+        if adv > limit || at >= last_printable {
             break;
         }
-        if b == b'\n' && col == 0 && at < last_printable {
-            best = Some((at + 1, adv));
+        if b == b'\n' && (col < cols || col == column) {
+            best = Some((at + 1, adv, col));
         }
     }
-    let (end, advances) = best?;
-    (end > start).then_some(Skip {
-        start,
+    let (end, advances, column) = best?;
+    Some(Skip {
         end,
         advances,
+        column,
     })
 }
 
@@ -540,37 +573,66 @@ mod tests {
 
     #[test]
     fn the_plan_cuts_after_a_line_end_and_leaves_a_screenful() {
-        // 10 lines of "ab" at 3 rows: the skipped part starts after the first CR and ends
-        // after the line that leaves 3 row advances and some text after it.
+        // 10 lines of "ab" at 3 rows: the skipped part ends after the line that leaves 3 row
+        // advances and some text after it.
         let run = b"ab\r\n".repeat(10);
-        let skip = plan_skip(&run, 3, 80).expect("a cut");
-        assert_eq!(skip.start, 3);
-        // The first line's LF and lines 2 to 7 are skipped (7 advances); lines 8 to 10 stay.
-        assert_eq!(skip.end, 4 * 7);
-        assert_eq!(skip.advances, 7);
-        assert_eq!(plan_skip(b"ab\r\nab\r\n", 3, 80), None);
-        assert_eq!(plan_skip(&b"ab\n".repeat(10), 3, 80), None, "no CR, no cut");
+        let skip = plan_skip(&run, 3, 80, 0).expect("a cut");
+        // Lines 1 to 7 are skipped (7 advances); lines 8 to 10 stay.
+        assert_eq!((skip.end, skip.advances, skip.column), (4 * 7, 7, 0));
+        assert_eq!(plan_skip(b"ab\r\nab\r\n", 3, 80, 0), None);
         // Autowraps count as advances: 30 columns at 10 wrap twice.
         let wide = [b"\r".as_slice(), &[b'w'; 30], b"\r\n"].concat().repeat(4);
-        let skip = plan_skip(&wide, 3, 10).expect("a cut");
-        assert_eq!((skip.start, skip.end, skip.advances), (1, 3 * 33, 9));
+        let skip = plan_skip(&wide, 3, 10, 0).expect("a cut");
+        assert_eq!((skip.end, skip.advances, skip.column), (3 * 33, 9, 0));
+    }
+
+    #[test]
+    fn without_crs_the_cut_knows_the_column_from_where_the_run_started() {
+        // Line feeds alone keep the column: starting at column 5, "ab\n" leaves it at 7, 9...
+        let run = b"ab\n".repeat(10);
+        let skip = plan_skip(&run, 3, 80, 5).expect("a cut");
+        assert_eq!(
+            (skip.end, skip.advances, skip.column),
+            (3 * 7, 7, 5 + 2 * 7)
+        );
+        // At 10 columns, from column 8: "ab" fills the row (pending wrap, column 10), which
+        // a cursor move cannot reach, so the cut is after the next line: "ab" wraps first.
+        let skip = plan_skip(&b"ab\n".repeat(10), 3, 10, 8).expect("a cut");
+        assert!(skip.column < 10, "{skip:?}");
+        // A pending wrap at the start is kept by line feeds alone.
+        let run = [b"\n".repeat(8).as_slice(), b"x"].concat();
+        let skip = plan_skip(&run, 3, 10, 10).expect("a cut");
+        assert_eq!((skip.advances, skip.column), (6, 10));
+    }
+
+    /// What a parser was fed, and a cursor column that stays at 0.
+    #[derive(Default)]
+    struct Recorder(Vec<u8>);
+
+    impl Parser for Recorder {
+        fn feed(&mut self, bytes: &[u8]) {
+            self.0.extend_from_slice(bytes);
+        }
+
+        fn cursor_column(&self) -> u16 {
+            0
+        }
     }
 
     #[test]
     fn text_inside_a_sequence_is_fed_as_is() {
         let lines: Vec<u8> = b"line\r\n".repeat(50);
         let mut fast = FastPath::new();
-        let mut fed = Vec::new();
+        let mut fed = Recorder::default();
         let data = [b"\x1b]0;".as_slice(), &lines, b"\x07"].concat();
-        fast.process(&data, 4, 80, |piece| fed.extend_from_slice(piece));
-        assert_eq!((fed, fast.skipped()), (data, 0));
+        fast.process(&data, 4, 80, &mut fed);
+        assert_eq!((fed.0, fast.skipped()), (data, 0));
         // The same lines as output are cut down to the line feeds and the last screenful.
-        let mut fed = Vec::new();
-        fast.process(&lines, 4, 80, |piece| fed.extend_from_slice(piece));
+        let mut fed = Recorder::default();
+        fast.process(&lines, 4, 80, &mut fed);
         assert!(fast.skipped() > 0);
-        let mut expected = b"line\r".to_vec();
-        expected.extend_from_slice(&[b'\n'; 46]);
+        let mut expected = vec![b'\n'; 46];
         expected.extend_from_slice(&b"line\r\n".repeat(4));
-        assert_eq!(fed, expected);
+        assert_eq!(fed.0, expected);
     }
 }
