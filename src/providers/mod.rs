@@ -17,6 +17,7 @@ pub mod imp;
 pub mod local_command;
 pub mod local_pty;
 pub mod provider_error;
+pub mod pty_spawn;
 pub mod refusal;
 pub mod registry;
 
