@@ -227,6 +227,7 @@ impl Error {
             Error::Provider(e) => match e {
                 ProviderError::BadCwd(_) => bad_args("cwd"),
                 ProviderError::Os(_)
+                | ProviderError::Spawn(_)
                 | ProviderError::Pty(_)
                 | ProviderError::CommandFailed { .. } => Wire::new(C::Internal),
                 ProviderError::NoHostLifecycle { kind, capability } => {

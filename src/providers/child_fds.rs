@@ -5,12 +5,13 @@
 //! the daemon inherited from whoever started it (a shell, a supervisor, a test), and any a
 //! library opens without `O_CLOEXEC` (pty-process opens the PTY master plain and sets the flag
 //! in a second call). So [`close_on_exec_beyond_stdio`] marks every fd above 2 close-on-exec,
-//! once when the daemon starts and again right before each spawn. Marking, not closing: the
-//! daemon still uses those fds; only an `exec` drops them. Doing it in the parent is what
-//! lets the `posix_spawn` path stay free of `pre_exec` hooks (which would force a full fork,
-//! see `local_pty::spawn_without_fork`); the standard streams a child does get are `dup2`ed
-//! onto 0-2, which clears the flag on the copies. An fd another thread opens without the flag
-//! between the mark and the exec still leaks; nothing in the daemon does that today.
+//! once when the daemon starts and again right before each command it runs. Marking, not
+//! closing: the daemon still uses those fds; only an `exec` drops them. Doing it in the parent
+//! is what lets the `posix_spawn` path of commands stay free of `pre_exec` hooks (which would
+//! force a full fork); the standard streams a child does get are `dup2`ed onto 0-2, which
+//! clears the flag on the copies. An fd another thread opens without the flag between the
+//! mark and the exec still leaks; nothing in the daemon does that today. Local-pty children
+//! need none of this: `pty_spawn` closes everything above 2 in the child before the exec.
 
 use std::os::fd::{BorrowedFd, RawFd};
 

@@ -103,7 +103,7 @@ pub struct LocalPtyHarness {
     /// Input bytes handed to the writer and not yet written.
     input_backlog: Arc<AtomicUsize>,
     reader: Option<pty_process::OwnedReadPty>,
-    child: Option<tokio::process::Child>,
+    child: Option<super::pty_spawn::Child>,
     /// Set once the child is reaped.
     status: Option<HarnessExited>,
     output_done: bool,
@@ -124,20 +124,12 @@ impl LocalPtyHarness {
         }
         let (pty, pts) = pty_process::open()?;
         pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
-        // Only the PTY may reach the child (this PTY's master, and every other session's,
-        // were opened without close-on-exec).
-        super::child_fds::close_on_exec_beyond_stdio()?;
-        let child = match setsid_program() {
-            Some(setsid) => spawn_without_fork(setsid, &spec, pts)?,
-            None => pty_process::Command::new(&plan.program)
-                .args(&plan.args)
-                .current_dir(&plan.cwd)
-                .envs(&plan.env)
-                .env("TERM", "xterm-256color")
-                .env("ATC_SESSION_ID", spec.session_id.to_string())
-                .spawn(pts)?,
-        };
-        let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
+        let tty = rustix::pty::ptsname(&pty, Vec::new()).map_err(std::io::Error::from)?;
+        let child = super::pty_spawn::spawn(&spawn_plan(&spec), &tty)?;
+        // The child opened the terminal by its path; the parent's copy would keep the PTY open
+        // after the child exits, and the reader would never see its end.
+        drop(pts);
+        let pid = Some(child.pid());
         let (read, write) = pty.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
@@ -160,13 +152,9 @@ impl LocalPtyHarness {
 
     fn signal(&self, sig: Signal) {
         if let Some(pid) = self.pid {
-            // ESRCH for the group: either everything is gone, or the child has not reached
-            // its `setsid` yet and still sits in our group; signal it alone then.
-            let sent = match rustix::process::kill_process_group(pid, sig) {
-                Err(rustix::io::Errno::SRCH) => rustix::process::kill_process(pid, sig),
-                other => other,
-            };
-            if let Err(e) = sent {
+            // The child leads its own session and group from before its exec, and a session
+            // leader cannot leave its group, so the group exists until the child is reaped.
+            if let Err(e) = rustix::process::kill_process_group(pid, sig) {
                 if e != rustix::io::Errno::SRCH {
                     tracing::warn!(pid = pid.as_raw_nonzero().get(), error = %e, "signal failed");
                 }
@@ -188,10 +176,9 @@ impl LocalPtyHarness {
 
     fn on_reaped(
         &mut self,
-        status: std::io::Result<std::process::ExitStatus>,
+        status: std::io::Result<super::pty_spawn::ExitStatus>,
         ctx: &mut Context<Self>,
     ) {
-        use std::os::unix::process::ExitStatusExt;
         self.pid = None;
         if let Some(t) = self.kill_timer.take() {
             ctx.cancel_future(t);
@@ -314,47 +301,19 @@ impl Handler<DetachHarness> for LocalPtyHarness {
     }
 }
 
-/// util-linux `setsid`, if this machine has it.
-fn setsid_program() -> Option<&'static std::path::Path> {
-    static SETSID: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    SETSID
-        .get_or_init(|| crate::agents::resolve_program("setsid"))
-        .as_deref()
-}
-
-/// Starts the child without copying the daemon's page tables.
-///
-/// pty-process makes the child a session leader with a `pre_exec` hook, which forces a full
-/// `fork`; with a thousand sessions the daemon's memory makes every fork cost milliseconds
-/// (measured: page-table copy and teardown were ~70% of the daemon's CPU during a spawn
-/// storm). Without hooks, std spawns with `posix_spawn` (a vfork-style clone), and
-/// `setsid --ctty` does the session-leader and controlling-terminal setup in the child
-/// instead. The child is not a process-group leader, so `setsid` execs the agent in place and
-/// the pid we track is the agent's.
-fn spawn_without_fork(
-    setsid: &std::path::Path,
-    spec: &StartSpec,
-    pts: pty_process::Pts,
-) -> Result<tokio::process::Child, ProviderError> {
-    use std::os::fd::AsFd;
-    let stdio = || -> std::io::Result<std::process::Stdio> {
-        Ok(std::process::Stdio::from(pts.as_fd().try_clone_to_owned()?))
-    };
+/// What the child runs: the launch plan with the variables every local process gets.
+fn spawn_plan(spec: &StartSpec) -> super::pty_spawn::Plan {
     let plan = &spec.plan;
-    let child = tokio::process::Command::new(setsid)
-        .arg("--ctty")
-        .arg("--")
-        .arg(&plan.program)
-        .args(&plan.args)
-        .current_dir(&plan.cwd)
-        .envs(&plan.env)
-        .env("TERM", "xterm-256color")
-        .env("ATC_SESSION_ID", spec.session_id.to_string())
-        .stdin(stdio()?)
-        .stdout(stdio()?)
-        .stderr(stdio()?)
-        .spawn()?;
-    Ok(child)
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        plan.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.push(("TERM".into(), "xterm-256color".into()));
+    env.push(("ATC_SESSION_ID".into(), spec.session_id.to_string().into()));
+    super::pty_spawn::Plan {
+        program: plan.program.clone(),
+        args: plan.args.iter().map(Into::into).collect(),
+        cwd: plan.cwd.clone(),
+        env,
+    }
 }
 
 async fn run_writer(

@@ -18,6 +18,7 @@ pub mod local_command;
 pub mod local_pty;
 pub mod provider_error;
 pub mod pty_reader;
+pub mod pty_spawn;
 pub mod refusal;
 pub mod registry;
 

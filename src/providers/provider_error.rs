@@ -11,6 +11,9 @@ pub enum ProviderError {
     /// The OS refused (no PTYs left, exec failed, ...).
     #[error("could not start the process: {0}; check the daemon's limits (open files, PTYs) and its log")]
     Os(#[from] std::io::Error),
+    /// The process could not be started on its terminal.
+    #[error("{0}; check the daemon's limits (open files, processes) and its log")]
+    Spawn(#[from] super::pty_spawn::SpawnError),
     /// pty-process failed.
     #[error(
         "could not open a terminal: {0}; check the daemon's limits (open files, PTYs) and its log"
