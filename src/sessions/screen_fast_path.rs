@@ -141,15 +141,32 @@ fn next_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)>
 /// [`next_run`] a byte at a time.
 fn scan_run(bytes: &[u8], from: usize, min_len: usize) -> Option<(usize, usize)> {
     let mut start = from;
-    for (at, &b) in bytes.iter().enumerate().skip(from) {
-        if !is_text(b) {
-            if at - start >= min_len {
-                return Some((start, at));
-            }
-            start = at + 1;
+    while let Some(n) = first_non_text(&bytes[start..]) {
+        if n >= min_len {
+            return Some((start, start + n));
         }
+        start += n + 1;
     }
     (bytes.len().saturating_sub(start) >= min_len).then_some((start, bytes.len()))
+}
+
+/// The position of the first byte that is not text. Blocks of 32 bytes are checked whole,
+/// with no early exit inside a block, which the compiler turns into vector code; only the
+/// block that holds the answer is looked at a byte at a time.
+fn first_non_text(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 32;
+    let mut blocks = bytes.chunks_exact(BLOCK);
+    let mut at = 0;
+    for block in &mut blocks {
+        if !block.iter().fold(true, |all, &b| all & is_text(b)) {
+            break;
+        }
+        at += BLOCK;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| !is_text(b))
+        .map(|n| at + n)
 }
 
 /// What to skip of a run: its first `end` bytes, replaced by `advances` line feeds, after
@@ -165,25 +182,10 @@ fn is_printable(b: u8) -> bool {
     (0x20..=0x7e).contains(&b)
 }
 
-fn is_text(b: u8) -> bool {
-    is_printable(b) || b == b'\r' || b == b'\n'
-}
-
-/// vt100's cursor over one byte of such a run: a character at column `cols` (the pending
-/// wrap) first moves to the next row; a line feed keeps the column.
 #[inline(always)]
-fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
-    match b {
-        b'\r' => *col = 0,
-        b'\n' => *advances += 1,
-        _ => {
-            if *col >= cols {
-                *advances += 1;
-                *col = 0;
-            }
-            *col += 1;
-        }
-    }
+fn is_text(b: u8) -> bool {
+    // Branch-free, so block checks vectorize.
+    (b.wrapping_sub(0x20) < 0x5f) | (b == b'\r') | (b == b'\n')
 }
 
 /// Where a run of printable ASCII, CR and LF, fed to vt100 in its ground state with a
@@ -196,28 +198,75 @@ fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
 fn plan_skip(run: &[u8], rows: u16, cols: u16, column: usize) -> Option<Skip> {
     let last_printable = run.iter().rposition(|&b| is_printable(b))?;
     let cols = usize::from(cols);
-    let (mut col, mut total) = (column, 0);
-    for &b in run {
-        step(cols, &mut col, &mut total, b);
-    }
+    let mut total = 0;
+    walk(run, cols, column, |_, _, adv| {
+        total = adv;
+        true
+    });
     let limit = total.checked_sub(usize::from(rows))?;
-    let (mut col, mut adv) = (column, 0);
     let mut best = None;
-    for (at, &b) in run.iter().enumerate() {
-        step(cols, &mut col, &mut adv, b);
+    walk(run, cols, column, |at, col, adv| {
         if adv > limit || at >= last_printable {
-            break;
+            return false;
         }
-        if b == b'\n' && (col < cols || col == column) {
+        if col < cols || col == column {
             best = Some((at + 1, adv, col));
         }
-    }
+        true
+    });
     let (end, advances, column) = best?;
     Some(Skip {
         end,
         advances,
         column,
     })
+}
+
+/// Follows vt100's cursor through a run of text from `column`, a stretch of printable bytes
+/// at a time, and calls `at_line_feed(position, column, advances so far)` after each line
+/// feed, until it answers `false`. The advances (line feeds and autowraps) of the whole run,
+/// trailing text included, are reported once more at the end, at `run.len()`.
+fn walk(
+    run: &[u8],
+    cols: usize,
+    column: usize,
+    mut at_line_feed: impl FnMut(usize, usize, usize) -> bool,
+) {
+    let (mut col, mut adv, mut at) = (column, 0, 0);
+    while at < run.len() {
+        let next = memchr::memchr2(b'\r', b'\n', &run[at..]).map_or(run.len(), |n| at + n);
+        let (c, wraps) = print_span(cols, col, next - at);
+        (col, adv) = (c, adv + wraps);
+        if next == run.len() {
+            break;
+        }
+        if run[next] == b'\r' {
+            col = 0;
+        } else {
+            adv += 1;
+            if !at_line_feed(next, col, adv) {
+                return;
+            }
+        }
+        at = next + 1;
+    }
+    at_line_feed(run.len(), col, adv);
+}
+
+/// Where printing `len` printable bytes from column `col` leaves vt100's cursor, and how many
+/// autowraps it makes: in closed form, what the tests' byte-at-a-time `step` gives.
+fn print_span(cols: usize, col: usize, len: usize) -> (usize, usize) {
+    if len == 0 {
+        return (col, 0);
+    }
+    // A pending wrap wraps before the first character.
+    let (col, wraps) = if col >= cols { (0, 1) } else { (col, 0) };
+    let end = col + len;
+    if end <= cols {
+        return (end, wraps);
+    }
+    let more = (end - cols).div_ceil(cols);
+    (end - cols - (more - 1) * cols, wraps + more)
 }
 
 /// vte 0.15's parser state (the crate vt100 0.18 parses with), as its state table moves it.
@@ -328,6 +377,99 @@ impl SequenceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[inline(always)]
+    /// vt100's cursor over one byte of such a run: a character at column `cols` (the pending
+    /// wrap) first moves to the next row; a line feed keeps the column.
+    fn step(cols: usize, col: &mut usize, advances: &mut usize, b: u8) {
+        match b {
+            b'\r' => *col = 0,
+            b'\n' => *advances += 1,
+            _ => {
+                if *col >= cols {
+                    *advances += 1;
+                    *col = 0;
+                }
+                *col += 1;
+            }
+        }
+    }
+
+    /// The plan a byte at a time: what [`plan_skip`] computes a stretch at a time.
+    fn plan_skip_bytewise(run: &[u8], rows: u16, cols: u16, column: usize) -> Option<Skip> {
+        let last_printable = run.iter().rposition(|&b| is_printable(b))?;
+        let cols = usize::from(cols);
+        let (mut col, mut total) = (column, 0);
+        for &b in run {
+            step(cols, &mut col, &mut total, b);
+        }
+        let limit = total.checked_sub(usize::from(rows))?;
+        let (mut col, mut adv) = (column, 0);
+        let mut best = None;
+        for (at, &b) in run.iter().enumerate() {
+            step(cols, &mut col, &mut adv, b);
+            if adv > limit || at >= last_printable {
+                break;
+            }
+            if b == b'\n' && (col < cols || col == column) {
+                best = Some((at + 1, adv, col));
+            }
+        }
+        let (end, advances, column) = best?;
+        Some(Skip {
+            end,
+            advances,
+            column,
+        })
+    }
+
+    #[test]
+    fn the_plan_a_stretch_at_a_time_is_the_plan_a_byte_at_a_time() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..3000 {
+            let len = rng.below(400);
+            let run: Vec<u8> = (0..len)
+                .map(|_| match rng.below(12) {
+                    0 => b'\n',
+                    1 => b'\r',
+                    _ => b'a',
+                })
+                .collect();
+            let cols = 1 + rng.below(30) as u16;
+            let rows = 1 + rng.below(8) as u16;
+            let column = rng.below(usize::from(cols) + 1);
+            assert_eq!(
+                plan_skip(&run, rows, cols, column),
+                plan_skip_bytewise(&run, rows, cols, column),
+                "{:?} at {rows}x{cols} from column {column}",
+                String::from_utf8_lossy(&run)
+            );
+        }
+    }
+
+    #[test]
+    fn the_block_search_finds_the_first_byte_that_is_not_text() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2000 {
+            let len = rng.below(200);
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    if rng.below(40) == 0 {
+                        rng.below(256) as u8
+                    } else {
+                        b'x'
+                    }
+                })
+                .collect();
+            assert_eq!(
+                first_non_text(&bytes),
+                bytes.iter().position(|&b| !is_text(b))
+            );
+        }
+        for b in 0..=255u8 {
+            assert_eq!(is_text(b), is_printable(b) || b == b'\r' || b == b'\n');
+        }
+    }
 
     /// A small xorshift generator: the random streams are the same on every run.
     struct Rng(u64);
