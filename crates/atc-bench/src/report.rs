@@ -591,6 +591,7 @@ fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
         "RSS",
         "RSS/session",
         "fds/session",
+        "+idle / +busy",
         "idle CPU",
         "list p50 / p99",
         "echo p99",
@@ -608,6 +609,13 @@ fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
             kib_f(s.rss_kib as f64),
             format!("{:.1} KiB", s.rss_per_session_kib),
             format!("{:.2}", s.fds_per_session),
+            format!(
+                "{} / {}",
+                s.idle_added_kib
+                    .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB")),
+                s.busy_added_kib
+                    .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB"))
+            ),
             format!("{:.2} %", s.idle_cpu_pct),
             latency2(s.list.as_ref()),
             s.echo.map_or_else(|| "n/a".into(), |l| micros(l.p99_us)),
@@ -945,6 +953,8 @@ mod tests {
             rss_per_session_kib: (rss_kib - 10_240) as f64 / f64::from(sessions),
             fds: 20 + 2 * u64::from(sessions),
             fds_per_session: 2.0,
+            idle_added_kib: Some(12.0),
+            busy_added_kib: None,
             idle_cpu_pct: 0.33,
             idle_window_ms: 3000.0,
             list: Some(latency(4_000.0, 9_000.0)),

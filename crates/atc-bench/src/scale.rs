@@ -2,7 +2,9 @@
 //! a step keeps the earlier sessions and adds the rest), give a tenth of them output and an
 //! attached client, and measure, with every session idle, what holding them costs the daemon:
 //! RSS and RSS per session, open descriptors per session, the idle CPU, `GET /v1/sessions`
-//! latency and echo p99 on one session. Then it checks how linear RSS is in N.
+//! latency and echo p99 on one session. Then it checks how linear RSS is in N. While a step
+//! ramps it also reads RSS between the idle spawns and the busy ones, which splits the growth
+//! into what an idle session costs and what one that has printed a screenful costs.
 //!
 //! The busy tenth are `shell` sessions: each gets a client that types a command printing a
 //! screenful and then stays attached, reading (which also answers the daemon's pings), until the
@@ -182,6 +184,14 @@ pub struct ScaleStep {
     pub fds: u64,
     /// `(fds - baseline) / sessions`.
     pub fds_per_session: f64,
+    /// RSS the daemon grew by per idle session this step spawned, read right after they
+    /// were spawned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_added_kib: Option<f64>,
+    /// RSS the daemon grew by per busy session this step added: a screenful printed at the
+    /// bench's 120×40 and a client attached, read once all of them had printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_added_kib: Option<f64>,
     /// Daemon CPU over the idle window, in % of one core.
     pub idle_cpu_pct: f64,
     /// Length of that window.
@@ -410,10 +420,10 @@ async fn step(
         }
     };
     let ramped = echo
-        .answering_pings(ramp(cx, ledger, deadline, held, n))
+        .answering_pings(ramp(cx, ledger, deadline, pid, held, n))
         .await;
     held.echo = Some(echo);
-    ramped??;
+    let added = ramped??;
     let ramp_ms = millis(started.elapsed());
     let pty_in_use = PtyCount::read().map(|p| p.in_use);
 
@@ -464,6 +474,8 @@ async fn step(
         rss_per_session_kib: per(rss_kib, baseline.rss_kib),
         fds,
         fds_per_session: per(fds, baseline.fds),
+        idle_added_kib: added.idle_kib,
+        busy_added_kib: added.busy_kib,
         idle_cpu_pct,
         idle_window_ms: millis(window),
         list: Latency::from_samples(&mut list_samples),
@@ -472,16 +484,30 @@ async fn step(
     })
 }
 
+/// What one ramp added to the daemon's RSS, per session of each kind it added.
+struct RampRss {
+    idle_kib: Option<f64>,
+    busy_kib: Option<f64>,
+}
+
+/// RSS growth from `before` to `after`, per one of `count` sessions.
+fn added_per(before: Option<u64>, after: Option<u64>, count: u32) -> Option<f64> {
+    let (before, after) = (before?, after?);
+    (count > 0).then(|| round3((after as f64 - before as f64) / f64::from(count)))
+}
+
 /// Spawns the idle and busy sessions that bring `held` up to `n`.
 async fn ramp(
     cx: &Context,
     ledger: &SessionLedger,
     deadline: Deadline,
+    pid: DaemonPid,
     held: &mut Held,
     n: u32,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<RampRss> {
     let new_busy = busy_for(n).saturating_sub(held.busy);
     let new_idle = n.saturating_sub(held.sessions + new_busy);
+    let rss_before = pid.rss_kib();
 
     const IDLE_SPAWNS: &str = "spawning the idle sessions";
     let batch = spawn_batch(new_idle, cx.plan.concurrency, deadline, IDLE_SPAWNS, |_| {
@@ -499,6 +525,7 @@ async fn ramp(
             batch.first_error.unwrap_or_default()
         );
     }
+    let rss_idle = pid.rss_kib();
 
     let mut busy = futures_util::stream::iter(0..new_busy)
         .map(|_| busy_shell(cx, ledger, deadline))
@@ -509,7 +536,10 @@ async fn ramp(
         held.busy += 1;
         held.readers.keep_reading(client);
     }
-    Ok(())
+    Ok(RampRss {
+        idle_kib: added_per(rss_before, rss_idle, new_idle),
+        busy_kib: added_per(rss_idle, pid.rss_kib(), new_busy),
+    })
 }
 
 /// Spawns a `shell` session, attaches, and has it print a screenful; returns the client once
@@ -535,6 +565,14 @@ async fn busy_shell(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn growth_per_session_needs_both_readings_and_some_sessions() {
+        assert_eq!(added_per(Some(1000), Some(1600), 4), Some(150.0));
+        assert_eq!(added_per(Some(1000), Some(900), 2), Some(-50.0));
+        assert_eq!(added_per(Some(1000), Some(1600), 0), None);
+        assert_eq!(added_per(None, Some(1600), 4), None);
+    }
 
     #[test]
     fn steps_must_grow() {
