@@ -341,7 +341,7 @@ async fn each_launch_ticket_is_released_exactly_once_through_the_harness() {
 
     // A dropped connection gives its ticket back; the re-attach takes a new one.
     let session = atc::providers::imp::naming::exec_session_name(&id);
-    assert!(sim.faults().detach_slow(&imp, &session));
+    detach_slow_once_viewed(&sim, &imp, &session).await;
     wait_admissions(&d, &id, "re-attached", (2, 1)).await;
     d.wait_session(&id, "attached", |s| {
         s["lifecycle"]["attachment"] == "attached"
@@ -351,14 +351,14 @@ async fn each_launch_ticket_is_released_exactly_once_through_the_harness() {
     // Re-attaches that impd drops before anything ran: each attempt's ticket comes back.
     sim.faults()
         .drop_next_connections(2, support::impd_sim::When::BeforeStarted, 1011);
-    assert!(sim.faults().detach_slow(&imp, &session));
+    detach_slow_once_viewed(&sim, &imp, &session).await;
     wait_admissions(&d, &id, "re-attached past two drops", (5, 4)).await;
 
     // A revoke while a re-attach reads impd's features (held for a moment): the ticket was
     // handed over, its last-moment check refuses, the socket closes with nothing sent.
     let infos = rpc_calls(&sim, "system.info");
     sim.faults().delay_next_rpcs(1, Duration::from_millis(1500));
-    assert!(sim.faults().detach_slow(&imp, &session));
+    detach_slow_once_viewed(&sim, &imp, &session).await;
     sim.wait_until("the re-attach reads the features", |s| {
         rpc_calls(s, "system.info") > infos
     })
@@ -462,4 +462,13 @@ async fn a_revoke_that_runs_before_a_revives_admission_means_no_start_is_sent() 
     }
     d.stop().await;
     sim.stop();
+}
+
+/// Detaches the session's viewer `slow`, once impd has one: the daemon can see its link as
+/// attached a moment before the simulator has registered the viewer.
+async fn detach_slow_once_viewed(sim: &ImpdSim, imp: &str, session: &str) {
+    sim.wait_until("a viewer to detach", |s| {
+        s.faults().detach_slow(imp, session)
+    })
+    .await;
 }
