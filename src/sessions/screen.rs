@@ -222,25 +222,7 @@ mod tests {
         }
     }
 
-    /// A small xorshift generator: the random streams are the same on every run.
-    struct Rng(u64);
-
-    impl Rng {
-        fn new(seed: u64) -> Rng {
-            Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-        }
-
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::sessions::screen_fast_path::tests::Rng;
 
     /// Output shaped like a coding agent's TUI: colored lines, a status line redrawn in
     /// place with the cursor saved and restored, line clears and UTF-8.

@@ -375,7 +375,7 @@ impl SequenceTracker {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[inline(always)]
@@ -471,18 +471,24 @@ mod tests {
         }
     }
 
-    /// A small xorshift generator: the random streams are the same on every run.
-    struct Rng(u64);
+    /// A small xorshift generator: the random streams are the same on every run. The screen
+    /// model's tests use it too.
+    pub(crate) struct Rng(pub(crate) u64);
 
     impl Rng {
-        fn next(&mut self) -> u64 {
+        /// A generator from a small seed, spread over the state's bits and never zero.
+        pub(crate) fn new(seed: u64) -> Rng {
+            Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        }
+
+        pub(crate) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             self.0
         }
 
-        fn below(&mut self, n: usize) -> usize {
+        pub(crate) fn below(&mut self, n: usize) -> usize {
             (self.next() % n as u64) as usize
         }
     }
