@@ -150,6 +150,7 @@ impl Error {
                 RequestError::BadCursor => bad_args("cursor"),
                 RequestError::BadIdempotencyKey => bad_args("idempotencyKey"),
                 RequestError::FrameNotJson | RequestError::UnknownFrame(_) => bad_args("type"),
+                RequestError::WatchOnly => Wire::new(C::Unsupported),
                 RequestError::NoRoute { .. } => Wire::new(C::UnknownMethod),
             },
             Error::Auth(e) => match e {

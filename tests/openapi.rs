@@ -566,3 +566,20 @@ async fn imp_target_answers_match_the_document_too() {
     r.call(&d, "GET", "/v1/fleet", "/v1/fleet", None).await;
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn the_attach_route_describes_watch_mode() {
+    let d = TestDaemon::start().await;
+    let doc = document(&d).await;
+    let params = doc["paths"]["/v1/sessions/{id}/attach"]["get"]["parameters"]
+        .as_array()
+        .expect("attach has parameters")
+        .clone();
+    let mode = params
+        .iter()
+        .find(|p| p["name"] == "mode")
+        .unwrap_or_else(|| panic!("no mode parameter in {params:?}"));
+    assert_eq!(mode["in"], "query");
+    assert_eq!(mode["schema"]["enum"], json!(["watch"]));
+    d.stop().await;
+}

@@ -87,6 +87,11 @@ pub enum RequestError {
     /// A text frame of a type the attach socket does not take.
     #[error("unknown frame type '{0}'; send input as binary frames")]
     UnknownFrame(String),
+    /// Input on an attach socket opened with `mode=watch`; it was not written.
+    #[error(
+        "watch-only attach: input is not sent to the session; attach without mode=watch to type"
+    )]
+    WatchOnly,
     /// No route has this method and path.
     #[error("no route {method} {path}; see the API in README")]
     NoRoute {

@@ -23,7 +23,9 @@ use crate::protocol::params::Params;
 use crate::protocol::RequestError;
 use crate::server::auth::AuthError;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
-use crate::sessions::messages::{Attach, ClientId, ClientResized, Detach, Input, ResumeFrom};
+use crate::sessions::messages::{
+    Attach, AttachMode, ClientId, ClientResized, Detach, Input, ResumeFrom,
+};
 use crate::sessions::session::Session;
 use crate::sessions::session_error::SessionError;
 
@@ -64,6 +66,7 @@ pub async fn attach(
         }),
         _ => None,
     };
+    let mode = attach_mode(params.opt_str("mode")?)?;
     let found = lookup(&state, &path).await?;
     // The session answers the refusal chain and `session_dead` from its `Attach` handler.
     let mut response = actix_web_actors::ws::handshake(&req)
@@ -76,6 +79,7 @@ pub async fn attach(
             client,
             queue: queue.clone(),
             size,
+            mode,
             resume,
         })
         .await
@@ -90,6 +94,7 @@ pub async fn attach(
         OutboundStream::new(rx, req.conn_data::<ConnSocket>().cloned(), on_drained);
     AttachClient {
         client,
+        mode,
         session: found.addr,
         queue,
         hangup,
@@ -106,9 +111,20 @@ pub async fn attach(
     Ok(response.streaming(outbound))
 }
 
+/// `?mode=`: absent is an interactive attach, `watch` a read-only one; anything else is a
+/// mistake worth telling the client about rather than attaching it with more rights than meant.
+fn attach_mode(given: Option<&str>) -> Result<AttachMode, RequestError> {
+    AttachMode::from_query(given).ok_or(RequestError::OutOfRange {
+        field: "mode",
+        range: "\"watch\" (or absent, to type into the session)",
+    })
+}
+
 /// One attached client connection.
 struct AttachClient {
     client: ClientId,
+    /// A watcher's input is refused here, before it reaches the session.
+    mode: AttachMode,
     session: Addr<Session>,
     queue: ClientQueue,
     hangup: Hangup,
@@ -150,6 +166,9 @@ impl AttachClient {
             }),
         };
         match (dim(frame.cols, "cols"), dim(frame.rows, "rows")) {
+            // A watcher's size never counts (the session ignores it too); it is not an
+            // error for a terminal to report its size, so it is dropped without a word.
+            (Ok(_), Ok(_)) if self.mode == AttachMode::Watch => {}
             (Ok(cols), Ok(rows)) => self.session.do_send(ClientResized {
                 client: self.client,
                 size: TermSize { cols, rows },
@@ -159,6 +178,9 @@ impl AttachClient {
     }
 
     fn on_binary(&mut self, bytes: Bytes, ctx: &mut Context<Self>) {
+        if self.mode == AttachMode::Watch {
+            return self.refuse(RequestError::WatchOnly);
+        }
         // Wait for the write before reading the next frame: input stays in order and a child
         // that does not read its stdin slows this client down instead of filling memory.
         ctx.wait(

@@ -325,6 +325,25 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                 .schema(Some(ObjectBuilder::new().schema_type(ty.clone()))),
         );
     }
+    if route.endpoint == Endpoint::Attach {
+        // A closed set of one: only `watch` is accepted, and absent means interactive.
+        b = b.parameter(
+            ParameterBuilder::new()
+                .name("mode")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(
+                    "`watch`: read-only; input frames get an `unsupported` error frame and \
+                     are never written, and this client's size does not count toward the \
+                     session's. Absent: interactive",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(["watch"])),
+                )),
+        );
+    }
     if route.endpoint == Endpoint::Spawn {
         for (name, description) in [
             (

@@ -23,6 +23,9 @@ pub struct ResumeFrom {
     pub from: u64,
 }
 
+/// Whether an attached client types or only watches (the socket's `?mode=`).
+pub use atc_protocol::AttachMode;
+
 /// Attach a client: register it, apply the new size, then send `attached` and the replay into
 /// its queue. Sent by the attach socket actor. Fails with `session_dead` without a harness.
 #[derive(Message)]
@@ -32,8 +35,10 @@ pub struct Attach {
     pub client: ClientId,
     /// Its outbound queue.
     pub queue: ClientQueue,
-    /// The size it reported, if any.
+    /// The size it reported, if any (never counted for a watcher).
     pub size: Option<TermSize>,
+    /// Whether it types or only watches.
+    pub mode: AttachMode,
     /// Exact resume, if it asked for one.
     pub resume: Option<ResumeFrom>,
 }

@@ -18,6 +18,38 @@ pub enum Replay {
     Resume,
 }
 
+/// What an attached client may do besides receiving the session's output: the attach
+/// socket's `?mode=` (absent for [`AttachMode::Interactive`], `watch` for
+/// [`AttachMode::Watch`]; any other value is `bad_args`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AttachMode {
+    /// Types into the session, and its size counts toward the session's.
+    #[default]
+    Interactive,
+    /// Only watches: its input is refused with an `unsupported` error frame and never
+    /// written, its size never counts, and attaching does not answer the session's attention.
+    Watch,
+}
+
+impl AttachMode {
+    /// The `mode` query value that asks for this mode (`None`: leave the parameter out).
+    pub fn query_value(self) -> Option<&'static str> {
+        match self {
+            AttachMode::Interactive => None,
+            AttachMode::Watch => Some("watch"),
+        }
+    }
+
+    /// The mode a `mode` query value asks for; `None` for a value that names no mode.
+    pub fn from_query(value: Option<&str>) -> Option<AttachMode> {
+        match value {
+            None => Some(AttachMode::Interactive),
+            Some("watch") => Some(AttachMode::Watch),
+            Some(_) => None,
+        }
+    }
+}
+
 /// Text frames a client sends on the attach socket (binary frames are input bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::client_delivery::{ClientDelivery, Opening};
 use crate::sessions::client_queue::{ClientQueue, Outgoing};
-use crate::sessions::messages::{ClientId, ResumeFrom};
+use crate::sessions::messages::{AttachMode, ClientId, ResumeFrom};
 use crate::sessions::ring::OutputRing;
 use crate::sessions::screen_worker::Snapshot;
 use atc_protocol::{AttachFrame, TermSize};
@@ -24,8 +24,20 @@ use atc_protocol::{AttachFrame, TermSize};
 /// keeps `attached` (or `resynced` and its repaint) ahead of anything else.
 struct ClientSlot {
     queue: ClientQueue,
+    /// The size it reported; always `None` for a watcher, whose size never counts.
     size: Option<TermSize>,
+    mode: AttachMode,
     delivery: ClientDelivery,
+}
+
+/// A client being attached: its queue, the size it reported, and whether it types.
+pub struct Newcomer {
+    /// Its outbound queue.
+    pub queue: ClientQueue,
+    /// The size it reported, if any (kept only if it counts, see [`counted_size`]).
+    pub size: Option<TermSize>,
+    /// Whether it types or only watches.
+    pub mode: AttachMode,
 }
 
 /// How a newly attached client gets its opening.
@@ -55,6 +67,15 @@ pub fn size_to_apply(
         .into_iter()
         .reduce(TermSize::min)
         .filter(|s| *s != current)
+}
+
+/// The size a client with `mode` adds to the minimum: a watcher's never counts, so a phone
+/// watching a session cannot shrink the terminal of the person typing into it.
+pub fn counted_size(mode: AttachMode, size: Option<TermSize>) -> Option<TermSize> {
+    match mode {
+        AttachMode::Interactive => size,
+        AttachMode::Watch => None,
+    }
 }
 
 impl Clients {
@@ -112,14 +133,14 @@ impl Clients {
             .filter(|from| self.ring.since(*from).is_some())
     }
 
-    /// A client's size changed. `false`: no such client (nothing to debounce).
+    /// A client's size changed. `false`: no such client, or a watcher (nothing to debounce).
     pub fn resized(&mut self, client: ClientId, size: TermSize) -> bool {
         match self.slots.get_mut(&client) {
-            Some(slot) => {
+            Some(slot) if slot.mode == AttachMode::Interactive => {
                 slot.size = Some(size);
                 true
             }
-            None => false,
+            Some(_) | None => false,
         }
     }
 
@@ -159,15 +180,16 @@ impl Clients {
     pub fn attach(
         &mut self,
         client: ClientId,
-        queue: ClientQueue,
-        size: Option<TermSize>,
+        newcomer: Newcomer,
         resume_from: Option<u64>,
         session: Uuid,
         current: TermSize,
     ) -> Opened {
+        let Newcomer { queue, size, mode } = newcomer;
         let mut slot = ClientSlot {
             queue,
-            size,
+            size: counted_size(mode, size),
+            mode,
             delivery: ClientDelivery::pending(Opening::Attach),
         };
         let opened = match resume_from {
@@ -325,7 +347,17 @@ mod tests {
         c.output(&Bytes::from_static(b"old"));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
-            c.attach(1, q, None, None, SESSION, AT),
+            c.attach(
+                1,
+                Newcomer {
+                    queue: q,
+                    size: None,
+                    mode: AttachMode::Interactive
+                },
+                None,
+                SESSION,
+                AT
+            ),
             Opened::NeedsRepaint
         );
         // While the snapshot is on the way: output and a resize.
@@ -364,7 +396,20 @@ mod tests {
         let from = c.resume_point(Some(&here));
         assert_eq!(from, Some(2));
         let (q, mut rx) = client_queue(1024);
-        assert_eq!(c.attach(7, q, None, from, SESSION, AT), Opened::Resumed);
+        assert_eq!(
+            c.attach(
+                7,
+                Newcomer {
+                    queue: q,
+                    size: None,
+                    mode: AttachMode::Interactive
+                },
+                from,
+                SESSION,
+                AT
+            ),
+            Opened::Resumed
+        );
         c.output(&Bytes::from_static(b"g"));
         c.detach(7);
         assert_eq!(drain(&mut rx).await, ["attached@2", "B:cdef", "B:g"]);
@@ -374,7 +419,17 @@ mod tests {
     async fn a_desync_is_followed_by_resynced_and_its_repaint_with_nothing_between() {
         let mut c = Clients::new(4096);
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, q, None, None, SESSION, AT);
+        c.attach(
+            1,
+            Newcomer {
+                queue: q,
+                size: None,
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from(vec![b'x'; 100]));
         assert!(!c.start_resync(1), "nothing was dropped yet");
@@ -402,7 +457,17 @@ mod tests {
     async fn an_exit_while_a_repaint_is_pending_follows_attached_and_the_slot_goes() {
         let mut c = Clients::new(1024);
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, q, Some(size(50, 10)), None, SESSION, AT);
+        c.attach(
+            1,
+            Newcomer {
+                queue: q,
+                size: Some(size(50, 10)),
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
         c.output(&Bytes::from_static(b"bye"));
         c.exited(&AttachFrame::Exit {
             code: Some(0),
@@ -440,8 +505,28 @@ mod tests {
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         assert_eq!(c.size_on_attach(Some(size(100, 30))), Some(size(100, 30)));
-        c.attach(1, q1, Some(size(100, 30)), None, SESSION, AT);
-        c.attach(2, q2, None, None, SESSION, AT);
+        c.attach(
+            1,
+            Newcomer {
+                queue: q1,
+                size: Some(size(100, 30)),
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
+        c.attach(
+            2,
+            Newcomer {
+                queue: q2,
+                size: None,
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
         assert_eq!(c.size_on_attach(Some(size(120, 20))), Some(size(100, 20)));
         assert!(c.resized(2, size(60, 50)));
         assert!(
@@ -455,10 +540,59 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_watchers_size_never_counts() {
+        let mut c = Clients::new(1024);
+        let (q1, _r1) = client_queue(1024);
+        let (q2, _r2) = client_queue(1024);
+        c.attach(
+            1,
+            Newcomer {
+                queue: q1,
+                size: Some(size(100, 30)),
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
+        c.attach(
+            2,
+            Newcomer {
+                queue: q2,
+                size: Some(size(10, 5)),
+                mode: AttachMode::Watch,
+            },
+            None,
+            SESSION,
+            AT,
+        );
+        assert_eq!(c.effective_size(), Some(size(100, 30)));
+        assert!(
+            !c.resized(2, size(20, 4)),
+            "a watcher's resize has nothing to debounce"
+        );
+        assert_eq!(c.size_to_apply(AT), Some(size(100, 30)));
+        assert!(c.detach(1));
+        assert_eq!(c.effective_size(), None, "only a watcher is left");
+        assert_eq!(counted_size(AttachMode::Watch, Some(AT)), None);
+        assert_eq!(counted_size(AttachMode::Interactive, Some(AT)), Some(AT));
+    }
+
+    #[tokio::test]
     async fn offsets_and_the_stream_continue_across_a_revive() {
         let mut c = Clients::new(1024);
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, q, None, None, SESSION, AT);
+        c.attach(
+            1,
+            Newcomer {
+                queue: q,
+                size: None,
+                mode: AttachMode::Interactive,
+            },
+            None,
+            SESSION,
+            AT,
+        );
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from_static(b"first life"));
         c.exited(&AttachFrame::Exit {
@@ -477,7 +611,17 @@ mod tests {
         let from = c.resume_point(Some(&back));
         assert_eq!(from, Some(10), "the old stream resumes after the revive");
         let (q, mut rx) = client_queue(1024);
-        c.attach(2, q, None, from, SESSION, AT);
+        c.attach(
+            2,
+            Newcomer {
+                queue: q,
+                size: None,
+                mode: AttachMode::Interactive,
+            },
+            from,
+            SESSION,
+            AT,
+        );
         c.detach(2);
         assert_eq!(drain(&mut rx).await, ["attached@10", "B:second"]);
     }

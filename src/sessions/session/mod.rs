@@ -51,7 +51,7 @@ use atc_protocol::{
     AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
 };
 use attention::Attention;
-use clients::{Clients, Opened};
+use clients::{counted_size, Clients, Newcomer, Opened};
 use host_ops::ForgetConfirmation;
 use start::provider_of;
 pub use start::{wait_started, StartWait};
@@ -308,14 +308,20 @@ impl Session {
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         // The new client learns it from its `attached`, so it applies before the slot exists.
-        if let Some(size) = self.clients.size_on_attach(msg.size) {
+        if let Some(size) = self
+            .clients
+            .size_on_attach(counted_size(msg.mode, msg.size))
+        {
             self.apply_size(size);
         }
         // Pending until its `attached` is out: anything meanwhile is held for it.
         let opened = self.clients.attach(
             msg.client,
-            msg.queue,
-            msg.size,
+            Newcomer {
+                queue: msg.queue,
+                size: msg.size,
+                mode: msg.mode,
+            },
             resume_from,
             self.record.id,
             self.record.size,
@@ -323,12 +329,19 @@ impl Session {
         if opened == Opened::NeedsRepaint {
             self.request_repaint(msg.client, ctx);
         }
-        // Spec §3.4: attaching answers the attention request.
-        let change = self.attention.attached();
-        self.permit(change);
-        self.record.last_attached_at = Some(now_ms());
-        self.persist();
-        self.notify_state();
+        match msg.mode {
+            AttachMode::Interactive => {
+                // Spec §3.4: attaching answers the attention request.
+                let change = self.attention.attached();
+                self.permit(change);
+                self.record.last_attached_at = Some(now_ms());
+                self.persist();
+                self.notify_state();
+            }
+            // A watcher cannot answer a prompt, so a dashboard watching every session must not
+            // clear their needs-you flags or unread markers.
+            AttachMode::Watch => {}
+        }
         Ok(())
     }
 
