@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use atc::config::Config;
 use atc::daemon::{Daemon, DaemonOptions, DaemonSignals};
@@ -34,6 +34,13 @@ enum Command {
     /// Report an agent hook (JSON on stdin) to the daemon; for agents' hook configs.
     /// Always exits 0 within 2 s.
     HookReport(atc::cli::hook_report::HookReportArgs),
+    /// Print a completion script for a shell, e.g.
+    /// `atc completion bash > ~/.local/share/bash-completion/completions/atc`.
+    Completion {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
     #[command(flatten)]
     Client(atc::cli::ClientCommand),
 }
@@ -56,6 +63,33 @@ struct DaemonArgs {
     /// keystroke and its echo on one thread; more only helps many concurrent API clients.
     #[arg(long, default_value_t = 1)]
     workers: usize,
+}
+
+/// The shells `atc completion` writes for.
+#[derive(Clone, Copy, ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// The completion script for the whole `atc` command tree, subcommands and flags included.
+fn completion(shell: CompletionShell) -> ExitCode {
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    // Into memory first: clap_complete panics on a failed write, and `| head` is not a failure.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "atc", &mut script);
+    match atc::cli::output::print(&String::from_utf8_lossy(&script)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("atc: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -131,6 +165,7 @@ fn main() -> ExitCode {
         Command::Daemon(args) => run_daemon(args, cli.state_dir),
         Command::HookReport(args) => ExitCode::from(atc::cli::hook_report::run(&args) as u8),
         Command::Bench(args) => atc_bench::main_with(args, cli.state_dir),
+        Command::Completion { shell } => completion(shell),
         Command::Client(cmd) => {
             match actix_rt::System::new().block_on(atc::cli::run(cmd, cli.state_dir)) {
                 Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -1,11 +1,14 @@
 //! `atc attach ID|NAME`: connects this terminal to a session over the attach WebSocket.
 //! Output bytes go to stdout as they arrive, every `read()` of stdin goes to the session as
 //! one binary frame, and window size changes are sent as `resize` messages. `Ctrl-\` (0x1c)
-//! detaches and is not forwarded.
+//! detaches and is not forwarded. With `--watch` the attach is watch-only (`?mode=watch`):
+//! keys other than `Ctrl-\` are dropped here and the window's size is not sent.
 //!
-//! Invariant: the terminal is raw only inside [`run`]'s [`RawMode`] guard, and nothing is
-//! printed to the user while it is raw except session output; the `[detached]` /
-//! `[session exited: ..]` notes and any error are printed after the guard is dropped. Every
+//! Invariant: the terminal is raw only inside [`attach_to`]'s [`RawMode`] guard, and nothing
+//! is printed to the user while it is raw except session output and the link status line
+//! (`link_status`: drawn over the bottom row while a remote link is down, erased when it is
+//! back); the `[detached]` / `[session exited: ..]` notes and any error are printed after the
+//! guard is dropped. Every
 //! way out of the pump (detach, exit frame, SIGTERM/SIGHUP/SIGINT, daemon gone, protocol error)
 //! is an ordinary return, so the guard always drops; a panic drops it while unwinding.
 //!
@@ -27,8 +30,10 @@ use rustix::process::Signal as Sig;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
+use super::link_status::{self, LinkStatus};
 use super::output;
 use super::terminal::{self, AltScreenTracker, RawMode, TermSize};
+use atc_client::atc_protocol::AttachMode;
 use atc_client::{routes, DaemonClient, Descriptor, SessionLabels, WsConnection};
 
 /// Arguments of `atc attach`.
@@ -36,6 +41,21 @@ use atc_client::{routes, DaemonClient, Descriptor, SessionLabels, WsConnection};
 pub struct AttachArgs {
     /// Session id (or the short id from `atc ls`) or name.
     pub session: String,
+    /// Watch only: keys are not sent (Ctrl-\ still detaches) and this terminal's size does not
+    /// change the session's.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+impl AttachArgs {
+    /// How to attach.
+    pub fn mode(&self) -> AttachMode {
+        if self.watch {
+            AttachMode::Watch
+        } else {
+            AttachMode::Interactive
+        }
+    }
 }
 
 /// The input byte that detaches: `Ctrl-\`, which few programs use (it is SIGQUIT in a cooked
@@ -73,13 +93,15 @@ struct ExitInfo {
     reason: Option<ExitReason>,
 }
 
-/// What the CLI does with a text frame from the attach socket. Only `exit` and `error` need
-/// anything: the bytes that follow a desync repaint the screen by themselves, and `attached`,
-/// `resized`, `state` and `attachment` change nothing for a raw terminal.
+/// What the CLI does with a text frame from the attach socket. `exit` and `error` end or
+/// explain the attach, and `state` / `attachment` may change the link status line; the bytes
+/// that follow a desync repaint the screen by themselves, and `attached` and `resized`
+/// change nothing for a raw terminal.
 #[derive(Debug, PartialEq)]
 enum ServerText {
     Exit(ExitInfo),
     Error { code: ErrorCode, message: String },
+    Link(LinkStatus),
     Other,
 }
 
@@ -87,6 +109,15 @@ enum ServerText {
 /// session exit, 128+N for signal N, and an error (exit 1 from `main`) otherwise.
 pub async fn run(client: &DaemonClient, args: AttachArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
+    attach_to(client, session, args.mode()).await
+}
+
+/// [`run`] for a session already looked up (`atc spawn --attach` has its descriptor).
+pub async fn attach_to(
+    client: &DaemonClient,
+    session: Descriptor,
+    mode: AttachMode,
+) -> anyhow::Result<i32> {
     if !session.alive {
         anyhow::bail!(
             "session {} has exited; revive it with `atc revive {}`, or see its last screen with \
@@ -102,7 +133,7 @@ pub async fn run(client: &DaemonClient, args: AttachArgs) -> anyhow::Result<i32>
     // and so that from raw mode on, these signals end the pump instead of the process.
     let mut signals = Signals::register()?;
     let mut ws = client
-        .ws_connect(&routes::attach(session.id, size.cols, size.rows))
+        .ws_connect(&routes::attach_as(session.id, size.cols, size.rows, mode))
         .await?;
     let input = spawn_stdin_reader();
 
@@ -112,15 +143,23 @@ pub async fn run(client: &DaemonClient, args: AttachArgs) -> anyhow::Result<i32>
         None
     };
     let mut alt_screen = AltScreenTracker::default();
+    let mut status = StatusLine::new(std::io::stdout().is_terminal());
+    // Drawn now and again after the repaint, which clears the screen.
+    status.show(LinkStatus::of(&session), &mut std::io::stdout())?;
     let ended = pump(
         &mut ws,
-        input,
-        &mut signals,
-        raw.as_ref(),
-        &mut alt_screen,
+        Pumped {
+            input,
+            signals: &mut signals,
+            raw: raw.as_ref(),
+            alt_screen: &mut alt_screen,
+            status: &mut status,
+            mode,
+        },
         size,
     )
     .await;
+    status.leave();
     if ended.is_ok() {
         say_goodbye(&mut ws).await;
     }
@@ -157,17 +196,107 @@ fn keep_session_size(session: &Descriptor) -> TermSize {
     }
 }
 
+/// What [`pump`] reads from and writes to besides the socket.
+struct Pumped<'a> {
+    input: mpsc::Receiver<Vec<u8>>,
+    signals: &'a mut Signals,
+    raw: Option<&'a RawMode>,
+    alt_screen: &'a mut AltScreenTracker,
+    status: &'a mut StatusLine,
+    mode: AttachMode,
+}
+
+/// The link status as the user sees it: drawn over the bottom row when stdout is a terminal,
+/// else one note on stderr per change.
+struct StatusLine {
+    overlay: bool,
+    /// What the user is being shown.
+    shown: LinkStatus,
+    /// The row the line was drawn on, to erase that one even if the window changed since.
+    drawn_on: Option<u16>,
+}
+
+impl StatusLine {
+    fn new(overlay: bool) -> StatusLine {
+        StatusLine {
+            overlay,
+            shown: LinkStatus::Up,
+            drawn_on: None,
+        }
+    }
+
+    /// Shows `status` if it is news.
+    fn show(&mut self, status: LinkStatus, out: &mut impl Write) -> std::io::Result<()> {
+        if status == self.shown {
+            return Ok(());
+        }
+        self.shown = status;
+        if !self.overlay {
+            // `\r` first: stdin may be raw, and the note must start at the left edge.
+            output::note(&format!(
+                "\r[{}]\r",
+                status
+                    .line()
+                    .unwrap_or("atc: the session is reachable again")
+            ));
+            return Ok(());
+        }
+        self.paint(out)
+    }
+
+    /// Session output may have painted over the line: draw it again while it is up.
+    fn after_output(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.overlay && self.shown != LinkStatus::Up {
+            self.paint(out)?;
+        }
+        Ok(())
+    }
+
+    fn paint(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        let size = terminal::tty_size().unwrap_or(terminal::FALLBACK_SIZE);
+        match self.shown.line() {
+            Some(text) => {
+                out.write_all(link_status::overlay(text, size.cols, size.rows).as_bytes())?;
+                self.drawn_on = Some(size.rows);
+            }
+            None => {
+                if let Some(row) = self.drawn_on.take() {
+                    out.write_all(link_status::clear_overlay(row).as_bytes())?;
+                }
+            }
+        }
+        out.flush()
+    }
+
+    /// Erases the line on the way out, so the shell prompt does not sit under a stale one.
+    fn leave(&mut self) {
+        if let Some(row) = self.drawn_on.take() {
+            let mut stdout = std::io::stdout().lock();
+            // Best effort on the way out: a terminal that is gone has no line to erase.
+            let _ = stdout
+                .write_all(link_status::clear_overlay(row).as_bytes())
+                .and_then(|()| stdout.flush());
+        }
+    }
+}
+
 /// Moves bytes both ways until something ends the attach. Returns instead of exiting on every
 /// path so the caller can restore the terminal.
 async fn pump(
     ws: &mut WsConnection,
-    mut input: mpsc::Receiver<Vec<u8>>,
-    signals: &mut Signals,
-    raw: Option<&RawMode>,
-    alt_screen: &mut AltScreenTracker,
+    pumped: Pumped<'_>,
     initial: TermSize,
 ) -> anyhow::Result<Ended> {
+    let Pumped {
+        mut input,
+        signals,
+        raw,
+        alt_screen,
+        status,
+        mode,
+    } = pumped;
     let mut stdout = std::io::stdout().lock();
+    let write_err = |err: std::io::Error| anyhow::anyhow!("cannot write to stdout: {err}");
     let mut input_open = true;
     let mut last_size = initial;
     let mut fragment: Option<Fragment> = None;
@@ -204,12 +333,16 @@ async fn pump(
                         stdout
                             .write_all(&bytes)
                             .and_then(|()| stdout.flush())
-                            .map_err(|err| anyhow::anyhow!("cannot write to stdout: {err}"))?;
+                            .map_err(write_err)?;
+                        status.after_output(&mut stdout).map_err(write_err)?;
                     }
                     Step::Text(bytes) => match parse_text(&bytes) {
                         ServerText::Exit(info) => return Ok(Ended::Exited(info)),
                         ServerText::Error { code, message } => {
                             daemon_error = Some(format!("{code}: {message}"));
+                        }
+                        ServerText::Link(link) => {
+                            status.show(link, &mut stdout).map_err(write_err)?;
                         }
                         ServerText::Other => {}
                     },
@@ -219,7 +352,9 @@ async fn pump(
             chunk = input.recv(), if input_open => match chunk {
                 Some(chunk) => {
                     let (before, detach) = split_at_detach(&chunk);
-                    if !before.is_empty() {
+                    // A watcher's keys stay here: the daemon would refuse them anyway, and
+                    // each refusal would be an error frame to read.
+                    if !before.is_empty() && mode == AttachMode::Interactive {
                         send(ws, Message::Binary(Bytes::copy_from_slice(before))).await?;
                     }
                     if detach {
@@ -229,14 +364,18 @@ async fn pump(
                 None => input_open = false,
             },
             _ = signals.winch.recv() => {
-                send_size_if_changed(ws, &mut last_size).await?;
+                if mode == AttachMode::Interactive {
+                    send_size_if_changed(ws, &mut last_size).await?;
+                }
             }
             _ = signals.cont.recv() => {
                 if let Some(raw) = raw {
                     raw.reapply()?;
                 }
                 // The window may have been resized while we were stopped.
-                send_size_if_changed(ws, &mut last_size).await?;
+                if mode == AttachMode::Interactive {
+                    send_size_if_changed(ws, &mut last_size).await?;
+                }
             }
             _ = signals.term.recv() => return Ok(Ended::Signalled(Sig::TERM.as_raw())),
             _ = signals.hup.recv() => return Ok(Ended::Signalled(Sig::HUP.as_raw())),
@@ -361,7 +500,7 @@ fn parse_text(bytes: &[u8]) -> ServerText {
             reason: Some(reason),
         }),
         Ok(AttachFrame::Error { code, message }) => ServerText::Error { code, message },
-        Ok(_) | Err(_) => ServerText::Other,
+        Ok(_) | Err(_) => LinkStatus::from_text(bytes).map_or(ServerText::Other, ServerText::Link),
     }
 }
 

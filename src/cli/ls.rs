@@ -1,24 +1,62 @@
-//! `atc ls`: the daemon's sessions as a table (short id, name, agent, state, liveness, size,
-//! working dir, age), or the daemon's raw answer with `--json` for scripts.
+//! `atc ls`: the daemon's sessions as a table (unread marker, short id, name, agent, state,
+//! liveness, size, working dir, age) with a one-line summary under it, or the daemon's raw
+//! answer with `--json` for scripts. Sessions that need you come first, then running, done
+//! and exited ones. Colour only when stdout is a terminal and `NO_COLOR` is unset, so a pipe
+//! or a file gets plain text. `--watch` redraws whenever the events socket says something
+//! changed, until Ctrl-C.
+//!
+//! The rendering ([`render`]) is a pure function of the sessions, the clock, `$HOME` and the
+//! [`Style`]; everything that touches the daemon or the terminal is in [`run`] and [`watch`].
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::io::IsTerminal;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use awc::ws::{Frame, Message};
 use clap::Args;
+use futures_util::{SinkExt, StreamExt};
+use tokio::signal::unix::{signal, SignalKind};
 
 use super::output;
-use atc_client::atc_protocol::{Attachment, ExitReason};
+use atc_client::atc_protocol::{Attachment, ExitReason, SessionState};
 use atc_client::{routes, session, DaemonClient, Descriptor, SessionLabels};
 
 /// Arguments of `atc ls`.
 #[derive(Debug, Args)]
 pub struct LsArgs {
     /// Print the daemon's answer (`{"sessions": [...]}`) as JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "watch")]
     pub json: bool,
+    /// Keep the list on screen, redrawn whenever a session changes, until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// How the table is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Plain text: for pipes, files and `NO_COLOR`.
+    Plain,
+    /// ANSI colours for a terminal.
+    Colour,
+}
+
+impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
+    pub fn for_stdout() -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        if std::io::stdout().is_terminal() && !no_color {
+            Style::Colour
+        } else {
+            Style::Plain
+        }
+    }
 }
 
 /// Lists sessions. Exit code 0, also when there are none.
 pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
+    if args.watch {
+        return watch(client).await;
+    }
     let answer = client.get_json(routes::SESSIONS).await?;
     if args.json {
         output::print(&format!("{}\n", serde_json::to_string_pretty(&answer)?))?;
@@ -30,8 +68,82 @@ pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let home = std::env::var("HOME").ok();
-    output::print(&format_table(&sessions, now_ms(), home.as_deref()))?;
+    output::print(&render(
+        &sessions,
+        now_ms(),
+        home.as_deref(),
+        Style::for_stdout(),
+    ))?;
     Ok(0)
+}
+
+/// How long to wait after an event for the ones that come with it (a spawn is several),
+/// so a burst is one redraw.
+const REDRAW_SETTLE: Duration = Duration::from_millis(100);
+
+/// Ages move even when nothing happens; this redraws them.
+const AGE_REFRESH: Duration = Duration::from_secs(5);
+
+/// `--watch`: the list, redrawn after every burst of fleet events and every
+/// [`AGE_REFRESH`], until Ctrl-C (exit 0) or the daemon goes away (an error).
+async fn watch(client: &DaemonClient) -> anyhow::Result<i32> {
+    let style = Style::for_stdout();
+    let home = std::env::var("HOME").ok();
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|err| anyhow::anyhow!("cannot watch for Ctrl-C: {err}"))?;
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|err| anyhow::anyhow!("cannot watch for signals: {err}"))?;
+    let mut events = client.ws_connect(routes::EVENTS).await?;
+    let mut ages = tokio::time::interval(AGE_REFRESH);
+    let mut redraw_at = Some(tokio::time::Instant::now());
+    loop {
+        let settle = async {
+            match redraw_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt.recv() => return Ok(0),
+            _ = terminate.recv() => return Ok(0),
+            () = settle => {
+                redraw_at = None;
+                let sessions = client.list_sessions().await?;
+                let mut screen = String::new();
+                if style == Style::Colour {
+                    // Home and clear: the list replaces the previous one in place.
+                    screen.push_str("\x1b[H\x1b[2J");
+                }
+                screen.push_str(&render(&sessions, now_ms(), home.as_deref(), style));
+                screen.push_str("(watching; Ctrl-C to stop)\n");
+                if style == Style::Plain {
+                    // A blank line between lists, for a log or a pipe.
+                    screen.push('\n');
+                }
+                output::print(&screen)?;
+            }
+            _ = ages.tick() => {
+                redraw_at.get_or_insert_with(tokio::time::Instant::now);
+            }
+            frame = events.next() => match frame {
+                Some(Ok(Frame::Text(_))) => {
+                    redraw_at.get_or_insert_with(|| tokio::time::Instant::now() + REDRAW_SETTLE);
+                }
+                Some(Ok(Frame::Ping(payload))) => {
+                    events
+                        .send(Message::Pong(payload))
+                        .await
+                        .map_err(|err| anyhow::anyhow!("the events socket broke ({err})"))?;
+                }
+                Some(Ok(Frame::Close(_))) | None => anyhow::bail!(
+                    "the daemon closed the events socket; if it stopped, start it again with \
+                     `atc daemon`"
+                ),
+                Some(Ok(_)) => {}
+                Some(Err(err)) => anyhow::bail!("the events socket broke ({err})"),
+            },
+        }
+    }
 }
 
 fn now_ms() -> u64 {
@@ -40,9 +152,30 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-const HEADER: [&str; 9] = [
-    "ID", "NAME", "AGENT", "TARGET", "STATE", "ALIVE", "SIZE", "CWD", "AGE",
+const HEADER: [&str; 10] = [
+    "", "ID", "NAME", "AGENT", "TARGET", "STATE", "ALIVE", "SIZE", "CWD", "AGE",
 ];
+
+/// The column that carries the state, coloured by it.
+const STATE_COLUMN: usize = 5;
+
+/// Where a state sorts: what needs the user first, then what is working, then what is done.
+fn rank(state: SessionState) -> u8 {
+    match state {
+        SessionState::NeedsYou => 0,
+        SessionState::Running => 1,
+        SessionState::Done => 2,
+        SessionState::Exited => 3,
+    }
+}
+
+/// The order sessions are listed in: by [`rank`], pinned ones first within a state, and the
+/// daemon's order otherwise (a stable sort).
+pub fn ordered(sessions: &[Descriptor]) -> Vec<&Descriptor> {
+    let mut list: Vec<&Descriptor> = sessions.iter().collect();
+    list.sort_by_key(|s| (rank(s.state), !s.pinned));
+    list
+}
 
 /// The state as a user reads it: a remote session's lost connection and a host asleep say so.
 fn shown_state(s: &Descriptor) -> String {
@@ -55,14 +188,73 @@ fn shown_state(s: &Descriptor) -> String {
     s.state.to_string()
 }
 
-/// Renders sessions as left-aligned columns separated by two spaces, one line per session,
-/// header first. `now_ms` and `home` are passed in so the output is reproducible in tests;
-/// a cwd under `home` is shown as `~/...`.
-pub fn format_table(sessions: &[Descriptor], now_ms: u64, home: Option<&str>) -> String {
-    let mut rows: Vec<[String; 9]> = Vec::with_capacity(sessions.len() + 1);
+/// The SGR colour of a state: needs-you bold yellow (it wants you), running green, done cyan,
+/// exited dim.
+fn state_colour(state: SessionState) -> &'static str {
+    match state {
+        SessionState::NeedsYou => "1;33",
+        SessionState::Running => "32",
+        SessionState::Done => "36",
+        SessionState::Exited => "2",
+    }
+}
+
+/// The table and its summary line, as [`format_table`] and [`summary`] make them.
+pub fn render(sessions: &[Descriptor], now_ms: u64, home: Option<&str>, style: Style) -> String {
+    let mut out = format_table(sessions, now_ms, home, style);
+    out.push_str(&summary(sessions));
+    out.push('\n');
+    out
+}
+
+/// `12 sessions: 2 need you, 7 running, 3 exited`: the count, then each state that has any,
+/// in list order.
+pub fn summary(sessions: &[Descriptor]) -> String {
+    let total = sessions.len();
+    let mut parts = Vec::new();
+    for state in [
+        SessionState::NeedsYou,
+        SessionState::Running,
+        SessionState::Done,
+        SessionState::Exited,
+    ] {
+        let n = sessions.iter().filter(|s| s.state == state).count();
+        if n == 0 {
+            continue;
+        }
+        parts.push(match state {
+            SessionState::NeedsYou if n == 1 => "1 needs you".to_string(),
+            SessionState::NeedsYou => format!("{n} need you"),
+            SessionState::Running => format!("{n} running"),
+            SessionState::Done => format!("{n} done"),
+            SessionState::Exited => format!("{n} exited"),
+        });
+    }
+    let noun = if total == 1 { "session" } else { "sessions" };
+    if parts.is_empty() {
+        format!("{total} {noun}")
+    } else {
+        format!("{total} {noun}: {}", parts.join(", "))
+    }
+}
+
+/// Renders sessions as left-aligned columns separated by two spaces, one line per session in
+/// [`ordered`] order, header first; `*` in the first column marks unread. `now_ms` and `home`
+/// are passed in so the output is reproducible in tests; a cwd under `home` is shown as
+/// `~/...`. With [`Style::Colour`] the header is bold, the state coloured ([`state_colour`])
+/// and the marker bold; the columns line up the same either way.
+pub fn format_table(
+    sessions: &[Descriptor],
+    now_ms: u64,
+    home: Option<&str>,
+    style: Style,
+) -> String {
+    let list = ordered(sessions);
+    let mut rows: Vec<[String; 10]> = Vec::with_capacity(list.len() + 1);
     rows.push(HEADER.map(String::from));
-    for s in sessions {
+    for s in &list {
         rows.push([
+            if s.unread { "*" } else { "" }.to_string(),
             s.short_id(),
             printable(if s.name.is_empty() { "-" } else { &s.name }),
             printable(&s.agent),
@@ -78,21 +270,39 @@ pub fn format_table(sessions: &[Descriptor], now_ms: u64, home: Option<&str>) ->
             format_age(now_ms.saturating_sub(u64::try_from(s.created_at).unwrap_or(0))),
         ]);
     }
-    let mut widths = [0usize; 9];
+    // The marker column keeps its place even when nothing is unread.
+    let mut widths = [1usize, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in &rows {
+    for (index, row) in rows.iter().enumerate() {
+        // Row 0 is the header; row i > 0 is session i - 1.
+        let session = index.checked_sub(1).and_then(|i| list.get(i));
         let mut line = String::new();
-        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if i > 0 {
-                line.push_str("  ");
+        for (column, (cell, width)) in row.iter().zip(widths).enumerate() {
+            // The marker is one character, kept apart from the id by one space.
+            match column {
+                0 => {}
+                1 => line.push(' '),
+                _ => line.push_str("  "),
             }
-            line.push_str(cell);
             let pad = width.saturating_sub(cell.chars().count());
+            let sgr = match (style, session) {
+                (Style::Plain, _) => None,
+                (Style::Colour, None) => Some("1"),
+                (Style::Colour, Some(s)) if column == STATE_COLUMN => Some(state_colour(s.state)),
+                (Style::Colour, Some(_)) if column == 0 && !cell.is_empty() => Some("1"),
+                (Style::Colour, Some(_)) => None,
+            };
+            match sgr {
+                Some(sgr) if !cell.is_empty() => {
+                    line.push_str(&format!("\x1b[{sgr}m{cell}\x1b[0m"));
+                }
+                Some(_) | None => line.push_str(cell),
+            }
             line.extend(std::iter::repeat_n(' ', pad));
         }
         out.push_str(line.trim_end());
@@ -206,15 +416,126 @@ mod tests {
                 )
             },
         ];
-        let table = format_table(&sessions, 3_601_000, Some("/home/u"));
-        let expected = "\
-ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD        AGE
-5f0c2a1e  fix-bug  shell   local   running                yes    120x40  ~/src/atc  1h
-0123abcd  -        claude  local   exited                 no     80x24   /tmp       1h
-9a9a9a9a  remote   shell   box     running (reattaching)  yes    120x40  /w         1h
-8b8b8b8b  napping  shell   box     asleep                 no     120x40  /w         1h
+        let table = format_table(&sessions, 3_601_000, Some("/home/u"), Style::Plain);
+        let expected = "  \
+  ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD        AGE
+  5f0c2a1e  fix-bug  shell   local   running                yes    120x40  ~/src/atc  1h
+  9a9a9a9a  remote   shell   box     running (reattaching)  yes    120x40  /w         1h
+  0123abcd  -        claude  local   exited                 no     80x24   /tmp       1h
+  8b8b8b8b  napping  shell   box     asleep                 no     120x40  /w         1h
 ";
         assert_eq!(table, expected);
+    }
+
+    fn in_state(id: &str, state: SessionState, pinned: bool, unread: bool) -> Descriptor {
+        Descriptor {
+            state,
+            pinned,
+            unread,
+            alive: state != SessionState::Exited,
+            ..sample(id, Some(&id[..4]), "/w", 0)
+        }
+    }
+
+    fn fleet() -> Vec<Descriptor> {
+        vec![
+            in_state(
+                "e0000000-0000-0000-0000-000000000000",
+                SessionState::Exited,
+                false,
+                true,
+            ),
+            in_state(
+                "d0000000-0000-0000-0000-000000000000",
+                SessionState::Done,
+                false,
+                true,
+            ),
+            in_state(
+                "a0000000-0000-0000-0000-000000000000",
+                SessionState::Running,
+                false,
+                false,
+            ),
+            in_state(
+                "b0000000-0000-0000-0000-000000000000",
+                SessionState::NeedsYou,
+                false,
+                true,
+            ),
+            in_state(
+                "c0000000-0000-0000-0000-000000000000",
+                SessionState::Running,
+                true,
+                false,
+            ),
+            in_state(
+                "f0000000-0000-0000-0000-000000000000",
+                SessionState::NeedsYou,
+                false,
+                true,
+            ),
+        ]
+    }
+
+    #[test]
+    fn needs_you_comes_first_then_running_done_exited_with_pinned_first_in_each() {
+        let sessions = fleet();
+        let order: Vec<String> = ordered(&sessions).iter().map(|s| s.name.clone()).collect();
+        assert_eq!(order, ["b000", "f000", "c000", "a000", "d000", "e000"]);
+    }
+
+    #[test]
+    fn the_summary_counts_each_state_that_has_sessions() {
+        let sessions = fleet();
+        assert_eq!(
+            summary(&sessions),
+            "6 sessions: 2 need you, 2 running, 1 done, 1 exited"
+        );
+        assert_eq!(summary(&sessions[2..3]), "1 session: 1 running");
+        assert_eq!(summary(&sessions[3..4]), "1 session: 1 needs you");
+        assert_eq!(summary(&[]), "0 sessions");
+        let rendered = render(&sessions, 0, None, Style::Plain);
+        assert!(
+            rendered.ends_with("\n6 sessions: 2 need you, 2 running, 1 done, 1 exited\n"),
+            "{rendered}"
+        );
+    }
+
+    #[test]
+    fn unread_sessions_are_marked() {
+        let table = format_table(&fleet(), 0, None, Style::Plain);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].starts_with("* b0000000  b000"), "{table}");
+        assert!(lines[3].starts_with("  c0000000  c000"), "{table}");
+    }
+
+    #[test]
+    fn plain_has_no_escapes_and_colour_only_adds_them() {
+        let sessions = fleet();
+        let plain = render(&sessions, 0, None, Style::Plain);
+        assert!(!plain.contains('\x1b'), "{plain}");
+        let colour = render(&sessions, 0, None, Style::Colour);
+        assert!(colour.contains("\x1b[1;33mneeds_you\x1b[0m"), "{colour}");
+        assert!(colour.contains("\x1b[32mrunning\x1b[0m"), "{colour}");
+        assert!(colour.contains("\x1b[2mexited\x1b[0m"), "{colour}");
+        assert!(colour.contains("\x1b[1m*\x1b[0m"), "{colour}");
+        // Take the escapes out and the text is the plain one: the columns line up the same.
+        let stripped = strip_sgr(&colour);
+        assert_eq!(stripped, plain);
+    }
+
+    fn strip_sgr(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("\x1b[") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at..];
+            let end = after.find('m').map_or(after.len(), |m| m + 1);
+            rest = &after[end..];
+        }
+        out.push_str(rest);
+        out
     }
 
     #[test]
@@ -225,7 +546,7 @@ ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD    
             "/",
             0,
         )];
-        let table = format_table(&sessions, 0, None);
+        let table = format_table(&sessions, 0, None, Style::Plain);
         assert!(!table.contains('\x1b'));
         assert!(table.contains("evil?[2J"));
     }

@@ -8,8 +8,12 @@ pub mod attach;
 pub mod forget;
 pub mod hook_report;
 pub mod kill;
+pub mod link_status;
+pub mod logs;
 pub mod ls;
+pub mod open;
 pub mod output;
+pub mod restore;
 pub mod revive;
 pub mod screen;
 pub mod spawn;
@@ -26,11 +30,11 @@ use atc_client::DaemonClient;
 /// `daemon`, `hook-report` and `bench` (`#[command(flatten)] Client(ClientCommand)`).
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// List sessions (`--json` for the daemon's raw answer).
+    /// List sessions (`--json` for the daemon's raw answer, `--watch` to keep it up to date).
     Ls(ls::LsArgs),
-    /// Start a session and print its id.
+    /// Start a session and print its id (`--attach` to attach to it instead).
     Spawn(spawn::SpawnArgs),
-    /// Connect this terminal to a session; Ctrl-\ detaches.
+    /// Connect this terminal to a session (`--watch`: watch only); Ctrl-\ detaches.
     Attach(attach::AttachArgs),
     /// Print a session's visible screen as text.
     Screen(screen::ScreenArgs),
@@ -42,6 +46,12 @@ pub enum ClientCommand {
     Suspend(suspend::SuspendArgs),
     /// Remove a session from the daemon (killing it if it still runs).
     Forget(forget::ForgetArgs),
+    /// Revive every session that died with an old daemon.
+    Restore(restore::RestoreArgs),
+    /// Print a session's event trail (its agent's hook reports); `-f` follows it.
+    Logs(logs::LogsArgs),
+    /// Print the URL of the daemon's browser page and open it in a browser.
+    Open(open::OpenArgs),
 }
 
 /// Runs one client command against the daemon found in `state_dir` (default: see
@@ -59,5 +69,8 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
         ClientCommand::Revive(args) => revive::run(&client, args).await,
         ClientCommand::Suspend(args) => suspend::run(&client, args).await,
         ClientCommand::Forget(args) => forget::run(&client, args).await,
+        ClientCommand::Restore(args) => restore::run(&client, args).await,
+        ClientCommand::Logs(args) => logs::run(&client, args).await,
+        ClientCommand::Open(args) => open::run(&client, args).await,
     }
 }

@@ -1,5 +1,6 @@
 //! `atc spawn`: starts a session and prints its id on stdout, so scripts can chain
-//! `id=$(atc spawn ...)`. The working directory defaults to the current one, made absolute
+//! `id=$(atc spawn ...)`; with `--attach` it attaches this terminal to the new session
+//! instead (the id goes to stderr, since stdout becomes the session's terminal). The working directory defaults to the current one, made absolute
 //! (the daemon requires an absolute path); the size is this terminal's, or 80x24 when stdout
 //! is not a terminal. Options the user did not give are left out of the request so the
 //! daemon's own defaults apply.
@@ -9,8 +10,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::{output, terminal};
-use atc_client::{routes, session, DaemonClient};
+use super::{attach, output, terminal};
+use atc_client::atc_protocol::AttachMode;
+use atc_client::{routes, session, DaemonClient, SessionLabels};
 
 /// Arguments of `atc spawn`.
 #[derive(Debug, Args)]
@@ -33,6 +35,9 @@ pub struct SpawnArgs {
     /// Effort override passed to the agent, e.g. `high`.
     #[arg(long)]
     pub effort: Option<String>,
+    /// Attach this terminal to the new session at once (Ctrl-\ detaches).
+    #[arg(long)]
+    pub attach: bool,
 }
 
 /// Spawns the session and prints its id. Warnings from the daemon go to stderr.
@@ -45,6 +50,10 @@ pub async fn run(client: &DaemonClient, args: SpawnArgs) -> anyhow::Result<i32> 
         output::note(&format!("warning: {warning}"));
     }
     let created = session::parse_one(answer)?;
+    if args.attach {
+        output::note(&format!("spawned {} ({})", created.label(), created.id));
+        return attach::attach_to(client, created, AttachMode::Interactive).await;
+    }
     output::print(&format!("{}\n", created.id))?;
     Ok(0)
 }
@@ -117,6 +126,7 @@ mod tests {
             name: None,
             model: None,
             effort: None,
+            attach: false,
         }
     }
 

@@ -11,7 +11,7 @@
 //! `scale`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
-//! phase's sessions; `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
+//! phase's sessions; `progress` is the phase line on stderr (a terminal's only); `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
 //! floor server; `stats` and `report` make the figures.
 //!
 //! Everything runs on one actix System thread (awc is not `Send`): call [`run`] from inside
@@ -30,6 +30,7 @@ pub mod floor;
 mod limits;
 mod payload;
 mod phase;
+mod progress;
 mod report;
 mod rss;
 mod scale;
@@ -54,6 +55,7 @@ use cpu::Ticks;
 use floor::Floor;
 use payload::Payload;
 use phase::{run_bounded, Deadline, Figures, PhaseReport};
+use progress::PhaseProgress;
 use rss::DaemonPid;
 
 /// The built-in agent that runs the user's shell: the phases that type commands need one.
@@ -282,6 +284,8 @@ struct Context {
     plan: Plan,
     run_id: String,
     server: Server,
+    /// The phase line on stderr, shared by the daemon's and the floor's contexts.
+    progress: PhaseProgress,
 }
 
 impl Context {
@@ -323,7 +327,7 @@ impl Context {
         F: FnOnce(Deadline) -> Fut,
         Fut: Future<Output = anyhow::Result<T>>,
     {
-        announce(label);
+        self.progress.start(label);
         run_bounded(self.plan.phase_limit, body).await
     }
 
@@ -431,6 +435,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
     } else {
         None
     };
+    let progress = PhaseProgress::for_stderr();
     let floor_phases = [Phase::Echo, Phase::Throughput, Phase::Fanout];
     let fx = if floor_phases.iter().any(|p| plan.on_floor(*p)) {
         let floor = Floor::start()?;
@@ -441,6 +446,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
             plan: plan.clone(),
             run_id: run_id()?,
             server: Server::Floor(floor),
+            progress: progress.clone(),
         })
     } else {
         None
@@ -451,6 +457,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         run_id: run_id()?,
         plan,
         server: Server::Daemon,
+        progress,
     };
     let mut report = Report::new(&cx, needs_daemon.then_some(url));
     let fx = fx.as_ref();
@@ -516,7 +523,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         let limit = cx.plan.phase_limit * steps.len() as u32;
         let thousands = steps.last().map_or(1, |n| n.div_ceil(1000));
         let ledger = cx.ledger("scale");
-        announce("scale");
+        cx.progress.start("scale");
         let r = run_bounded(limit, |d| scale::run(&cx, &ledger, d, &steps)).await;
         let r = cx
             .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
@@ -545,6 +552,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
                 .await,
         );
     }
+    cx.progress.finish();
     Ok(report)
 }
 
@@ -559,10 +567,6 @@ pub fn print_report(report: &Report, json: bool) -> anyhow::Result<()> {
 }
 
 /// Progress on stderr, so a long run shows where it is without disturbing stdout (the report).
-fn announce(phase: &str) {
-    eprintln!("atc bench: {phase}…");
-}
-
 /// Eight hex digits that make this run's session names unique, so cleanup finds exactly its own.
 fn run_id() -> anyhow::Result<String> {
     let mut bytes = [0u8; 4];

@@ -354,7 +354,7 @@ pub async fn run(
         readers: Readers::default(),
     };
     for &n in steps {
-        super::announce(&format!("scale: {n} sessions"));
+        cx.progress.step(&format!("scale: {n} sessions"));
         let refusal = refuse(n, &held, &figures, pid);
         let result = match refusal {
             Some(why) => Err(StepRefused(why).into()),

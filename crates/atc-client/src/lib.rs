@@ -149,6 +149,24 @@ impl DaemonClient {
         session::parse_one(self.post_json(routes::SESSIONS, body).await?)
     }
 
+    /// `POST path` without a body, waiting up to `timeout` for the answer instead of the
+    /// usual bound: for calls that do long work before they answer (`POST /v1/fleet/restore`).
+    pub async fn post_json_within(
+        &self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        let bytes = self
+            .exchange_raw_within(Method::POST, path, Body::Empty, Some(timeout))
+            .await?;
+        if bytes.is_empty() {
+            return Ok(Value::Object(serde_json::Map::new()));
+        }
+        serde_json::from_slice(&bytes).map_err(|err| ClientError::BadResponse {
+            cause: err.to_string(),
+        })
+    }
+
     /// `DELETE path` and the JSON answer.
     pub async fn delete(&self, path: &str) -> Result<Value, ClientError> {
         self.request(Method::DELETE, path, None).await
@@ -192,8 +210,22 @@ impl DaemonClient {
         path: &str,
         body: Body<'_>,
     ) -> Result<Bytes, ClientError> {
+        self.exchange_raw_within(method, path, body, None).await
+    }
+
+    /// [`Self::exchange_raw`] with its own bound (`None`: the client's).
+    async fn exchange_raw_within(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, ClientError> {
         let url = format!("{}{path}", self.base_url);
-        let request = self.http.request(method, &url).bearer_auth(&self.token);
+        let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
         let sent = match body {
             Body::Json(json) => request.send_json(json).await,
             Body::Bytes(bytes) => {

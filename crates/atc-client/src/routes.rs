@@ -28,6 +28,38 @@ pub fn attach(id: impl std::fmt::Display, cols: u16, rows: u16) -> String {
     format!("{}?cols={cols}&rows={rows}", session_action(id, "attach"))
 }
 
+/// The attach WebSocket for a session at the given client size, in `mode` (a watcher's
+/// input is refused and its size does not count).
+pub fn attach_as(
+    id: impl std::fmt::Display,
+    cols: u16,
+    rows: u16,
+    mode: atc_protocol::AttachMode,
+) -> String {
+    let path = attach(id, cols, rows);
+    match mode.query_value() {
+        Some(value) => format!("{path}&mode={value}"),
+        None => path,
+    }
+}
+
+/// `GET /v1/events`: the fleet's events socket.
+pub const EVENTS: &str = "/v1/events";
+
+/// `GET /v1/events/trail`: the event trail from `cursor` (the start when `None`), at most
+/// `limit` events, waiting up to `wait_ms` for one when there are none yet.
+pub fn trail(cursor: Option<&str>, limit: u32, wait_ms: u64) -> String {
+    let mut path = format!("/v1/events/trail?limit={limit}&waitMs={wait_ms}");
+    if let Some(cursor) = cursor {
+        path.push_str("&cursor=");
+        path.push_str(&encode_segment(cursor));
+    }
+    path
+}
+
+/// `POST /v1/fleet/restore`: revive every session that died with an old daemon.
+pub const FLEET_RESTORE: &str = "/v1/fleet/restore";
+
 /// Percent-encodes everything but RFC 3986 unreserved characters. A segment that is exactly
 /// `.` or `..` is encoded too, since a router would otherwise treat it as a path step.
 pub fn encode_segment(raw: &str) -> String {
@@ -56,6 +88,15 @@ mod tests {
     }
 
     #[test]
+    fn trail_carries_its_cursor_encoded() {
+        assert_eq!(trail(None, 100, 0), "/v1/events/trail?limit=100&waitMs=0");
+        assert_eq!(
+            trail(Some("a+b"), 5, 25_000),
+            "/v1/events/trail?limit=5&waitMs=25000&cursor=a%2Bb"
+        );
+    }
+
+    #[test]
     fn names_are_percent_encoded() {
         assert_eq!(encode_segment("my task/2"), "my%20task%2F2");
         assert_eq!(encode_segment("é"), "%C3%A9");
@@ -68,6 +109,14 @@ mod tests {
         assert_eq!(
             attach("a b", 80, 24),
             "/v1/sessions/a%20b/attach?cols=80&rows=24"
+        );
+        assert_eq!(
+            attach_as("x", 80, 24, atc_protocol::AttachMode::Watch),
+            "/v1/sessions/x/attach?cols=80&rows=24&mode=watch"
+        );
+        assert_eq!(
+            attach_as("x", 80, 24, atc_protocol::AttachMode::Interactive),
+            "/v1/sessions/x/attach?cols=80&rows=24"
         );
         assert_eq!(session_action("x", "kill"), "/v1/sessions/x/kill");
         assert_eq!(forget_confirmed("x", "t+1"), "/v1/sessions/x?confirm=t%2B1");
