@@ -12,7 +12,11 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use support::{agent_shells_daemon, hook, id_of, test_config, TestDaemon, WITHIN};
+use support::impd_sim::{ImpdSim, SimOptions, When};
+use support::{
+    agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
+    WITHIN,
+};
 
 /// `atc --state-dir DIR args...` with pipes for stdout and stderr; its output once it exits.
 async fn atc(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
@@ -464,5 +468,52 @@ async fn open_prints_the_url_without_the_token_and_starts_the_browser() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{url}\n"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no browser configured"));
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn attach_shows_a_status_line_while_a_remote_link_is_reattaching_and_clears_it() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut config = with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
+    // Enough short delays that the harness stays away until the drops are cancelled.
+    config.timings.imp_reconnect_delays = vec![Duration::from_millis(50); 100];
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let r = spawn_remote(&d, &sim).await;
+    d.submit(&r.id, "echo remote-$((2+3))").await;
+    d.wait_screen(&r.id, "remote-5").await;
+    let mut tty = PtyRun::start(&d.state_dir, &["attach", &r.id], &[]);
+    tty.read_until("remote-5").await;
+
+    // Every reconnect fails until the drops are cancelled, and the viewer goes now.
+    sim.faults()
+        .drop_next_connections(10_000, When::BeforeStarted, 1011);
+    assert!(
+        sim.faults().drop_output(&r.imp, &r.session),
+        "no viewer to drop"
+    );
+    let mark = tty.seen.len();
+    tty.read_until_from(mark, "reattaching...").await;
+    let drawn = tty.seen[mark..].to_vec();
+    let shown = String::from_utf8_lossy(&drawn);
+    assert!(
+        shown.contains("\x1b7\x1b[24;1H\x1b[2K\x1b[7matc: connection to the session lost"),
+        "the line is not drawn over the bottom row: {shown:?}"
+    );
+
+    let mark = tty.seen.len();
+    assert!(
+        sim.faults().cancel_connection_drops() > 0,
+        "the drops ran out"
+    );
+    d.wait_session(&r.id, "attached", |s| {
+        s["lifecycle"]["attachment"] == "attached"
+    })
+    .await;
+    tty.read_until_from(mark, "\x1b7\x1b[24;1H\x1b[2K\x1b8")
+        .await;
+    tty.type_bytes(b"\x1c").await;
+    tty.read_until("[detached]").await;
+    assert_eq!(tty.wait().await.code(), Some(0), "{}", tty.seen());
     d.stop().await;
 }
