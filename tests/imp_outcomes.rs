@@ -352,6 +352,21 @@ async fn when_the_reconnect_delays_run_out_the_session_ends_with_the_last_outcom
 }
 
 #[actix_rt::test]
+async fn an_attached_client_is_told_when_the_link_drops_and_when_it_is_back() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = daemon_with(&sim, |_| {}).await;
+    let r = spawn_remote(&d, &sim).await;
+    let (mut ws, _, _) = d.attach(&r.id, "cols=80&rows=24").await;
+    keep_away(&d, &sim, &r).await;
+    let frame = ws.next_text("attachment").await;
+    assert_eq!(frame["state"], "reattaching", "{frame}");
+    come_back(&sim);
+    let frame = ws.next_text("attachment").await;
+    assert_eq!(frame["state"], "attached", "{frame}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn input_and_a_resize_made_while_reconnecting_arrive_once_in_order_after_reattaching() {
     let sim = ImpdSim::start(SimOptions::default());
     let (d, _tmp) = daemon_with(&sim, |_| {}).await;

@@ -84,7 +84,9 @@ impl ControlFrame {
             },
             AttachFrame::Exit { reason, .. } => ControlFrame::Exit { reason },
             AttachFrame::Error { code, message } => ControlFrame::Error { code, message },
-            AttachFrame::Resized { .. } | AttachFrame::State { .. } => ControlFrame::Other,
+            AttachFrame::Resized { .. }
+            | AttachFrame::State { .. }
+            | AttachFrame::Attachment { .. } => ControlFrame::Other,
         })
     }
 }

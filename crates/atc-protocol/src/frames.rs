@@ -108,6 +108,13 @@ pub enum AttachFrame {
         /// The new descriptor.
         session: Box<Descriptor>,
     },
+    /// A remote harness's link to its host dropped or came back. Sent only for remote
+    /// sessions, and only on a change; the descriptor in the `state` frame sent beside it
+    /// carries the same value for clients that read only those.
+    Attachment {
+        /// The link's new state.
+        state: LinkState,
+    },
     /// The process ended; a normal close follows.
     Exit {
         /// Exit status, if it exited.
@@ -126,6 +133,16 @@ pub enum AttachFrame {
         /// Human text.
         message: String,
     },
+}
+
+/// The state of a remote harness's link, as the `attachment` frame reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    /// Connected: output flows and input is delivered.
+    Attached,
+    /// The connection dropped (or has not come up yet); the harness is being reached again.
+    Reattaching,
 }
 
 /// Frames of the `/v1/events` socket.

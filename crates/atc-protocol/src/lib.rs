@@ -27,7 +27,7 @@ pub mod size;
 pub mod state_dir;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
-pub use frames::{AttachFrame, AttachMode, ClientFrame, FleetEvent, Replay};
+pub use frames::{AttachFrame, AttachMode, ClientFrame, FleetEvent, LinkState, Replay};
 pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
     OutputKind, SessionState, VmState,

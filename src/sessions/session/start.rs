@@ -23,7 +23,7 @@ use crate::providers::{
 use crate::sessions::screen_worker::ResizeScreen;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{
-    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, SessionState, TermSize,
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, LinkState, SessionState, TermSize,
 };
 
 /// The provider of `target`. The refusal chain has already run when this is asked, so a
@@ -357,7 +357,7 @@ impl Session {
 
     /// Every change between attached and reattaching is announced (spec §3.3).
     pub(super) fn on_attachment_changed(&mut self, msg: AttachmentChanged) {
-        let next = match msg {
+        let (next, link) = match msg {
             AttachmentChanged::Attached(position) => {
                 // A new process (or the first attach) is recorded at once, so a daemon that
                 // dies without a clean stop can still re-attach it.
@@ -371,12 +371,14 @@ impl Session {
                     self.record.remote = position;
                     self.persist();
                 }
-                Attachment::Attached
+                (Attachment::Attached, LinkState::Attached)
             }
-            AttachmentChanged::Reattaching => Attachment::Reattaching,
+            AttachmentChanged::Reattaching => (Attachment::Reattaching, LinkState::Reattaching),
         };
         if self.harness.is_some() && next != self.attachment {
             self.attachment = next;
+            self.clients
+                .broadcast(&AttachFrame::Attachment { state: link });
             self.notify_state();
         }
     }
