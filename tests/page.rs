@@ -110,7 +110,8 @@ async fn the_page_works_in_headless_chromium() {
     );
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
     println!("page screenshots: {}", shots.display());
-    let d = TestDaemon::start().await;
+    // `claude` is a plain shell here, so the test can report its hooks with `atc hook-report`.
+    let (d, _tmp) = support::agent_shells_daemon().await;
     // The child inherits stdout and stderr, so its lines appear as it runs.
     let mut child = tokio::process::Command::new("node")
         .arg("page.test.mjs")
@@ -118,6 +119,7 @@ async fn the_page_works_in_headless_chromium() {
         .env("ATC_URL", &d.url)
         .env("ATC_TOKEN", &d.token)
         .env("ATC_SHOTS", &shots)
+        .env("ATC_BIN", env!("CARGO_BIN_EXE_atc"))
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .spawn()

@@ -4,16 +4,18 @@
 //
 // Cases: a wrong token shows a clear error; spawn from the button; type a command and see its
 // output; resizing the window changes `stty size` in the session; a dropped socket shows the
-// banner, then resumes with no line repeated; kill and forget from the buttons. Throughout, no
+// banner, then resumes with no line repeated; a session that starts waiting comes first with
+// the needs-you badge, a desktop notification and its permission prompt; kill and forget from
+// the buttons. Throughout, no
 // Content-Security-Policy violation, no page error, and the token in no URL.
 
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-const { ATC_URL, ATC_TOKEN, ATC_SHOTS } = process.env;
-if (!ATC_URL || !ATC_TOKEN || !ATC_SHOTS) {
-  console.error('ATC_URL, ATC_TOKEN and ATC_SHOTS must be set (tests/page.rs sets them)');
+const { ATC_URL, ATC_TOKEN, ATC_SHOTS, ATC_BIN } = process.env;
+if (!ATC_URL || !ATC_TOKEN || !ATC_SHOTS || !ATC_BIN) {
+  console.error('ATC_URL, ATC_TOKEN, ATC_SHOTS and ATC_BIN must be set (tests/page.rs sets them)');
   process.exit(2);
 }
 mkdirSync(ATC_SHOTS, { recursive: true });
@@ -83,13 +85,24 @@ try {
   });
   page.on('request', (r) => urls.push(r.url()));
   page.on('websocket', (ws) => urls.push(ws.url()));
-  // Counted by the browser itself: every report of the page's Content-Security-Policy.
+  // Counted by the browser itself: every report of the page's Content-Security-Policy. And
+  // every desktop notification the page shows, by title.
   await page.addInitScript(() => {
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) =>
       window.__csp.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`),
     );
+    window.__notes = [];
+    const Real = window.Notification;
+    function Recorded(title, options) {
+      window.__notes.push(title);
+      return new Real(title, options);
+    }
+    Recorded.requestPermission = (...args) => Real.requestPermission(...args);
+    Object.defineProperty(Recorded, 'permission', { get: () => Real.permission });
+    window.Notification = Recorded;
   });
+  await context.grantPermissions(['notifications'], { origin: ATC_URL });
 
   const first = await page.goto(ATC_URL);
   const headers = first.headers();
@@ -191,6 +204,30 @@ try {
     last.searchParams.get('stream') && Number(last.searchParams.get('from')) > 0,
     `the page resumed by stream and offset (${last.search.replace(/ticket=[^&]*/, 'ticket=…')})`,
   );
+
+  // A session starts waiting (its agent's hook says so): it comes first, with the needs-you
+  // badge, a desktop notification and its prompt.
+  const { session: hooked } = await api('POST', '/v1/sessions', { agent: 'claude', cwd: '/tmp', name: 'page-hook' });
+  const hookedRow = 'tr.session[data-name="page-hook"]';
+  await page.waitForSelector(hookedRow);
+  const report = JSON.stringify({ hook_event_name: 'Notification', message: 'Allow rm?' });
+  await api('POST', `/v1/sessions/${hooked.id}/submit`, { text: `printf '%s' '${report}' | ${ATC_BIN} hook-report` });
+  await page.waitForSelector(`${hookedRow} .pill.state-needs_you`);
+  check(
+    (await page.getAttribute('#fleet tbody tr:first-child', 'data-name')) === 'page-hook',
+    'the waiting session is listed first',
+  );
+  check((await page.textContent('#needs-you')) === '1 needs you', 'the needs-you badge counts it');
+  check((await page.title()) === '(1) atc', 'and so does the tab title');
+  await page.waitForFunction(() => window.__notes.includes('page-hook needs you'));
+  check(true, 'a desktop notification said page-hook needs you');
+  await page.waitForSelector('#permissions .permission');
+  const prompt = await page.textContent('#permissions');
+  check(prompt.includes('page-hook') && prompt.includes('Allow rm?'), `its permission prompt: ${prompt}`);
+  await page.selectOption('#filter-state', 'needs_you');
+  check((await page.locator('#fleet tr.session').count()) === 1, 'the state filter shows only the waiting one');
+  await shot(page, 'needs-you');
+  await page.selectOption('#filter-state', '');
 
   // Kill from the row's button: the row shows it exited, the terminal says why.
   await page.click(`${row} button[data-action=kill]`);
