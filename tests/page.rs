@@ -1,7 +1,8 @@
 //! The browser page at `/` in real headless Chromium: the daemon runs in-process on an
 //! ephemeral port, and `tests/page/page.test.mjs` (Playwright driving Debian's
 //! `/usr/bin/chromium`) checks the page against it. Its output is relayed; its exit status
-//! decides. Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
+//! decides; a second script checks a remote session's link state on the impd simulator.
+//! Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
 //! What the page's files and headers are is checked without a browser here too.
 
@@ -9,6 +10,7 @@ mod support;
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use support::{TestDaemon, WITHIN};
 
@@ -95,9 +97,10 @@ async fn the_page_and_its_files_are_served_without_a_token_with_strict_headers()
     d.stop().await;
 }
 
-#[actix_rt::test]
-#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
-async fn the_page_works_in_headless_chromium() {
+/// Runs `tests/page/<script>` in node against `d`, with the screenshot folder and `env`;
+/// its output appears as it runs (the child inherits stdout and stderr). Panics unless it
+/// passes.
+async fn run_page_script(d: &TestDaemon, script: &str, env: &[(&str, &str)]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/page");
     assert!(
         Path::new("/usr/bin/chromium").exists(),
@@ -110,27 +113,88 @@ async fn the_page_works_in_headless_chromium() {
     );
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
     println!("page screenshots: {}", shots.display());
-    // `claude` is a plain shell here, so the test can report its hooks with `atc hook-report`.
-    let (d, _tmp) = support::agent_shells_daemon().await;
-    // The child inherits stdout and stderr, so its lines appear as it runs.
     let mut child = tokio::process::Command::new("node")
-        .arg("page.test.mjs")
+        .arg(script)
         .current_dir(&dir)
         .env("ATC_URL", &d.url)
         .env("ATC_TOKEN", &d.token)
         .env("ATC_SHOTS", &shots)
-        .env("ATC_BIN", env!("CARGO_BIN_EXE_atc"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .expect("node starts");
-    let status = tokio::time::timeout(std::time::Duration::from_secs(180), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(180), child.wait())
         .await
         .expect("the page test finished within 3 minutes")
         .expect("node ran");
-    d.stop().await;
     assert!(
         status.success(),
-        "the page test failed ({status}); its output is above"
+        "{script} failed ({status}); its output is above"
     );
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_works_in_headless_chromium() {
+    // `claude` is a plain shell here, so the test can report its hooks with `atc hook-report`.
+    let (d, _tmp) = support::agent_shells_daemon().await;
+    run_page_script(
+        &d,
+        "page.test.mjs",
+        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc"))],
+    )
+    .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
+    use support::impd_sim::{ImpdSim, SimOptions, When};
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config = support::with_imp_target(
+        support::test_config(),
+        &sim.url(),
+        sim.token_file(),
+        serde_json::json!({}),
+    );
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+
+    // One session whose host sleeps (suspend answers busy until its output settles)...
+    let asleep = support::spawn_remote(&d, &sim).await;
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let path = format!("/v1/sessions/{}/suspend", asleep.id);
+        let (status, body) = d.call("POST", &path, None).await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            status == 503 && Instant::now() < deadline,
+            "suspend: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    d.wait_session(&asleep.id, "asleep", |s| s["lifecycle"]["vm"] == "asleep")
+        .await;
+    // ...and one whose link dropped and cannot come back (every reconnect is refused).
+    let away = support::spawn_remote(&d, &sim).await;
+    sim.faults()
+        .drop_next_connections(10_000, When::BeforeStarted, 1011);
+    assert!(sim.faults().drop_output(&away.imp, &away.session));
+    d.wait_session(&away.id, "reattaching", |s| {
+        s["lifecycle"]["attachment"] == "reattaching"
+    })
+    .await;
+
+    run_page_script(
+        &d,
+        "link.test.mjs",
+        &[("ATC_ASLEEP", &asleep.id), ("ATC_AWAY", &away.id)],
+    )
+    .await;
+    sim.faults().cancel_connection_drops();
+    d.stop().await;
 }

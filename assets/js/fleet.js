@@ -212,7 +212,7 @@ export class Fleet {
     const rows = shown.map((s) => this.row(s, now));
     if (rows.length === 0) {
       rows.push(
-        el('tr', { className: 'empty' }, el('td', { colSpan: 9, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
+        el('tr', { className: 'empty' }, el('td', { colSpan: 8, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
       );
     }
     table.tBodies[0].replaceChildren(...rows);
@@ -242,11 +242,16 @@ export class Fleet {
       el('td', { className: 'name', textContent: s.name }),
       el('td', { textContent: s.agent }),
       el('td', { textContent: s.locator?.targetID ?? '' }),
-      el('td', {}, el('span', { className: `pill state-${s.state}`, textContent: STATE_LABEL[s.state] ?? s.state })),
+      // A remote session's link state sits under its state: it qualifies it.
+      el(
+        'td',
+        {},
+        el('span', { className: `pill state-${s.state}`, textContent: STATE_LABEL[s.state] ?? s.state }),
+        ...(link ? [el('div', { className: 'link', textContent: link })] : []),
+      ),
       el('td', { className: 'unread', textContent: s.unread ? '●' : '', title: s.unread ? 'unread' : '' }),
       el('td', { textContent: s.alive ? 'yes' : 'no' }),
       el('td', { textContent: age(now - s.createdAt) }),
-      el('td', { className: 'link', textContent: link }),
       el(
         'td',
         { className: 'actions' },

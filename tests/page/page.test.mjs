@@ -1,109 +1,27 @@
 // The daemon's browser page in Debian's headless Chromium, driven by Playwright. `tests/page.rs`
-// starts the daemon and runs this with ATC_URL, ATC_TOKEN and ATC_SHOTS (the screenshot
-// folder) in the environment; any failed check exits non-zero with the reason.
+// starts the daemon and runs this with ATC_URL, ATC_TOKEN, ATC_SHOTS (the screenshot folder)
+// and ATC_BIN (the atc binary, for hook reports) in the environment; any failed check exits
+// non-zero with the reason.
 //
 // Cases: a wrong token shows a clear error; spawn from the button; type a command and see its
 // output; resizing the window changes `stty size` in the session; a dropped socket shows the
 // banner, then resumes with no line repeated; a session that starts waiting comes first with
 // the needs-you badge, a desktop notification and its permission prompt; kill and forget from
-// the buttons. Throughout, no
-// Content-Security-Policy violation, no page error, and the token in no URL.
+// the buttons. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
+// and the token in no URL.
 
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { ATC_URL, ATC_TOKEN, api, check, run, shot, signIn, until } from './harness.mjs';
 
-const { ATC_URL, ATC_TOKEN, ATC_SHOTS, ATC_BIN } = process.env;
-if (!ATC_URL || !ATC_TOKEN || !ATC_SHOTS || !ATC_BIN) {
-  console.error('ATC_URL, ATC_TOKEN, ATC_SHOTS and ATC_BIN must be set (tests/page.rs sets them)');
+const { ATC_BIN } = process.env;
+if (!ATC_BIN) {
+  console.error('ATC_BIN must be set (tests/page.rs sets it)');
   process.exit(2);
 }
-mkdirSync(ATC_SHOTS, { recursive: true });
-
-const WITHIN = 15000;
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-function check(ok, what) {
-  if (!ok) throw new Error(`check failed: ${what}`);
-  console.log(`ok - ${what}`);
-}
-
-/** The daemon's API from the test's side (with the token, as a script would). */
-async function api(method, path, body) {
-  const resp = await fetch(`${ATC_URL}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${ATC_TOKEN}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await resp.json().catch(() => null);
-  if (!resp.ok) throw new Error(`${method} ${path}: ${resp.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-async function until(what, fn, within = WITHIN) {
-  const deadline = Date.now() + within;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const shot = async (page, name) => {
-  const path = join(ATC_SHOTS, `${name}.png`);
-  await page.screenshot({ path });
-  console.log(`screenshot: ${path}`);
-};
 
 /** Whole terminal lines equal to `line`. */
 const countLines = (text, line) => text.split('\n').filter((l) => l.trimEnd() === line).length;
 
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
-let failed = false;
-try {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WITHIN);
-  const problems = [];
-  const urls = [];
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  // Expected errors: the wrong token's 401, and the sockets and tickets the test cuts off.
-  const expected = [/status of 401/, /ERR_CONNECTION_REFUSED/, /WebSocket connection/];
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !expected.some((re) => re.test(m.text()))) problems.push(`console: ${m.text()}`);
-  });
-  page.on('request', (r) => urls.push(r.url()));
-  page.on('websocket', (ws) => urls.push(ws.url()));
-  // Counted by the browser itself: every report of the page's Content-Security-Policy. And
-  // every desktop notification the page shows, by title.
-  await page.addInitScript(() => {
-    window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) =>
-      window.__csp.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`),
-    );
-    window.__notes = [];
-    const Real = window.Notification;
-    function Recorded(title, options) {
-      window.__notes.push(title);
-      return new Real(title, options);
-    }
-    Recorded.requestPermission = (...args) => Real.requestPermission(...args);
-    Object.defineProperty(Recorded, 'permission', { get: () => Real.permission });
-    window.Notification = Recorded;
-  });
-  await context.grantPermissions(['notifications'], { origin: ATC_URL });
-
+await run(async ({ page, urls }) => {
   const first = await page.goto(ATC_URL);
   const headers = first.headers();
   check(headers['content-security-policy']?.includes("script-src 'self'"), 'the page has a strict CSP');
@@ -112,8 +30,7 @@ try {
   check(headers['referrer-policy'] === 'no-referrer', 'Referrer-Policy: no-referrer');
 
   // A wrong token: a clear error, and the gate stays.
-  await page.fill('#token', 'this-is-not-the-token-of-this-daemon');
-  await page.click('#gate-form button[type=submit]');
+  await signIn(page, 'this-is-not-the-token-of-this-daemon');
   await page.waitForSelector('#gate-error:not([hidden])');
   const refusal = await page.textContent('#gate-error');
   check(/refused the token/.test(refusal) && /token is wrong/.test(refusal), `a wrong token shows: ${refusal}`);
@@ -121,8 +38,7 @@ try {
   await shot(page, 'wrong-token');
 
   // The right one.
-  await page.fill('#token', ATC_TOKEN);
-  await page.click('#gate-form button[type=submit]');
+  await signIn(page, ATC_TOKEN);
   await page.waitForSelector('#app:not([hidden])');
   check(
     (await page.evaluate(() => sessionStorage.getItem('atc.token'))) === ATC_TOKEN,
@@ -243,20 +159,4 @@ try {
   await page.click(`${row} button[data-action=forget]`);
   await page.waitForSelector(row, { state: 'detached' });
   check(/Forget session page-one/.test(asked), `forget asked first: "${asked}"`);
-
-  const violations = await page.evaluate(() => window.__csp);
-  check(violations.length === 0, `no CSP violation (${violations.join('; ')})`);
-  check(problems.length === 0, `no page or console error (${problems.join('; ')})`);
-  const leaked = urls.filter((u) => u.includes(ATC_TOKEN));
-  check(leaked.length === 0, `the token is in no URL the page used (${urls.length} URLs)`);
-  check(
-    urls.every((u) => new URL(u).host === new URL(ATC_URL).host),
-    'the page talked only to its own origin',
-  );
-} catch (e) {
-  failed = true;
-  console.error(`FAILED: ${e.stack ?? e}`);
-} finally {
-  await browser.close();
-}
-process.exit(failed ? 1 : 0);
+});

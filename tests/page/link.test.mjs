@@ -1,0 +1,34 @@
+// A remote session's link state in the page (tests/page.rs sets it up on the impd simulator):
+// ATC_ASLEEP names a session whose host sleeps, ATC_AWAY one whose link dropped and keeps
+// failing to come back. Each row says so, and so does the bar over its terminal.
+
+import { ATC_TOKEN, check, run, shot, signIn } from './harness.mjs';
+
+const { ATC_ASLEEP, ATC_AWAY } = process.env;
+if (!ATC_ASLEEP || !ATC_AWAY) {
+  console.error('ATC_ASLEEP and ATC_AWAY must be set (tests/page.rs sets them)');
+  process.exit(2);
+}
+
+await run(async ({ page }) => {
+  await page.goto(process.env.ATC_URL);
+  await signIn(page, ATC_TOKEN);
+  const away = `tr.session[data-id="${ATC_AWAY}"]`;
+  const asleep = `tr.session[data-id="${ATC_ASLEEP}"]`;
+  await page.waitForSelector(away);
+  await page.waitForSelector(asleep);
+  check((await page.textContent(`${away} .link`)) === 'attachment: reattaching', 'the dropped link shows on its row');
+  check((await page.textContent(`${asleep} .link`)).includes('vm: asleep'), 'the sleeping host shows on its row');
+
+  await page.click(`${away} td.name`);
+  await page.waitForSelector('#terminal-link:not([hidden])');
+  check(
+    (await page.textContent('#terminal-link')) === 'attachment: reattaching',
+    'and over its terminal',
+  );
+  await shot(page, 'link-reattaching');
+  await page.click(`${asleep} td.name`);
+  await page.waitForFunction(() => document.getElementById('terminal-link').textContent.includes('vm: asleep'));
+  check(true, 'a sleeping host shows over its terminal too');
+  await shot(page, 'link-asleep');
+});
