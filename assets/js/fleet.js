@@ -200,10 +200,14 @@ export class Fleet {
 
     const targets = [...new Set(all.map((s) => s.locator?.targetID ?? ''))].sort();
     const chosenTarget = targetFilter.value;
-    targetFilter.replaceChildren(
-      el('option', { value: '', textContent: 'all targets' }),
-      ...targets.map((t) => el('option', { value: t, textContent: t, selected: t === chosenTarget })),
-    );
+    // Rebuilt only when the set changes, so an open menu is not closed by every event.
+    if (targets.join('\n') !== this.shownTargets) {
+      this.shownTargets = targets.join('\n');
+      targetFilter.replaceChildren(
+        el('option', { value: '', textContent: 'all targets' }),
+        ...targets.map((t) => el('option', { value: t, textContent: t, selected: t === chosenTarget })),
+      );
+    }
     const state = stateFilter.value;
     const shown = all.filter(
       (s) => (!state || s.state === state) && (!chosenTarget || s.locator?.targetID === chosenTarget),

@@ -54,6 +54,8 @@ function build() {
   const open = (id, { watch = false } = {}) => {
     const session = fleet.get(id);
     if (!session) return;
+    // Already showing it, live and in this mode: nothing to redo.
+    if (terminal.sessionId === id && terminal.watch === watch && !terminal.ended) return terminal.term?.focus();
     fleet.select(id);
     terminal.open(session, { watch });
   };
@@ -74,7 +76,10 @@ function build() {
     {
       onOpen: open,
       onChange: (s) => {
-        if (terminal.sessionId === s.id) terminal.describe(s);
+        if (terminal.sessionId !== s.id) return;
+        terminal.describe(s);
+        // Revived while its terminal showed the end: attach to the new process.
+        if (terminal.ended && s.alive) terminal.open(s, { watch: terminal.watch });
       },
       onGone: (id) => {
         if (terminal.sessionId === id) terminal.close();

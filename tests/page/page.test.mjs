@@ -6,8 +6,8 @@
 // Cases: a wrong token shows a clear error; spawn from the button; type a command and see its
 // output; resizing the window changes `stty size` in the session; a dropped socket shows the
 // banner, then resumes with no line repeated; a session that starts waiting comes first with
-// the needs-you badge, a desktop notification and its permission prompt; kill and forget from
-// the buttons. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
+// the needs-you badge, a desktop notification and its permission prompt; kill, revive and
+// forget from the buttons. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
 // and the token in no URL.
 
 import { ATC_URL, ATC_TOKEN, api, check, run, shot, signIn, until } from './harness.mjs';
@@ -150,6 +150,16 @@ await run(async ({ page, urls }) => {
   await page.waitForSelector(`${row} .pill.state-exited`);
   await page.waitForFunction(() => /exited \(killed/.test(document.getElementById('terminal-status').textContent));
   check(true, 'kill from the button: the row shows exited, the terminal says killed');
+  // Revive from the button: the open terminal attaches to the new process by itself.
+  await page.click(`${row} button[data-action=revive]`);
+  await page.waitForSelector(`${row} .pill.state-running`);
+  await page.waitForFunction(() => document.getElementById('terminal-status').textContent === '');
+  await page.click('#screen');
+  await page.keyboard.type('echo revived-$((1+1))\n');
+  await page.waitForFunction(() => window.atc.terminalText().includes('revived-2'));
+  check(true, 'revive from the button: the terminal reattached and takes input again');
+  await page.click(`${row} button[data-action=kill]`);
+  await page.waitForSelector(`${row} .pill.state-exited`);
   // Forget asks first; accepted, the row goes.
   let asked = '';
   page.once('dialog', (d) => {
