@@ -1,6 +1,7 @@
 // A remote session's link state in the page (tests/page.rs sets it up on the impd simulator):
 // ATC_ASLEEP names a session whose host sleeps, ATC_AWAY one whose link dropped and keeps
-// failing to come back. Each row says so, and so does the bar over its terminal.
+// failing to come back. Each row says so, and so does the bar over its terminal. Forgetting the
+// sleeping one takes the two-step confirmation, since it destroys the host.
 
 import { ATC_TOKEN, check, run, shot, signIn } from './harness.mjs';
 
@@ -31,4 +32,15 @@ await run(async ({ page }) => {
   await page.waitForFunction(() => document.getElementById('terminal-link').textContent.includes('vm: asleep'));
   check(true, 'a sleeping host shows over its terminal too');
   await shot(page, 'link-asleep');
+
+  // Forgetting it destroys its host: the page asks, the daemon asks again with a token, the
+  // page asks again, and only then is it gone.
+  const asked = [];
+  page.on('dialog', (d) => {
+    asked.push(d.message());
+    d.accept();
+  });
+  await page.click(`${asleep} button[data-action=forget]`);
+  await page.waitForSelector(asleep, { state: 'detached' });
+  check(asked.length === 2 && /destroys/.test(asked[1]), `forget asked twice: ${asked.join(' / ')}`);
 });

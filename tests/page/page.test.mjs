@@ -123,9 +123,23 @@ await run(async ({ page, urls }) => {
 
   // A session starts waiting (its agent's hook says so): it comes first, with the needs-you
   // badge, a desktop notification and its prompt.
-  const { session: hooked } = await api('POST', '/v1/sessions', { agent: 'claude', cwd: '/tmp', name: 'page-hook' });
+  // It is spawned from the dialog with the agent's model and effort options.
+  await page.click('#spawn');
+  await page.waitForSelector('#spawn-dialog[open]');
+  await page.selectOption('#spawn-dialog select[name=agent]', 'claude');
+  const efforts = await page.$$eval('#spawn-dialog [data-option=effort] select option', (os) => os.map((o) => o.value));
+  check(efforts.includes('high') && efforts.includes('max'), `effort offers the agent's closed set (${efforts.join(' ')})`);
+  const models = await page.$$eval('#model-list option', (os) => os.map((o) => o.value));
+  check(models.includes('sonnet'), `model suggests the agent's examples (${models.join(' ')})`);
+  await page.selectOption('#spawn-dialog [data-option=effort] select', 'high');
+  await page.fill('#spawn-dialog input[name=model]', 'sonnet');
+  await page.fill('#spawn-dialog input[name=cwd]', '/tmp');
+  await page.fill('#spawn-dialog input[name=name]', 'page-hook');
+  await page.click('#spawn-dialog button[type=submit]');
   const hookedRow = 'tr.session[data-name="page-hook"]';
   await page.waitForSelector(hookedRow);
+  await page.waitForFunction(() => document.getElementById('terminal-title').textContent.startsWith('page-hook'));
+  const hooked = { id: await page.evaluate(() => window.atc.attachedId()) };
   const report = JSON.stringify({ hook_event_name: 'Notification', message: 'Allow rm?' });
   await api('POST', `/v1/sessions/${hooked.id}/submit`, { text: `printf '%s' '${report}' | ${ATC_BIN} hook-report` });
   await page.waitForSelector(`${hookedRow} .pill.state-needs_you`);
@@ -144,6 +158,9 @@ await run(async ({ page, urls }) => {
   check((await page.locator('#fleet tr.session').count()) === 1, 'the state filter shows only the waiting one');
   await shot(page, 'needs-you');
   await page.selectOption('#filter-state', '');
+  // Back to page-one's terminal.
+  await page.click(`${row} td.name`);
+  await page.waitForFunction((want) => window.atc.attachedId() === want, id);
 
   // Kill from the row's button: the row shows it exited, the terminal says why.
   await page.click(`${row} button[data-action=kill]`);
