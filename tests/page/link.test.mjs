@@ -1,9 +1,10 @@
 // A remote session's link state in the page (tests/page.rs sets it up on the impd simulator):
 // ATC_ASLEEP names a session whose host sleeps, ATC_AWAY one whose link dropped and keeps
 // failing to come back. Each row says so, and so does the bar over its terminal. Forgetting the
-// sleeping one takes the two-step confirmation, since it destroys the host.
+// sleeping one takes the two-step confirmation, since it destroys the host. And a respondable
+// permission request gets Allow and Deny.
 
-import { ATC_TOKEN, check, run, shot, signIn } from './harness.mjs';
+import { ATC_TOKEN, check, run, shot, signIn, until } from './harness.mjs';
 
 const { ATC_ASLEEP, ATC_AWAY } = process.env;
 if (!ATC_ASLEEP || !ATC_AWAY) {
@@ -12,6 +13,18 @@ if (!ATC_ASLEEP || !ATC_AWAY) {
 }
 
 await run(async ({ page }) => {
+  // The daemon has no respondable permission source yet, so the test plays one: it adds a
+  // respondable request to the events socket (otherwise passed through) and answers its POST.
+  let events = null;
+  await page.routeWebSocket(/\/v1\/events/, (ws) => {
+    ws.connectToServer();
+    events = ws;
+  });
+  let decided = null;
+  await page.route('**/v1/permissions/p-test', async (route) => {
+    decided = route.request().postDataJSON();
+    await route.fulfill({ status: 200, contentType: 'application/json', body: '{}' });
+  });
   await page.goto(process.env.ATC_URL);
   await signIn(page, ATC_TOKEN);
   const away = `tr.session[data-id="${ATC_AWAY}"]`;
@@ -20,6 +33,16 @@ await run(async ({ page }) => {
   await page.waitForSelector(asleep);
   check((await page.textContent(`${away} .link`)) === 'attachment: reattaching', 'the dropped link shows on its row');
   check((await page.textContent(`${asleep} .link`)).includes('vm: asleep'), 'the sleeping host shows on its row');
+
+  await until('the events socket', async () => events);
+  events.send(
+    JSON.stringify({ type: 'permission.requested', request: 'p-test', s: ATC_AWAY, message: 'Run make?', respondable: true }),
+  );
+  await page.waitForSelector('#permissions .permission[data-request="p-test"] button[data-decision=allow]');
+  check((await page.textContent('#permissions')).includes('Run make?'), 'a respondable request shows Allow and Deny');
+  await page.click('#permissions button[data-decision=allow]');
+  await page.waitForSelector('#permissions .permission[data-request="p-test"]', { state: 'detached' });
+  check(decided?.decision === 'allow', `Allow sent {decision: allow} (${JSON.stringify(decided)})`);
 
   await page.click(`${away} td.name`);
   await page.waitForSelector('#terminal-link:not([hidden])');

@@ -6,7 +6,8 @@
 // Cases: a wrong token shows a clear error; spawn from the button; type a command and see its
 // output; resizing the window changes `stty size` in the session; a dropped socket shows the
 // banner, then resumes with no line repeated; a session that starts waiting comes first with
-// the needs-you badge, a desktop notification and its permission prompt; kill, revive and
+// the needs-you badge, a desktop notification and its permission prompt, and can be watched
+// read-only; kill, revive and
 // forget from the buttons. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
 // and the token in no URL.
 
@@ -158,6 +159,18 @@ await run(async ({ page, urls }) => {
   check((await page.locator('#fleet tr.session').count()) === 1, 'the state filter shows only the waiting one');
   await shot(page, 'needs-you');
   await page.selectOption('#filter-state', '');
+  // Watch it: read-only, by `mode=watch`, and what is typed goes nowhere.
+  await page.click(`${hookedRow} button[data-action=watch]`);
+  await page.waitForFunction(() => document.getElementById('terminal-status').textContent.includes('read-only'));
+  await until('the watch attach', async () =>
+    urls.some((u) => u.includes(`/v1/sessions/${hooked.id}/attach`) && new URL(u).searchParams.get('mode') === 'watch'),
+  );
+  await page.click('#screen');
+  await page.keyboard.type('echo typed-while-watching\n');
+  // Absence: for a short window, nothing typed reaches the session.
+  await new Promise((r) => setTimeout(r, 500));
+  const watched = await api('GET', `/v1/sessions/${hooked.id}/screen`);
+  check(!watched.text.includes('typed-while-watching'), 'watch opens read-only: typing reaches nothing');
   // Back to page-one's terminal.
   await page.click(`${row} td.name`);
   await page.waitForFunction((want) => window.atc.attachedId() === want, id);
