@@ -1,6 +1,6 @@
-//! Who may talk to the daemon: the bearer token on every route but the public ones (health
-//! and the OpenAPI document, marked in `route_table.rs`), and the Origin check on WebSocket
-//! upgrades. The daemon types into shells, so both are on by default.
+//! Who may talk to the daemon: the bearer token on every route but the public ones (health,
+//! the OpenAPI document and the browser page, marked in `route_table.rs`), and the Origin
+//! check on WebSocket upgrades. The daemon types into shells, so both are on by default.
 //! Which tokens are accepted right now is `tokens.rs`'s business; a browser's WebSocket
 //! upgrade may instead spend a single-use ticket (`tickets.rs`), and only a socket route's
 //! upgrade may.
@@ -109,11 +109,6 @@ impl std::fmt::Debug for Admitted {
 }
 
 impl Admitted {
-    /// The token.
-    pub fn token(&self) -> &str {
-        &self.0
-    }
-
     /// The token a request got in with; empty for a public route's request, which presented
     /// none (an empty token is accepted by nothing, so a socket holding it closes at once).
     pub fn of(req: &HttpRequest) -> String {
