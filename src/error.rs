@@ -157,7 +157,9 @@ impl Error {
                 AuthError::TokenFileInvalid
                 | AuthError::Missing
                 | AuthError::Wrong
-                | AuthError::Revoked => Wire::new(C::Unauthorized),
+                | AuthError::Revoked
+                | AuthError::TicketRefused
+                | AuthError::TicketNotHere => Wire::new(C::Unauthorized),
                 AuthError::ForbiddenOrigin => Wire::new(C::ForbiddenOrigin),
             },
             Error::Agent(e) => match e {

@@ -500,3 +500,133 @@ async fn a_non_loopback_listen_address_needs_allow_remote() {
     assert!(handle.addr.ip().is_unspecified());
     handle.stop().await;
 }
+
+/// `POST /v1/tickets` with the token: the ticket and its expiry (epoch ms).
+async fn ticket(d: &TestDaemon) -> (String, i64) {
+    let (status, body) = d.call("POST", "/v1/tickets", None).await;
+    assert_eq!(status, 200, "{body}");
+    let ticket = body["ticket"].as_str().expect("a ticket").to_string();
+    (ticket, body["expiresAt"].as_i64().expect("an expiresAt"))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_millis() as i64
+}
+
+#[actix_rt::test]
+async fn a_ticket_opens_one_socket_once_instead_of_the_token() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let before = now_ms();
+    let (t, expires_at) = ticket(&d).await;
+    assert_eq!(t.len(), 64, "{t}");
+    assert!(
+        (before + 29_000..=now_ms() + 30_000).contains(&expires_at),
+        "a ticket lives 30 s: expires {expires_at}, asked at {before}"
+    );
+    let attach = |t: &str| ws_url(&d, &format!("/v1/sessions/{id}/attach?ticket={t}"));
+    let mut ws = ws_at(&attach(&t), None, None)
+        .await
+        .unwrap_or_else(|e| panic!("attach with a ticket refused: {e:?}"));
+    let attached = ws.next_text("attached").await;
+    ws.read_exact(attached["prelude"].as_u64().unwrap() as usize)
+        .await;
+    ws.send_binary(b"through-ticket\r").await;
+    ws.read_until(b"through-ticket").await;
+
+    // Spent: the same ticket opens nothing more, on either socket.
+    assert_eq!(
+        ws_at(&attach(&t), None, None).await.err().map(|e| e.0),
+        Some(401)
+    );
+    let (status, body) = refused_upgrade(&d, &format!("/v1/events?ticket={t}"), None, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ticket"),
+        "{body}"
+    );
+    // A fresh one opens the events socket; an unknown one nothing.
+    let (t2, _) = ticket(&d).await;
+    let mut events = ws_at(&ws_url(&d, &format!("/v1/events?ticket={t2}")), None, None)
+        .await
+        .unwrap_or_else(|e| panic!("events with a ticket refused: {e:?}"));
+    let added = events.next_text("session.added").await;
+    assert_eq!(added["session"]["id"], id.as_str());
+    let unknown = "0".repeat(64);
+    let (status, _) =
+        refused_upgrade(&d, &format!("/v1/events?ticket={unknown}"), None, None).await;
+    assert_eq!(status, 401);
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_ticket_needs_the_token_and_an_expired_one_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config();
+    // Expired the moment it is issued: no waiting on a clock.
+    config.timings.ticket_ttl = Duration::ZERO;
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let (status, body) = d.call_with("POST", "/v1/tickets", None, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    let (status, _) = d
+        .call_with("POST", "/v1/tickets", None, Some("not-the-token"))
+        .await;
+    assert_eq!(status, 401);
+    let (t, _) = ticket(&d).await;
+    let (status, body) = refused_upgrade(&d, &format!("/v1/events?ticket={t}"), None, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{body}"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_ticket_never_works_on_a_route_that_is_not_a_socket() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let (t, _) = ticket(&d).await;
+    for path in [
+        format!("/v1/sessions?ticket={t}"),
+        format!("/v1/sessions/{id}?ticket={t}"),
+        format!("/v1/daemon?ticket={t}"),
+    ] {
+        let (status, body) = d.call_with("GET", &path, None, None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{path}"
+        );
+        // An Upgrade header does not make a plain route a socket.
+        let (status, _) = refused_upgrade(&d, &path, None, None).await;
+        assert_eq!(status, 401, "{path} as an upgrade");
+    }
+    let (status, _) = d
+        .call_with("POST", &format!("/v1/tickets?ticket={t}"), None, None)
+        .await;
+    assert_eq!(status, 401, "a ticket cannot buy another");
+    let (status, _) = d
+        .call_with(
+            "POST",
+            &format!("/v1/sessions/{id}/kill?ticket={t}"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert_eq!(d.session(&id).await["alive"], true);
+    d.stop().await;
+}

@@ -465,6 +465,7 @@ async fn every_route_answers_what_the_document_says() {
     r.call(&d, "POST", "/v1/fleet/restore", "/v1/fleet/restore", None)
         .await;
     r.call(&d, "GET", "/v1/dirs", "/v1/dirs", None).await;
+    r.call(&d, "POST", "/v1/tickets", "/v1/tickets", None).await;
     // An unrouted path answers the error body too.
     let (status, body) = d.call("GET", "/v1/made-up", None).await;
     assert_eq!(status, 404);

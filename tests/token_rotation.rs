@@ -248,6 +248,56 @@ async fn sighup_rotates_the_token_with_an_overlap_and_drops_only_the_sockets_of_
 }
 
 #[actix_rt::test]
+async fn a_socket_opened_with_a_ticket_closes_when_the_token_that_asked_for_it_goes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ChildDaemon::start(tmp.path()).await;
+    let old = d.minted_token();
+    let on_old = d.client(&old);
+    let id = id_of(&on_old.spawn("sh").await);
+    let ticket = || async {
+        let (status, body) = on_old.call("POST", "/v1/tickets", None).await;
+        assert_eq!(status, 200, "{body}");
+        body["ticket"].as_str().expect("a ticket").to_string()
+    };
+    let ws_url = |path: &str| format!("{}{path}", d.url.replace("http://", "ws://"));
+    let t = ticket().await;
+    let mut attach = support::ws_at(
+        &ws_url(&format!("/v1/sessions/{id}/attach?ticket={t}")),
+        None,
+        None,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("attach with a ticket refused: {e:?}"));
+    let attached = attach.next_text("attached").await;
+    attach
+        .read_exact(attached["prelude"].as_u64().unwrap() as usize)
+        .await;
+    assert_attach_works(&mut attach, "ticketed").await;
+    let spare = ticket().await;
+
+    d.rotate(format!("{NEW}\n").as_bytes());
+    wait_status(&d, &old, 401).await;
+    let said = until_closed(&mut attach).await;
+    assert!(
+        said.iter()
+            .any(|v| v["type"] == "error" && v["code"] == "unauthorized"),
+        "the ticket's socket closed without saying why: {said:?}"
+    );
+    // A ticket the old token asked for and never spent opens nothing now.
+    let refused = support::ws_at(&ws_url(&format!("/v1/events?ticket={spare}")), None, None).await;
+    assert_eq!(refused.err().map(|e| e.0), Some(401));
+    let log = d.log();
+    for secret in [old.as_str(), t.as_str(), spare.as_str()] {
+        assert!(
+            !log.contains(secret),
+            "a token or ticket reached the log:\n{log}"
+        );
+    }
+    d.assert_running();
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn an_unusable_token_file_fails_closed_until_a_good_one_is_read_on_sighup() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = ChildDaemon::start(tmp.path()).await;

@@ -72,6 +72,8 @@ pub struct Timings {
     pub idempotency_sweep: Duration,
     /// An unanswered permission request resolves as `deny` after this (spec §8: 60 s).
     pub permission_timeout: Duration,
+    /// How long a WebSocket ticket from `POST /v1/tickets` opens a socket (api.md: 30 s).
+    pub ticket_ttl: Duration,
     /// Length of the lease atc holds on an imp host (spec §5.1: 600 s; impd takes 10–3600).
     pub imp_lease_ttl: Duration,
     /// How often the lease is renewed (spec: a third of its length).
@@ -95,6 +97,7 @@ impl Default for Timings {
             idempotency_retention: Duration::from_secs(24 * 3600),
             idempotency_sweep: Duration::from_secs(3600),
             permission_timeout: Duration::from_secs(60),
+            ticket_ttl: Duration::from_secs(30),
             imp_lease_ttl: Duration::from_secs(600),
             imp_lease_renew: Duration::from_secs(200),
             imp_reconnect_delays: [250, 1000, 2000, 4000, 8000]

@@ -290,6 +290,9 @@ impl Daemon {
             store: store.clone(),
             catalog,
             tokens,
+            tickets: Arc::new(crate::server::tickets::Tickets::new(
+                config.timings.ticket_ttl,
+            )),
             daemon_id,
             limits: config.limits.clone(),
             timings: config.timings.clone(),

@@ -1,11 +1,16 @@
-//! Who may talk to the daemon: the bearer token on every route but the public ones (health
-//! and the OpenAPI document, marked in `route_table.rs`), and the Origin check on WebSocket
-//! upgrades. The daemon types into shells, so both are on by default.
-//! Which tokens are accepted right now is `tokens.rs`'s business.
+//! Who may talk to the daemon: the bearer token on every route but the public ones (health,
+//! the OpenAPI document and the browser page, marked in `route_table.rs`), and the Origin
+//! check on WebSocket upgrades. The daemon types into shells, so both are on by default.
+//! Which tokens are accepted right now is `tokens.rs`'s business; a browser's WebSocket
+//! upgrade may instead spend a single-use ticket (`tickets.rs`), and only a socket route's
+//! upgrade may.
+
+use std::time::Instant;
 
 use actix_web::http::header;
-use actix_web::HttpRequest;
+use actix_web::{HttpMessage, HttpRequest};
 
+use super::tickets::Tickets;
 use super::tokens::{TokenState, Tokens};
 
 /// Why a request or socket is refused before any route runs.
@@ -28,6 +33,18 @@ pub enum AuthError {
         "the token this socket opened with is no longer accepted; reconnect with the current one"
     )]
     Revoked,
+    /// A `?ticket=` that is unknown, already used or expired (or whose token was rotated out).
+    #[error(
+        "the ticket is unknown, used or expired: a ticket opens one socket, soon after \
+         POST /v1/tickets gave it; ask for a fresh one"
+    )]
+    TicketRefused,
+    /// A `?ticket=` on a request that is not a socket route's upgrade.
+    #[error(
+        "a ticket only opens a WebSocket (attach, events); send 'Authorization: Bearer <token>' \
+         with the token from <state dir>/token"
+    )]
+    TicketNotHere,
     /// A WebSocket upgrade from an Origin that may not open sockets.
     #[error("this Origin may not open sockets here; add it to allowedOrigins in the config")]
     ForbiddenOrigin,
@@ -74,15 +91,70 @@ pub fn bearer_credentials(value: &str) -> Option<&str> {
     Some(token)
 }
 
-/// Checks the request's token against the tokens accepted now.
-pub fn check_token(req: &actix_web::dev::ServiceRequest, tokens: &Tokens) -> Result<(), AuthError> {
+/// The `ticket` query parameter, if any.
+pub fn presented_ticket(query: &str) -> Option<&str> {
+    query.split('&').find_map(|kv| kv.strip_prefix("ticket="))
+}
+
+/// The bearer token a request got in with: the one it presented, or the one that asked for
+/// the ticket it spent. The auth middleware puts it in the request's extensions; a socket
+/// watches it, to close when that token is rotated out. `Debug` never shows it.
+#[derive(Clone)]
+pub struct Admitted(String);
+
+impl std::fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admitted(redacted)")
+    }
+}
+
+impl Admitted {
+    /// The token a request got in with; empty for a public route's request, which presented
+    /// none (an empty token is accepted by nothing, so a socket holding it closes at once).
+    pub fn of(req: &HttpRequest) -> String {
+        req.extensions()
+            .get::<Admitted>()
+            .map(|a| a.0.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Checks the request's token against the tokens accepted now, or spends its ticket when it
+/// is the upgrade of a socket route and presents no token.
+pub fn check_token(
+    req: &actix_web::dev::ServiceRequest,
+    tokens: &Tokens,
+    tickets: &Tickets,
+) -> Result<Admitted, AuthError> {
     let given = presented_token(req.headers(), req.query_string());
-    tokens.with_current(|current| match (current, given) {
-        (TokenState::Invalid(_), _) => Err(AuthError::TokenFileInvalid),
-        (TokenState::Valid(set), Some(given)) if set.accepts(given.as_bytes()) => Ok(()),
-        (TokenState::Valid(_), Some(_)) => Err(AuthError::Wrong),
-        (TokenState::Valid(_), None) => Err(AuthError::Missing),
+    let ticket = match (given, presented_ticket(req.query_string())) {
+        (None, Some(ticket)) => {
+            let upgrade = req.headers().contains_key(header::UPGRADE);
+            if !upgrade || !super::route_table::is_socket(req.path()) {
+                return Err(AuthError::TicketNotHere);
+            }
+            // Spent whatever follows: a ticket is good for one try.
+            Some(tickets.redeem(ticket, Instant::now()))
+        }
+        _ => None,
+    };
+    tokens.with_current(|current| match (current, given, ticket) {
+        (TokenState::Invalid(_), _, _) => Err(AuthError::TokenFileInvalid),
+        (TokenState::Valid(set), Some(given), _) if set.accepts(given.as_bytes()) => {
+            Ok(Admitted(given.to_string()))
+        }
+        (TokenState::Valid(_), Some(_), _) => Err(AuthError::Wrong),
+        (TokenState::Valid(set), None, Some(Some(token))) if set.accepts(token.as_bytes()) => {
+            Ok(Admitted(token))
+        }
+        (TokenState::Valid(_), None, Some(_)) => Err(AuthError::TicketRefused),
+        (TokenState::Valid(_), None, None) => Err(AuthError::Missing),
     })
+}
+
+/// Lets the request in, carrying what it got in with.
+pub fn admit(req: &actix_web::dev::ServiceRequest, admitted: Admitted) {
+    req.extensions_mut().insert(admitted);
 }
 
 /// A WebSocket upgrade may come with no Origin (non-browser clients), an Origin naming the
@@ -166,6 +238,14 @@ mod tests {
         ] {
             assert_eq!(bearer_credentials(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_ticket_is_one_query_parameter() {
+        assert_eq!(presented_ticket("cols=80&ticket=abc&rows=2"), Some("abc"));
+        assert_eq!(presented_ticket("xticket=abc"), None);
+        assert_eq!(presented_ticket(""), None);
+        assert!(!format!("{:?}", Admitted("secret".into())).contains("secret"));
     }
 
     #[test]

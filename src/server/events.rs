@@ -53,10 +53,8 @@ pub async fn events(
         timings: state.timings.clone(),
         payload: Some(InboundMessages::new(payload, 64 * 1024)),
         tokens: state.tokens.clone(),
-        // The auth middleware let this request through, so it presented a token.
-        token: auth::presented_token(req.headers(), req.query_string())
-            .unwrap_or_default()
-            .to_string(),
+        // The auth middleware let this request through with a token (or its ticket).
+        token: auth::Admitted::of(&req),
     }
     .start();
     Ok(response.streaming(outbound))

@@ -8,9 +8,11 @@ mod error_response;
 mod events;
 mod head_guard;
 pub mod openapi;
+mod page;
 pub mod reporter;
 pub mod route_table;
 mod routes;
+pub mod tickets;
 pub mod tokens;
 mod ws_header;
 mod ws_transport;
@@ -51,6 +53,8 @@ pub struct AppState {
     pub catalog: Arc<AgentCatalog>,
     /// The bearer tokens accepted now (changed by a reload, see [`tokens::Tokens`]).
     pub tokens: tokens::Tokens,
+    /// The live WebSocket tickets (`POST /v1/tickets`), shared by every worker.
+    pub tickets: Arc<tickets::Tickets>,
     /// Stable daemon id.
     pub daemon_id: Uuid,
     /// Sizes.
@@ -194,6 +198,7 @@ fn app(
                 .error_handler(|e, _| Error::from(RequestError::BadQuery(e.to_string())).into()),
         )
         .configure(routes::configure)
+        .configure(page::configure)
         .default_service(web::to(routes::not_found))
         .wrap_fn(move |req, srv| {
             use actix_web::dev::Service;
@@ -203,9 +208,13 @@ fn app(
             let refused = if auth::is_public(req.path()) {
                 None
             } else {
-                auth::check_token(&req, &state.tokens)
-                    .err()
-                    .map(|e| Error::from(e).error_response())
+                match auth::check_token(&req, &state.tokens, &state.tickets) {
+                    Ok(admitted) => {
+                        auth::admit(&req, admitted);
+                        None
+                    }
+                    Err(e) => Some(Error::from(e).error_response()),
+                }
             }
             .or_else(|| declared_body_too_large(&req, state.limits.body_cap_bytes));
             if let Some(refusal) = refused {

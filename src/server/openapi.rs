@@ -58,6 +58,7 @@ use crate::error::Error;
     responses::Dirs,
     responses::PermissionList,
     responses::Trail,
+    responses::Ticket,
 )))]
 struct Schemas;
 
@@ -86,6 +87,10 @@ const fn op(summary: &'static str, ok: &'static [(u16, &'static str)]) -> Operat
         socket: None,
     }
 }
+
+/// The `ticket` query parameter of the socket routes.
+const TICKET_PARAM: &str =
+    "A single-use ticket from POST /v1/tickets, instead of the token (no Authorization header)";
 
 /// What `endpoint` takes and answers. Exhaustive: a new endpoint is not served until it is
 /// described.
@@ -209,6 +214,7 @@ fn operation(endpoint: Endpoint) -> Operation {
                     Type::String,
                     "The token, for browsers that cannot send headers",
                 ),
+                ("ticket", Type::String, TICKET_PARAM),
             ],
             socket: Some(("AttachFrame", Some("ClientFrame"))),
             ..op(
@@ -229,11 +235,14 @@ fn operation(endpoint: Endpoint) -> Operation {
             ..op("Answer a permission request", EMPTY)
         },
         Endpoint::Events => Operation {
-            query: &[(
-                "access_token",
-                Type::String,
-                "The token, for browsers that cannot send headers",
-            )],
+            query: &[
+                (
+                    "access_token",
+                    Type::String,
+                    "The token, for browsers that cannot send headers",
+                ),
+                ("ticket", Type::String, TICKET_PARAM),
+            ],
             socket: Some(("FleetEvent", None)),
             ..op(
                 "WebSocket: one session.added per session, then every fleet event; each text \
@@ -253,6 +262,11 @@ fn operation(endpoint: Endpoint) -> Operation {
             ],
             ..op("Long-poll read of the event trail", &[(200, "Trail")])
         },
+        Endpoint::Tickets => op(
+            "A single-use ticket (30 s) that opens one WebSocket (attach or events) as \
+             `?ticket=`, instead of the token",
+            &[(200, "Ticket")],
+        ),
     }
 }
 

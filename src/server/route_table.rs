@@ -103,6 +103,8 @@ pub enum Endpoint {
     Events,
     /// `GET /v1/events/trail`.
     Trail,
+    /// `POST /v1/tickets`.
+    Tickets,
 }
 
 /// One route: a method on a path (actix's `{name}` segments, which are also OpenAPI's).
@@ -171,12 +173,43 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/permissions/{id}", E::Respond),
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
+    route(Post, "/v1/tickets", E::Tickets),
 ];
 
 /// Whether `path` is served without a token (whatever the method: a wrong one answers
 /// `unknown_method`, which needs no token either).
 pub fn is_public(path: &str) -> bool {
-    ROUTES.iter().any(|r| r.public && r.path == path)
+    ROUTES.iter().any(|r| r.public && r.path == path) || is_page(path)
+}
+
+/// Where the browser page's files are served from (`page.rs`).
+pub const PAGE_ASSETS: &str = "/assets/";
+
+/// Whether `path` is the browser page (`/`) or one of its files. They are outside the API
+/// and its document, and public: they carry no data, and the token is typed into the page.
+pub fn is_page(path: &str) -> bool {
+    path == "/" || path.starts_with(PAGE_ASSETS)
+}
+
+/// Whether `path` is a WebSocket route's (attach, events): the only upgrades a ticket opens.
+pub fn is_socket(path: &str) -> bool {
+    ROUTES
+        .iter()
+        .filter(|r| matches!(r.endpoint, Endpoint::Attach | Endpoint::Events))
+        .any(|r| template_matches(r.path, path))
+}
+
+/// Whether `path` fills `template`, each `{name}` segment with one non-empty segment.
+fn template_matches(template: &str, path: &str) -> bool {
+    let (mut t, mut p) = (template.split('/'), path.split('/'));
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return true,
+            (Some(ts), Some(ps)) if ts.starts_with('{') && !ps.is_empty() => {}
+            (Some(ts), Some(ps)) if ts == ps => {}
+            _ => return false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -198,11 +231,27 @@ mod tests {
     }
 
     #[test]
-    fn only_health_and_the_document_are_public() {
+    fn only_health_the_document_and_the_page_are_public() {
         assert!(is_public("/v1/health"));
         assert!(is_public("/v1/openapi.json"));
+        assert!(is_public("/"));
+        assert!(is_public("/assets/app.js"));
         assert!(!is_public("/v1/daemon"));
         assert!(!is_public("/v1/sessions"));
+        assert!(!is_public("/v1/tickets"));
         assert!(!is_public("/v1/openapi.json/x"));
+        assert!(!is_public("/v1/assets/x"));
+        assert!(!is_public("/assets"));
+    }
+
+    #[test]
+    fn only_the_two_sockets_are_socket_routes() {
+        assert!(is_socket("/v1/events"));
+        assert!(is_socket("/v1/sessions/abc/attach"));
+        assert!(!is_socket("/v1/sessions//attach"));
+        assert!(!is_socket("/v1/sessions/abc/attach/x"));
+        assert!(!is_socket("/v1/sessions/abc"));
+        assert!(!is_socket("/v1/events/trail"));
+        assert!(!is_socket("/v1/tickets"));
     }
 }

@@ -65,6 +65,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Respond => r.to(respond),
         Endpoint::Events => r.to(super::events::events),
         Endpoint::Trail => r.to(trail),
+        Endpoint::Tickets => r.to(ticket),
     }
 }
 
@@ -560,6 +561,29 @@ async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
         Error::Internal
     })?;
     Ok(HttpResponse::Ok().json(json!({ "dirs": dirs })))
+}
+
+/// `POST /v1/tickets`: a single-use ticket for one WebSocket upgrade, tied to the token this
+/// request came with (`tickets.rs`).
+async fn ticket(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let token = super::auth::Admitted::of(&req);
+    let issued = state
+        .tickets
+        .issue(&token, std::time::Instant::now())
+        .map_err(|e| {
+            tracing::error!(error = %e, "could not issue a ticket");
+            Error::Internal
+        })?;
+    let left = issued
+        .expires
+        .saturating_duration_since(std::time::Instant::now());
+    Ok(HttpResponse::Ok()
+        // A ticket is a credential for a while: no cache may keep it.
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(atc_protocol::responses::Ticket {
+            ticket: issued.ticket,
+            expires_at: crate::sessions::session::now_ms() + left.as_millis() as i64,
+        }))
 }
 
 async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, Error> {

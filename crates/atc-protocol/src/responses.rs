@@ -419,6 +419,17 @@ pub struct ForgetConfirmation {
     pub destroys: String,
 }
 
+/// `POST /v1/tickets`: a single-use ticket that opens one WebSocket as `?ticket=`, instead
+/// of the token (for browsers, which cannot send a header on an upgrade).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ticket {
+    /// The ticket, for `?ticket=` on one upgrade of the attach or events socket.
+    pub ticket: String,
+    /// Epoch milliseconds after which it is refused.
+    pub expires_at: i64,
+}
+
 /// `GET /v1/sessions/{id}/screen`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ScreenText {

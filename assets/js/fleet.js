@@ -1,0 +1,308 @@
+// The fleet list: a live copy of every session, kept from the events socket (a snapshot of
+// `session.added`, then every change), drawn as a table with state and target filters, row
+// actions, the needs-you badge and a desktop notification when a session starts waiting.
+// Permission events are handed on to whoever listens (permissions.js).
+
+import { call, socketUrl, ApiError } from './api.js';
+
+/** Listed order: needs-you first, then running, done, exited. */
+const STATE_RANK = { needs_you: 0, running: 1, done: 2, exited: 3 };
+const STATE_LABEL = { needs_you: 'needs you', running: 'running', done: 'done', exited: 'exited' };
+
+/** The link state of a remote session worth showing, or '' (local, or all well). */
+export function linkState(session) {
+  const life = session?.lifecycle ?? {};
+  const parts = [];
+  if (life.attachment === 'reattaching') parts.push('attachment: reattaching');
+  if (life.vm === 'asleep') parts.push('vm: asleep');
+  return parts.join(' · ');
+}
+
+export function age(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node[k] = v;
+  }
+  node.append(...children);
+  return node;
+}
+
+export class Fleet {
+  /**
+   * @param {object} ui `{table, stateFilter, targetFilter, badge, status}` elements
+   * @param {object} hooks `{onOpen(id, {watch}), onChange(session), onGone(id),
+   *   onPermission(event), onUnauthorized(error), onError(message)}`
+   */
+  constructor(ui, hooks) {
+    this.ui = ui;
+    this.hooks = hooks;
+    this.sessions = new Map();
+    this.selected = null;
+    this.ws = null;
+    this.retry = 0;
+    this.stopped = true;
+    ui.stateFilter.addEventListener('change', () => this.render());
+    ui.targetFilter.addEventListener('change', () => this.render());
+    // Ages move on by themselves.
+    this.ticker = setInterval(() => this.render(), 10000);
+  }
+
+  get(id) {
+    return this.sessions.get(id);
+  }
+
+  select(id) {
+    this.selected = id;
+    this.render();
+  }
+
+  async connect() {
+    if (this.stopped) return;
+    let url;
+    try {
+      url = await socketUrl('/v1/events');
+    } catch (e) {
+      if (e instanceof ApiError && e.unauthorized) return this.hooks.onUnauthorized(e);
+      return this.reconnectLater(e.message);
+    }
+    if (this.stopped) return;
+    const ws = new WebSocket(url);
+    this.ws = ws;
+    ws.onopen = () => {
+      // Each connection starts with a fresh snapshot (one session.added per session, none
+      // for an empty fleet), which replaces what was known.
+      this.retry = 0;
+      this.ui.status.textContent = '';
+      this.sessions.clear();
+      this.render();
+    };
+    ws.onmessage = (msg) => {
+      if (typeof msg.data !== 'string') return;
+      let event;
+      try {
+        event = JSON.parse(msg.data);
+      } catch {
+        return;
+      }
+      this.apply(event);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.reconnectLater('the events socket closed');
+    };
+  }
+
+  reconnectLater(why) {
+    if (this.stopped) return;
+    const delay = Math.min(250 * 2 ** this.retry, 5000);
+    this.retry += 1;
+    this.ui.status.textContent = `Fleet updates paused (${why}); reconnecting…`;
+    setTimeout(() => this.connect(), delay);
+  }
+
+  /** Starts (or, after `stop`, restarts) following the fleet. */
+  start() {
+    this.stopped = false;
+    this.retry = 0;
+    this.connect();
+  }
+
+  /** Stops following the fleet (the token was refused, or the user signed out). */
+  stop() {
+    this.stopped = true;
+    const ws = this.ws;
+    this.ws = null;
+    ws?.close();
+    this.sessions.clear();
+  }
+
+  apply(event) {
+    switch (event.type) {
+      case 'session.added':
+      case 'session.state': {
+        const s = event.session;
+        const before = this.sessions.get(s.id);
+        this.sessions.set(s.id, s);
+        if (event.type === 'session.state' && s.state === 'needs_you' && before?.state !== 'needs_you') {
+          this.notifyWaiting(s);
+        }
+        this.hooks.onChange(s);
+        break;
+      }
+      case 'session.renamed': {
+        const s = this.sessions.get(event.s);
+        if (s) {
+          s.name = event.name;
+          s.namedBy = event.namedBy;
+          this.hooks.onChange(s);
+        }
+        break;
+      }
+      case 'session.resized': {
+        const s = this.sessions.get(event.s);
+        if (s) {
+          s.cols = event.cols;
+          s.rows = event.rows;
+        }
+        break;
+      }
+      case 'session.removed':
+        this.sessions.delete(event.s);
+        this.hooks.onGone(event.s);
+        break;
+      case 'permission.requested':
+      case 'permission.resolved':
+        this.hooks.onPermission(event);
+        break;
+      default:
+        return;
+    }
+    this.render();
+  }
+
+  notifyWaiting(s) {
+    if (!('Notification' in window) || Notification.permission !== 'granted') return;
+    const n = new Notification(`${s.name} needs you`, { body: s.lastMsg || s.agent, tag: `atc-${s.id}` });
+    n.onclick = () => {
+      window.focus();
+      this.hooks.onOpen(s.id, { watch: false });
+    };
+  }
+
+  sorted() {
+    return [...this.sessions.values()].sort(
+      (a, b) =>
+        (STATE_RANK[a.state] ?? 9) - (STATE_RANK[b.state] ?? 9) ||
+        Number(b.pinned) - Number(a.pinned) ||
+        b.createdAt - a.createdAt,
+    );
+  }
+
+  render() {
+    if (this.stopped) return;
+    const { table, stateFilter, targetFilter, badge } = this.ui;
+    const all = this.sorted();
+    const waiting = all.filter((s) => s.state === 'needs_you').length;
+    badge.textContent = waiting ? `${waiting} need${waiting === 1 ? 's' : ''} you` : '';
+    badge.hidden = waiting === 0;
+    document.title = waiting ? `(${waiting}) atc` : 'atc';
+
+    const targets = [...new Set(all.map((s) => s.locator?.targetID ?? ''))].sort();
+    const chosenTarget = targetFilter.value;
+    // Rebuilt only when the set changes, so an open menu is not closed by every event.
+    if (targets.join('\n') !== this.shownTargets) {
+      this.shownTargets = targets.join('\n');
+      targetFilter.replaceChildren(
+        el('option', { value: '', textContent: 'all targets' }),
+        ...targets.map((t) => el('option', { value: t, textContent: t, selected: t === chosenTarget })),
+      );
+    }
+    const state = stateFilter.value;
+    const shown = all.filter(
+      (s) => (!state || s.state === state) && (!chosenTarget || s.locator?.targetID === chosenTarget),
+    );
+    const now = Date.now();
+    const rows = shown.map((s) => this.row(s, now));
+    if (rows.length === 0) {
+      rows.push(
+        el('tr', { className: 'empty' }, el('td', { colSpan: 8, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
+      );
+    }
+    table.tBodies[0].replaceChildren(...rows);
+  }
+
+  row(s, now) {
+    const action = (name, label, enabled = true) =>
+      el('button', {
+        type: 'button',
+        textContent: label,
+        disabled: !enabled,
+        dataset: { action: name },
+        onclick: (e) => {
+          e.stopPropagation();
+          this.act(name, s.id);
+        },
+      });
+    const link = linkState(s);
+    return el(
+      'tr',
+      {
+        className: `session state-${s.state}${this.selected === s.id ? ' selected' : ''}`,
+        dataset: { id: s.id, name: s.name },
+        title: s.lastMsg || '',
+        onclick: () => this.hooks.onOpen(s.id, { watch: false }),
+      },
+      el('td', { className: 'name', textContent: s.name }),
+      el('td', { textContent: s.agent }),
+      el('td', { textContent: s.locator?.targetID ?? '' }),
+      // A remote session's link state sits under its state: it qualifies it.
+      el(
+        'td',
+        {},
+        el('span', { className: `pill state-${s.state}`, textContent: STATE_LABEL[s.state] ?? s.state }),
+        ...(link ? [el('div', { className: 'link', textContent: link })] : []),
+      ),
+      el('td', { className: 'unread', textContent: s.unread ? '●' : '', title: s.unread ? 'unread' : '' }),
+      el('td', { textContent: s.alive ? 'yes' : 'no' }),
+      el('td', { textContent: age(now - s.createdAt) }),
+      el(
+        'td',
+        { className: 'actions' },
+        action('watch', 'watch', s.alive),
+        action('kill', 'kill', s.alive),
+        action('revive', 'revive', !s.alive),
+        action('suspend', 'suspend', s.alive),
+        action('forget', 'forget'),
+      ),
+    );
+  }
+
+  async act(name, id) {
+    const s = this.sessions.get(id);
+    if (!s) return;
+    try {
+      switch (name) {
+        case 'watch':
+          return this.hooks.onOpen(id, { watch: true });
+        case 'kill':
+          await call('POST', `/v1/sessions/${id}/kill`);
+          break;
+        case 'revive':
+          await call('POST', `/v1/sessions/${id}/revive`, {});
+          break;
+        case 'suspend':
+          await call('POST', `/v1/sessions/${id}/suspend`, {});
+          break;
+        case 'forget':
+          await this.forget(s);
+          break;
+        default:
+      }
+    } catch (e) {
+      if (e instanceof ApiError && e.unauthorized) return this.hooks.onUnauthorized(e);
+      this.hooks.onError(`${name} ${s.name}: ${e.message}`);
+    }
+  }
+
+  /** Forget asks first; where forgetting destroys a host the daemon asks again, with a token. */
+  async forget(s) {
+    if (!window.confirm(`Forget session ${s.name}? Its row and output go.`)) return;
+    const answer = await call('DELETE', `/v1/sessions/${s.id}`);
+    if (answer?.confirmToken) {
+      const what = answer.destroys || 'its host';
+      if (!window.confirm(`Forgetting ${s.name} also destroys ${what}. Destroy it?`)) return;
+      await call('DELETE', `/v1/sessions/${s.id}?confirm=${encodeURIComponent(answer.confirmToken)}`);
+    }
+  }
+}

@@ -1,0 +1,156 @@
+//! The browser page: `GET /` and its files under `/assets/`, all compiled into the binary
+//! (`assets/` in the repository; the xterm.js files in `assets/vendor/` come from npm through
+//! `contrib/refresh-xterm.sh`). Serving needs no build step, no network and no file system.
+//!
+//! Every answer carries the page's security headers: a Content-Security-Policy that lets the
+//! page load only its own files and talk only to this origin, and no framing, sniffing or
+//! referrer. The page holds no data of its own, so it is public (`route_table::is_page`); it
+//! asks the user for the token and calls the API with it.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::route_table::PAGE_ASSETS;
+use crate::error::Error;
+use crate::protocol::RequestError;
+
+/// The page's Content-Security-Policy. Scripts, connections, fonts and everything else come
+/// only from this origin. Styles are the one relaxation, because xterm.js needs it: its DOM
+/// renderer writes the theme and the cell size into `<style>` elements it creates
+/// (`style-src-elem`), and puts a `style` attribute on cells drawn in 24-bit colour or with
+/// contrast correction (`style-src-attr`). Stylesheets still load only from `'self'`, and
+/// no inline script runs.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     style-src-elem 'self' 'unsafe-inline'; style-src-attr 'unsafe-inline'; \
+     connect-src 'self'; img-src 'self' data:; font-src 'self'; base-uri 'none'; \
+     form-action 'none'; frame-ancestors 'none'";
+
+/// One embedded file.
+struct Asset {
+    /// Its path under `/assets/` (or `index.html`, served at `/`).
+    path: &'static str,
+    content_type: &'static str,
+    body: &'static [u8],
+}
+
+macro_rules! asset {
+    ($path:literal, $content_type:expr) => {
+        Asset {
+            path: $path,
+            content_type: $content_type,
+            body: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/", $path)),
+        }
+    };
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// The page at `/`.
+const INDEX: Asset = asset!("index.html", HTML);
+
+/// Everything under `/assets/`.
+const ASSETS: &[Asset] = &[
+    asset!("page.css", CSS),
+    asset!("js/main.js", JS),
+    asset!("js/api.js", JS),
+    asset!("js/fleet.js", JS),
+    asset!("js/terminal.js", JS),
+    asset!("js/spawn.js", JS),
+    asset!("js/permissions.js", JS),
+    asset!("vendor/VERSIONS", TEXT),
+    asset!("vendor/xterm/xterm.mjs", JS),
+    asset!("vendor/xterm/xterm.css", CSS),
+    asset!("vendor/xterm/LICENSE", TEXT),
+    asset!("vendor/addon-fit/addon-fit.mjs", JS),
+    asset!("vendor/addon-fit/LICENSE", TEXT),
+    asset!("vendor/addon-web-links/addon-web-links.mjs", JS),
+    asset!("vendor/addon-web-links/LICENSE", TEXT),
+];
+
+/// Registers `/` and `/assets/...` (GET only; another method falls through to the API's
+/// `unknown_method`).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(index)).route(
+        &format!("{PAGE_ASSETS}{{file:.+}}"),
+        web::get().to(asset_file),
+    );
+}
+
+async fn index() -> HttpResponse {
+    serve(&INDEX)
+}
+
+async fn asset_file(req: HttpRequest) -> Result<HttpResponse, Error> {
+    let wanted = req.path().strip_prefix(PAGE_ASSETS).unwrap_or_default();
+    match ASSETS.iter().find(|a| a.path == wanted) {
+        Some(asset) => Ok(serve(asset)),
+        None => Err(RequestError::NoRoute {
+            method: req.method().to_string(),
+            path: req.path().to_string(),
+        }
+        .into()),
+    }
+}
+
+fn serve(asset: &Asset) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(asset.content_type)
+        .insert_header((header::CONTENT_SECURITY_POLICY, CSP))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"))
+        // A new daemon binary may bring new files under the same names: revalidate each time.
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .body(asset.body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_asset_is_listed_once_and_the_page_names_only_listed_files() {
+        for (i, a) in ASSETS.iter().enumerate() {
+            assert!(!a.body.is_empty(), "{} is empty", a.path);
+            assert!(
+                ASSETS[i + 1..].iter().all(|b| b.path != a.path),
+                "{} listed twice",
+                a.path
+            );
+        }
+        let html = std::str::from_utf8(INDEX.body).expect("the page is UTF-8");
+        for reference in html.split(PAGE_ASSETS).skip(1) {
+            let path: String = reference
+                .chars()
+                .take_while(|c| !matches!(c, '"' | '\'' | ' ' | '>'))
+                .collect();
+            assert!(
+                ASSETS.iter().any(|a| a.path == path),
+                "index.html names /assets/{path}, which is not embedded"
+            );
+        }
+    }
+
+    #[test]
+    fn the_policy_keeps_scripts_and_connections_to_this_origin() {
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ] {
+            assert!(CSP.contains(directive), "{directive}");
+        }
+        assert!(!CSP.contains("unsafe-eval"));
+        let script = CSP
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .expect("a script-src");
+        assert!(!script.contains("unsafe-inline"), "{script}");
+    }
+}
