@@ -38,6 +38,8 @@ pub struct SessionManager {
     status_pending: bool,
     /// A heap trim is scheduled (sessions were removed).
     trim_pending: bool,
+    /// Who hears the fleet's counts with each `status.json` rewrite (the systemd notifier).
+    status_observer: Option<Recipient<FleetStatusChanged>>,
 }
 
 /// What the manager is built from.
@@ -68,6 +70,7 @@ impl SessionManager {
                 restoring: false,
                 status_pending: false,
                 trim_pending: false,
+                status_observer: None,
             }
         })
     }
@@ -111,6 +114,10 @@ impl SessionManager {
             // writing here keeps successive versions in order.
             if let Err(e) = super::status_file::write(&act.deps.state_dir, &status) {
                 tracing::warn!(error = %e, "could not write status.json");
+            }
+            if let Some(observer) = &act.status_observer {
+                // Once per debounce at most, so no backpressure is needed.
+                observer.do_send(FleetStatusChanged(status));
             }
         });
     }
@@ -367,6 +374,21 @@ impl Handler<Subscribe> for SessionManager {
             );
         }
         self.subscribers.insert(msg.client, msg.queue);
+    }
+}
+
+impl Handler<Heartbeat> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, _: Heartbeat, _: &mut Self::Context) {}
+}
+
+impl Handler<ObserveFleetStatus> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: ObserveFleetStatus, ctx: &mut Self::Context) {
+        self.status_observer = Some(msg.0);
+        self.schedule_status(ctx);
     }
 }
 
