@@ -1,7 +1,8 @@
 //! The daemon under systemd, played by the test: the real `atc` binary as a child with
 //! `NOTIFY_SOCKET` on a datagram socket the test owns (readiness, status, watchdog pings,
 //! stopping), with a listening socket handed over as fd 3 (socket activation), and with
-//! `--log-format json`.
+//! `--log-format json`; and an in-process daemon whose sessions' thread a test provider
+//! wedges, to see the watchdog pings stop.
 
 mod support;
 
@@ -339,4 +340,128 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
     assert_eq!(refused["level"], "WARN", "{refused:?}");
     assert_eq!(refused["status"], 401, "{refused:?}");
     assert_eq!(refused["path"], "/v1/fleet", "{refused:?}");
+}
+
+/// The local PTY provider, except that starting a process first blocks the calling thread
+/// for `stall`: that thread is the sessions' one, so for that long the arbiter the session
+/// manager lives on is wedged, as a runaway handler would wedge it.
+struct StallingProvider {
+    inner: atc::providers::local_pty::LocalPty,
+    stall: Duration,
+}
+
+impl atc::providers::ExecutionProvider for StallingProvider {
+    fn kind(&self) -> &'static str {
+        "stalling-pty"
+    }
+
+    fn capabilities(&self) -> atc::providers::Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn start(
+        &self,
+        spec: atc::providers::StartSpec,
+        events: atc::providers::HarnessEvents,
+    ) -> Result<atc::providers::StartedHarness, atc::providers::ProviderError> {
+        std::thread::sleep(self.stall);
+        self.inner.start(spec, events)
+    }
+
+    fn run_command(
+        &self,
+        req: atc::providers::RunRequest,
+    ) -> futures_util::future::LocalBoxFuture<
+        'static,
+        Result<atc::providers::RunOutput, atc::providers::ProviderError>,
+    > {
+        self.inner.run_command(req)
+    }
+
+    fn transfer_archive(
+        &self,
+        archive: bytes::Bytes,
+        dir: std::path::PathBuf,
+        host_key: Option<String>,
+    ) -> futures_util::future::LocalBoxFuture<'static, Result<(), atc::providers::ProviderError>>
+    {
+        self.inner.transfer_archive(archive, dir, host_key)
+    }
+}
+
+#[actix_rt::test]
+async fn a_wedged_sessions_thread_stops_the_watchdog_pings() {
+    use atc::daemon::systemd::NotifySocket;
+    let root = tempfile::tempdir().unwrap();
+    let state = root.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let parsed = atc::config::Config::from_json(
+        br#"{"targets": {"stalling": {"provider": "stalling-pty"}}}"#,
+    );
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let config = atc::config::Config {
+        targets: parsed.targets,
+        ..support::test_config()
+    };
+    let stall = Duration::from_millis(1200);
+    let provider = StallingProvider {
+        inner: atc::providers::local_pty::LocalPty {
+            exit_drain: config.timings.exit_drain,
+        },
+        stall,
+    };
+    let mut d = TestDaemon::start_with_providers(
+        &state,
+        config,
+        atc::daemon::ExtraProviders::default().with(std::sync::Arc::new(provider)),
+    )
+    .await;
+    let notify_path = root.path().join("notify");
+    let mut manager = Manager::bind(&notify_path);
+    let socket = NotifySocket::connect(notify_path.as_os_str()).expect("notify socket");
+    // Pings every 100 ms.
+    d.handle
+        .as_mut()
+        .expect("in-process daemon")
+        .notify_systemd(socket, Some(Duration::from_millis(200)));
+    assert_eq!(manager.next().await, "READY=1\n");
+    for _ in 0..3 {
+        manager
+            .until("a watchdog ping", |m| m == "WATCHDOG=1\n")
+            .await;
+    }
+
+    // Pings while the spawn wedges the sessions' thread, and for a while after it.
+    let watch = async {
+        let mut pings = vec![Instant::now()];
+        let until = Instant::now() + stall + Duration::from_millis(800);
+        while let Some(m) = manager
+            .next_within(until.saturating_duration_since(Instant::now()))
+            .await
+        {
+            if m == "WATCHDOG=1\n" {
+                pings.push(Instant::now());
+            }
+        }
+        pings
+    };
+    let spawn = d.spawn_with(json!({"agent": "sh", "cwd": "/tmp", "target": "stalling"}));
+    let (pings, spawned) = tokio::join!(watch, spawn);
+    assert_eq!(spawned["alive"], true, "{spawned}");
+    let longest = pings
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .expect("pings after the wedge");
+    assert!(
+        longest >= stall - Duration::from_millis(300),
+        "the pings went on while the sessions' thread was wedged (longest gap {longest:?})"
+    );
+    let last = pings.last().copied().expect("a ping");
+    assert!(
+        pings.len() > 2 && last > pings[0] + stall,
+        "the pings did not resume after the wedge: {pings:?}"
+    );
+    d.stop().await;
+    manager.until("STOPPING=1", |m| m == "STOPPING=1\n").await;
 }
