@@ -408,7 +408,7 @@ impl Handler<RestoreFleet> for SessionManager {
             return Box::pin(fut::ready(Err(SessionError::RestoreRunning.into())));
         }
         let refusal = self.deps.refusal.clone();
-        let mut queue: Vec<(i64, Addr<Session>)> = self
+        let mut queue: Vec<(i64, Uuid, Addr<Session>)> = self
             .sessions
             .entries()
             .filter(|e| {
@@ -431,20 +431,24 @@ impl Handler<RestoreFleet> for SessionManager {
                     }
                 }
             })
-            .map(|e| (e.descriptor().created_at, e.addr.clone()))
+            .map(|e| (e.descriptor().created_at, e.descriptor().id, e.addr.clone()))
             .collect();
         // Newest first.
-        queue.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
+        queue.sort_by_key(|(created, _, _)| std::cmp::Reverse(*created));
         self.restoring = true;
         Box::pin(
             async move {
                 let mut restored = 0;
                 // One at a time: each revive is awaited before the next starts.
-                for (_, addr) in queue {
+                for (_, id, addr) in queue {
                     match addr.send(ReviveOnRestore).await {
                         Ok(Ok(_)) => restored += 1,
-                        Ok(Err(e)) => tracing::warn!(error = %e, "restore: revive refused"),
-                        Err(e) => tracing::warn!(error = %e, "restore: session gone"),
+                        Ok(Err(e)) => {
+                            tracing::warn!(session = %id, error = %e, "restore: revive refused")
+                        }
+                        Err(e) => {
+                            tracing::warn!(session = %id, error = %e, "restore: session gone")
+                        }
                     }
                 }
                 restored
