@@ -1,6 +1,7 @@
 //! The real `atc` binary as a daemon in a child process, on a config given as JSON, with its
 //! log in a file: for tests that must cut the daemon off mid-step with SIGKILL, which an
-//! in-process daemon cannot be.
+//! in-process daemon cannot be, or that start it the way a service manager does (its own
+//! environment, fds and flags; see [`ChildDaemon::command`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
