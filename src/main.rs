@@ -27,7 +27,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the daemon in the foreground (systemd Type=simple).
+    /// Run the daemon in the foreground (systemd Type=notify, with socket activation and the
+    /// watchdog when the unit asks; see contrib/systemd).
     Daemon(DaemonArgs),
     /// Load-test a running daemon; every figure comes with its bare-PTY ceiling.
     Bench(atc_bench::BenchArgs),
@@ -106,7 +107,10 @@ fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Json => builder
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(atc::daemon::json_log::JsonLines)
+            .init(),
     }
 }
 
@@ -116,6 +120,23 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     init_logging(args.log_format);
     if let Err(e) = inherited {
         tracing::warn!(error = %e, "could not mark inherited fds close-on-exec; each spawn tries again");
+    }
+    // Still one thread: the variables are removed from the environment sessions inherit.
+    let (systemd, problems) = atc::daemon::systemd::SystemdEnv::take();
+    for problem in problems {
+        tracing::warn!(%problem, "ignoring a systemd variable");
+    }
+    let listener = match systemd.take_listener() {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("atc: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let (Some(l), Some(listen)) = (&listener, args.listen) {
+        tracing::warn!(%listen, handed = ?l.local_addr().ok(),
+            "--listen ignored: serving on the socket systemd handed over");
     }
     let Some(state_dir) = state_dir.or_else(atc::daemon::state_dir::default_state_dir) else {
         eprintln!("atc: no state dir: set HOME or XDG_STATE_HOME, or pass --state-dir");
@@ -127,7 +148,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         state_dir,
         config,
         listen: args.listen,
-        listener: None,
+        listener,
         allow_remote: args.allow_remote,
         workers: args.workers,
         runtime_dir: None,
@@ -146,7 +167,10 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
             }
         };
         match Daemon::start(opts).await {
-            Ok(handle) => {
+            Ok(mut handle) => {
+                if let Some(socket) = systemd.notify {
+                    handle.notify_systemd(socket, systemd.watchdog);
+                }
                 handle.run_until_stopped(signals).await;
                 ExitCode::SUCCESS
             }

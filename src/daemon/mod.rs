@@ -5,7 +5,9 @@
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
 
+pub mod json_log;
 pub mod state_dir;
+pub mod systemd;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -127,6 +129,10 @@ pub struct DaemonHandle {
     reporter_socket: Arc<std::sync::OnceLock<crate::server::reporter::BoundSocket>>,
     /// Where a reload publishes the token file's new content.
     tokens: TokenPublisher,
+    /// The thread the manager and the sessions run on.
+    sessions_arbiter: actix::ArbiterHandle,
+    /// Where systemd hears from us, once [`DaemonHandle::notify_systemd`] was called.
+    systemd: Option<Arc<systemd::NotifySocket>>,
 }
 
 /// The daemon.
@@ -209,6 +215,10 @@ impl Daemon {
             addr: opts.listen.unwrap_or(config.listen),
             source,
         })?;
+        // A listener handed over by systemd is held to the rule of `--listen`.
+        if !addr.ip().is_loopback() && !opts.allow_remote {
+            return Err(StartError::RemoteRefused(addr));
+        }
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
         }
@@ -387,7 +397,7 @@ impl Daemon {
                 .clone();
             if let Some(tx) = ready_tx.lock().ok().and_then(|mut t| t.take()) {
                 // The receiver waits in Daemon::start below.
-                let _ = tx.send(manager.clone());
+                let _ = tx.send((manager.clone(), actix::Arbiter::current()));
             }
             AppState {
                 manager: Some(manager),
@@ -400,7 +410,7 @@ impl Daemon {
             .map_err(|source| StartError::Bind { addr, source })?;
         let server_handle = server.handle();
         actix_rt::spawn(server);
-        let manager = ready_rx.await.map_err(|_| StartError::Bind {
+        let (manager, sessions_arbiter) = ready_rx.await.map_err(|_| StartError::Bind {
             addr,
             source: std::io::Error::other("the HTTP worker did not start"),
         })?;
@@ -427,6 +437,8 @@ impl Daemon {
             screen_arbiter,
             reporter_socket: bound_socket,
             tokens: token_publisher,
+            sessions_arbiter,
+            systemd: None,
         })
     }
 }
@@ -452,6 +464,29 @@ impl DaemonSignals {
 }
 
 impl DaemonHandle {
+    /// Tells systemd the daemon is ready, and from now on the fleet's counts and (with a
+    /// `watchdog` timeout) that it is alive; [`DaemonHandle::stop`] tells it the daemon stops.
+    /// The notifier runs beside the sessions, see [`systemd::SystemdNotifier`].
+    pub fn notify_systemd(&mut self, socket: systemd::NotifySocket, watchdog: Option<Duration>) {
+        let socket = Arc::new(socket);
+        // First, so that whatever the notifier sends comes after it.
+        socket.send_logged(systemd::Notice::Ready);
+        let (notifier_socket, manager) = (socket.clone(), self.manager.clone());
+        let timings = systemd::NotifyTimings::for_watchdog(watchdog);
+        let notifier =
+            systemd::SystemdNotifier::start_in_arbiter(&self.sessions_arbiter, move |_| {
+                systemd::SystemdNotifier::new(notifier_socket, manager.recipient(), timings)
+            });
+        self.manager
+            .do_send(crate::sessions::messages::ObserveFleetStatus(
+                notifier.recipient(),
+            ));
+        if let Some(w) = watchdog {
+            tracing::info!(timeout_ms = w.as_millis() as u64, "systemd watchdog on");
+        }
+        self.systemd = Some(socket);
+    }
+
     /// Serves until SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops; each SIGHUP
     /// reloads the token file. Without `signals` (they could not be installed) only quit stops it.
     pub async fn run_until_stopped(mut self, signals: Option<DaemonSignals>) {
@@ -513,6 +548,9 @@ impl DaemonHandle {
     /// client sockets, flush and close the store, remove the reporter socket (when it is still
     /// ours) and `daemon.json`, release the lock.
     pub async fn stop(self) {
+        if let Some(socket) = &self.systemd {
+            socket.send_logged(systemd::Notice::Stopping);
+        }
         self.server.pause().await;
         if let Err(e) = self.manager.send(ShutdownAll).await {
             tracing::error!(error = %e, "session manager gone before shutdown");

@@ -203,7 +203,7 @@ fn app(
         .wrap_fn(move |req, srv| {
             use actix_web::dev::Service;
             let request_id = next_request_id();
-            let span = tracing::info_span!("request", id = %request_id,
+            let span = tracing::info_span!("request", request_id = %request_id,
                     method = %req.method(), path = %req.path());
             let refused = if auth::is_public(req.path()) {
                 None

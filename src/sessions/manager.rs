@@ -38,6 +38,8 @@ pub struct SessionManager {
     status_pending: bool,
     /// A heap trim is scheduled (sessions were removed).
     trim_pending: bool,
+    /// Who hears the fleet's counts with each `status.json` rewrite (the systemd notifier).
+    status_observer: Option<Recipient<FleetStatusChanged>>,
 }
 
 /// What the manager is built from.
@@ -68,6 +70,7 @@ impl SessionManager {
                 restoring: false,
                 status_pending: false,
                 trim_pending: false,
+                status_observer: None,
             }
         })
     }
@@ -111,6 +114,10 @@ impl SessionManager {
             // writing here keeps successive versions in order.
             if let Err(e) = super::status_file::write(&act.deps.state_dir, &status) {
                 tracing::warn!(error = %e, "could not write status.json");
+            }
+            if let Some(observer) = &act.status_observer {
+                // Once per debounce at most, so no backpressure is needed.
+                observer.do_send(FleetStatusChanged(status));
             }
         });
     }
@@ -370,6 +377,21 @@ impl Handler<Subscribe> for SessionManager {
     }
 }
 
+impl Handler<Heartbeat> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, _: Heartbeat, _: &mut Self::Context) {}
+}
+
+impl Handler<ObserveFleetStatus> for SessionManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: ObserveFleetStatus, ctx: &mut Self::Context) {
+        self.status_observer = Some(msg.0);
+        self.schedule_status(ctx);
+    }
+}
+
 impl Handler<Unsubscribe> for SessionManager {
     type Result = ();
 
@@ -386,7 +408,7 @@ impl Handler<RestoreFleet> for SessionManager {
             return Box::pin(fut::ready(Err(SessionError::RestoreRunning.into())));
         }
         let refusal = self.deps.refusal.clone();
-        let mut queue: Vec<(i64, Addr<Session>)> = self
+        let mut queue: Vec<(i64, Uuid, Addr<Session>)> = self
             .sessions
             .entries()
             .filter(|e| {
@@ -409,20 +431,24 @@ impl Handler<RestoreFleet> for SessionManager {
                     }
                 }
             })
-            .map(|e| (e.descriptor().created_at, e.addr.clone()))
+            .map(|e| (e.descriptor().created_at, e.descriptor().id, e.addr.clone()))
             .collect();
         // Newest first.
-        queue.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
+        queue.sort_by_key(|(created, _, _)| std::cmp::Reverse(*created));
         self.restoring = true;
         Box::pin(
             async move {
                 let mut restored = 0;
                 // One at a time: each revive is awaited before the next starts.
-                for (_, addr) in queue {
+                for (_, id, addr) in queue {
                     match addr.send(ReviveOnRestore).await {
                         Ok(Ok(_)) => restored += 1,
-                        Ok(Err(e)) => tracing::warn!(error = %e, "restore: revive refused"),
-                        Err(e) => tracing::warn!(error = %e, "restore: session gone"),
+                        Ok(Err(e)) => {
+                            tracing::warn!(session = %id, error = %e, "restore: revive refused")
+                        }
+                        Err(e) => {
+                            tracing::warn!(session = %id, error = %e, "restore: session gone")
+                        }
                     }
                 }
                 restored

@@ -298,3 +298,20 @@ pub struct RouteReport {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ShutdownAll;
+
+/// From the systemd notifier before each watchdog ping: the answer shows that the manager's
+/// mailbox, and the arbiter it shares with the sessions, are being served.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Heartbeat;
+
+/// Registers who hears the fleet's counts (the systemd notifier): told at once, then after
+/// fleet changes, at most once per status debounce.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ObserveFleetStatus(pub Recipient<FleetStatusChanged>);
+
+/// Sent by the manager to the observer of [`ObserveFleetStatus`]: the fleet's counts now.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FleetStatusChanged(pub super::status_file::FleetStatus);

@@ -1,6 +1,7 @@
 //! The real `atc` binary as a daemon in a child process, on a config given as JSON, with its
 //! log in a file: for tests that must cut the daemon off mid-step with SIGKILL, which an
-//! in-process daemon cannot be.
+//! in-process daemon cannot be, or that start it the way a service manager does (its own
+//! environment, fds and flags; see [`ChildDaemon::command`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -22,17 +23,30 @@ impl ChildDaemon {
     /// Starts `atc daemon` on `state_dir` (port 0, one worker) with `config` written beside
     /// it, logging at info into `log`, and waits until its `daemon.json` names it.
     pub async fn start(state_dir: &Path, config: &Value, log: &Path) -> ChildDaemon {
+        ChildDaemon::spawn(ChildDaemon::command(state_dir, config, log), state_dir, log).await
+    }
+
+    /// The command [`ChildDaemon::start`] runs, for a test to add to before
+    /// [`ChildDaemon::spawn`]; `config` is written beside `log`.
+    pub fn command(state_dir: &Path, config: &Value, log: &Path) -> Command {
         let config_path = log.with_extension("config.json");
         std::fs::write(&config_path, config.to_string()).expect("write the child's config");
-        let child = Command::new(env!("CARGO_BIN_EXE_atc"))
-            .arg("daemon")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atc"));
+        cmd.arg("daemon")
             .arg("--state-dir")
             .arg(state_dir)
             .args(["--listen", "127.0.0.1:0", "--workers", "1", "--config"])
             .arg(&config_path)
             .env("RUST_LOG", "info")
             // Plain text, so a test can look for `field=value` in the log.
-            .env("NO_COLOR", "1")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// Runs `cmd` (see [`ChildDaemon::command`]) with its stderr in `log`, and waits until its
+    /// `daemon.json` in `state_dir` names it.
+    pub async fn spawn(mut cmd: Command, state_dir: &Path, log: &Path) -> ChildDaemon {
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).expect("create the child's log"))

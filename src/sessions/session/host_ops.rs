@@ -149,7 +149,8 @@ impl Session {
         self.refuse(Operation::Forget)?;
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| {
-            tracing::error!(error = %e, "no randomness for a confirmation token");
+            tracing::error!(session = %self.record.id, error = %e,
+                "no randomness for a confirmation token");
             Error::Internal
         })?;
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
