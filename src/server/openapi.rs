@@ -253,6 +253,11 @@ fn operation(endpoint: Endpoint) -> Operation {
             ],
             ..op("Long-poll read of the event trail", &[(200, "Trail")])
         },
+        Endpoint::Metrics => Operation {
+            summary: "Prometheus metrics in the OpenMetrics text format; also served without a \
+                      token on the optional --metrics-listen address",
+            ..op("", &[(200, "")])
+        },
     }
 }
 
@@ -372,6 +377,15 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                     "application/json",
                     ContentBuilder::new()
                         .schema(Some(ObjectBuilder::new().schema_type(Type::Object)))
+                        .build(),
+                )
+        } else if route.endpoint == Endpoint::Metrics {
+            ResponseBuilder::new()
+                .description("Every atc_ family, ending in `# EOF`")
+                .content(
+                    crate::metrics::scrape::CONTENT_TYPE,
+                    ContentBuilder::new()
+                        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                         .build(),
                 )
         } else {

@@ -103,6 +103,8 @@ pub enum Endpoint {
     Events,
     /// `GET /v1/events/trail`.
     Trail,
+    /// `GET /metrics` (Prometheus; outside `/v1`, where scrapers look).
+    Metrics,
 }
 
 /// One route: a method on a path (actix's `{name}` segments, which are also OpenAPI's).
@@ -110,7 +112,7 @@ pub enum Endpoint {
 pub struct Route {
     /// The method.
     pub method: Method,
-    /// The full path, `/v1/...`.
+    /// The full path, `/v1/...` (or `/metrics`).
     pub path: &'static str,
     /// What answers it.
     pub endpoint: Endpoint,
@@ -171,6 +173,7 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/permissions/{id}", E::Respond),
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
+    route(Get, "/metrics", E::Metrics),
 ];
 
 /// Whether `path` is served without a token (whatever the method: a wrong one answers
@@ -204,5 +207,6 @@ mod tests {
         assert!(!is_public("/v1/daemon"));
         assert!(!is_public("/v1/sessions"));
         assert!(!is_public("/v1/openapi.json/x"));
+        assert!(!is_public("/metrics"));
     }
 }

@@ -65,6 +65,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Respond => r.to(respond),
         Endpoint::Events => r.to(super::events::events),
         Endpoint::Trail => r.to(trail),
+        Endpoint::Metrics => r.to(super::metrics_http::metrics),
     }
 }
 
@@ -281,7 +282,11 @@ async fn spawn(
             spawn,
         })
         .await,
-    )??;
+    )?;
+    if let Some(kind) = crate::ledger::key_lock::answer_kind(&answer) {
+        state.metrics.ledger_answered(kind);
+    }
+    let answer = answer?;
     let body = json!({ "session": answer.session });
     Ok(if answer.replayed {
         HttpResponse::Ok()

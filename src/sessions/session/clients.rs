@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::client_delivery::{ClientDelivery, Opening};
+use super::client_delivery::{ClientDelivery, Missed, Opening};
+use crate::metrics::{Held, Metrics};
 use crate::sessions::client_queue::{ClientQueue, Outgoing};
 use crate::sessions::messages::{ClientId, ResumeFrom};
 use crate::sessions::ring::OutputRing;
@@ -26,6 +27,8 @@ struct ClientSlot {
     queue: ClientQueue,
     size: Option<TermSize>,
     delivery: ClientDelivery,
+    /// Its unit of the attached-clients gauge, given back with the slot.
+    _attached: Held,
 }
 
 /// How a newly attached client gets its opening.
@@ -42,6 +45,8 @@ pub struct Clients {
     stream: String,
     ring: OutputRing,
     slots: HashMap<ClientId, ClientSlot>,
+    /// Where attached clients, desyncs and dropped bytes are counted.
+    metrics: Metrics,
 }
 
 /// The size the clients agree on, to apply when the resize debounce fires: the smallest of
@@ -59,11 +64,23 @@ pub fn size_to_apply(
 
 impl Clients {
     /// A new stream (a fresh id, offsets from 0) holding the last `ring_bytes` of output.
-    pub fn new(ring_bytes: usize) -> Clients {
+    pub fn new(ring_bytes: usize, metrics: Metrics) -> Clients {
         Clients {
             stream: Uuid::new_v4().simple().to_string()[..12].to_string(),
             ring: OutputRing::new(ring_bytes),
             slots: HashMap::new(),
+            metrics,
+        }
+    }
+
+    /// Counts output clients missed: one desync per client that began dropping, and the
+    /// bytes, once per call rather than per client.
+    fn count_missed(metrics: &Metrics, missed: Missed, desyncs: usize) {
+        for _ in 0..desyncs {
+            metrics.client_desynced();
+        }
+        if missed.bytes > 0 {
+            metrics.client_dropped(missed.bytes as usize);
         }
     }
 
@@ -148,8 +165,18 @@ impl Clients {
     /// Output the process wrote: into the ring, and to every live client.
     pub fn output(&mut self, bytes: &Bytes) {
         self.ring.push(bytes);
+        let (mut dropped, mut desyncs) = (0, 0);
         for slot in self.slots.values_mut() {
-            slot.delivery.output(&slot.queue, bytes);
+            let missed = slot.delivery.output(&slot.queue, bytes);
+            dropped += missed.bytes;
+            desyncs += usize::from(missed.began);
+        }
+        if dropped > 0 {
+            let missed = Missed {
+                bytes: dropped,
+                began: false,
+            };
+            Clients::count_missed(&self.metrics, missed, desyncs);
         }
     }
 
@@ -169,6 +196,7 @@ impl Clients {
             queue,
             size,
             delivery: ClientDelivery::pending(Opening::Attach),
+            _attached: self.metrics.attached_client(),
         };
         let opened = match resume_from {
             Some(from) => {
@@ -183,8 +211,10 @@ impl Clients {
                 }
                 .to_text();
                 let tail = Bytes::from(self.ring.since(from).unwrap_or_default());
-                slot.delivery
+                let missed = slot
+                    .delivery
                     .open(&slot.queue, vec![attached], None, from, tail);
+                Clients::count_missed(&self.metrics, missed, usize::from(missed.began));
                 Opened::Resumed
             }
             None => Opened::NeedsRepaint,
@@ -243,13 +273,14 @@ impl Clients {
             // The bounded screen mailbox keeps the model within half a ring of the output.
             tracing::error!(session = %session, "screen snapshot older than the ring");
         }
-        slot.delivery.open(
+        let missed = slot.delivery.open(
             &slot.queue,
             frames,
             Some(Bytes::from(snapshot.repaint)),
             snapshot.offset,
             Bytes::from(tail.unwrap_or_default()),
         );
+        Clients::count_missed(&self.metrics, missed, usize::from(missed.began));
         // An exit came while it waited: it has its exit and close now, and goes.
         if slot.delivery.is_closed() {
             self.slots.remove(&client);
@@ -321,7 +352,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_repaint_opens_with_attached_then_the_screen_then_what_happened_meanwhile() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         c.output(&Bytes::from_static(b"old"));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
@@ -342,7 +373,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_resume_gets_the_tail_from_its_offset_and_a_foreign_stream_gets_a_repaint() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         c.output(&Bytes::from_static(b"abcdef"));
         let here = ResumeFrom {
             stream: c.stream().to_string(),
@@ -372,7 +403,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_desync_is_followed_by_resynced_and_its_repaint_with_nothing_between() {
-        let mut c = Clients::new(4096);
+        let mut c = Clients::new(4096, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(1, q, None, None, SESSION, AT);
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
@@ -400,7 +431,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_exit_while_a_repaint_is_pending_follows_attached_and_the_slot_goes() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(1, q, Some(size(50, 10)), None, SESSION, AT);
         c.output(&Bytes::from_static(b"bye"));
@@ -436,7 +467,7 @@ mod tests {
 
     #[tokio::test]
     async fn sizes_count_from_attach_until_detach() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         assert_eq!(c.size_on_attach(Some(size(100, 30))), Some(size(100, 30)));
@@ -456,7 +487,7 @@ mod tests {
 
     #[tokio::test]
     async fn offsets_and_the_stream_continue_across_a_revive() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(1, q, None, None, SESSION, AT);
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
