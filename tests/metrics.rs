@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use atc::daemon::{Daemon, DaemonOptions, MetricsListen, StartError};
 use serde_json::{json, Value};
-use support::impd_sim::{ImpdSim, SimOptions};
+use support::impd_sim::{ImpdSim, SimOptions, When};
 use support::{
     agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
     WITHIN,
@@ -427,16 +427,23 @@ async fn a_slow_client_desync_counts_once_with_the_bytes_it_was_told_it_missed()
     d.stop().await;
 }
 
+/// A daemon whose default target `box` is an imp target on `sim`, reconnecting after each of
+/// `delays_ms` before it gives up.
+async fn imp_daemon(sim: &ImpdSim, delays_ms: &[u64]) -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
+    config.timings.imp_reconnect_delays = delays_ms
+        .iter()
+        .copied()
+        .map(Duration::from_millis)
+        .collect();
+    (TestDaemon::start_on(tmp.path(), config).await, tmp)
+}
+
 #[actix_rt::test]
 async fn a_dropped_remote_link_counts_a_reconnect_and_the_lease_while_held() {
     let sim = ImpdSim::start(SimOptions::default());
-    let tmp = tempfile::tempdir().unwrap();
-    let mut config = with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
-    config.timings.imp_reconnect_delays = [20, 50, 100, 200, 400]
-        .into_iter()
-        .map(Duration::from_millis)
-        .collect();
-    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let (d, _tmp) = imp_daemon(&sim, &[20, 50, 100, 200, 400]).await;
     let remote = spawn_remote(&d, &sim).await;
     let before = scrape(&d).await;
     assert_eq!(before.get("atc_leases_held"), 1.0);
@@ -465,6 +472,35 @@ async fn a_dropped_remote_link_counts_a_reconnect_and_the_lease_while_held() {
         s.get("atc_leases_held") == 0.0
     })
     .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_remote_link_that_never_comes_back_counts_an_ended_reconnect() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let (d, _tmp) = imp_daemon(&sim, &[20, 40]).await;
+    let remote = spawn_remote(&d, &sim).await;
+    // Every reconnect fails until the delays run out and the harness ends.
+    sim.faults()
+        .drop_next_connections(1_000, When::BeforeStarted, 1011);
+    assert!(
+        sim.faults().drop_output(&remote.imp, &remote.session),
+        "no viewer to drop"
+    );
+    let after = scrape_until(&d, "the reconnect given up", |s| {
+        s.get("atc_remote_reconnects_total{outcome=\"ended\"}") == 1.0
+    })
+    .await;
+    assert_eq!(
+        after.get("atc_remote_reconnects_total{outcome=\"reattached\"}"),
+        0.0
+    );
+    assert_eq!(
+        after.get("atc_remote_reconnect_duration_seconds_count"),
+        0.0,
+        "only a reconnect that came back has a latency"
+    );
+    sim.faults().cancel_connection_drops();
     d.stop().await;
 }
 

@@ -73,15 +73,21 @@ impl Clients {
         }
     }
 
-    /// Counts output clients missed: one desync per client that began dropping, and the
-    /// bytes, once per call rather than per client.
-    fn count_missed(metrics: &Metrics, missed: Missed, desyncs: usize) {
+    /// Counts output clients missed: `desyncs` clients began dropping, and `bytes` were
+    /// dropped in all (added once, not per client).
+    fn count_missed(&self, bytes: u64, desyncs: usize) {
         for _ in 0..desyncs {
-            metrics.client_desynced();
+            self.metrics.client_desynced();
         }
-        if missed.bytes > 0 {
-            metrics.client_dropped(missed.bytes as usize);
+        if bytes > 0 {
+            self.metrics
+                .client_dropped(usize::try_from(bytes).unwrap_or(usize::MAX));
         }
+    }
+
+    /// Counts what one client missed.
+    fn count_one(&self, missed: Missed) {
+        self.count_missed(missed.bytes, usize::from(missed.began));
     }
 
     /// The stream id clients resume on.
@@ -172,11 +178,7 @@ impl Clients {
             desyncs += usize::from(missed.began);
         }
         if dropped > 0 {
-            let missed = Missed {
-                bytes: dropped,
-                began: false,
-            };
-            Clients::count_missed(&self.metrics, missed, desyncs);
+            self.count_missed(dropped, desyncs);
         }
     }
 
@@ -214,7 +216,7 @@ impl Clients {
                 let missed = slot
                     .delivery
                     .open(&slot.queue, vec![attached], None, from, tail);
-                Clients::count_missed(&self.metrics, missed, usize::from(missed.began));
+                self.count_one(missed);
                 Opened::Resumed
             }
             None => Opened::NeedsRepaint,
@@ -280,9 +282,10 @@ impl Clients {
             snapshot.offset,
             Bytes::from(tail.unwrap_or_default()),
         );
-        Clients::count_missed(&self.metrics, missed, usize::from(missed.began));
+        let closed = slot.delivery.is_closed();
+        self.count_one(missed);
         // An exit came while it waited: it has its exit and close now, and goes.
-        if slot.delivery.is_closed() {
+        if closed {
             self.slots.remove(&client);
         }
     }
@@ -427,6 +430,34 @@ mod tests {
             ["desync", "resynced@2100", "B:P", "resized"],
             "{seen:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn each_client_that_falls_behind_is_one_desync_and_every_missed_byte_counts() {
+        let metrics = Metrics::new();
+        let text = || {
+            let mut t = String::new();
+            prometheus_client::encoding::text::encode(&mut t, metrics.registry()).unwrap();
+            t
+        };
+        let mut c = Clients::new(8192, metrics.clone());
+        let (slow, _slow_rx) = client_queue(1024);
+        let (other, _other_rx) = client_queue(1024);
+        let (fast, _fast_rx) = client_queue(1 << 20);
+        for (id, q) in [(1, slow), (2, other), (3, fast)] {
+            c.attach(id, q, None, None, SESSION, AT);
+            c.finish_repaint(id, SESSION, AT, snapshot(0, ""));
+        }
+        assert!(text().contains("atc_attached_clients 3\n"));
+        c.output(&Bytes::from(vec![b'x'; 2000]));
+        c.output(&Bytes::from(vec![b'y'; 300]));
+        let t = text();
+        assert!(t.contains("atc_client_desyncs_total 2\n"), "{t}");
+        assert!(t.contains("atc_client_dropped_bytes_total 4600\n"), "{t}");
+        c.detach(2);
+        assert!(text().contains("atc_attached_clients 2\n"));
+        c.close_all();
+        assert!(text().contains("atc_attached_clients 0\n"));
     }
 
     #[tokio::test]
