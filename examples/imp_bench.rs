@@ -416,6 +416,7 @@ impl BenchDaemon {
             runtime_dir: Some(dir.to_path_buf()),
             atc_program: None,
             codex_home: Some(dir.join("codex-home")),
+            metrics_listen: None,
         })
         .await
         .context("starting the daemon")?;

@@ -17,6 +17,7 @@
 //!   from them to the wire's code, status and data.
 //! - [`impd_client`] (its own crate): the client of impd, the control plane that runs imps
 //!   (microVMs) for the imp execution target.
+//! - [`metrics`]: what `GET /metrics` shows, one set per daemon.
 //! - [`daemon`]: the start-up and shutdown order, state dir, lock and token.
 //! - [`cli`]: the `atc` client commands, on the `atc-client` crate, which find a daemon through its state
 //!   dir and speak its HTTP/WebSocket API like any other client (the load tool is the `atc-bench` crate).
@@ -31,6 +32,7 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod ledger;
+pub mod metrics;
 pub mod permissions;
 pub mod protocol;
 pub mod providers;

@@ -57,9 +57,13 @@ struct DaemonArgs {
     /// Log format: text for terminals, json for journald and log shippers.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
-    /// Allow a non-loopback --listen address.
+    /// Allow a non-loopback --listen (or --metrics-listen) address.
     #[arg(long)]
     allow_remote: bool,
+    /// Also serve GET /metrics, without a token, on this address (e.g. 127.0.0.1:9464;
+    /// default: config `metricsListen`, else no such listener).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
     /// HTTP worker threads. Sessions live on the first one, so 1 (the default) keeps a
     /// keystroke and its echo on one thread; more only helps many concurrent API clients.
     #[arg(long, default_value_t = 1)]
@@ -154,6 +158,7 @@ fn run_daemon(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         runtime_dir: None,
         atc_program: None,
         codex_home: None,
+        metrics_listen: args.metrics_listen.map(atc::daemon::MetricsListen::Addr),
     };
     let system = actix_rt::System::new();
     system.block_on(async move {

@@ -484,6 +484,7 @@ async fn a_non_loopback_listen_address_needs_allow_remote() {
         runtime_dir: Some(tmp.path().to_path_buf()),
         atc_program: None,
         codex_home: None,
+        metrics_listen: None,
     };
     match Daemon::start(options(false)).await {
         Err(StartError::RemoteRefused(addr)) => assert!(addr.ip().is_unspecified()),

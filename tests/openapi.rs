@@ -471,6 +471,21 @@ async fn every_route_answers_what_the_document_says() {
     assert_eq!(status, 404);
     check(&doc, &component("ErrorBody"), &body, "GET /v1/made-up");
 
+    // The metrics are exposition text, not JSON: the document names their content type.
+    let (status, metrics) = d.call("GET", "/metrics", None).await;
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        metrics.as_str().is_some_and(|t| t.ends_with("# EOF\n")),
+        "{metrics}"
+    );
+    let content = &doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"];
+    assert!(
+        content[atc::metrics::scrape::CONTENT_TYPE].is_object(),
+        "{content}"
+    );
+    r.covered
+        .insert(("GET".to_string(), "/metrics".to_string()));
+
     r.call(&d, "POST", "/v1/daemon/quit", "/v1/daemon/quit", None)
         .await;
 

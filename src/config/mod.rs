@@ -218,6 +218,8 @@ pub struct ConfigProblem {
 pub struct Config {
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where the metrics-only listener listens, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
     /// Extra allowed WebSocket origins (exact match, e.g. `https://example.com`).
     pub allowed_origins: Vec<String>,
     /// Configured agents, by id.
@@ -240,6 +242,7 @@ impl Default for Config {
             listen: DEFAULT_LISTEN
                 .parse()
                 .expect("DEFAULT_LISTEN is a valid socket address"),
+            metrics_listen: None,
             allowed_origins: Vec::new(),
             agents: BTreeMap::new(),
             limits: Limits::default(),
@@ -324,6 +327,17 @@ impl Config {
                     scope: "listen".into(),
                     problem: "config_malformed",
                     detail: "listen must be host:port with an IP address".into(),
+                    path: None,
+                }),
+            }
+        }
+        if let Some(listen) = raw.metrics_listen {
+            match listen.parse::<SocketAddr>() {
+                Ok(addr) => config.metrics_listen = Some(addr),
+                Err(_) => config.problems.push(ConfigProblem {
+                    scope: "metricsListen".into(),
+                    problem: "config_malformed",
+                    detail: "metricsListen must be host:port with an IP address".into(),
                     path: None,
                 }),
             }
@@ -464,6 +478,7 @@ mod tests {
         assert!(example.problems.is_empty(), "{:?}", example.problems);
         let default = Config::default();
         assert_eq!(example.listen, default.listen);
+        assert_eq!(example.metrics_listen, default.metrics_listen);
         assert_eq!(example.limits.queue_bytes, default.limits.queue_bytes);
         assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
         assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
@@ -484,6 +499,17 @@ mod tests {
         assert_eq!(c.problems[0].problem, "config_malformed");
         assert!(!c.problems[0].detail.contains("secret"));
         assert_eq!(c.listen, Config::default().listen);
+    }
+
+    #[test]
+    fn metrics_listen_is_an_address_or_a_scoped_problem() {
+        let c = Config::from_json(br#"{"metricsListen": "127.0.0.1:9464"}"#);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.metrics_listen, Some("127.0.0.1:9464".parse().unwrap()));
+        let c = Config::from_json(br#"{"metricsListen": "localhost"}"#);
+        assert_eq!(c.problems.len(), 1);
+        assert_eq!(c.problems[0].scope, "metricsListen");
+        assert_eq!(c.metrics_listen, None);
     }
 
     #[test]

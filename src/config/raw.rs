@@ -11,6 +11,8 @@ use serde::Deserialize;
 pub struct RawConfig {
     /// `host:port` to listen on.
     pub listen: Option<String>,
+    /// `host:port` of the metrics-only listener (`GET /metrics`, no token); absent: none.
+    pub metrics_listen: Option<String>,
     /// Origins allowed to open WebSockets besides same-host ones.
     pub allowed_origins: Vec<String>,
     /// Extra agents, by id. Each entry is read into a [`RawAgent`] on its own, so a bad one is

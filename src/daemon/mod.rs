@@ -59,6 +59,18 @@ pub struct DaemonOptions {
     /// Codex's home, where its session names are read; `None`: `$CODEX_HOME`, else
     /// `~/.codex` (see [`crate::agents::names::codex_home_from_env`]). Tests pass their own.
     pub codex_home: Option<PathBuf>,
+    /// The metrics-only listener (`GET /metrics` without a token); `None`: config
+    /// `metricsListen`, and none when that is absent too.
+    pub metrics_listen: Option<MetricsListen>,
+}
+
+/// Where the metrics-only listener is.
+#[derive(Debug)]
+pub enum MetricsListen {
+    /// Bind this address (a non-loopback one needs `allow_remote`, as the main one does).
+    Addr(SocketAddr),
+    /// A listener already bound (tests bind port 0).
+    Bound(TcpListener),
 }
 
 /// Why the daemon could not start.
@@ -119,7 +131,10 @@ pub struct DaemonHandle {
     pub state_dir: PathBuf,
     /// Its stable id.
     pub daemon_id: uuid::Uuid,
+    /// Where the metrics-only listener listens, if there is one.
+    pub metrics_addr: Option<SocketAddr>,
     server: ServerHandle,
+    metrics_server: Option<ServerHandle>,
     manager: Addr<SessionManager>,
     store: StateStore,
     dir: StateDir,
@@ -178,7 +193,8 @@ impl Daemon {
         let token_set = dir.tokens()?;
         let token = token_set.current().to_string();
         let (token_publisher, tokens) = crate::server::tokens::Tokens::new(token_set);
-        let store = StateStore::open(&dir.db_path()).await?;
+        let metrics = crate::metrics::Metrics::new();
+        let store = StateStore::open_counted(&dir.db_path(), metrics.clone()).await?;
         let daemon_id = store.daemon_id().await?;
         let rows = store.load_fleet().await?;
         // Spec §7.5, before serving: claims a dead daemon left in progress become
@@ -222,6 +238,11 @@ impl Daemon {
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
         }
+        let metrics_listener = bind_metrics(
+            opts.metrics_listen
+                .or(config.metrics_listen.map(MetricsListen::Addr)),
+            opts.allow_remote,
+        )?;
 
         let catalog =
             Arc::new(AgentCatalog::new(&config.agents).with_invalid(config.invalid_agents()));
@@ -254,7 +275,8 @@ impl Daemon {
             .with_atc_binary(&atc_program);
             Some(Arc::new(
                 crate::providers::imp::provider::ImpProvider::new(settings, bridges.clone())
-                    .with_broker(broker_store.clone()),
+                    .with_broker(broker_store.clone())
+                    .with_metrics(metrics.clone()),
             )
                 as Arc<dyn crate::providers::ExecutionProvider>)
         });
@@ -282,6 +304,7 @@ impl Daemon {
         let bound_socket = Arc::new(std::sync::OnceLock::new());
         let worker_bound_socket = bound_socket.clone();
         let targets = Arc::new(config.targets.clone());
+        let (scrape_targets, scrape_reporter) = (targets.clone(), reporter_stats.clone());
         let refusal = crate::providers::refusal::Refusal::new(targets.clone(), providers.clone());
         let deps_refusal = refusal.clone();
         for p in targets.problems() {
@@ -315,6 +338,7 @@ impl Daemon {
             refusal,
             providers: state_providers,
             reporter: reporter_stats,
+            metrics: metrics.clone(),
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without
@@ -323,6 +347,7 @@ impl Daemon {
         // hands the address back. The mutexes are a one-time handoff at start, not shared
         // domain state.
         let permission_timeout = config.timings.permission_timeout;
+        let (deps_metrics, registry_metrics) = (metrics.clone(), metrics.clone());
         let parts = Arc::new(std::sync::Mutex::new(Some(move |me, permissions| {
             ManagerParts {
                 deps: SessionDeps {
@@ -340,6 +365,7 @@ impl Daemon {
                     codex_home,
                     permissions,
                     atc_program: atc_program.clone(),
+                    metrics: deps_metrics.clone(),
                 },
                 catalog: deps_catalog,
                 rows,
@@ -364,7 +390,12 @@ impl Daemon {
                     let mut registry = None;
                     let manager = SessionManager::start_with(|me| {
                         // The registry broadcasts through the manager, which fans events out.
-                        let r = PermissionRegistry::new(permission_timeout, me.clone()).start();
+                        let r = PermissionRegistry::new(
+                            permission_timeout,
+                            me.clone(),
+                            registry_metrics.clone(),
+                        )
+                        .start();
                         registry = Some(r.clone());
                         build(me, r)
                     });
@@ -414,6 +445,26 @@ impl Daemon {
             addr,
             source: std::io::Error::other("the HTTP worker did not start"),
         })?;
+        let (metrics_addr, metrics_server) = match metrics_listener {
+            Some((listener, metrics_addr)) => {
+                let scraper = crate::server::metrics_http::Scraper {
+                    manager: manager.clone(),
+                    reporter: scrape_reporter,
+                    metrics,
+                    targets: scrape_targets,
+                };
+                let server = crate::server::metrics_http::serve_metrics_only(listener, scraper)
+                    .map_err(|source| StartError::Bind {
+                        addr: metrics_addr,
+                        source,
+                    })?;
+                let handle = server.handle();
+                actix_rt::spawn(server);
+                tracing::info!(addr = %metrics_addr, "metrics listening (no token)");
+                (Some(metrics_addr), Some(handle))
+            }
+            None => (None, None),
+        };
 
         dir.write_info(&DaemonInfo {
             pid: std::process::id(),
@@ -429,7 +480,9 @@ impl Daemon {
             token,
             state_dir: dir.path().to_path_buf(),
             daemon_id,
+            metrics_addr,
             server: server_handle,
+            metrics_server,
             manager,
             store,
             dir,
@@ -441,6 +494,32 @@ impl Daemon {
             systemd: None,
         })
     }
+}
+
+/// Binds the metrics-only listener, if one is asked for, refusing a non-loopback address
+/// without `allow_remote` like the main listener.
+fn bind_metrics(
+    asked: Option<MetricsListen>,
+    allow_remote: bool,
+) -> Result<Option<(TcpListener, SocketAddr)>, StartError> {
+    let listener = match asked {
+        None => return Ok(None),
+        Some(MetricsListen::Bound(l)) => l,
+        Some(MetricsListen::Addr(addr)) => {
+            if !addr.ip().is_loopback() && !allow_remote {
+                return Err(StartError::RemoteRefused(addr));
+            }
+            TcpListener::bind(addr).map_err(|source| StartError::Bind { addr, source })?
+        }
+    };
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        source,
+    })?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "metrics listening on a non-loopback address without a token: anyone who can reach it sees session counts and traffic figures");
+    }
+    Ok(Some((listener, addr)))
 }
 
 /// The signals the daemon answers: SIGTERM and SIGINT stop it, SIGHUP re-reads the token
@@ -556,6 +635,9 @@ impl DaemonHandle {
             tracing::error!(error = %e, "session manager gone before shutdown");
         }
         self.server.stop(true).await;
+        if let Some(metrics) = &self.metrics_server {
+            metrics.stop(true).await;
+        }
         if let Err(e) = self.store.close().await {
             tracing::error!(error = %e, "closing the store failed");
         }

@@ -87,6 +87,22 @@ pub enum LedgerError {
     KeyUnknown,
 }
 
+/// Which of the ledger's answers (spec §7.4) a keyed request got, for the metrics; `None` for
+/// an answer that is none of them (a refusal or failure of the spawn itself, an unknown key
+/// on a replay-only request, a key whose session is not listed).
+pub fn answer_kind(answer: &Result<KeyedAnswer, Error>) -> Option<crate::metrics::LedgerAnswer> {
+    use crate::metrics::LedgerAnswer as A;
+    match answer {
+        Ok(KeyedAnswer { replayed: true, .. }) => Some(A::Replayed),
+        Ok(KeyedAnswer {
+            replayed: false, ..
+        }) => Some(A::Created),
+        Err(Error::Ledger(LedgerError::Conflict)) => Some(A::Conflict),
+        Err(Error::Ledger(LedgerError::OutcomeUnknown { .. })) => Some(A::OutcomeUnknown),
+        Err(_) => None,
+    }
+}
+
 fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> Error {
     // Never the payload: operation, key and step are enough to find the row.
     tracing::error!(operation = %key.operation, key = %key.key, step, error = %e, "ledger step failed");

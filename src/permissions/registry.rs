@@ -12,6 +12,7 @@ use actix::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::metrics::{Metrics, PermissionResolution};
 use crate::sessions::messages::FleetNotice;
 use atc_protocol::FleetEvent;
 
@@ -100,11 +101,17 @@ pub struct PermissionRegistry {
     next: u64,
     timeout: Duration,
     events: Recipient<FleetNotice>,
+    metrics: Metrics,
 }
 
 impl PermissionRegistry {
-    /// A registry that times requests out after `timeout` and broadcasts through `events`.
-    pub fn new(timeout: Duration, events: Recipient<FleetNotice>) -> PermissionRegistry {
+    /// A registry that times requests out after `timeout`, broadcasts through `events` and
+    /// counts resolutions into `metrics`.
+    pub fn new(
+        timeout: Duration,
+        events: Recipient<FleetNotice>,
+        metrics: Metrics,
+    ) -> PermissionRegistry {
         PermissionRegistry {
             pending: HashMap::new(),
             order: VecDeque::new(),
@@ -113,13 +120,21 @@ impl PermissionRegistry {
             next: 1,
             timeout,
             events,
+            metrics,
         }
     }
 
-    fn resolve(&mut self, id: &str, decision: &str, ctx: &mut Context<Self>) {
+    fn resolve(
+        &mut self,
+        id: &str,
+        decision: &str,
+        how: PermissionResolution,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(p) = self.pending.remove(id) else {
             return;
         };
+        self.metrics.permission_resolved(how);
         ctx.cancel_future(p.timer);
         self.order.retain(|o| o != id);
         self.resolved.insert(id.to_string());
@@ -150,7 +165,7 @@ impl Handler<OpenRequest> for PermissionRegistry {
         self.next += 1;
         let timer = ctx.run_later(self.timeout, {
             let id = id.clone();
-            move |act, ctx| act.resolve(&id, "deny", ctx)
+            move |act, ctx| act.resolve(&id, "deny", PermissionResolution::TimedOut, ctx)
         });
         let request = PendingRequest {
             request: id.clone(),
@@ -186,7 +201,7 @@ impl Handler<DismissSession> for PermissionRegistry {
             .cloned()
             .collect();
         for id in ids {
-            self.resolve(&id, "dismissed", ctx);
+            self.resolve(&id, "dismissed", PermissionResolution::Dismissed, ctx);
         }
     }
 }
@@ -200,7 +215,12 @@ impl Handler<Respond> for PermissionRegistry {
                 request: msg.request,
             }),
             Some(_) => {
-                self.resolve(&msg.request, &msg.decision, ctx);
+                self.resolve(
+                    &msg.request,
+                    &msg.decision,
+                    PermissionResolution::Answered,
+                    ctx,
+                );
                 Ok(())
             }
             None if self.resolved.contains(&msg.request) => Err(PermissionError::AlreadyAnswered {
@@ -254,7 +274,7 @@ mod tests {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let probe = Probe(seen.clone()).start();
         (
-            PermissionRegistry::new(timeout, probe.recipient()).start(),
+            PermissionRegistry::new(timeout, probe.recipient(), Metrics::new()).start(),
             seen,
         )
     }
@@ -300,6 +320,45 @@ mod tests {
         }
         reg.send(ListPending).await.unwrap();
         assert_eq!(resolutions(&seen).len(), 1, "resolved exactly once");
+    }
+
+    #[actix_rt::test]
+    async fn each_resolution_is_counted_once_by_how_it_came() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let probe = Probe(seen.clone()).start();
+        let metrics = Metrics::new();
+        let reg = PermissionRegistry::new(
+            Duration::from_millis(30),
+            probe.recipient(),
+            metrics.clone(),
+        )
+        .start();
+        let answered = reg.send(open(true)).await.unwrap();
+        let dismissed = open(false);
+        let session = dismissed.session;
+        reg.send(dismissed).await.unwrap();
+        reg.send(open(false)).await.unwrap();
+        for _ in 0..2 {
+            // The second answer is already_answered and counts nothing.
+            let _ = reg
+                .send(Respond {
+                    request: answered.clone(),
+                    decision: "allow".into(),
+                })
+                .await;
+        }
+        reg.send(DismissSession(session)).await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while resolutions(&seen).len() < 3 {
+            assert!(std::time::Instant::now() < deadline, "never timed out");
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, metrics.registry()).unwrap();
+        for how in ["answered", "dismissed", "timed_out"] {
+            let line = format!("atc_permission_requests_resolved_total{{resolution=\"{how}\"}} 1");
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
     }
 
     #[actix_rt::test]

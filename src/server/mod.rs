@@ -7,6 +7,7 @@ mod conn_socket;
 mod error_response;
 mod events;
 mod head_guard;
+pub mod metrics_http;
 pub mod openapi;
 mod page;
 pub mod reporter;
@@ -79,6 +80,8 @@ pub struct AppState {
     pub providers: crate::providers::registry::Providers,
     /// What the reporter socket received.
     pub reporter: Arc<reporter::ReporterStats>,
+    /// This daemon's metrics (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);

@@ -267,6 +267,11 @@ fn operation(endpoint: Endpoint) -> Operation {
              `?ticket=`, instead of the token",
             &[(200, "Ticket")],
         ),
+        Endpoint::Metrics => Operation {
+            summary: "Prometheus metrics in the OpenMetrics text format; also served without a \
+                      token on the optional --metrics-listen address",
+            ..op("", &[(200, "")])
+        },
     }
 }
 
@@ -405,6 +410,15 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                     "application/json",
                     ContentBuilder::new()
                         .schema(Some(ObjectBuilder::new().schema_type(Type::Object)))
+                        .build(),
+                )
+        } else if route.endpoint == Endpoint::Metrics {
+            ResponseBuilder::new()
+                .description("Every atc_ family, ending in `# EOF`")
+                .content(
+                    crate::metrics::scrape::CONTENT_TYPE,
+                    ContentBuilder::new()
+                        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                         .build(),
                 )
         } else {

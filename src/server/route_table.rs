@@ -105,6 +105,8 @@ pub enum Endpoint {
     Trail,
     /// `POST /v1/tickets`.
     Tickets,
+    /// `GET /metrics` (Prometheus; outside `/v1`, where scrapers look).
+    Metrics,
 }
 
 /// One route: a method on a path (actix's `{name}` segments, which are also OpenAPI's).
@@ -112,7 +114,7 @@ pub enum Endpoint {
 pub struct Route {
     /// The method.
     pub method: Method,
-    /// The full path, `/v1/...`.
+    /// The full path, `/v1/...` (or `/metrics`).
     pub path: &'static str,
     /// What answers it.
     pub endpoint: Endpoint,
@@ -174,6 +176,7 @@ pub const ROUTES: &[Route] = &[
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
     route(Post, "/v1/tickets", E::Tickets),
+    route(Get, "/metrics", E::Metrics),
 ];
 
 /// Whether `path` is served without a token (whatever the method: a wrong one answers
@@ -242,6 +245,7 @@ mod tests {
         assert!(!is_public("/v1/openapi.json/x"));
         assert!(!is_public("/v1/assets/x"));
         assert!(!is_public("/assets"));
+        assert!(!is_public("/metrics"));
     }
 
     #[test]

@@ -66,6 +66,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Events => r.to(super::events::events),
         Endpoint::Trail => r.to(trail),
         Endpoint::Tickets => r.to(ticket),
+        Endpoint::Metrics => r.to(super::metrics_http::metrics),
     }
 }
 
@@ -282,7 +283,11 @@ async fn spawn(
             spawn,
         })
         .await,
-    )??;
+    )?;
+    if let Some(kind) = crate::ledger::key_lock::answer_kind(&answer) {
+        state.metrics.ledger_answered(kind);
+    }
+    let answer = answer?;
     let body = json!({ "session": answer.session });
     Ok(if answer.replayed {
         HttpResponse::Ok()

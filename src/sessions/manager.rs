@@ -256,12 +256,21 @@ impl Handler<Spawn> for SessionManager {
     /// forgotten (row deleted, `session.removed`) and the refusal is the spawn's answer, so a
     /// keyed spawn releases its key.
     fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
+        let (began, metrics) = (std::time::Instant::now(), self.deps.metrics.clone());
+        let counted = move |answer: Result<Descriptor, Error>| {
+            let outcome = match answer {
+                Ok(_) => crate::metrics::SpawnOutcome::Started,
+                Err(_) => crate::metrics::SpawnOutcome::Failed,
+            };
+            metrics.spawned(outcome, began.elapsed());
+            answer
+        };
         let (descriptor, ready) = match self.spawn(msg) {
             Ok(spawned) => spawned,
-            Err(e) => return Box::pin(fut::ready(Err(e))),
+            Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
         };
         if ready.is_none() {
-            return Box::pin(fut::ready(Ok(descriptor)));
+            return Box::pin(fut::ready(counted(Ok(descriptor))));
         }
         let id = descriptor.id;
         Box::pin(
@@ -270,7 +279,7 @@ impl Handler<Spawn> for SessionManager {
                 .then(move |res, act, _| {
                     let addr = act.sessions.get(&id).map(|e| e.addr.clone());
                     async move {
-                        match (res, addr) {
+                        let answer = match (res, addr) {
                             // Answer what the session looks like now that it runs.
                             (Ok(()), Some(a)) => {
                                 // With its host's binding as it is now (`ready`).
@@ -284,7 +293,8 @@ impl Handler<Spawn> for SessionManager {
                                 Err(e)
                             }
                             (Err(e), None) => Err(e),
-                        }
+                        };
+                        counted(answer)
                     }
                     .into_actor(act)
                 }),
@@ -309,6 +319,19 @@ impl Handler<ListSessions> for SessionManager {
 
     fn handle(&mut self, _: ListSessions, _: &mut Self::Context) -> Self::Result {
         MessageResult(self.sessions.listing())
+    }
+}
+
+impl Handler<CountSessions> for SessionManager {
+    type Result = MessageResult<CountSessions>;
+
+    fn handle(&mut self, _: CountSessions, _: &mut Self::Context) -> Self::Result {
+        let mut counts = crate::metrics::scrape::SessionCounts::default();
+        for e in self.sessions.entries() {
+            let d = e.descriptor();
+            counts.count(&d.locator.target_id, d.state);
+        }
+        MessageResult(counts)
     }
 }
 

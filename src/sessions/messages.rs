@@ -232,6 +232,12 @@ pub struct Lookup(pub String);
 #[rtype(result = "bytes::Bytes")]
 pub struct ListSessions;
 
+/// Every session counted by target and state, from the descriptors the manager keeps (sent
+/// by a metrics scrape).
+#[derive(Message)]
+#[rtype(result = "crate::metrics::scrape::SessionCounts")]
+pub struct CountSessions;
+
 /// Spawn a new session.
 #[derive(Message)]
 #[rtype(result = "Result<Descriptor, Error>")]

@@ -87,8 +87,17 @@ pub struct StateStore {
 
 impl StateStore {
     /// Opens (creating if needed) the database at `path`, applies the embedded migrations and
-    /// starts the writer task on the current runtime.
+    /// starts the writer task on the current runtime; its write times go to a set of metrics
+    /// nobody reads (see [`StateStore::open_counted`]).
     pub async fn open(path: &Path) -> Result<StateStore, StoreError> {
+        StateStore::open_counted(path, crate::metrics::Metrics::new()).await
+    }
+
+    /// [`StateStore::open`], timing each queued write into `metrics`.
+    pub async fn open_counted(
+        path: &Path,
+        metrics: crate::metrics::Metrics,
+    ) -> Result<StateStore, StoreError> {
         let options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
@@ -108,7 +117,7 @@ impl StateStore {
             .fetch_one(&pool)
             .await?;
         let newest_event = std::sync::Arc::new(tokio::sync::watch::channel(newest).0);
-        tokio::spawn(run_writer(pool.clone(), rx, newest_event.clone()));
+        tokio::spawn(run_writer(pool.clone(), rx, newest_event.clone(), metrics));
         Ok(StateStore {
             pool,
             writes: tx,
@@ -370,9 +379,13 @@ async fn run_writer(
     pool: SqlitePool,
     mut rx: mpsc::UnboundedReceiver<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
     newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
+    metrics: crate::metrics::Metrics,
 ) {
     while let Some((op, done)) = rx.recv().await {
         let closing = matches!(op, WriteOp::Close);
+        // A barrier or the close writes nothing; timing them would only blur the histogram.
+        let timed = !matches!(op, WriteOp::Barrier | WriteOp::Close);
+        let began = std::time::Instant::now();
         let result = match op {
             // Trail rows also wake long-polling readers.
             WriteOp::AppendEvent(e) => events::append(&pool, &e).await.map(|id| {
@@ -380,6 +393,9 @@ async fn run_writer(
             }),
             op => apply(&pool, op).await,
         };
+        if timed {
+            metrics.store_wrote(began.elapsed());
+        }
         if let Err(e) = &result {
             tracing::error!(error = %e, "store write failed");
         }

@@ -259,6 +259,7 @@ impl TestDaemon {
             atc_program: Some(atc_program),
             // Never the developer's own Codex files.
             codex_home: Some(dir.join("codex-home")),
+            metrics_listen: None,
         };
         let handle = Daemon::start_with_providers(options, extra).await?;
         Ok(TestDaemon {

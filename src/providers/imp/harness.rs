@@ -90,6 +90,10 @@ pub struct ImpHarness {
     /// This start is a revive onto a host made before (not a spawn, not a restart's
     /// re-attach): a broker refusal of it puts an otherwise idle host back to sleep.
     revive: bool,
+    /// Where reconnects are counted.
+    metrics: crate::metrics::Metrics,
+    /// When the started connection dropped, while the harness reconnects.
+    reconnecting_since: Option<std::time::Instant>,
 }
 
 /// The agent's sign-in check (`auth.check`, spec §3.5 step 8): run in the imp through
@@ -200,6 +204,21 @@ impl ImpHarness {
             signin_refused: false,
             started: false,
             revive,
+            metrics: crate::metrics::Metrics::new(),
+            reconnecting_since: None,
+        }
+    }
+
+    /// Counts reconnects into the daemon's `metrics` (without: into a set nobody reads).
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> ImpHarness {
+        self.metrics = metrics;
+        self
+    }
+
+    /// A reconnect ended (a connection started again, or the harness ended meanwhile).
+    fn reconnect_ended(&mut self, outcome: crate::metrics::ReconnectOutcome) {
+        if let Some(since) = self.reconnecting_since.take() {
+            self.metrics.reconnected(outcome, since.elapsed());
         }
     }
 
@@ -212,7 +231,19 @@ impl ImpHarness {
 
     /// Carries out what the state decided, in order.
     fn apply(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
+        use crate::metrics::ReconnectOutcome;
         for effect in effects {
+            match effect {
+                // Only a started connection's drop is a reconnect; retries before the first
+                // start are the spawn's own wait.
+                Effect::Reattaching if self.started => {
+                    self.reconnecting_since
+                        .get_or_insert_with(std::time::Instant::now);
+                }
+                Effect::Attached(_) => self.reconnect_ended(ReconnectOutcome::Reattached),
+                Effect::Finish { .. } => self.reconnect_ended(ReconnectOutcome::Ended),
+                _ => {}
+            }
             if matches!(effect, Effect::Attached(_)) {
                 self.started = true;
                 // Before the session hears of the start: whatever it asks the binding next

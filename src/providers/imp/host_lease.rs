@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use super::guest_atc::{self, ImageAtc, InstallError};
 use super::host_error::HostError;
 use super::settings::ImpSettings;
+use crate::metrics::HeldFlag;
 use crate::providers::CheckIdle;
 use impd_client::{CreateImp, ImpPortError, RunSpec};
 
@@ -93,8 +94,9 @@ pub struct HostLease {
     imp: String,
     /// Harnesses readied here and not gone yet.
     harnesses: usize,
-    /// This daemon holds its lease (as far as it knows).
-    leased: bool,
+    /// This daemon holds its lease (as far as it knows); set, it holds a unit of the
+    /// leases-held gauge.
+    leased: HeldFlag,
     /// impd said our lease is not held any more: never renew (or re-take) it by the timer.
     lease_lost: bool,
     /// impd has leases at all.
@@ -108,13 +110,13 @@ pub struct HostLease {
 }
 
 impl HostLease {
-    /// A lease actor for imp `imp`.
-    pub fn new(settings: ImpSettings, imp: String) -> HostLease {
+    /// A lease actor for imp `imp`; `leased` counts the lease while it is held.
+    pub fn new(settings: ImpSettings, imp: String, leased: HeldFlag) -> HostLease {
         HostLease {
             settings,
             imp,
             harnesses: 0,
-            leased: false,
+            leased,
             lease_lost: false,
             leases_supported: true,
             renewal: None,
@@ -154,7 +156,7 @@ impl HostLease {
 
     /// Renew while harnesses run; with none left, give the lease back instead (spec §5.4).
     fn renewal_tick(&mut self, ctx: &mut Context<Self>) {
-        if self.suspending || !self.leased {
+        if self.suspending || !self.leased.get() {
             return;
         }
         if self.harnesses == 0 {
@@ -173,7 +175,7 @@ impl HostLease {
                         // Someone ended our lease (a forced sleep): never take it back by
                         // the timer.
                         tracing::warn!(imp = %act.imp, "lease not held any more; renewal stopped");
-                        act.leased = false;
+                        act.leased.set(false);
                         act.lease_lost = true;
                         act.stop_renewal(ctx);
                     }
@@ -196,7 +198,7 @@ impl HostLease {
                         return;
                     }
                     act.stop_renewal(ctx);
-                    act.leased = false;
+                    act.leased.set(false);
                     match res {
                         Ok(_) => tracing::info!(imp = %act.imp, "lease returned: no harness left"),
                         Err(e) => {
@@ -237,7 +239,7 @@ impl Handler<ReadyHost> for HostLease {
                     act.harnesses += 1;
                     act.leases_supported = leased;
                     if leased {
-                        act.leased = true;
+                        act.leased.set(true);
                         act.lease_lost = false;
                         act.start_renewal(ctx);
                     }
@@ -404,7 +406,7 @@ impl Handler<HarnessGone> for HostLease {
 
     fn handle(&mut self, _: HarnessGone, ctx: &mut Self::Context) {
         self.harnesses = self.harnesses.saturating_sub(1);
-        if self.harnesses == 0 && self.leased && !self.suspending {
+        if self.harnesses == 0 && self.leased.get() && !self.suspending {
             self.release_in_turn(ctx);
         }
     }
@@ -415,7 +417,7 @@ impl Handler<ReturnLease> for HostLease {
 
     fn handle(&mut self, _: ReturnLease, ctx: &mut Self::Context) -> Self::Result {
         self.stop_renewal(ctx);
-        if !self.leased {
+        if !self.leased.get() {
             return Box::pin(std::future::ready(()));
         }
         let client = self.settings.client();
@@ -425,7 +427,7 @@ impl Handler<ReturnLease> for HostLease {
             async move { client.leases_release(&imp, &label).await }
                 .into_actor(self)
                 .map(|res, act, _| {
-                    act.leased = false;
+                    act.leased.set(false);
                     if let Err(e) = res {
                         tracing::warn!(imp = %act.imp, code = %e.code, "lease return at shutdown failed; it expires by itself");
                     }
@@ -459,7 +461,7 @@ impl Handler<SuspendHost> for HostLease {
         let client = self.settings.client();
         let (imp, label) = (self.imp.clone(), self.settings.lease_label());
         let ttl = self.settings.lease_ttl.as_secs() as u32;
-        let held = self.leased;
+        let held = self.leased.get();
         let s = self.settings.clone();
         let idle = msg.idle;
         let rx = self.in_turn(
@@ -503,14 +505,14 @@ impl Handler<SuspendHost> for HostLease {
             .map(move |outcome, act, ctx| {
                 act.suspending = false;
                 let mut keep_lease = |act: &mut HostLease, retaken: bool| {
-                    act.leased = retaken;
+                    act.leased.set(retaken);
                     if retaken {
                         act.start_renewal(ctx);
                     }
                 };
                 match outcome {
                     Suspension::Slept => {
-                        act.leased = false;
+                        act.leased.set(false);
                         tracing::info!(imp = %act.imp, "host asleep");
                         Ok(())
                     }
@@ -589,7 +591,7 @@ impl Handler<DestroyHost> for HostLease {
                             return Err(HostError::impd(&target, "destroying the host", &e));
                         }
                     }
-                    act.leased = false;
+                    act.leased.set(false);
                     act.harnesses = 0;
                     act.image_atc = None;
                     act.boot = None;

@@ -35,6 +35,8 @@ pub struct ImpProvider {
     broker_store: Option<crate::store::StateStore>,
     /// The binding actor of each host, by imp name, like `hosts`.
     bindings: Mutex<HashMap<String, Addr<crate::broker::host_binding::HostBinding>>>,
+    /// Where leases held and reconnects are counted.
+    metrics: crate::metrics::Metrics,
 }
 
 impl ImpProvider {
@@ -47,7 +49,14 @@ impl ImpProvider {
             bridges,
             broker_store: None,
             bindings: Mutex::new(HashMap::new()),
+            metrics: crate::metrics::Metrics::new(),
         }
+    }
+
+    /// Counts into the daemon's `metrics` (without: into a set nobody reads).
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> ImpProvider {
+        self.metrics = metrics;
+        self
     }
 
     /// Serves broker-backed agents, with their bindings kept in `store` (spec §6).
@@ -112,7 +121,14 @@ impl ImpProvider {
         };
         hosts
             .entry(imp.to_string())
-            .or_insert_with(|| HostLease::new(self.settings.clone(), imp.to_string()).start())
+            .or_insert_with(|| {
+                HostLease::new(
+                    self.settings.clone(),
+                    imp.to_string(),
+                    self.metrics.lease_flag(),
+                )
+                .start()
+            })
             .clone()
     }
 
@@ -318,6 +334,7 @@ impl ExecutionProvider for ImpProvider {
         );
         let addr = ImpHarness::new(self.settings.clone(), lease, imp, spec, events, tx, report)
             .with_broker(broker)
+            .with_metrics(self.metrics.clone())
             .start();
         Ok(StartedHarness {
             handle: HarnessHandle {

@@ -25,6 +25,22 @@ pub enum Opening {
     },
 }
 
+/// Output a client missed because it was too far behind, for the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Missed {
+    /// Bytes not queued.
+    pub bytes: u64,
+    /// The client began dropping here (a desync is owed).
+    pub began: bool,
+}
+
+impl Missed {
+    fn add(&mut self, other: Missed) {
+        self.bytes += other.bytes;
+        self.began |= other.began;
+    }
+}
+
 /// A frame held for a pending client, with the stream offset at which it happened.
 #[derive(Debug)]
 struct Held {
@@ -100,20 +116,15 @@ impl ClientDelivery {
         }
     }
 
-    /// Output the session just wrote.
-    pub fn output(&mut self, queue: &ClientQueue, bytes: &Bytes) {
+    /// Output the session just wrote; answers what of it the client missed.
+    pub fn output(&mut self, queue: &ClientQueue, bytes: &Bytes) -> Missed {
         if self.closed {
-            return;
+            return Missed::default();
         }
         match &mut self.state {
-            State::Live => {
-                if !queue.push_output(bytes.clone()) {
-                    self.state = State::Dropping(bytes.len() as u64);
-                }
-            }
-            State::Dropping(n) => *n += bytes.len() as u64,
             // The ring replays these when the client opens.
-            State::Pending { .. } => {}
+            State::Pending { .. } => Missed::default(),
+            State::Live | State::Dropping(_) => self.replay(queue, bytes.clone()),
         }
     }
 
@@ -133,7 +144,7 @@ impl ClientDelivery {
     /// Opens a pending client: its opening text frames, the repaint (if any), then the ring's
     /// bytes from offset `from` with every held frame placed at the offset it happened at.
     /// The client is live (or dropping, when the bytes overflow its queue) afterwards. Does
-    /// nothing for a client that is not pending.
+    /// nothing for a client that is not pending. Answers what of the tail it missed.
     pub fn open(
         &mut self,
         queue: &ClientQueue,
@@ -141,9 +152,10 @@ impl ClientDelivery {
         repaint: Option<Bytes>,
         from: u64,
         tail: Bytes,
-    ) {
+    ) -> Missed {
+        let mut missed = Missed::default();
         let State::Pending { held, .. } = std::mem::replace(&mut self.state, State::Live) else {
-            return;
+            return missed;
         };
         for f in frames {
             queue.push_text(f);
@@ -157,25 +169,38 @@ impl ClientDelivery {
                 .unwrap_or(usize::MAX)
                 .min(tail.len());
             if upto > sent {
-                self.replay(queue, tail.slice(sent..upto));
+                missed.add(self.replay(queue, tail.slice(sent..upto)));
                 sent = upto;
             }
             queue.push(h.frame);
         }
         if sent < tail.len() {
-            self.replay(queue, tail.slice(sent..));
+            missed.add(self.replay(queue, tail.slice(sent..)));
         }
+        missed
     }
 
-    fn replay(&mut self, queue: &ClientQueue, bytes: Bytes) {
+    fn replay(&mut self, queue: &ClientQueue, bytes: Bytes) -> Missed {
+        let len = bytes.len() as u64;
         match &mut self.state {
             State::Live => {
-                if !queue.push_output(bytes.clone()) {
-                    self.state = State::Dropping(bytes.len() as u64);
+                if queue.push_output(bytes) {
+                    return Missed::default();
+                }
+                self.state = State::Dropping(len);
+                Missed {
+                    bytes: len,
+                    began: true,
                 }
             }
-            State::Dropping(n) => *n += bytes.len() as u64,
-            State::Pending { .. } => {}
+            State::Dropping(n) => {
+                *n += len;
+                Missed {
+                    bytes: len,
+                    began: false,
+                }
+            }
+            State::Pending { .. } => Missed::default(),
         }
     }
 }
@@ -237,9 +262,20 @@ mod tests {
         let (q, mut rx) = client_queue(12);
         let mut d = ClientDelivery::pending(Opening::Attach);
         d.open(&q, vec!["attached".into()], None, 0, Bytes::new());
-        d.output(&q, &Bytes::from_static(b"1234"));
-        d.output(&q, &Bytes::from_static(b"56"));
-        d.output(&q, &Bytes::from_static(b"7"));
+        assert_eq!(
+            d.output(&q, &Bytes::from_static(b"1234")),
+            Missed::default()
+        );
+        let began = Missed {
+            bytes: 2,
+            began: true,
+        };
+        assert_eq!(d.output(&q, &Bytes::from_static(b"56")), began);
+        let more = Missed {
+            bytes: 1,
+            began: false,
+        };
+        assert_eq!(d.output(&q, &Bytes::from_static(b"7")), more);
         assert!(d.start_resync());
         assert_eq!(d.opening(), Some(Opening::Resync { dropped: 3 }));
         d.text(&q, "state".into(), 7);
@@ -305,7 +341,14 @@ mod tests {
     async fn replayed_bytes_over_the_cap_make_the_client_drop() {
         let (q, mut rx) = client_queue(4);
         let mut d = ClientDelivery::pending(Opening::Attach);
-        d.open(&q, vec![], None, 0, Bytes::from_static(b"too long"));
+        let missed = d.open(&q, vec![], None, 0, Bytes::from_static(b"too long"));
+        assert_eq!(
+            missed,
+            Missed {
+                bytes: 8,
+                began: true
+            }
+        );
         assert!(d.start_resync(), "the overflow is reported like any other");
         let seen = drain(&mut rx, q).await;
         assert_eq!(seen, ["B:"], "only the nudge: {seen:?}");

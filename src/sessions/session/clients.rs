@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::client_delivery::{ClientDelivery, Opening};
+use super::client_delivery::{ClientDelivery, Missed, Opening};
+use crate::metrics::{Held, Metrics};
 use crate::sessions::client_queue::{ClientQueue, Outgoing};
 use crate::sessions::messages::{AttachMode, ClientId, ResumeFrom};
 use crate::sessions::ring::OutputRing;
@@ -28,6 +29,8 @@ struct ClientSlot {
     size: Option<TermSize>,
     mode: AttachMode,
     delivery: ClientDelivery,
+    /// Its unit of the attached-clients gauge, given back with the slot.
+    _attached: Held,
 }
 
 /// A client being attached: its queue, the size it reported, and whether it types.
@@ -54,6 +57,8 @@ pub struct Clients {
     stream: String,
     ring: OutputRing,
     slots: HashMap<ClientId, ClientSlot>,
+    /// Where attached clients, desyncs and dropped bytes are counted.
+    metrics: Metrics,
 }
 
 /// The size the clients agree on, to apply when the resize debounce fires: the smallest of
@@ -80,12 +85,30 @@ pub fn counted_size(mode: AttachMode, size: Option<TermSize>) -> Option<TermSize
 
 impl Clients {
     /// A new stream (a fresh id, offsets from 0) holding the last `ring_bytes` of output.
-    pub fn new(ring_bytes: usize) -> Clients {
+    pub fn new(ring_bytes: usize, metrics: Metrics) -> Clients {
         Clients {
             stream: Uuid::new_v4().simple().to_string()[..12].to_string(),
             ring: OutputRing::new(ring_bytes),
             slots: HashMap::new(),
+            metrics,
         }
+    }
+
+    /// Counts output clients missed: `desyncs` clients began dropping, and `bytes` were
+    /// dropped in all (added once, not per client).
+    fn count_missed(&self, bytes: u64, desyncs: usize) {
+        for _ in 0..desyncs {
+            self.metrics.client_desynced();
+        }
+        if bytes > 0 {
+            self.metrics
+                .client_dropped(usize::try_from(bytes).unwrap_or(usize::MAX));
+        }
+    }
+
+    /// Counts what one client missed.
+    fn count_one(&self, missed: Missed) {
+        self.count_missed(missed.bytes, usize::from(missed.began));
     }
 
     /// The stream id clients resume on.
@@ -169,8 +192,14 @@ impl Clients {
     /// Output the process wrote: into the ring, and to every live client.
     pub fn output(&mut self, bytes: &Bytes) {
         self.ring.push(bytes);
+        let (mut dropped, mut desyncs) = (0, 0);
         for slot in self.slots.values_mut() {
-            slot.delivery.output(&slot.queue, bytes);
+            let missed = slot.delivery.output(&slot.queue, bytes);
+            dropped += missed.bytes;
+            desyncs += usize::from(missed.began);
+        }
+        if dropped > 0 {
+            self.count_missed(dropped, desyncs);
         }
     }
 
@@ -191,6 +220,7 @@ impl Clients {
             size: counted_size(mode, size),
             mode,
             delivery: ClientDelivery::pending(Opening::Attach),
+            _attached: self.metrics.attached_client(),
         };
         let opened = match resume_from {
             Some(from) => {
@@ -205,8 +235,10 @@ impl Clients {
                 }
                 .to_text();
                 let tail = Bytes::from(self.ring.since(from).unwrap_or_default());
-                slot.delivery
+                let missed = slot
+                    .delivery
                     .open(&slot.queue, vec![attached], None, from, tail);
+                self.count_one(missed);
                 Opened::Resumed
             }
             None => Opened::NeedsRepaint,
@@ -265,15 +297,17 @@ impl Clients {
             // The bounded screen mailbox keeps the model within half a ring of the output.
             tracing::error!(session = %session, "screen snapshot older than the ring");
         }
-        slot.delivery.open(
+        let missed = slot.delivery.open(
             &slot.queue,
             frames,
             Some(Bytes::from(snapshot.repaint)),
             snapshot.offset,
             Bytes::from(tail.unwrap_or_default()),
         );
+        let closed = slot.delivery.is_closed();
+        self.count_one(missed);
         // An exit came while it waited: it has its exit and close now, and goes.
-        if slot.delivery.is_closed() {
+        if closed {
             self.slots.remove(&client);
         }
     }
@@ -343,7 +377,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_repaint_opens_with_attached_then_the_screen_then_what_happened_meanwhile() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         c.output(&Bytes::from_static(b"old"));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
@@ -374,7 +408,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_resume_gets_the_tail_from_its_offset_and_a_foreign_stream_gets_a_repaint() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         c.output(&Bytes::from_static(b"abcdef"));
         let here = ResumeFrom {
             stream: c.stream().to_string(),
@@ -417,7 +451,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_desync_is_followed_by_resynced_and_its_repaint_with_nothing_between() {
-        let mut c = Clients::new(4096);
+        let mut c = Clients::new(4096, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(
             1,
@@ -454,8 +488,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn each_client_that_falls_behind_is_one_desync_and_every_missed_byte_counts() {
+        let metrics = Metrics::new();
+        let text = || {
+            let mut t = String::new();
+            prometheus_client::encoding::text::encode(&mut t, metrics.registry()).unwrap();
+            t
+        };
+        let mut c = Clients::new(8192, metrics.clone());
+        let (slow, _slow_rx) = client_queue(1024);
+        let (other, _other_rx) = client_queue(1024);
+        let (fast, _fast_rx) = client_queue(1 << 20);
+        for (id, q) in [(1, slow), (2, other), (3, fast)] {
+            let newcomer = Newcomer {
+                queue: q,
+                size: None,
+                mode: AttachMode::Interactive,
+            };
+            c.attach(id, newcomer, None, SESSION, AT);
+            c.finish_repaint(id, SESSION, AT, snapshot(0, ""));
+        }
+        assert!(text().contains("atc_attached_clients 3\n"));
+        c.output(&Bytes::from(vec![b'x'; 2000]));
+        c.output(&Bytes::from(vec![b'y'; 300]));
+        let t = text();
+        assert!(t.contains("atc_client_desyncs_total 2\n"), "{t}");
+        assert!(t.contains("atc_client_dropped_bytes_total 4600\n"), "{t}");
+        c.detach(2);
+        assert!(text().contains("atc_attached_clients 2\n"));
+        c.close_all();
+        assert!(text().contains("atc_attached_clients 0\n"));
+    }
+
+    #[tokio::test]
     async fn an_exit_while_a_repaint_is_pending_follows_attached_and_the_slot_goes() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(
             1,
@@ -501,7 +568,7 @@ mod tests {
 
     #[tokio::test]
     async fn sizes_count_from_attach_until_detach() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         assert_eq!(c.size_on_attach(Some(size(100, 30))), Some(size(100, 30)));
@@ -541,7 +608,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_watchers_size_never_counts() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         c.attach(
@@ -580,7 +647,7 @@ mod tests {
 
     #[tokio::test]
     async fn offsets_and_the_stream_continue_across_a_revive() {
-        let mut c = Clients::new(1024);
+        let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
         c.attach(
             1,

@@ -87,6 +87,8 @@ pub struct SessionDeps {
     pub permissions: Addr<crate::permissions::registry::PermissionRegistry>,
     /// The `atc` program agents' hooks run (`atc hook-report`).
     pub atc_program: std::path::PathBuf,
+    /// This daemon's metrics.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -143,7 +145,7 @@ impl Session {
                     ScreenWorker::new(size, 0, mailbox)
                 })
             },
-            clients: Clients::new(deps.limits.ring_bytes),
+            clients: Clients::new(deps.limits.ring_bytes, deps.metrics.clone()),
             harness: None,
             ending: None,
             attachment: Attachment::Detached,
@@ -369,6 +371,7 @@ impl Session {
 
     fn on_output(&mut self, bytes: &Bytes) {
         self.last_output = std::time::Instant::now();
+        self.deps.metrics.output_read(bytes.len());
         self.clients.output(bytes);
     }
 
@@ -385,20 +388,22 @@ impl Session {
         writes: Vec<Bytes>,
     ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
         let id = self.record.id.to_string();
+        let metrics = self.deps.metrics.clone();
         let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
             writes
                 .into_iter()
-                .map(|w| h.input.send(WriteInput(w)))
+                .map(|w| (w.len(), h.input.send(WriteInput(w))))
                 .collect()
         });
         async move {
             let Some(sent) = sent else {
                 return Err(SessionError::Dead { id }.into());
             };
-            for write in sent {
+            for (len, write) in sent {
                 write
                     .await
                     .map_err(|_| SessionError::Dead { id: id.clone() })??;
+                metrics.input_written(len);
             }
             Ok(())
         }
