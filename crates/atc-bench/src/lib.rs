@@ -140,6 +140,11 @@ pub struct BenchArgs {
     /// Working directory of every spawned session (absolute, on the daemon's machine).
     #[arg(long, default_value = "/tmp")]
     pub cwd: String,
+    /// Program the floor runs in each of its PTYs (default: what the daemon's `shell` agent
+    /// runs, `$SHELL`, else `/bin/sh`). Give the daemon's `shell` agent the same program, or
+    /// the two sides start different shells.
+    #[arg(long, value_name = "PROGRAM")]
+    pub floor_shell: Option<String>,
     /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub payload_mib: u32,
@@ -202,6 +207,8 @@ struct Plan {
     concurrency: usize,
     agent: String,
     cwd: String,
+    /// The floor's shell, resolved once.
+    floor_shell: String,
     payload: Payload,
     echo_count: u32,
     fanout_clients: u32,
@@ -235,6 +242,11 @@ impl Plan {
             concurrency: args.concurrency as usize,
             agent: args.agent.clone(),
             cwd: args.cwd.clone(),
+            floor_shell: args
+                .floor_shell
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(floor::default_shell),
             payload: Payload {
                 bytes: u64::from(args.payload_mib) << 20,
             },
@@ -301,7 +313,7 @@ impl Context {
         deadline: Deadline,
     ) -> anyhow::Result<SessionId> {
         if let Server::Floor(floor) = &self.server {
-            let id = floor.spawn_shell(&self.plan.cwd, TERMINAL)?;
+            let id = floor.spawn_shell(&self.plan.floor_shell, &self.plan.cwd, TERMINAL)?;
             ledger.record(id);
             return Ok(id);
         }

@@ -36,6 +36,10 @@ async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {
         "3",
         "--phase-timeout-secs",
         "60",
+        // Not the user's $SHELL: an interactive bash reads ~/.bashrc, which on some machines
+        // takes seconds (pyenv hooks) and would make the test about that machine.
+        "--floor-shell",
+        "/bin/sh",
     ])
     .expect("arguments parse")
     .bench;
@@ -118,6 +122,7 @@ async fn two_clients_on_one_floor_pty_get_the_output_byte_for_byte() {
     let floor = Floor::start().expect("the floor starts");
     let id = floor
         .spawn_shell(
+            "/bin/sh",
             "/tmp",
             TermSize {
                 cols: 120,

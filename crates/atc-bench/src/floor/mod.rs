@@ -68,6 +68,14 @@ pub enum FloorError {
     Thread(io::Error),
 }
 
+/// The shell atc's `shell` agent runs: `$SHELL`, else `/bin/sh`.
+pub fn default_shell() -> String {
+    std::env::var("SHELL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".to_string())
+}
+
 /// A running floor server; dropping it ends its sessions, connections and threads.
 pub struct Floor {
     addr: SocketAddr,
@@ -161,22 +169,18 @@ impl Floor {
         format!("http://{}", self.addr)
     }
 
-    /// Spawns the shell atc's `shell` agent runs (`$SHELL`, else `/bin/sh`) on a fresh PTY of
-    /// `size` in `cwd`, with the `TERM` atc sets, and starts its reader.
-    pub fn spawn_shell(&self, cwd: &str, size: TermSize) -> Result<Uuid, FloorError> {
-        let shell = std::env::var("SHELL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "/bin/sh".to_string());
+    /// Spawns `shell` (see [`default_shell`]) on a fresh PTY of `size` in `cwd`, with the
+    /// `TERM` atc sets, and starts its reader.
+    pub fn spawn_shell(&self, shell: &str, cwd: &str, size: TermSize) -> Result<Uuid, FloorError> {
         let (pty, pts) = pty_process::blocking::open().map_err(FloorError::Pty)?;
         pty.resize(pty_process::Size::new(size.rows, size.cols))
             .map_err(FloorError::Pty)?;
-        let child = Command::new(&shell)
+        let child = Command::new(shell)
             .current_dir(cwd)
             .env("TERM", "xterm-256color")
             .spawn(pts)
             .map_err(|source| FloorError::Spawn {
-                program: shell.clone(),
+                program: shell.to_string(),
                 source,
             })?;
         let id = Uuid::new_v4();
