@@ -372,6 +372,24 @@ mod tests {
         }
     }
 
+    /// A client that types, reporting `size`.
+    fn typist(queue: ClientQueue, size: Option<TermSize>) -> Newcomer {
+        Newcomer {
+            queue,
+            size,
+            mode: AttachMode::Interactive,
+        }
+    }
+
+    /// A watch-only client reporting `size`.
+    fn watcher(queue: ClientQueue, size: Option<TermSize>) -> Newcomer {
+        Newcomer {
+            queue,
+            size,
+            mode: AttachMode::Watch,
+        }
+    }
+
     const SESSION: Uuid = Uuid::nil();
     const AT: TermSize = TermSize { cols: 80, rows: 24 };
 
@@ -381,17 +399,7 @@ mod tests {
         c.output(&Bytes::from_static(b"old"));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
-            c.attach(
-                1,
-                Newcomer {
-                    queue: q,
-                    size: None,
-                    mode: AttachMode::Interactive
-                },
-                None,
-                SESSION,
-                AT
-            ),
+            c.attach(1, typist(q, None), None, SESSION, AT),
             Opened::NeedsRepaint
         );
         // While the snapshot is on the way: output and a resize.
@@ -431,17 +439,7 @@ mod tests {
         assert_eq!(from, Some(2));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
-            c.attach(
-                7,
-                Newcomer {
-                    queue: q,
-                    size: None,
-                    mode: AttachMode::Interactive
-                },
-                from,
-                SESSION,
-                AT
-            ),
+            c.attach(7, typist(q, None), from, SESSION, AT),
             Opened::Resumed
         );
         c.output(&Bytes::from_static(b"g"));
@@ -453,17 +451,7 @@ mod tests {
     async fn a_desync_is_followed_by_resynced_and_its_repaint_with_nothing_between() {
         let mut c = Clients::new(4096, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(
-            1,
-            Newcomer {
-                queue: q,
-                size: None,
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
+        c.attach(1, typist(q, None), None, SESSION, AT);
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from(vec![b'x'; 100]));
         assert!(!c.start_resync(1), "nothing was dropped yet");
@@ -500,11 +488,7 @@ mod tests {
         let (other, _other_rx) = client_queue(1024);
         let (fast, _fast_rx) = client_queue(1 << 20);
         for (id, q) in [(1, slow), (2, other), (3, fast)] {
-            let newcomer = Newcomer {
-                queue: q,
-                size: None,
-                mode: AttachMode::Interactive,
-            };
+            let newcomer = typist(q, None);
             c.attach(id, newcomer, None, SESSION, AT);
             c.finish_repaint(id, SESSION, AT, snapshot(0, ""));
         }
@@ -524,17 +508,7 @@ mod tests {
     async fn an_exit_while_a_repaint_is_pending_follows_attached_and_the_slot_goes() {
         let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(
-            1,
-            Newcomer {
-                queue: q,
-                size: Some(size(50, 10)),
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
+        c.attach(1, typist(q, Some(size(50, 10))), None, SESSION, AT);
         c.output(&Bytes::from_static(b"bye"));
         c.exited(&AttachFrame::Exit {
             code: Some(0),
@@ -572,28 +546,8 @@ mod tests {
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         assert_eq!(c.size_on_attach(Some(size(100, 30))), Some(size(100, 30)));
-        c.attach(
-            1,
-            Newcomer {
-                queue: q1,
-                size: Some(size(100, 30)),
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
-        c.attach(
-            2,
-            Newcomer {
-                queue: q2,
-                size: None,
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
+        c.attach(1, typist(q1, Some(size(100, 30))), None, SESSION, AT);
+        c.attach(2, typist(q2, None), None, SESSION, AT);
         assert_eq!(c.size_on_attach(Some(size(120, 20))), Some(size(100, 20)));
         assert!(c.resized(2, size(60, 50)));
         assert!(
@@ -611,28 +565,8 @@ mod tests {
         let mut c = Clients::new(1024, Metrics::new());
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
-        c.attach(
-            1,
-            Newcomer {
-                queue: q1,
-                size: Some(size(100, 30)),
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
-        c.attach(
-            2,
-            Newcomer {
-                queue: q2,
-                size: Some(size(10, 5)),
-                mode: AttachMode::Watch,
-            },
-            None,
-            SESSION,
-            AT,
-        );
+        c.attach(1, typist(q1, Some(size(100, 30))), None, SESSION, AT);
+        c.attach(2, watcher(q2, Some(size(10, 5))), None, SESSION, AT);
         assert_eq!(c.effective_size(), Some(size(100, 30)));
         assert!(
             !c.resized(2, size(20, 4)),
@@ -649,17 +583,7 @@ mod tests {
     async fn offsets_and_the_stream_continue_across_a_revive() {
         let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(
-            1,
-            Newcomer {
-                queue: q,
-                size: None,
-                mode: AttachMode::Interactive,
-            },
-            None,
-            SESSION,
-            AT,
-        );
+        c.attach(1, typist(q, None), None, SESSION, AT);
         c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from_static(b"first life"));
         c.exited(&AttachFrame::Exit {
@@ -678,17 +602,7 @@ mod tests {
         let from = c.resume_point(Some(&back));
         assert_eq!(from, Some(10), "the old stream resumes after the revive");
         let (q, mut rx) = client_queue(1024);
-        c.attach(
-            2,
-            Newcomer {
-                queue: q,
-                size: None,
-                mode: AttachMode::Interactive,
-            },
-            from,
-            SESSION,
-            AT,
-        );
+        c.attach(2, typist(q, None), from, SESSION, AT);
         c.detach(2);
         assert_eq!(drain(&mut rx).await, ["attached@10", "B:second"]);
     }
