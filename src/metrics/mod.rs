@@ -145,6 +145,26 @@ struct PermissionLabels {
     resolution: PermissionResolution,
 }
 
+/// A counter family registered as `name`, with a zero counter already made for each of
+/// `labels`: creating a label set's counter is what lists it, so a scrape shows `0` rather
+/// than nothing before the first event.
+fn listed_family<L>(
+    r: &mut Registry,
+    name: &str,
+    help: &str,
+    labels: impl IntoIterator<Item = L>,
+) -> Family<L, Counter>
+where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<L, Counter>::default();
+    for label in labels {
+        family.get_or_create_owned(&label);
+    }
+    r.register(name, help, family.clone());
+    family
+}
+
 /// The counting side of one daemon's metrics. Cheap to clone (every family is shared), and
 /// every method is an atomic add or a short-lived histogram lock.
 #[derive(Clone)]
@@ -180,8 +200,7 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// A fresh set, every counter at zero and every labelled family listing each of its
-    /// values (so a scrape shows a `0` rather than nothing before the first event: creating
-    /// a label set's counter is what lists it, and the handle it answers is not needed).
+    /// values (see [`listed_family`]).
     pub fn new() -> Metrics {
         let mut r = Registry::with_prefix(PREFIX);
         let counter = |r: &mut Registry, name: &str, help: &str, unit: Option<Unit>| {
@@ -223,14 +242,13 @@ impl Metrics {
             "Clients attached to sessions now (attach WebSockets)",
             attached_clients.clone(),
         );
-        let spawns = Family::<SpawnLabels, Counter>::default();
-        for outcome in SpawnOutcome::ALL {
-            spawns.get_or_create_owned(&SpawnLabels { outcome: *outcome });
-        }
-        r.register(
+        let spawns = listed_family(
+            &mut r,
             "spawns",
             "Spawn requests that reached the session manager, by outcome",
-            spawns.clone(),
+            SpawnOutcome::ALL
+                .iter()
+                .map(|&outcome| SpawnLabels { outcome }),
         );
         let spawn_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         r.register_with_unit(
@@ -248,14 +266,13 @@ impl Metrics {
             Unit::Seconds,
             store_write_seconds.clone(),
         );
-        let reconnects = Family::<ReconnectLabels, Counter>::default();
-        for outcome in ReconnectOutcome::ALL {
-            reconnects.get_or_create_owned(&ReconnectLabels { outcome: *outcome });
-        }
-        r.register(
+        let reconnects = listed_family(
+            &mut r,
             "remote_reconnects",
             "Remote harness reconnects after a dropped connection, by how they ended",
-            reconnects.clone(),
+            ReconnectOutcome::ALL
+                .iter()
+                .map(|&outcome| ReconnectLabels { outcome }),
         );
         let reconnect_seconds = Histogram::new(exponential_buckets(0.01, 2.0, 14));
         r.register_with_unit(
@@ -270,25 +287,19 @@ impl Metrics {
             "Imp hosts whose lease this daemon holds now",
             leases_held.clone(),
         );
-        let ledger_answers = Family::<LedgerLabels, Counter>::default();
-        for kind in LedgerAnswer::ALL {
-            ledger_answers.get_or_create_owned(&LedgerLabels { kind: *kind });
-        }
-        r.register(
+        let ledger_answers = listed_family(
+            &mut r,
             "ledger_answers",
             "Keyed spawns the idempotency ledger answered, by kind",
-            ledger_answers.clone(),
+            LedgerAnswer::ALL.iter().map(|&kind| LedgerLabels { kind }),
         );
-        let permission_resolutions = Family::<PermissionLabels, Counter>::default();
-        for resolution in PermissionResolution::ALL {
-            permission_resolutions.get_or_create_owned(&PermissionLabels {
-                resolution: *resolution,
-            });
-        }
-        r.register(
+        let permission_resolutions = listed_family(
+            &mut r,
             "permission_requests_resolved",
             "Permission requests resolved, by how",
-            permission_resolutions.clone(),
+            PermissionResolution::ALL
+                .iter()
+                .map(|&resolution| PermissionLabels { resolution }),
         );
         Metrics {
             registry: Arc::new(r),
