@@ -66,9 +66,7 @@ pub fn presented_token<'a>(headers: &'a header::HeaderMap, query: &'a str) -> Op
         if !headers.contains_key(header::UPGRADE) {
             return None;
         }
-        query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix("access_token="))
+        query_param(query, "access_token")
     };
     from_header.or_else(from_query)
 }
@@ -93,7 +91,15 @@ pub fn bearer_credentials(value: &str) -> Option<&str> {
 
 /// The `ticket` query parameter, if any.
 pub fn presented_ticket(query: &str) -> Option<&str> {
-    query.split('&').find_map(|kv| kv.strip_prefix("ticket="))
+    query_param(query, "ticket")
+}
+
+/// The raw value of the first `name=` pair of a query string.
+fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query.split('&').find_map(|kv| {
+        kv.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+    })
 }
 
 /// The bearer token a request got in with: the one it presented, or the one that asked for
