@@ -110,6 +110,7 @@ function build() {
     terminalText: () => terminal.text(),
     dropConnection: () => terminal.dropConnection(),
     attachedId: () => terminal.sessionId,
+    attached: () => terminal.attached,
     size: () => ({ cols: terminal.term?.cols, rows: terminal.term?.rows }),
   };
   return { fleet, terminal, permissions };

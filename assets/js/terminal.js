@@ -12,6 +12,9 @@ import { linkState } from './fleet.js';
 /** Waits between reconnect attempts; the last one repeats. */
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
 
+/** Keystrokes kept while the first attach is still connecting, at most. */
+const PENDING_MAX = 4096;
+
 const encoder = new TextEncoder();
 
 export class TerminalView {
@@ -41,6 +44,11 @@ export class TerminalView {
     this.attempt = 0;
     this.ended = false;
     this.everAttached = false;
+    // Keys typed between opening the terminal and its first `attached` frame: sent once it
+    // comes, so a user who types at once loses nothing. After a drop nothing is kept: a
+    // command typed under the "reconnecting" banner should not run later by surprise.
+    this.pending = [];
+    this.pendingBytes = 0;
 
     const term = new Terminal({
       cursorBlink: !watch,
@@ -107,8 +115,21 @@ export class TerminalView {
   }
 
   send(bytes) {
-    if (this.watch || this.ws?.readyState !== WebSocket.OPEN) return;
+    if (this.watch) return;
+    if (!this.everAttached) {
+      if (this.pendingBytes + bytes.length <= PENDING_MAX) {
+        this.pending.push(bytes);
+        this.pendingBytes += bytes.length;
+      }
+      return;
+    }
+    if (this.ws?.readyState !== WebSocket.OPEN) return;
     this.ws.send(bytes);
+  }
+
+  /** Whether the terminal is attached now (its socket open and the `attached` frame in). */
+  get attached() {
+    return this.everAttached && this.ws?.readyState === WebSocket.OPEN && this.ui.banner.hidden;
   }
 
   async connect() {
@@ -180,6 +201,8 @@ export class TerminalView {
         this.everAttached = true;
         this.attempt = 0;
         this.showBanner(false);
+        for (const bytes of this.pending.splice(0)) this.ws?.send(bytes);
+        this.pendingBytes = 0;
         // The size may have changed while away.
         this.refit();
         const { cols, rows } = this.term;

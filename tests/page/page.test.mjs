@@ -46,7 +46,17 @@ await run(async ({ page, urls }) => {
     'the token is kept in sessionStorage',
   );
 
-  // Spawn from the button.
+  // Spawn from the button. The attach's ticket is held back until the typing below is done,
+  // so the keys surely land before the socket is in.
+  let typingDone;
+  const typing = new Promise((r) => {
+    typingDone = r;
+  });
+  const slowTicket = async (route) => {
+    await typing;
+    await route.continue();
+  };
+  await page.route('**/v1/tickets', slowTicket);
   await page.click('#spawn');
   await page.waitForSelector('#spawn-dialog[open]');
   await page.selectOption('#spawn-dialog select[name=agent]', 'sh');
@@ -62,10 +72,14 @@ await run(async ({ page, urls }) => {
   check(listed.includes('sh') && listed.includes('running') && listed.includes('local'), `its row: ${listed}`);
 
   // Type a command and see its output (and a 24-bit colour, which xterm draws with a style
-  // attribute the CSP has to allow).
+  // attribute the CSP has to allow). This types at once: keys typed while the first attach
+  // connects are kept and sent when it is in.
   await page.click('#screen');
   await page.keyboard.type("echo hello-$((6*7)); printf '\\033[38;2;255;120;0mtrue-colour\\033[0m\\n'\n");
+  check(!(await page.evaluate(() => window.atc.attached())), 'typed before the attach was in');
+  typingDone();
   await page.waitForFunction(() => window.atc.terminalText().includes('hello-42'));
+  await page.unroute('**/v1/tickets', slowTicket);
   const typed = await page.evaluate(() => window.atc.terminalText());
   check(countLines(typed, 'hello-42') === 1, 'typed a command in the terminal and saw its output');
   await page.waitForFunction(() => window.atc.terminalText().includes('\ntrue-colour'));
@@ -184,6 +198,7 @@ await run(async ({ page, urls }) => {
   await page.click(`${row} button[data-action=revive]`);
   await page.waitForSelector(`${row} .pill.state-running`);
   await page.waitForFunction(() => document.getElementById('terminal-status').textContent === '');
+  await page.waitForFunction(() => window.atc.attached());
   await page.click('#screen');
   await page.keyboard.type('echo revived-$((1+1))\n');
   await page.waitForFunction(() => window.atc.terminalText().includes('revived-2'));
