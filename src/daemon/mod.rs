@@ -5,6 +5,7 @@
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
 
+pub mod command;
 pub mod json_log;
 pub mod state_dir;
 pub mod systemd;

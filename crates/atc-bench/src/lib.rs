@@ -36,7 +36,7 @@ mod rss;
 mod scale;
 mod slow_client;
 mod spawn;
-mod stats;
+pub mod stats;
 mod stream;
 mod throughput;
 
