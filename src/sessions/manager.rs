@@ -14,7 +14,9 @@ use uuid::Uuid;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::fleet::{Entry, Fleet};
 use super::messages::*;
-use super::session::{now_ms, wait_started, Session, SessionDeps, SessionRecord, StartWait};
+use super::session::{
+    now_ms, wait_started, wait_written, RowWritten, Session, SessionDeps, SessionRecord, StartWait,
+};
 use super::session_error::SessionError;
 use crate::agents::AgentCatalog;
 use crate::error::Error;
@@ -158,7 +160,7 @@ impl SessionManager {
         }
     }
 
-    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait), Error> {
+    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait, RowWritten), Error> {
         let cwd = Path::new(&msg.cwd);
         if !cwd.is_absolute() {
             return Err(SessionError::CwdNotAbsolute.into());
@@ -223,11 +225,11 @@ impl SessionManager {
         };
         let deps = self.deps.clone();
         let store = deps.store.clone();
-        let (addr, descriptor, ready) = Session::spawn(record, plan, deps)?;
+        let (addr, descriptor, ready, written) = Session::spawn(record, plan, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.sessions.insert(addr, descriptor.clone());
-        Ok((descriptor, ready))
+        Ok((descriptor, ready, written))
     }
 }
 
@@ -265,39 +267,40 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
-        let (descriptor, ready) = match self.spawn(msg) {
+        let (descriptor, ready, written) = match self.spawn(msg) {
             Ok(spawned) => spawned,
             Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
         };
-        if ready.is_none() {
-            return Box::pin(fut::ready(counted(Ok(descriptor))));
-        }
         let id = descriptor.id;
         Box::pin(
-            async move { wait_started(ready).await }
-                .into_actor(self)
-                .then(move |res, act, _| {
-                    let addr = act.sessions.get(&id).map(|e| e.addr.clone());
-                    async move {
-                        let answer = match (res, addr) {
-                            // Answer what the session looks like now that it runs.
-                            (Ok(()), Some(a)) => {
-                                // With its host's binding as it is now (`ready`).
-                                Ok(a.send(DescribeWithAuth).await.unwrap_or(descriptor))
-                            }
-                            (Ok(()), None) => Ok(descriptor),
-                            (Err(e), Some(a)) => {
-                                // The refusal is the answer; a session that is gone
-                                // already has nothing left to discard.
-                                let _ = a.send(Discard).await;
-                                Err(e)
-                            }
-                            (Err(e), None) => Err(e),
-                        };
-                        counted(answer)
-                    }
-                    .into_actor(act)
-                }),
+            async move {
+                // Durable first: the answer promises the session outlives a daemon crash.
+                wait_written(written, id).await?;
+                wait_started(ready).await
+            }
+            .into_actor(self)
+            .then(move |res, act, _| {
+                let addr = act.sessions.get(&id).map(|e| e.addr.clone());
+                async move {
+                    let answer = match (res, addr) {
+                        // Answer what the session looks like now that it runs.
+                        (Ok(()), Some(a)) => {
+                            // With its host's binding as it is now (`ready`).
+                            Ok(a.send(DescribeWithAuth).await.unwrap_or(descriptor))
+                        }
+                        (Ok(()), None) => Ok(descriptor),
+                        (Err(e), Some(a)) => {
+                            // The refusal is the answer; a session that is gone
+                            // already has nothing left to discard.
+                            let _ = a.send(Discard).await;
+                            Err(e)
+                        }
+                        (Err(e), None) => Err(e),
+                    };
+                    counted(answer)
+                }
+                .into_actor(act)
+            }),
         )
     }
 }

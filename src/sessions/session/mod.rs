@@ -54,7 +54,7 @@ use attention::Attention;
 use clients::{counted_size, Clients, Newcomer, Opened};
 use host_ops::ForgetConfirmation;
 use start::provider_of;
-pub use start::{wait_started, StartWait};
+pub use start::{wait_started, wait_written, RowWritten, StartWait};
 
 /// What every session shares with its siblings: the store, the provider, limits and timings.
 #[derive(Clone)]

@@ -100,6 +100,10 @@ fn start_reattach(
 /// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
 pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), Error>>>;
 
+/// Fires once a new session's first row write has landed (or failed): a spawn answers only
+/// after it, so a daemon killed right after the answer still lists the session.
+pub type RowWritten = tokio::sync::oneshot::Receiver<Result<(), crate::store::StoreError>>;
+
 /// A local harness has no connection to lose; a remote one (whose start hands back a wait)
 /// connects first.
 fn initial_attachment(connects_first: bool) -> Attachment {
@@ -127,7 +131,7 @@ impl Session {
         record: SessionRecord,
         mut plan: crate::agents::LaunchPlan,
         deps: SessionDeps,
-    ) -> Result<(Addr<Session>, Descriptor, StartWait), Error> {
+    ) -> Result<(Addr<Session>, Descriptor, StartWait, RowWritten), Error> {
         crate::sessions::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
         let started = provider_of(&deps, &record.target)?.start(
@@ -146,11 +150,11 @@ impl Session {
         session.harness = Some(started.handle);
         session.attention.say("started");
         let descriptor = session.descriptor();
-        session.persist();
+        let written = session.persist();
         session.notify(FleetEvent::Added {
             session: Box::new(descriptor.clone()),
         });
-        Ok((ctx.run(session), descriptor, started.ready))
+        Ok((ctx.run(session), descriptor, started.ready, written))
     }
 
     /// Registers a session loaded from the store, without a process.
@@ -309,6 +313,22 @@ impl Session {
                 .into_actor(self)
                 .map(|res, act, _| res.map(|()| act.descriptor())),
         )
+    }
+}
+
+/// Waits for a new session's first row write. A failure is logged here; the spawn answers
+/// `internal`, since nothing the client sent caused it.
+pub async fn wait_written(written: RowWritten, id: uuid::Uuid) -> Result<(), Error> {
+    match written.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => {
+            tracing::error!(session = %id, error = %e, "the new session's row could not be written");
+            Err(Error::Internal)
+        }
+        Err(_) => {
+            tracing::error!(session = %id, "the store's writer stopped before the new session's row was written");
+            Err(Error::Internal)
+        }
     }
 }
 
