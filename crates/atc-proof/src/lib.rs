@@ -12,6 +12,7 @@
 pub mod child;
 pub mod report;
 pub mod rng;
+pub mod soak;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -92,7 +93,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         Suite::Crashes => not_built(plan)?,
         Suite::Remote => not_built(plan)?,
         Suite::Frames => not_built(plan)?,
-        Suite::Soak => not_built(plan)?,
+        Suite::Soak => soak::run(plan).await?,
         Suite::Security => not_built(plan)?,
     };
     report.elapsed_secs = started.elapsed().as_secs_f64();

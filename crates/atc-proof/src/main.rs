@@ -33,6 +33,13 @@ enum Command {
         #[command(flatten)]
         args: DaemonArgs,
     },
+    /// Print numbered lines steadily until the terminal goes (the soak's printing sessions).
+    #[command(hide = true)]
+    Ticker {
+        /// Bytes a second.
+        #[arg(long, default_value_t = 4096)]
+        bytes_per_sec: u64,
+    },
     #[command(flatten)]
     Suite(SuiteCommand),
 }
@@ -48,7 +55,7 @@ enum SuiteCommand {
     /// Malformed frames on every WebSocket: clear closes, sessions unharmed.
     Frames(SuiteArgs),
     /// 4,000 sessions for 10 minutes with churn: RSS, fds, WAL, latencies over time.
-    Soak(SuiteArgs),
+    Soak(SoakArgs),
     /// The security walk: tokens, Origin, modes, credential grep, path escapes, slow requests.
     Security(SuiteArgs),
 }
@@ -73,16 +80,48 @@ struct SuiteArgs {
     work_dir: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct SoakArgs {
+    #[command(flatten)]
+    suite: SuiteArgs,
+    /// How long the full fleet is held with churn, in seconds.
+    #[arg(long, default_value_t = 600)]
+    hold_secs: u64,
+    /// Time between two readings of RSS, fds, WAL and sessions alive, in seconds.
+    #[arg(long, default_value_t = 10)]
+    sample_secs: u64,
+    /// Instead of holding a fleet, grow one until a spawn is refused and report what stopped
+    /// it (`--count` caps it; default 100,000).
+    #[arg(long)]
+    grow: bool,
+    /// With --grow: lower the daemon's open-file limit to this first, to find the descriptor
+    /// ceiling without taking the machine's PTYs.
+    #[arg(long, requires = "grow")]
+    grow_fd_limit: Option<u64>,
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Daemon { state_dir, args } => daemon_command::run(args, state_dir),
+        Command::Ticker { bytes_per_sec } => atc_proof::soak::ticker::run(bytes_per_sec),
+        Command::Suite(SuiteCommand::Soak(a)) => {
+            let opts = atc_proof::soak::SoakOptions {
+                hold: Duration::from_secs(a.hold_secs),
+                sample_every: Duration::from_secs(a.sample_secs.max(1)),
+                grow: a.grow,
+                grow_fd_limit: a.grow_fd_limit,
+            };
+            run_suite_with(Suite::Soak, a.suite, |plan| {
+                Box::pin(async move { atc_proof::soak::run_with(plan, &opts).await })
+            })
+        }
         Command::Suite(cmd) => {
             let (suite, args) = match cmd {
                 SuiteCommand::Drops(a) => (Suite::Drops, a),
                 SuiteCommand::Crashes(a) => (Suite::Crashes, a),
                 SuiteCommand::Remote(a) => (Suite::Remote, a),
                 SuiteCommand::Frames(a) => (Suite::Frames, a),
-                SuiteCommand::Soak(a) => (Suite::Soak, a),
+                SuiteCommand::Soak(a) => (Suite::Soak, a.suite),
                 SuiteCommand::Security(a) => (Suite::Security, a),
             };
             run_suite(suite, args)
@@ -91,6 +130,19 @@ fn main() -> ExitCode {
 }
 
 fn run_suite(suite: Suite, args: SuiteArgs) -> ExitCode {
+    run_suite_with(suite, args, |plan| Box::pin(atc_proof::run(plan)))
+}
+
+/// A suite's run as `run_suite_with` takes it.
+type SuiteRun<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<atc_proof::Report>> + 'a>>;
+
+/// Runs `suite` through `run` (a suite with options of its own passes them in it).
+fn run_suite_with(
+    suite: Suite,
+    args: SuiteArgs,
+    run: impl for<'a> FnOnce(&'a Plan) -> SuiteRun<'a>,
+) -> ExitCode {
     let daemon_bin = match std::env::current_exe() {
         Ok(bin) => bin,
         Err(e) => {
@@ -122,7 +174,7 @@ fn run_suite(suite: Suite, args: SuiteArgs) -> ExitCode {
         daemon_bin,
         work_dir,
     };
-    let outcome = actix_rt::System::new().block_on(atc_proof::run(&plan));
+    let outcome = actix_rt::System::new().block_on(run(&plan));
     match outcome {
         Ok(report) => {
             if !args.json {

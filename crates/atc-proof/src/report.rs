@@ -76,6 +76,23 @@ pub struct Report {
     /// Things worth reading that are not figures: the first few failures in full, what
     /// stopped a growth run, the limits the machine reported.
     pub notes: Vec<String>,
+    /// Readings taken over time (the soak's RSS, fds and WAL size every 10 s); absent from
+    /// the JSON of a suite that samples nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+}
+
+/// Readings of several quantities taken together at intervals: one row per reading, one
+/// value per column, in the columns' order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Series {
+    /// camelCase, stable, like a figure's (`samples`).
+    pub name: String,
+    /// What each value of a row is, with its unit in the name (`tSecs`, `rssKib`).
+    pub columns: Vec<String>,
+    /// The readings, oldest first; each as long as `columns`.
+    pub rows: Vec<Vec<f64>>,
 }
 
 impl Report {
@@ -88,7 +105,13 @@ impl Report {
             passed: true,
             figures: Vec::new(),
             notes: Vec::new(),
+            series: Vec::new(),
         }
+    }
+
+    /// Adds a series of readings; it goes in the JSON and, as rows, under the table.
+    pub fn series(&mut self, series: Series) {
+        self.series.push(series);
     }
 
     /// Adds a figure; the report fails if it misses its bound.
@@ -175,6 +198,19 @@ impl Report {
         for note in &self.notes {
             let _ = writeln!(out, "  note: {note}");
         }
+        for series in &self.series {
+            let _ = writeln!(out, "  {}:", series.name);
+            let cells = |row: Vec<String>| {
+                row.iter()
+                    .map(|c| format!("{c:>12}"))
+                    .collect::<Vec<_>>()
+                    .join("")
+            };
+            let _ = writeln!(out, "  {}", cells(series.columns.clone()));
+            for row in &series.rows {
+                let _ = writeln!(out, "  {}", cells(row.iter().map(|v| number(*v)).collect()));
+            }
+        }
         out
     }
 }
@@ -213,6 +249,26 @@ mod tests {
         assert_eq!(json["figures"][3]["name"], "bytesRepeated");
         assert_eq!(json["figures"][3]["holds"], false);
         assert_eq!(json["figures"][1]["want"]["kind"], "equal");
+    }
+
+    #[test]
+    fn a_series_goes_in_the_json_and_under_the_table_only_when_there_is_one() {
+        let mut r = Report::new(Suite::Soak, 3);
+        let json: serde_json::Value = serde_json::from_str(&r.to_json_line()).expect("json");
+        assert!(json.get("series").is_none(), "{json}");
+        r.series(Series {
+            name: "samples".into(),
+            columns: vec!["tSecs".into(), "rssKib".into()],
+            rows: vec![vec![0.0, 1000.0], vec![10.0, 1024.5]],
+        });
+        let json: serde_json::Value = serde_json::from_str(&r.to_json_line()).expect("json");
+        assert_eq!(json["series"][0]["columns"][1], "rssKib");
+        assert_eq!(json["series"][0]["rows"][1][1], 1024.5);
+        let table = r.to_table();
+        assert!(
+            table.contains("samples:") && table.contains("1024.500"),
+            "{table}"
+        );
     }
 
     #[test]

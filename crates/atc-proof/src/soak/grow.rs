@@ -1,0 +1,342 @@
+//! `atc-proof soak --grow`: the largest fleet the machine holds, and what stops it. Spawns
+//! quiet `cat` sessions in steps until the daemon refuses one (or the count's cap or the time
+//! limit comes first), then reads the limits at that moment and names the one that was hit:
+//! PTYs (`kernel.pty.nr` against `kernel.pty.max`), descriptors (the daemon's against its
+//! `RLIMIT_NOFILE`), memory (`MemAvailable`), or processes. The daemon's refusal is the
+//! evidence; the limits only say which one it ran into. Then it checks that the daemon took
+//! the refusal in its stride: it still answers, and every session it held is still alive.
+//!
+//! `--grow-fd-limit N` lowers the daemon's open-file limit to N first (prlimit), which finds
+//! the descriptor ceiling without taking the machine's PTYs, for a test or a small machine.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use atc_bench::limits::{Limit, PtyCount};
+use futures_util::StreamExt as _;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::fleet::{Fleet, Kind, SpawnRefused};
+use super::sample::Probe;
+use super::{start_daemon, SoakOptions};
+use crate::report::{Report, Want};
+use crate::Plan;
+
+/// Sessions spawned between two readings of the limits.
+const STEP: u64 = 100;
+
+/// Spawns in flight at once: enough to keep the daemon busy, few enough that the refusal
+/// lands within a handful of the limit.
+const CONCURRENCY: usize = 4;
+
+/// Default cap on the fleet: far past any limit this machine has, so the limit stops it.
+pub const DEFAULT_CAP: u64 = 100_000;
+
+/// What stopped the growth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The kernel had no PTY left.
+    Ptys,
+    /// The daemon reached its open-file limit.
+    OpenFiles,
+    /// The machine ran short of memory.
+    Memory,
+    /// No more processes could be made.
+    Processes,
+    /// A refusal none of the limits explains.
+    Other,
+    /// The cap (`--count`) was reached with nothing refused.
+    Cap,
+    /// The time limit came first.
+    Time,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Ptys => "PTYs",
+            StopReason::OpenFiles => "open files",
+            StopReason::Memory => "memory",
+            StopReason::Processes => "processes",
+            StopReason::Other => "something else (see the refusal)",
+            StopReason::Cap => "the cap (--count)",
+            StopReason::Time => "the time limit (--seconds)",
+        }
+    }
+}
+
+/// The limits read when a spawn was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AtRefusal {
+    pub pty: Option<PtyCount>,
+    pub fds: Option<u64>,
+    pub fd_soft: Option<Limit>,
+    pub mem_available_kib: Option<u64>,
+}
+
+/// Which limit a refusal with `message` ran into, given the limits read just after it.
+/// The OS error the daemon passes on decides where it names one; the readings decide
+/// otherwise (a limit within a few of its ceiling).
+pub fn classify(message: &str, at: &AtRefusal) -> StopReason {
+    let m = message.to_ascii_lowercase();
+    if m.contains("too many open files") {
+        return StopReason::OpenFiles;
+    }
+    if m.contains("cannot allocate memory") || m.contains("out of memory") {
+        return StopReason::Memory;
+    }
+    // Opening /dev/ptmx past kernel.pty.max fails with ENOSPC.
+    if m.contains("no space left on device") {
+        return StopReason::Ptys;
+    }
+    if m.contains("resource temporarily unavailable") {
+        return StopReason::Processes;
+    }
+    if let Some(p) = at.pty {
+        // The reserve is kept for the initial devpts instance: a container's own instance
+        // stops that much sooner.
+        let ceiling = p.max.saturating_sub(p.reserve.unwrap_or(0));
+        if p.in_use + 8 >= p.max || p.in_use >= ceiling {
+            return StopReason::Ptys;
+        }
+    }
+    if let (Some(fds), Some(Limit::Count(soft))) = (at.fds, at.fd_soft) {
+        if fds + 16 >= soft {
+            return StopReason::OpenFiles;
+        }
+    }
+    if at.mem_available_kib.is_some_and(|kib| kib < 128 * 1024) {
+        return StopReason::Memory;
+    }
+    StopReason::Other
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in KiB.
+pub fn mem_available_kib() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let rest = text.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs the growth.
+pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
+    let mut report = Report::new(plan.suite, plan.seed);
+    let started = Instant::now();
+    let deadline = started + plan.limit;
+    let cap = plan.count_or(DEFAULT_CAP);
+    let before = PtyCount::read();
+    let daemon = start_daemon(plan, "grow", 4096).await?;
+    let probe = Probe::new(daemon.pid(), daemon.state_dir());
+    if let Some(n) = opts.grow_fd_limit {
+        let pid = rustix::process::Pid::from_raw(daemon.pid() as i32)
+            .ok_or_else(|| anyhow::anyhow!("the daemon's pid is not a pid"))?;
+        let hard = rustix::process::prlimit(
+            Some(pid),
+            rustix::process::Resource::Nofile,
+            rustix::process::Rlimit {
+                current: Some(n),
+                maximum: Some(n),
+            },
+        )?;
+        report.note(format!(
+            "the daemon's open-file limit was lowered to {n} (it was {:?}/{:?})",
+            hard.current, hard.maximum
+        ));
+    }
+    let fd_limit = probe.pid().open_file_limit();
+    let base_rss = probe.pid().rss_kib();
+    let client = daemon.client();
+    let fleet = Fleet::new(plan.work_dir.display().to_string());
+
+    let mut refused: Option<SpawnRefused> = None;
+    let mut reason = StopReason::Cap;
+    let mut spawn_latency = Vec::new();
+    while (fleet.len() as u64) < cap && refused.is_none() {
+        if Instant::now() >= deadline {
+            reason = StopReason::Time;
+            break;
+        }
+        let step = STEP.min(cap - fleet.len() as u64);
+        let mut spawns = futures_util::stream::iter(0..step)
+            .map(|_| fleet.spawn(&client, Kind::Quiet))
+            .buffer_unordered(CONCURRENCY);
+        while let Some(answer) = tokio::time::timeout_at(deadline, spawns.next())
+            .await
+            .ok()
+            .flatten()
+        {
+            match answer {
+                Ok((_, latency)) => spawn_latency.push(latency),
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+    }
+    let at = AtRefusal {
+        pty: PtyCount::read(),
+        fds: probe.pid().open_fds(),
+        fd_soft: fd_limit.map(|l| l.soft),
+        mem_available_kib: mem_available_kib(),
+    };
+    let held = fleet.len() as u64;
+    if let Some(r) = &refused {
+        reason = classify(&r.message, &at);
+        report.note(format!(
+            "the first refused spawn, with {held} held: {} ({})",
+            r.message,
+            r.code.as_deref().unwrap_or("no error code")
+        ));
+    }
+    report.note(format!("stopped by {}", reason.as_str()));
+    report.info("grownSessions", held as f64, "count");
+    report.figure(
+        "stoppedByALimit",
+        f64::from(u8::from(!matches!(
+            reason,
+            StopReason::Other | StopReason::Time
+        ))),
+        "bool",
+        Want::Equal(1.0),
+    );
+    if let Some(p) = before {
+        report.info("ptyMax", p.max as f64, "count");
+        report.info("ptyInUseBefore", p.in_use as f64, "count");
+        if let Some(r) = p.reserve {
+            report.info("ptyReserve", r as f64, "count");
+        }
+    }
+    if let Some(p) = at.pty {
+        report.info("ptyInUseAtStop", p.in_use as f64, "count");
+    }
+    if let Some(fds) = at.fds {
+        report.info("daemonFdsAtStop", fds as f64, "count");
+    }
+    if let Some(Limit::Count(soft)) = at.fd_soft {
+        report.info("daemonFdLimit", soft as f64, "count");
+    }
+    if let Some(rss) = probe.pid().rss_kib() {
+        report.info("daemonRssAtStopKib", rss as f64, "KiB");
+        if let (Some(base), true) = (base_rss, held > 0) {
+            report.info(
+                "rssPerSessionKib",
+                (rss as f64 - base as f64) / held as f64,
+                "KiB",
+            );
+        }
+    }
+    if let Some(kib) = at.mem_available_kib {
+        report.info("memAvailableAtStopKib", kib as f64, "KiB");
+    }
+    report.latency("spawn", &mut spawn_latency);
+
+    // The daemon must take the refusal in its stride.
+    let lost = match client.list_sessions().await {
+        Ok(listed) => {
+            let alive: HashMap<Uuid, bool> = listed.iter().map(|d| (d.id, d.alive)).collect();
+            fleet
+                .members()
+                .iter()
+                .filter(|m| alive.get(&m.id) != Some(&true))
+                .count() as u64
+        }
+        Err(e) => {
+            report.note(format!(
+                "the daemon did not list its sessions after the refusal: {e}"
+            ));
+            held
+        }
+    };
+    report.zero("sessionsLostAtLimit", lost, "count");
+
+    let ended = fleet
+        .end_all(&client, 16, Duration::from_secs(30 + held / 20))
+        .await;
+    report.zero(
+        "sessionsNotEnded",
+        (ended.total - ended.ended) as u64,
+        "count",
+    );
+    if let Some(e) = ended.first_error {
+        report.note(format!("ending the fleet: {e}"));
+    }
+    // The stop's own answer only says whether it took the SIGKILL.
+    let _ = daemon.stop(Duration::from_secs(30)).await;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pty(max: u64, in_use: u64) -> Option<PtyCount> {
+        Some(PtyCount {
+            max,
+            in_use,
+            reserve: Some(1024),
+        })
+    }
+
+    #[test]
+    fn the_os_error_names_the_limit() {
+        let at = AtRefusal::default();
+        let msg = |e: &str| format!("could not open a terminal: {e}; check the daemon's limits");
+        assert_eq!(
+            classify(&msg("Too many open files (os error 24)"), &at),
+            StopReason::OpenFiles
+        );
+        assert_eq!(
+            classify(&msg("No space left on device (os error 28)"), &at),
+            StopReason::Ptys
+        );
+        assert_eq!(
+            classify(&msg("Cannot allocate memory (os error 12)"), &at),
+            StopReason::Memory
+        );
+        assert_eq!(
+            classify(&msg("Resource temporarily unavailable (os error 11)"), &at),
+            StopReason::Processes
+        );
+        assert_eq!(classify("internal error", &at), StopReason::Other);
+    }
+
+    #[test]
+    fn without_an_os_error_the_readings_decide() {
+        let full = AtRefusal {
+            pty: pty(4096, 4093),
+            ..AtRefusal::default()
+        };
+        assert_eq!(classify("internal error", &full), StopReason::Ptys);
+        // A container's devpts instance stops at max - reserve.
+        let container = AtRefusal {
+            pty: pty(4096, 3072),
+            ..AtRefusal::default()
+        };
+        assert_eq!(classify("internal error", &container), StopReason::Ptys);
+        let fds = AtRefusal {
+            pty: pty(4096, 100),
+            fds: Some(1020),
+            fd_soft: Some(Limit::Count(1024)),
+            mem_available_kib: Some(10 << 20),
+        };
+        assert_eq!(classify("internal error", &fds), StopReason::OpenFiles);
+        let mem = AtRefusal {
+            mem_available_kib: Some(1000),
+            ..AtRefusal::default()
+        };
+        assert_eq!(classify("internal error", &mem), StopReason::Memory);
+        let roomy = AtRefusal {
+            pty: pty(4096, 100),
+            fds: Some(300),
+            fd_soft: Some(Limit::Count(1024)),
+            mem_available_kib: Some(10 << 20),
+        };
+        assert_eq!(classify("internal error", &roomy), StopReason::Other);
+    }
+
+    #[test]
+    fn meminfo_has_mem_available() {
+        assert!(mem_available_kib().is_some_and(|kib| kib > 0));
+    }
+}

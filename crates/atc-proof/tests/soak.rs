@@ -1,0 +1,94 @@
+//! The soak's short versions, through the real binary: 50 sessions held 20 s with churn and
+//! sampled every 2 s (no error, no session lost, RSS and descriptors flat, every figure and
+//! reading present); and a growth run against a daemon whose open-file limit is lowered to
+//! 256, which must stop at that limit, name it, and leave every held session alive.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> (Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
+        .arg("soak")
+        .args(args)
+        .args(["--seed", "12", "--json"])
+        .output()
+        .expect("atc-proof runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let line = stdout.lines().last().unwrap_or_default();
+    let report: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("no JSON line ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    (report, stderr)
+}
+
+fn figure(report: &Value, name: &str) -> Value {
+    report["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no figure {name}: {report:#}"))
+}
+
+#[test]
+fn fifty_sessions_held_with_churn_lose_nothing_and_do_not_grow() {
+    let (report, stderr) = run(&[
+        "--count",
+        "50",
+        "--hold-secs",
+        "20",
+        "--sample-secs",
+        "2",
+        "--seconds",
+        "120",
+    ]);
+    assert_eq!(report["passed"], true, "{report:#}\n{stderr}");
+    assert_eq!(figure(&report, "sessionsHeld")["value"], 50.0);
+    assert_eq!(figure(&report, "errors")["value"], 0.0);
+    assert_eq!(figure(&report, "sessionsLost")["value"], 0.0);
+    for churn in ["attaches", "resizes", "echoTrips", "listCalls", "turnovers"] {
+        assert!(
+            figure(&report, churn)["value"].as_f64() > Some(0.0),
+            "{churn} never happened: {report:#}"
+        );
+    }
+    for name in [
+        "rssPerSessionKib",
+        "fdsPerSession",
+        "walMaxBytes",
+        "rssSteadyGrowthKib",
+        "fdSteadyGrowth",
+        "echoStartP99Ms",
+        "echoEndP99Ms",
+        "listStartP99Ms",
+        "listEndP99Ms",
+        "spawnEndP99Ms",
+        "ptyMax",
+    ] {
+        figure(&report, name);
+    }
+    let rows = report["series"][0]["rows"].as_array().expect("a series");
+    // A reading every 2 s over 20 s, and one at the end.
+    assert!(rows.len() >= 9, "{rows:?}");
+    let alive = report["series"][0]["columns"]
+        .as_array()
+        .and_then(|c| c.iter().position(|c| c == "alive"))
+        .expect("an alive column");
+    assert!(
+        rows.iter().all(|r| r[alive] == 50.0 || r[alive] == 49.0),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn growth_stops_at_the_daemons_open_file_limit_and_names_it() {
+    let (report, stderr) = run(&["--grow", "--grow-fd-limit", "256", "--count", "300"]);
+    assert_eq!(report["passed"], true, "{report:#}\n{stderr}");
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("stopped by open files"), "{report:#}");
+    let grown = figure(&report, "grownSessions")["value"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!((20.0..256.0).contains(&grown), "{report:#}");
+    assert_eq!(figure(&report, "sessionsLostAtLimit")["value"], 0.0);
+}
