@@ -98,6 +98,10 @@ struct SoakArgs {
     /// ceiling without taking the machine's PTYs.
     #[arg(long, requires = "grow")]
     grow_fd_limit: Option<u64>,
+    /// The churn during the hold, comma-separated (default: all of it); leaving some out
+    /// tells which part a growth comes from.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = atc_proof::soak::churn::ChurnKind::ALL)]
+    churn: Vec<atc_proof::soak::churn::ChurnKind>,
 }
 
 fn main() -> ExitCode {
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
                 sample_every: Duration::from_secs(a.sample_secs.max(1)),
                 grow: a.grow,
                 grow_fd_limit: a.grow_fd_limit,
+                churn: a.churn,
             };
             run_suite_with(Suite::Soak, a.suite, |plan| {
                 Box::pin(async move { atc_proof::soak::run_with(plan, &opts).await })

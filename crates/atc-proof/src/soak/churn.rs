@@ -158,20 +158,58 @@ impl Rates {
     }
 }
 
-/// Runs every worker until the hold ends.
-pub async fn run(cx: &Ctx<'_>, rates: Rates) {
+/// A kind of churn, as `--churn` names it (all of them by default). Leaving some out splits
+/// a growth the full churn shows into the parts that cause it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChurnKind {
+    /// Clients attaching, reading, resizing and detaching.
+    Attach,
+    /// Echo round trips typed into `cat`s.
+    Echo,
+    /// `GET /v1/sessions` once a second, timed.
+    List,
+    /// Kill + respawn.
+    Turnover,
+}
+
+impl ChurnKind {
+    /// Every kind.
+    pub const ALL: [ChurnKind; 4] = [
+        ChurnKind::Attach,
+        ChurnKind::Echo,
+        ChurnKind::List,
+        ChurnKind::Turnover,
+    ];
+}
+
+/// Runs the workers of the `kinds` asked for, and the sampler, until the hold ends.
+pub async fn run(cx: &Ctx<'_>, rates: Rates, kinds: &[ChurnKind]) {
+    let on = |k: ChurnKind| kinds.contains(&k);
+    let count = |k: ChurnKind, n: u32| if on(k) { n } else { 0 };
     let attach = futures_util::future::join_all(
-        (0..rates.attach_slots).map(|slot| attach_loop(cx, u64::from(slot))),
+        (0..count(ChurnKind::Attach, rates.attach_slots))
+            .map(|slot| attach_loop(cx, u64::from(slot))),
     );
     let echo = futures_util::future::join_all(
-        (0..rates.echo_clients).map(|k| echo_loop(cx, k, rates.echo_clients)),
+        (0..count(ChurnKind::Echo, rates.echo_clients))
+            .map(|k| echo_loop(cx, k, rates.echo_clients)),
     );
+    let list = async {
+        if on(ChurnKind::List) {
+            list_loop(cx).await;
+        }
+    };
+    let turnover = async {
+        if on(ChurnKind::Turnover) {
+            turnover_loop(cx, rates.turnover_every).await;
+        }
+    };
     tokio::join!(
         attach,
         echo,
-        list_loop(cx),
-        turnover_loop(cx, rates.turnover_every),
-        sample_loop(cx, rates.sample_every),
+        list,
+        turnover,
+        sample_loop(cx, rates.sample_every)
     );
 }
 
@@ -284,9 +322,65 @@ fn on_frame(cx: &Ctx<'_>, member: Member, frame: &AttachFrame) -> bool {
     true
 }
 
-/// A client size: 60–200 columns, 20–60 rows.
+/// The sizes [`random_size`] draws from: columns and rows, each inclusive.
+const COLS: (u16, u16) = (80, 160);
+/// See [`COLS`].
+const ROWS: (u16, u16) = (24, 50);
+
+/// A client size: 80–160 columns, 24–50 rows.
 fn random_size(rng: &mut Rng) -> (u16, u16) {
-    (rng.between(60, 200) as u16, rng.between(20, 60) as u16)
+    (
+        rng.between(u64::from(COLS.0), u64::from(COLS.1)) as u16,
+        rng.between(u64::from(ROWS.0), u64::from(ROWS.1)) as u16,
+    )
+}
+
+/// Uses a session once the way the churn will: attached at the widest width the churn asks
+/// for and a random height, with output on its screen (an echo typed into a `cat`; a ticker
+/// prints by itself).
+///
+/// A session's screen is allocated on its first output, and each of its rows keeps the
+/// widest width it was given (vt100 truncates a row without giving memory back). So the
+/// first use of a session costs memory once, and so does its first widening: the soak
+/// primes every session before the hold, and every respawned one at once, so that the steady
+/// state measures growth rather than first uses spread over the hold. Heights stay random,
+/// since rows a shrink drops are freed and a later grow makes them again.
+pub async fn prime(client: &DaemonClient, member: Member, rng: &mut Rng) -> Result<(), String> {
+    let rows = rng.between(u64::from(ROWS.0), u64::from(ROWS.1)) as u16;
+    let mut attach = Attach::open(client, member.id, COLS.1, rows)
+        .await
+        .map_err(|e| format!("priming {}: {e}", member.id))?;
+    let deadline = Instant::now() + ECHO_LIMIT;
+    let wanted = match member.kind {
+        Kind::Quiet => {
+            attach
+                .input(Bytes::from_static(b"=\r"))
+                .await
+                .map_err(|e| format!("priming {}: {e}", member.id))?;
+            Some(b'=')
+        }
+        Kind::Ticker => None,
+    };
+    let outcome = loop {
+        match tokio::time::timeout_at(deadline, attach.next()).await {
+            Err(_) => {
+                break Err(format!(
+                    "priming {}: no output in {ECHO_LIMIT:?}",
+                    member.id
+                ))
+            }
+            Ok(Ok(Event::Live(bytes))) => {
+                if wanted.is_none_or(|b| bytes.contains(&b)) {
+                    break Ok(());
+                }
+            }
+            Ok(Ok(Event::Frame(_))) => {}
+            Ok(Ok(Event::Closed(why))) => break Err(format!("priming {}: {why}", member.id)),
+            Ok(Err(e)) => break Err(format!("priming {}: {e}", member.id)),
+        }
+    };
+    attach.close().await;
+    outcome
 }
 
 /// Echo client `k` of `of`: attaches to one of its share of the `cat` sessions (ids ≡ k mod
@@ -410,7 +504,7 @@ async fn list_loop(cx: &Ctx<'_>) {
 }
 
 /// Every `every`, ends a random held session (kill, wait for it to go, forget) and spawns
-/// one of the same kind in its place.
+/// one of the same kind in its place, primed like the rest.
 async fn turnover_loop(cx: &Ctx<'_>, every: Duration) {
     let mut rng = Rng::new(cx.seed ^ 0x7e57_0e55);
     let mut next = Instant::now() + every;
@@ -430,9 +524,14 @@ async fn turnover_loop(cx: &Ctx<'_>, every: Duration) {
             cx.tally.error(format!("turnover: {e}"));
         }
         match cx.fleet.spawn(cx.client, member.kind).await {
-            Ok((_, latency)) => {
+            Ok((fresh, latency)) => {
                 Tally::bump(&cx.tally.turnovers);
                 cx.tally.spawn.borrow_mut().push((cx.now_secs(), latency));
+                if let Err(e) = prime(cx.client, fresh, &mut rng).await {
+                    if !cx.fleet.is_retired(fresh.id) {
+                        cx.tally.error(e);
+                    }
+                }
             }
             Err(e) => cx.tally.error(format!("turnover spawn: {e}")),
         }

@@ -8,14 +8,16 @@
 //! attach, read, resize and detach, echo clients type into `cat`s, `GET /v1/sessions` is timed
 //! once a second, and sessions are killed and respawned so the fleet turns over; every
 //! `--sample-secs` a reading of RSS, descriptors, WAL size and sessions alive goes into the
-//! report's series ([`sample`]). The first quarter of the hold is warm-up (the tickers' rings
-//! and screens fill); over the rest, RSS and descriptors must not grow.
+//! report's series ([`sample`]). Before the hold every session is used once (attached at the
+//! churn's widest width, with output on its screen), since a session's first use allocates
+//! its screen and its first widening grows it; the first quarter of the hold is warm-up (the tickers' rings fill); over the
+//! rest, RSS and descriptors must not grow.
 //!
 //! `--grow` ([`grow`]) instead finds the largest fleet the machine holds and what stops it.
 //! Every session and the daemon are ended before the suite returns, failed or not.
 
 pub mod attach;
-mod churn;
+pub mod churn;
 mod fleet;
 mod grow;
 mod sample;
@@ -31,7 +33,7 @@ use tokio::time::Instant;
 use crate::child::{ChildDaemon, DaemonSpec};
 use crate::report::{Report, Want};
 use crate::Plan;
-use churn::{Ctx, Rates, Tally};
+use churn::{ChurnKind, Ctx, Rates, Tally};
 use fleet::{Fleet, Kind};
 use sample::{Probe, Trend};
 
@@ -50,6 +52,9 @@ const PROBE_SESSIONS: u64 = 50;
 
 /// Spawns in flight during the ramp (two cores: more only queues).
 const RAMP_CONCURRENCY: usize = 8;
+
+/// Sessions primed at once before the hold.
+const PRIME_CONCURRENCY: usize = 16;
 
 /// The daemon's ring per session: its minimum, so the tickers fill theirs within the warm-up
 /// and the steady state is reached (at the default 1 MiB a ticker would need most of the hold).
@@ -82,6 +87,8 @@ pub struct SoakOptions {
     pub grow: bool,
     /// With `grow`: lower the daemon's open-file limit to this first.
     pub grow_fd_limit: Option<u64>,
+    /// The churn to run during the hold.
+    pub churn: Vec<ChurnKind>,
 }
 
 impl Default for SoakOptions {
@@ -92,6 +99,7 @@ impl Default for SoakOptions {
             sample_every: Duration::from_secs(10),
             grow: false,
             grow_fd_limit: None,
+            churn: ChurnKind::ALL.to_vec(),
         }
     }
 }
@@ -280,6 +288,31 @@ async fn hold(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
     );
     report.latency("rampSpawn", &mut ramp_latency);
 
+    // Every session used once before the hold (see `churn::prime`); what that costs is the
+    // first use's memory.
+    let before_prime = probe.pid().rss_kib();
+    let members = fleet.members();
+    let mut primes = futures_util::stream::iter(members.iter().copied().enumerate())
+        .map(|(i, m)| {
+            let client = &client;
+            let mut rng = crate::rng::Rng::new(plan.seed ^ (0x9e1e_0000 + i as u64));
+            async move { churn::prime(client, m, &mut rng).await }
+        })
+        .buffer_unordered(PRIME_CONCURRENCY);
+    while let Ok(Some(primed)) = tokio::time::timeout_at(hold_by, primes.next()).await {
+        if let Err(e) = primed {
+            tally.error(e);
+        }
+    }
+    drop(primes);
+    if let (Some(before), Some(after)) = (before_prime, probe.pid().rss_kib()) {
+        report.info(
+            "rssFirstUsePerSessionKib",
+            (after as f64 - before as f64) / members.len().max(1) as f64,
+            "KiB",
+        );
+    }
+
     // The hold.
     let rates = Rates::for_fleet(n, opts.hold, opts.sample_every);
     let start = Instant::now();
@@ -293,7 +326,7 @@ async fn hold(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         end,
         seed: plan.seed,
     };
-    churn::run(&cx, rates).await;
+    churn::run(&cx, rates, &opts.churn).await;
     let held_secs = start.elapsed().as_secs_f64();
     let hold_secs = opts.hold.as_secs_f64();
     if held_secs + 0.5 < hold_secs {
