@@ -140,6 +140,14 @@ pub struct Signals {
 }
 
 impl Signals {
+    /// Signals for a life of `clients` clients, counted as running from the start: the
+    /// killer may be polled before any client is, and must not take the life for over.
+    pub fn for_clients(clients: usize) -> Signals {
+        let signals = Signals::default();
+        signals.running.set(clients);
+        signals
+    }
+
     fn bump(&self, counter: &Cell<u64>) {
         counter.set(counter.get() + 1);
         self.changed.notify_waiters();
@@ -295,9 +303,9 @@ pub struct Client {
 const RETRIES: u32 = 3;
 
 impl Client {
-    /// Sends keyed spawns until the daemon is gone or the life's keys are used up.
+    /// Sends keyed spawns until the daemon is gone or the life's keys are used up. `signals`
+    /// counts this client as running until it returns ([`Signals::for_clients`]).
     pub async fn run(self, book: Rc<RefCell<Book>>, signals: Rc<Signals>) {
-        signals.running.set(signals.running.get() + 1);
         let http = awc::Client::builder()
             .timeout(Duration::from_secs(20))
             .finish();

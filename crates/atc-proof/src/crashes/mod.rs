@@ -247,7 +247,7 @@ impl World {
 
     /// One life: the clients send keyed spawns until the killer's moment, then SIGKILL.
     async fn live_and_kill(&mut self, daemon: ChildDaemon, life: u64) -> anyhow::Result<()> {
-        let signals = Rc::new(Signals::default());
+        let signals = Rc::new(Signals::for_clients(CLIENTS));
         let settled_before = self.answered();
         let clients: Vec<_> = (0..CLIENTS)
             .map(|_| {
@@ -483,7 +483,7 @@ impl World {
             if self.book.borrow().pending.is_empty() || Instant::now() >= deadline {
                 break;
             }
-            let signals = Rc::new(Signals::default());
+            let signals = Rc::new(Signals::for_clients(CLIENTS));
             let clients = (0..CLIENTS).map(|_| {
                 Client {
                     url: d.url().to_string(),
