@@ -10,6 +10,7 @@
 //! the full ones with `cargo run --release -p atc-proof -- <suite>`.
 
 pub mod child;
+mod crashes;
 pub mod report;
 pub mod rng;
 pub mod soak;
@@ -90,7 +91,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let started = Instant::now();
     let mut report = match plan.suite {
         Suite::Drops => not_built(plan)?,
-        Suite::Crashes => not_built(plan)?,
+        Suite::Crashes => crashes::run(plan).await?,
         Suite::Remote => not_built(plan)?,
         Suite::Frames => not_built(plan)?,
         Suite::Soak => soak::run(plan).await?,

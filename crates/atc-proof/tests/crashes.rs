@@ -1,0 +1,82 @@
+//! The `crashes` suite's short version: the real binary, five `kill -9`s of its daemon child
+//! during keyed spawns of all three kinds (local, imp, imp with the broker), and its figures.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn figure(report: &Value, name: &str) -> f64 {
+    report["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == name))
+        .and_then(|f| f["value"].as_f64())
+        .unwrap_or_else(|| panic!("no figure {name}: {report}"))
+}
+
+#[test]
+fn five_kills_during_keyed_spawns_spawn_nothing_twice_and_lose_no_row() {
+    let work = tempfile::tempdir().expect("work dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
+        .args([
+            "crashes",
+            "--count",
+            "5",
+            "--seed",
+            "12",
+            "--seconds",
+            "50",
+            "--json",
+        ])
+        .arg("--work-dir")
+        .arg(work.path())
+        .output()
+        .expect("run atc-proof crashes");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout.lines().last().unwrap_or_default();
+    let report: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\nstderr: {stderr}"));
+    let logs = || {
+        let dir = work.path().join("crashes/logs");
+        let mut text = String::new();
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let body = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            let tail: String = body.lines().rev().take(15).collect::<Vec<_>>().join("\n");
+            text.push_str(&format!(
+                "--- {} (last lines, newest first)\n{tail}\n",
+                entry.path().display()
+            ));
+        }
+        text
+    };
+    assert_eq!(figure(&report, "kills"), 5.0, "{report:#}\n{}", logs());
+    // Every must-be-zero figure but `remoteOrphansAtEnd`, which a known defect makes non-zero
+    // in some runs (a remote session whose row lacks its process's position, left by a daemon
+    // killed between the two writes, is restored as exited while its process runs on; see the
+    // crate's README, `crashes`). The full suite keeps it bounded at 0 and fails on it.
+    for zero in [
+        "doubleSpawns",
+        "answersNamingAnotherSession",
+        "keysInProgressAfterRestart",
+        "fleetRowsLost",
+        "answeredRemoteNotReattached",
+        "integrityFailures",
+        "ledgerReadFailures",
+        "keysUnanswered",
+        "restartFailures",
+        "daemonLogsWithPanics",
+    ] {
+        assert_eq!(figure(&report, zero), 0.0, "{zero}: {report:#}\n{}", logs());
+    }
+    assert!(figure(&report, "spawnsAnswered") >= 5.0, "{report:#}");
+    for kind in ["Local", "Imp", "Broker"] {
+        assert!(
+            figure(&report, &format!("spawnsAnswered{kind}")) >= 1.0,
+            "no {kind} spawn answered: {report:#}"
+        );
+    }
+    let orphans = figure(&report, "remoteOrphansAtEnd");
+    let passed = report["passed"] == true;
+    assert_eq!(passed, orphans == 0.0, "{report:#}");
+    assert_eq!(out.status.success(), passed, "{stderr}");
+}
