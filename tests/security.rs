@@ -1,0 +1,79 @@
+//! Security regressions the `security` proof suite found (issue 12 item 6): what a fresh state
+//! dir holds is private to its user.
+
+mod support;
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{TestDaemon, WITHIN};
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+async fn wait_exists(p: &Path) {
+    let deadline = Instant::now() + WITHIN;
+    while !p.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", p.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_fresh_state_dir_keeps_the_token_database_and_sockets_private() {
+    let d = TestDaemon::start().await;
+    // A spawn writes the database, so its WAL files exist.
+    let id = support::id_of(&d.spawn("cat").await);
+    let dir = d.state_dir.clone();
+    let socket = dir.join("atc.sock");
+    wait_exists(&socket).await;
+    wait_exists(&dir.join("atc.db-wal")).await;
+    assert_eq!(mode(&dir), 0o700, "the state dir");
+    for name in [
+        "token",
+        "atc.db",
+        "atc.db-wal",
+        "atc.db-shm",
+        "daemon.json",
+        "daemon.lock",
+    ] {
+        assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+    }
+    assert!(std::fs::symlink_metadata(&socket)
+        .unwrap()
+        .file_type()
+        .is_socket());
+    assert_eq!(mode(&socket), 0o600, "the reporter socket");
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    first.stop().await;
+    for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
+        let p = tmp.path().join(name);
+        if p.exists() {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let second = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
+        let p = tmp.path().join(name);
+        if p.exists() {
+            assert_eq!(mode(&p), 0o600, "{name}");
+        }
+    }
+    second.stop().await;
+}
