@@ -1,5 +1,5 @@
 //! Security regressions the `security` proof suite found (issue 12 item 6): what a fresh state
-//! dir holds is private to its user.
+//! dir holds is private to its user, and a client that trickles a request body is cut off.
 
 mod support;
 
@@ -76,4 +76,54 @@ async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start(
         }
     }
     second.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_body_trickled_slower_than_the_bound_is_refused_and_the_connection_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = support::test_config();
+    config.timings.body_read = Duration::from_millis(800);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let addr = d.url.trim_start_matches("http://").to_string();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+        d.token
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    // A byte every 200 ms would take 20 s; the bound is 0.8 s, and 5 s only bounds failure.
+    let closed = loop {
+        tokio::select! {
+            read = conn.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break true,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            },
+            _ = tick.tick() => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "still open after 5 s; got {:?}",
+                    String::from_utf8_lossy(&got)
+                );
+                if conn.write_all(b" ").await.is_err() {
+                    break false;
+                }
+            }
+        }
+    };
+    let text = String::from_utf8_lossy(&got).to_string();
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "closed={closed}: {text:?}"
+    );
+    assert!(text.contains("\"field\":\"body\""), "{text}");
+    // The daemon is unharmed: a polite request is answered.
+    let (status, body) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
 }
