@@ -1,5 +1,6 @@
 //! Security regressions the `security` proof suite found (issue 12 item 6): what a fresh state
-//! dir holds is private to its user, and a client that trickles a request body is cut off.
+//! dir holds is private to its user, a client that trickles a request body is cut off, and
+//! a credential given to the daemon by environment stays out of its local sessions.
 
 mod support;
 
@@ -124,6 +125,58 @@ async fn a_body_trickled_slower_than_the_bound_is_refused_and_the_connection_clo
     assert!(text.contains("\"field\":\"body\""), "{text}");
     // The daemon is unharmed: a polite request is answered.
     let (status, body) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_local_session_does_not_inherit_an_impd_token_given_by_environment() {
+    // Set for this test binary only, under a name no other test reads.
+    const VAR: &str = "ATC_TEST_SECURITY_IMPD_TOKEN";
+    let value = "impd-token-that-must-stay-in-the-daemon-0123456789";
+    std::env::set_var(VAR, value);
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = tmp.path().join("env.txt");
+    let text = serde_json::json!({
+        "agents": {"dumper": {"bin": "/bin/sh",
+                              "args": ["-c", format!("env > '{}'; exec cat", dump.display())]}},
+        "targets": {"local": {"provider": "local-pty"},
+                    "box": {"provider": "imp", "url": "http://127.0.0.1:9", "tokenEnv": VAR}},
+        "defaultTarget": "local",
+    });
+    let parsed = atc::config::Config::from_json(text.to_string().as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let mut config = support::test_config();
+    config.agents.extend(parsed.agents);
+    config.targets = parsed.targets;
+    let d = TestDaemon::start_on(&tmp.path().join("state"), config).await;
+    let body = d
+        .spawn_with(serde_json::json!({"agent": "dumper", "cwd": tmp.path()}))
+        .await;
+    let id = support::id_of(&body);
+    let deadline = Instant::now() + WITHIN;
+    let env = loop {
+        if let Ok(t) = std::fs::read_to_string(&dump) {
+            if t.contains("ATC_SESSION_ID=") {
+                break t;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session never dumped its env"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        !env.contains(value),
+        "the impd token reached the session:\n{env}"
+    );
+    assert!(!env.contains(&format!("{VAR}=")), "{env}");
+    // What the session should inherit still comes.
+    assert!(env.contains("PATH="), "{env}");
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
     assert_eq!(status, 200, "{body}");
     d.stop().await;
 }

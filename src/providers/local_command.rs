@@ -1,7 +1,8 @@
 //! Commands run to completion on this machine, without a terminal: `local-pty`'s
 //! `runCommand` and `transferArchive` (spec §4.3).
 //!
-//! The command gets the daemon's environment, its stdin is fed from memory and closed, and
+//! The command gets the daemon's environment less its credential variables, its stdin is fed
+//! from memory and closed, and
 //! stdout and stderr are collected whole. `transferArchive` is `tar -x` fed the archive on
 //! stdin, with `TAR_OPTIONS` removed so a user's tar defaults cannot change what lands where.
 
@@ -13,13 +14,19 @@ use tokio::io::AsyncWriteExt;
 
 use super::{ProviderError, RunOutput, RunRequest};
 
-/// Runs `req` to completion.
-pub async fn run(req: RunRequest) -> Result<RunOutput, ProviderError> {
-    run_with(req, &[]).await
+/// Runs `req` to completion, without the daemon's `withheld` variables.
+pub async fn run(req: RunRequest, withheld: Vec<String>) -> Result<RunOutput, ProviderError> {
+    let names: Vec<&str> = withheld.iter().map(String::as_str).collect();
+    run_with(req, &names).await
 }
 
-/// Unpacks `archive` (a tar, optionally compressed in a way tar detects) into `dir`.
-pub async fn unpack(archive: Bytes, dir: PathBuf) -> Result<(), ProviderError> {
+/// Unpacks `archive` (a tar, optionally compressed in a way tar detects) into `dir`, without
+/// the daemon's `withheld` variables.
+pub async fn unpack(
+    archive: Bytes,
+    dir: PathBuf,
+    withheld: Vec<String>,
+) -> Result<(), ProviderError> {
     if !dir.is_dir() {
         return Err(ProviderError::BadCwd(dir.display().to_string()));
     }
@@ -29,7 +36,9 @@ pub async fn unpack(archive: Bytes, dir: PathBuf) -> Result<(), ProviderError> {
         stdin: archive,
         host_key: None,
     };
-    let out = run_with(req, &["TAR_OPTIONS"]).await?;
+    let mut names: Vec<&str> = withheld.iter().map(String::as_str).collect();
+    names.push("TAR_OPTIONS");
+    let out = run_with(req, &names).await?;
     if out.success() {
         return Ok(());
     }
@@ -152,7 +161,7 @@ mod tests {
         // With TAR_OPTIONS honoured this would unpack nothing (--to-stdout) and fail the
         // checks below. Set for this process only: the test binary's other tests do not use it.
         std::env::set_var("TAR_OPTIONS", "--to-stdout");
-        let done = unpack(archive.clone(), dest.path().to_path_buf()).await;
+        let done = unpack(archive.clone(), dest.path().to_path_buf(), Vec::new()).await;
         std::env::remove_var("TAR_OPTIONS");
         done.unwrap();
         assert_eq!(
@@ -163,13 +172,17 @@ mod tests {
             std::fs::read_to_string(dest.path().join("sub/b.txt")).unwrap(),
             "beta"
         );
-        let err = unpack(Bytes::from_static(b"not a tar at all"), dest.path().into())
-            .await
-            .unwrap_err();
+        let err = unpack(
+            Bytes::from_static(b"not a tar at all"),
+            dest.path().into(),
+            Vec::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, ProviderError::CommandFailed { .. }), "{err}");
         let missing = dest.path().join("missing");
         assert!(matches!(
-            unpack(archive, missing).await,
+            unpack(archive, missing, Vec::new()).await,
             Err(ProviderError::BadCwd(_))
         ));
     }
