@@ -12,6 +12,7 @@
 pub mod child;
 pub mod report;
 pub mod rng;
+mod security;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -93,7 +94,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         Suite::Remote => not_built(plan)?,
         Suite::Frames => not_built(plan)?,
         Suite::Soak => not_built(plan)?,
-        Suite::Security => not_built(plan)?,
+        Suite::Security => security::run(plan).await?,
     };
     report.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(report)
