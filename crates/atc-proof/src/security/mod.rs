@@ -231,6 +231,9 @@ async fn with_sim(
 
     // 4. Modes, once everything above made its files.
     let socket = reporter_socket(&state);
+    if socket.is_none() {
+        report.note("the reporter socket is not in the state dir (its path is too long?): its mode was not checked");
+    }
     let (checked, bad) = modes::violations(&state, socket.as_deref());
     report.info("modesChecked", checked as f64, "count");
     report.zero("modeViolations", bad.len() as u64, "count");
