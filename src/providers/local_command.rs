@@ -106,15 +106,37 @@ mod tests {
         }
     }
 
+    /// [`run`] with nothing withheld.
+    async fn run_plain(r: RunRequest) -> Result<RunOutput, ProviderError> {
+        run(r, Vec::new()).await
+    }
+
+    #[actix_rt::test]
+    async fn a_withheld_variable_does_not_reach_the_command() {
+        // Set for this process only, under a name no other test reads.
+        std::env::set_var("ATC_TEST_WITHHELD_FROM_COMMANDS", "secret-value");
+        let dir = tempfile::tempdir().unwrap();
+        let script = &["sh", "-c", "echo ${ATC_TEST_WITHHELD_FROM_COMMANDS:-none}"];
+        let out = run(
+            req(script, dir.path(), b""),
+            vec!["ATC_TEST_WITHHELD_FROM_COMMANDS".into()],
+        )
+        .await
+        .unwrap();
+        assert_eq!(&out.stdout[..], b"none\n");
+        let out = run_plain(req(script, dir.path(), b"")).await.unwrap();
+        assert_eq!(&out.stdout[..], b"secret-value\n");
+    }
+
     #[actix_rt::test]
     async fn a_command_runs_to_completion_with_its_stdin_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
         // More than a pipe buffer each way: feeding and collecting must overlap.
         let input = vec![b'x'; 256 * 1024];
-        let out = run(req(&["cat"], dir.path(), &input)).await.unwrap();
+        let out = run_plain(req(&["cat"], dir.path(), &input)).await.unwrap();
         assert!(out.success());
         assert_eq!(out.stdout.len(), input.len());
-        let out = run(req(
+        let out = run_plain(req(
             &["sh", "-c", "pwd; echo oops >&2; exit 3"],
             dir.path(),
             b"",
@@ -130,11 +152,11 @@ mod tests {
         );
         assert_eq!(&out.stderr[..], b"oops\n");
         assert!(matches!(
-            run(req(&["definitely-not-a-program-atc"], dir.path(), b"")).await,
+            run_plain(req(&["definitely-not-a-program-atc"], dir.path(), b"")).await,
             Err(ProviderError::Os(_))
         ));
         assert!(matches!(
-            run(req(&[], dir.path(), b"")).await,
+            run_plain(req(&[], dir.path(), b"")).await,
             Err(ProviderError::Os(_))
         ));
     }
@@ -149,7 +171,7 @@ mod tests {
         }
         let mut argv = vec!["tar", "-c", "-f", "-"];
         argv.extend(files.iter().map(|(n, _)| *n));
-        let out = run(req(&argv, src.path(), b"")).await.unwrap();
+        let out = run_plain(req(&argv, src.path(), b"")).await.unwrap();
         assert!(out.success(), "{:?}", out.stderr);
         out.stdout
     }
