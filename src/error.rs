@@ -82,6 +82,7 @@ pub struct Wire {
 
 /// The HTTP status of a body past the cap, refused from its declared length.
 const PAYLOAD_TOO_LARGE: u16 = 413;
+const REQUEST_TIMEOUT: u16 = 408;
 /// The HTTP status of a request head past the limits.
 const HEADER_FIELDS_TOO_LARGE: u16 = 431;
 
@@ -137,6 +138,9 @@ impl Error {
                 | RequestError::BodyNotJson(_)
                 | RequestError::BodyUnreadable(_)
                 | RequestError::BodyTooLarge { .. } => bad_args("body"),
+                RequestError::BodyTooSlow { within_ms } => bad_args("body")
+                    .with("withinMs", *within_ms as u64)
+                    .status(REQUEST_TIMEOUT),
                 RequestError::DeclaredTooLarge { cap, .. } => bad_args("body")
                     .with("limit", *cap)
                     .status(PAYLOAD_TOO_LARGE),
@@ -474,6 +478,9 @@ mod tests {
             (head.status, &head.data["field"]),
             (431, &Value::from("headers"))
         );
+        let slow = Error::from(RequestError::BodyTooSlow { within_ms: 7 }).wire();
+        assert_eq!((slow.code, slow.status), (ErrorCode::BadArgs, 408));
+        assert_eq!(slow.data["withinMs"], 7);
         let gone = Error::from(SessionError::Gone).wire();
         assert_eq!(gone.status, ErrorCode::SessionDead.status());
     }

@@ -139,6 +139,7 @@ async fn a_broker_target_is_listed_and_a_start_env_setting_a_broker_variable_is_
         kind: "broker-pty",
         inner: Arc::new(atc::providers::local_pty::LocalPty {
             exit_drain: config.timings.exit_drain,
+            withheld: Vec::new(),
         }),
         adjust: |c| atc::providers::Capabilities {
             broker_auth: true,

@@ -32,6 +32,7 @@ fn plan(program: &str, args: &[&str], cwd: &std::path::Path) -> Plan {
         args: args.iter().map(OsString::from).collect(),
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
+        withheld: Vec::new(),
     }
 }
 

@@ -407,6 +407,7 @@ async fn a_wedged_sessions_thread_stops_the_watchdog_pings() {
     let provider = StallingProvider {
         inner: atc::providers::local_pty::LocalPty {
             exit_drain: config.timings.exit_drain,
+            withheld: Vec::new(),
         },
         stall,
     };

@@ -226,6 +226,7 @@ async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_a
         kind: "mute-pty",
         inner: Arc::new(atc::providers::local_pty::LocalPty {
             exit_drain: config.timings.exit_drain,
+            withheld: Vec::new(),
         }),
         adjust: |c| atc::providers::Capabilities { input: false, ..c },
     };

@@ -81,6 +81,10 @@ pub struct Timings {
     /// Waits between a remote harness's reconnect attempts; when they run out the harness
     /// ends (spec §5.1: 250, 1000, 2000, 4000, 8000 ms).
     pub imp_reconnect_delays: Vec<Duration>,
+    /// The longest a request body may take to arrive, once its head is in. A body at the cap
+    /// (1 MiB) needs only 100 KiB/s to make it; a client trickling one byte a second would
+    /// otherwise hold its connection and its handler for as long as it likes.
+    pub body_read: Duration,
 }
 
 impl Default for Timings {
@@ -104,6 +108,7 @@ impl Default for Timings {
                 .into_iter()
                 .map(Duration::from_millis)
                 .collect(),
+            body_read: Duration::from_secs(10),
         }
     }
 }

@@ -248,6 +248,21 @@ impl Targets {
         }
     }
 
+    /// The names of the environment variables that hold a target's credential (imp targets'
+    /// `tokenEnv`), whether or not the target is usable: no local process may inherit them.
+    pub fn credential_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .targets
+            .iter()
+            .filter_map(|t| t.options.get("tokenEnv")?.as_str())
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The configured targets, in config order.
     pub fn list(&self) -> &[Target] {
         &self.targets
@@ -494,6 +509,22 @@ mod tests {
         let bad_default = Targets::from_config(Some(&targets), Some(&json!("ghost")), None);
         assert!(bad_default.default_id().is_none());
         assert_ne!(bad_default.revision(), t.revision());
+    }
+
+    #[test]
+    fn every_token_variable_is_withheld_even_a_broken_targets() {
+        let t = Targets::from_config(
+            Some(&raw(json!({
+                "a": {"provider": "imp", "url": "http://i", "tokenEnv": "IMPD_A"},
+                "b": {"provider": "imp", "url": "http://j", "tokenEnv": "IMPD_A"},
+                "unset": {"provider": "imp", "url": "http://i", "tokenEnv": "ATC_TEST_SURELY_UNSET_VAR"},
+                "file": {"provider": "imp", "url": "http://i", "tokenFile": "/nowhere"},
+                "local": {"provider": "local-pty"},
+            }))),
+            None,
+            None,
+        );
+        assert_eq!(t.credential_vars(), ["ATC_TEST_SURELY_UNSET_VAR", "IMPD_A"]);
     }
 
     #[test]

@@ -249,6 +249,7 @@ impl Daemon {
             Arc::new(AgentCatalog::new(&config.agents).with_invalid(config.invalid_agents()));
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
+            withheld: config.targets.credential_vars(),
         });
         let atc_program = opts
             .atc_program

@@ -149,12 +149,24 @@ impl StateDir {
         Ok(TokenSet::single(token))
     }
 
-    /// Writes `daemon.json` atomically (temp file, then rename).
+    /// Writes `daemon.json` atomically (temp file, then rename), 0600 like everything else
+    /// the daemon keeps here: it only tells the user's own clients where to connect.
     pub fn write_info(&self, info: &DaemonInfo) -> Result<(), StateDirError> {
         let tmp = self.dir.join("daemon.json.tmp");
         let text = serde_json::to_vec_pretty(info)
             .map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
-        std::fs::write(&tmp, text).map_err(io(&self.dir))?;
+        // A temp file a crash left behind may have another mode; it is replaced whole.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&self.dir)(e)),
+            _ => {}
+        }
+        OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&text))
+            .map_err(io(&self.dir))?;
         std::fs::rename(&tmp, self.dir.join("daemon.json")).map_err(io(&self.dir))
     }
 

@@ -17,6 +17,12 @@ pub enum RequestError {
     /// The connection failed while the body was read.
     #[error("could not read the body: {0}")]
     BodyUnreadable(String),
+    /// The body did not arrive in time (408): the client sends it too slowly.
+    #[error("the request body did not arrive within {within_ms} ms")]
+    BodyTooSlow {
+        /// The bound, in milliseconds.
+        within_ms: u128,
+    },
     /// A body (chunked, so with no declared length) grew past the cap.
     #[error("request body exceeds the {cap}-byte limit")]
     BodyTooLarge {

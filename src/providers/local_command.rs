@@ -1,7 +1,8 @@
 //! Commands run to completion on this machine, without a terminal: `local-pty`'s
 //! `runCommand` and `transferArchive` (spec §4.3).
 //!
-//! The command gets the daemon's environment, its stdin is fed from memory and closed, and
+//! The command gets the daemon's environment less its credential variables, its stdin is fed
+//! from memory and closed, and
 //! stdout and stderr are collected whole. `transferArchive` is `tar -x` fed the archive on
 //! stdin, with `TAR_OPTIONS` removed so a user's tar defaults cannot change what lands where.
 
@@ -13,13 +14,19 @@ use tokio::io::AsyncWriteExt;
 
 use super::{ProviderError, RunOutput, RunRequest};
 
-/// Runs `req` to completion.
-pub async fn run(req: RunRequest) -> Result<RunOutput, ProviderError> {
-    run_with(req, &[]).await
+/// Runs `req` to completion, without the daemon's `withheld` variables.
+pub async fn run(req: RunRequest, withheld: Vec<String>) -> Result<RunOutput, ProviderError> {
+    let names: Vec<&str> = withheld.iter().map(String::as_str).collect();
+    run_with(req, &names).await
 }
 
-/// Unpacks `archive` (a tar, optionally compressed in a way tar detects) into `dir`.
-pub async fn unpack(archive: Bytes, dir: PathBuf) -> Result<(), ProviderError> {
+/// Unpacks `archive` (a tar, optionally compressed in a way tar detects) into `dir`, without
+/// the daemon's `withheld` variables.
+pub async fn unpack(
+    archive: Bytes,
+    dir: PathBuf,
+    withheld: Vec<String>,
+) -> Result<(), ProviderError> {
     if !dir.is_dir() {
         return Err(ProviderError::BadCwd(dir.display().to_string()));
     }
@@ -29,7 +36,9 @@ pub async fn unpack(archive: Bytes, dir: PathBuf) -> Result<(), ProviderError> {
         stdin: archive,
         host_key: None,
     };
-    let out = run_with(req, &["TAR_OPTIONS"]).await?;
+    let mut names: Vec<&str> = withheld.iter().map(String::as_str).collect();
+    names.push("TAR_OPTIONS");
+    let out = run_with(req, &names).await?;
     if out.success() {
         return Ok(());
     }
@@ -97,15 +106,37 @@ mod tests {
         }
     }
 
+    /// [`run`] with nothing withheld.
+    async fn run_plain(r: RunRequest) -> Result<RunOutput, ProviderError> {
+        run(r, Vec::new()).await
+    }
+
+    #[actix_rt::test]
+    async fn a_withheld_variable_does_not_reach_the_command() {
+        // Set for this process only, under a name no other test reads.
+        std::env::set_var("ATC_TEST_WITHHELD_FROM_COMMANDS", "secret-value");
+        let dir = tempfile::tempdir().unwrap();
+        let script = &["sh", "-c", "echo ${ATC_TEST_WITHHELD_FROM_COMMANDS:-none}"];
+        let out = run(
+            req(script, dir.path(), b""),
+            vec!["ATC_TEST_WITHHELD_FROM_COMMANDS".into()],
+        )
+        .await
+        .unwrap();
+        assert_eq!(&out.stdout[..], b"none\n");
+        let out = run_plain(req(script, dir.path(), b"")).await.unwrap();
+        assert_eq!(&out.stdout[..], b"secret-value\n");
+    }
+
     #[actix_rt::test]
     async fn a_command_runs_to_completion_with_its_stdin_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
         // More than a pipe buffer each way: feeding and collecting must overlap.
         let input = vec![b'x'; 256 * 1024];
-        let out = run(req(&["cat"], dir.path(), &input)).await.unwrap();
+        let out = run_plain(req(&["cat"], dir.path(), &input)).await.unwrap();
         assert!(out.success());
         assert_eq!(out.stdout.len(), input.len());
-        let out = run(req(
+        let out = run_plain(req(
             &["sh", "-c", "pwd; echo oops >&2; exit 3"],
             dir.path(),
             b"",
@@ -121,11 +152,11 @@ mod tests {
         );
         assert_eq!(&out.stderr[..], b"oops\n");
         assert!(matches!(
-            run(req(&["definitely-not-a-program-atc"], dir.path(), b"")).await,
+            run_plain(req(&["definitely-not-a-program-atc"], dir.path(), b"")).await,
             Err(ProviderError::Os(_))
         ));
         assert!(matches!(
-            run(req(&[], dir.path(), b"")).await,
+            run_plain(req(&[], dir.path(), b"")).await,
             Err(ProviderError::Os(_))
         ));
     }
@@ -140,7 +171,7 @@ mod tests {
         }
         let mut argv = vec!["tar", "-c", "-f", "-"];
         argv.extend(files.iter().map(|(n, _)| *n));
-        let out = run(req(&argv, src.path(), b"")).await.unwrap();
+        let out = run_plain(req(&argv, src.path(), b"")).await.unwrap();
         assert!(out.success(), "{:?}", out.stderr);
         out.stdout
     }
@@ -152,7 +183,7 @@ mod tests {
         // With TAR_OPTIONS honoured this would unpack nothing (--to-stdout) and fail the
         // checks below. Set for this process only: the test binary's other tests do not use it.
         std::env::set_var("TAR_OPTIONS", "--to-stdout");
-        let done = unpack(archive.clone(), dest.path().to_path_buf()).await;
+        let done = unpack(archive.clone(), dest.path().to_path_buf(), Vec::new()).await;
         std::env::remove_var("TAR_OPTIONS");
         done.unwrap();
         assert_eq!(
@@ -163,13 +194,17 @@ mod tests {
             std::fs::read_to_string(dest.path().join("sub/b.txt")).unwrap(),
             "beta"
         );
-        let err = unpack(Bytes::from_static(b"not a tar at all"), dest.path().into())
-            .await
-            .unwrap_err();
+        let err = unpack(
+            Bytes::from_static(b"not a tar at all"),
+            dest.path().into(),
+            Vec::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, ProviderError::CommandFailed { .. }), "{err}");
         let missing = dest.path().join("missing");
         assert!(matches!(
-            unpack(archive, missing).await,
+            unpack(archive, missing, Vec::new()).await,
             Err(ProviderError::BadCwd(_))
         ));
     }

@@ -33,6 +33,10 @@ use super::INPUT_BACKLOG_BYTES;
 pub struct LocalPty {
     /// After the child is reaped, how long to keep draining output before reporting the exit.
     pub exit_drain: Duration,
+    /// Variables of the daemon's environment no local process gets: the ones that hold
+    /// credentials (every imp target's `tokenEnv`). A local session starts from the daemon's
+    /// environment, so without this an impd token given by variable reached every shell.
+    pub withheld: Vec<String>,
 }
 
 impl ExecutionProvider for LocalPty {
@@ -60,7 +64,7 @@ impl ExecutionProvider for LocalPty {
         &self,
         req: RunRequest,
     ) -> LocalBoxFuture<'static, Result<RunOutput, ProviderError>> {
-        Box::pin(super::local_command::run(req))
+        Box::pin(super::local_command::run(req, self.withheld.clone()))
     }
 
     fn transfer_archive(
@@ -69,7 +73,11 @@ impl ExecutionProvider for LocalPty {
         dir: std::path::PathBuf,
         _host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
-        Box::pin(super::local_command::unpack(archive, dir))
+        Box::pin(super::local_command::unpack(
+            archive,
+            dir,
+            self.withheld.clone(),
+        ))
     }
 
     fn start(
@@ -77,7 +85,7 @@ impl ExecutionProvider for LocalPty {
         spec: StartSpec,
         events: HarnessEvents,
     ) -> Result<StartedHarness, ProviderError> {
-        let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain)?;
+        let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain, &self.withheld)?;
         Ok(StartedHarness {
             handle: HarnessHandle {
                 input: addr.clone().recipient(),
@@ -117,6 +125,7 @@ impl LocalPtyHarness {
         spec: StartSpec,
         events: HarnessEvents,
         exit_drain: Duration,
+        withheld: &[String],
     ) -> Result<Addr<LocalPtyHarness>, ProviderError> {
         let plan = &spec.plan;
         if !plan.cwd.is_dir() {
@@ -125,7 +134,7 @@ impl LocalPtyHarness {
         let (pty, pts) = pty_process::open()?;
         pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
         let tty = rustix::pty::ptsname(&pty, Vec::new()).map_err(std::io::Error::from)?;
-        let child = super::pty_spawn::spawn(&spawn_plan(&spec), &tty)?;
+        let child = super::pty_spawn::spawn(&spawn_plan(&spec, withheld), &tty)?;
         // The child opened the terminal by its path; the parent's copy would keep the PTY open
         // after the child exits, and the reader would never see its end.
         drop(pts);
@@ -301,8 +310,9 @@ impl Handler<DetachHarness> for LocalPtyHarness {
     }
 }
 
-/// What the child runs: the launch plan with the variables every local process gets.
-fn spawn_plan(spec: &StartSpec) -> super::pty_spawn::Plan {
+/// What the child runs: the launch plan with the variables every local process gets, less
+/// the daemon's `withheld` ones.
+fn spawn_plan(spec: &StartSpec, withheld: &[String]) -> super::pty_spawn::Plan {
     let plan = &spec.plan;
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
         plan.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
@@ -313,6 +323,7 @@ fn spawn_plan(spec: &StartSpec) -> super::pty_spawn::Plan {
         args: plan.args.iter().map(Into::into).collect(),
         cwd: plan.cwd.clone(),
         env,
+        withheld: withheld.iter().map(Into::into).collect(),
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Plan {
     pub cwd: PathBuf,
     /// Variables set (or replaced) on top of the daemon's environment; later entries win.
     pub env: Vec<(OsString, OsString)>,
+    /// Variables of the daemon's environment the child must not get (those holding
+    /// credentials, such as an imp target's `tokenEnv`); `env` may still set them.
+    pub withheld: Vec<OsString>,
 }
 
 /// Why a process could not be started.
@@ -170,7 +173,8 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
     let args = std::iter::once(Ok(program.clone()))
         .chain(plan.args.iter().map(|a| c_string(a, "argument")))
         .collect::<Result<Vec<_>, _>>()?;
-    let env = environment(std::env::vars_os(), &plan.env)
+    let inherited = std::env::vars_os().filter(|(k, _)| !plan.withheld.contains(k));
+    let env = environment(inherited, &plan.env)
         .iter()
         .map(|entry| c_string(entry, "environment"))
         .collect::<Result<Vec<_>, _>>()?;

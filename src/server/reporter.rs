@@ -70,12 +70,17 @@ pub fn serve(
     manager: Addr<SessionManager>,
     stats: Arc<ReporterStats>,
 ) -> std::io::Result<BoundSocket> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
     let listener = UnixListener::bind(path)?;
+    // Only the user's own processes may report. bind() leaves the socket 0777 less the umask;
+    // connecting needs write permission on it, and a socket outside the state dir (a long
+    // state dir's path puts it in the runtime dir, or the temp dir) has no private dir
+    // around it, so the mode is narrowed here rather than left to the umask.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     let meta = std::fs::symlink_metadata(path)?;
     let bound = BoundSocket {
         path: path.to_path_buf(),

@@ -70,23 +70,32 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
     }
 }
 
-/// Reads a request body, refusing more than the configured cap.
-async fn read_body(mut payload: web::Payload, cap: usize) -> Result<Bytes, Error> {
-    let mut body = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| RequestError::BodyUnreadable(e.to_string()))?;
-        if body.len() + chunk.len() > cap {
-            return Err(RequestError::BodyTooLarge { cap }.into());
+/// Reads a request body, refusing more than the configured cap and a body that takes longer
+/// than `timings.body_read` to arrive. actix-http bounds only the wait for a head; after the
+/// refusal it closes the connection, since the body is left unread.
+async fn read_body(mut payload: web::Payload, state: &AppState) -> Result<Bytes, Error> {
+    let cap = state.limits.body_cap_bytes;
+    let within = state.timings.body_read;
+    let read = async {
+        let mut body = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|e| RequestError::BodyUnreadable(e.to_string()))?;
+            if body.len() + chunk.len() > cap {
+                return Err(RequestError::BodyTooLarge { cap }.into());
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
+        Ok(body.freeze())
+    };
+    tokio::time::timeout(within, read).await.map_err(|_| {
+        Error::from(RequestError::BodyTooSlow {
+            within_ms: within.as_millis(),
+        })
+    })?
 }
 
 async fn params(payload: web::Payload, state: &AppState) -> Result<Params, Error> {
-    Ok(Params::from_body(
-        &read_body(payload, state.limits.body_cap_bytes).await?,
-    )?)
+    Ok(Params::from_body(&read_body(payload, state).await?)?)
 }
 
 fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
@@ -375,7 +384,7 @@ async fn input(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/octet-stream"));
-    let body = read_body(payload, state.limits.body_cap_bytes).await?;
+    let body = read_body(payload, &state).await?;
     let bytes = if raw {
         body
     } else {

@@ -47,6 +47,9 @@ pub enum StoreError {
     /// before its binding).
     #[error("no {0}")]
     Missing(String),
+    /// The database file could not be made private (created or narrowed to 0600).
+    #[error("could not make the database file private: {0}")]
+    Private(std::io::Error),
 }
 
 /// One queued write.
@@ -85,6 +88,32 @@ pub struct StateStore {
     writes: mpsc::UnboundedSender<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
 }
 
+/// Creates the database file 0600 if it is missing, and narrows it and its `-wal` and `-shm`
+/// to 0600 if they exist. SQLite would create the file 0644 (less the umask), and it gives
+/// the WAL files the database file's mode, so the one file made here decides all three; an
+/// older state dir's files, made before this, are narrowed too. The umask is left alone: the
+/// sessions' processes inherit it, and their files are the user's business.
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
+    let private = std::fs::Permissions::from_mode(0o600);
+    std::fs::set_permissions(path, private.clone())?;
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::set_permissions(std::path::PathBuf::from(name), private.clone()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 impl StateStore {
     /// Opens (creating if needed) the database at `path`, applies the embedded migrations and
     /// starts the writer task on the current runtime; its write times go to a set of metrics
@@ -98,6 +127,7 @@ impl StateStore {
         path: &Path,
         metrics: crate::metrics::Metrics,
     ) -> Result<StateStore, StoreError> {
+        make_private(path).map_err(StoreError::Private)?;
         let options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)

@@ -13,6 +13,7 @@ pub mod child;
 mod crashes;
 pub mod report;
 pub mod rng;
+mod security;
 pub mod soak;
 
 use std::path::PathBuf;
@@ -95,7 +96,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         Suite::Remote => not_built(plan)?,
         Suite::Frames => not_built(plan)?,
         Suite::Soak => soak::run(plan).await?,
-        Suite::Security => not_built(plan)?,
+        Suite::Security => security::run(plan).await?,
     };
     report.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(report)

@@ -1,0 +1,182 @@
+//! Security regressions the `security` proof suite found (issue 12 item 6): what a fresh state
+//! dir holds is private to its user, a client that trickles a request body is cut off, and
+//! a credential given to the daemon by environment stays out of its local sessions.
+
+mod support;
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{TestDaemon, WITHIN};
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+async fn wait_exists(p: &Path) {
+    let deadline = Instant::now() + WITHIN;
+    while !p.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", p.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_fresh_state_dir_keeps_the_token_database_and_sockets_private() {
+    let d = TestDaemon::start().await;
+    // A spawn writes the database, so its WAL files exist.
+    let id = support::id_of(&d.spawn("cat").await);
+    let dir = d.state_dir.clone();
+    let socket = dir.join("atc.sock");
+    wait_exists(&socket).await;
+    wait_exists(&dir.join("atc.db-wal")).await;
+    assert_eq!(mode(&dir), 0o700, "the state dir");
+    for name in [
+        "token",
+        "atc.db",
+        "atc.db-wal",
+        "atc.db-shm",
+        "daemon.json",
+        "daemon.lock",
+    ] {
+        assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+    }
+    assert!(std::fs::symlink_metadata(&socket)
+        .unwrap()
+        .file_type()
+        .is_socket());
+    assert_eq!(mode(&socket), 0o600, "the reporter socket");
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    first.stop().await;
+    for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
+        let p = tmp.path().join(name);
+        if p.exists() {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let second = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
+        let p = tmp.path().join(name);
+        if p.exists() {
+            assert_eq!(mode(&p), 0o600, "{name}");
+        }
+    }
+    second.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_body_trickled_slower_than_the_bound_is_refused_and_the_connection_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = support::test_config();
+    config.timings.body_read = Duration::from_millis(800);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let addr = d.url.trim_start_matches("http://").to_string();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+        d.token
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    // A byte every 200 ms would take 20 s; the bound is 0.8 s, and 5 s only bounds failure.
+    let closed = loop {
+        tokio::select! {
+            read = conn.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break true,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            },
+            _ = tick.tick() => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "still open after 5 s; got {:?}",
+                    String::from_utf8_lossy(&got)
+                );
+                if conn.write_all(b" ").await.is_err() {
+                    break false;
+                }
+            }
+        }
+    };
+    let text = String::from_utf8_lossy(&got).to_string();
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "closed={closed}: {text:?}"
+    );
+    assert!(text.contains("\"field\":\"body\""), "{text}");
+    // The daemon is unharmed: a polite request is answered.
+    let (status, body) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_local_session_does_not_inherit_an_impd_token_given_by_environment() {
+    // Set for this test binary only, under a name no other test reads.
+    const VAR: &str = "ATC_TEST_SECURITY_IMPD_TOKEN";
+    let value = "impd-token-that-must-stay-in-the-daemon-0123456789";
+    std::env::set_var(VAR, value);
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = tmp.path().join("env.txt");
+    let text = serde_json::json!({
+        "agents": {"dumper": {"bin": "/bin/sh",
+                              "args": ["-c", format!("env > '{}'; exec cat", dump.display())]}},
+        "targets": {"local": {"provider": "local-pty"},
+                    "box": {"provider": "imp", "url": "http://127.0.0.1:9", "tokenEnv": VAR}},
+        "defaultTarget": "local",
+    });
+    let parsed = atc::config::Config::from_json(text.to_string().as_bytes());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let mut config = support::test_config();
+    config.agents.extend(parsed.agents);
+    config.targets = parsed.targets;
+    let d = TestDaemon::start_on(&tmp.path().join("state"), config).await;
+    let body = d
+        .spawn_with(serde_json::json!({"agent": "dumper", "cwd": tmp.path()}))
+        .await;
+    let id = support::id_of(&body);
+    let deadline = Instant::now() + WITHIN;
+    let env = loop {
+        if let Ok(t) = std::fs::read_to_string(&dump) {
+            if t.contains("ATC_SESSION_ID=") {
+                break t;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session never dumped its env"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        !env.contains(value),
+        "the impd token reached the session:\n{env}"
+    );
+    assert!(!env.contains(&format!("{VAR}=")), "{env}");
+    // What the session should inherit still comes.
+    assert!(env.contains("PATH="), "{env}");
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{id}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    d.stop().await;
+}
