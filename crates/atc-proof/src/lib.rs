@@ -10,6 +10,7 @@
 //! the full ones with `cargo run --release -p atc-proof -- <suite>`.
 
 pub mod child;
+mod remote;
 pub mod report;
 pub mod rng;
 
@@ -90,7 +91,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let mut report = match plan.suite {
         Suite::Drops => not_built(plan)?,
         Suite::Crashes => not_built(plan)?,
-        Suite::Remote => not_built(plan)?,
+        Suite::Remote => remote::run(plan).await?,
         Suite::Frames => not_built(plan)?,
         Suite::Soak => not_built(plan)?,
         Suite::Security => not_built(plan)?,
