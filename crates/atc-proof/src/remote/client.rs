@@ -203,7 +203,11 @@ async fn read_loop(
         let end = match client.ws_connect(&path).await {
             Ok(socket) => {
                 failures = 0;
-                one_socket(socket, &tally, &mut commands, &events).await
+                let link = LinkProbe {
+                    client: &client,
+                    id: &id,
+                };
+                one_socket(socket, &tally, &mut commands, &events, link).await
             }
             Err(e) => {
                 failures += 1;
@@ -229,12 +233,34 @@ async fn read_loop(
     }
 }
 
+/// Reads the session's link state from its descriptor.
+struct LinkProbe<'a> {
+    client: &'a DaemonClient,
+    id: &'a str,
+}
+
+impl LinkProbe<'_> {
+    /// Whether the descriptor says the remote harness is attached.
+    async fn attached(&self) -> bool {
+        match self
+            .client
+            .get_json(&format!("/v1/sessions/{}", self.id))
+            .await
+        {
+            Ok(v) => v["session"]["lifecycle"]["attachment"] == "attached",
+            // A failed read tells nothing; the link frames still will.
+            Err(_) => false,
+        }
+    }
+}
+
 /// Reads one socket until it ends.
 async fn one_socket(
     mut socket: atc_client::WsConnection,
     tally: &Rc<RefCell<Tally>>,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     events: &mpsc::UnboundedSender<Seen>,
+    link: LinkProbe<'_>,
 ) -> SocketEnd {
     // Repaint bytes still to skip, and the offset of the next live byte (None until
     // `attached`).
@@ -273,6 +299,13 @@ async fn one_socket(
                         replay,
                         ..
                     } => {
+                        let was_attached = tally.borrow().stream.is_some();
+                        if was_attached && link.attached().await {
+                            // A client that comes back while the harness reconnects misses the
+                            // link's change if it happened before it was in; the descriptor,
+                            // read once it is in (so no later change is missed either), says.
+                            let _ = events.send(Seen::Link(LinkState::Attached, Instant::now()));
+                        }
                         let mut t = tally.borrow_mut();
                         let resuming = t.stream.as_deref() == Some(stream.as_str());
                         if t.stream.is_some() {

@@ -133,6 +133,19 @@ impl Kind {
         }
     }
 
+    /// Whether the harness waits out a reconnect delay after this fault (its link is seen
+    /// reattaching for a while), so the client can be dropped meanwhile.
+    pub fn waits_to_reconnect(self) -> bool {
+        matches!(
+            self,
+            Kind::DropBeforeStarted
+                | Kind::DropAfterStarted
+                | Kind::SleepDuringOutput
+                | Kind::ImpdRestart
+                | Kind::Reboot(_)
+        )
+    }
+
     /// Whether output offsets hold across this fault, so no byte may be lost.
     pub fn offsets_hold(self) -> bool {
         matches!(self.expected(), Expected::Reattached | Expected::Suspended)

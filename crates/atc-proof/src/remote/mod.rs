@@ -280,7 +280,9 @@ impl Bench {
         };
         live.watcher.drain();
         let before = live.watcher.counts();
-        let (observed, mut took, t0) = inject_and_watch(&self.sim, &self.token, kind, live).await;
+        let drop_while_away = kind.waits_to_reconnect() && self.rng.chance(0.5);
+        let (observed, mut took, t0) =
+            inject_and_watch(&self.sim, &self.token, kind, live, drop_while_away).await;
         let expected = kind.expected();
         let mut right = expected.matches(&observed);
         let mut revive_took = None;
@@ -330,7 +332,7 @@ impl Bench {
         tally.repeated += after.repeated - before.repeated;
         tally.gap_resets += after.gap_resets - before.gap_resets;
         tally.garbled += after.garbled - before.garbled;
-        tally.client_drops += u64::from(client_drop);
+        tally.client_drops += u64::from(client_drop) + u64::from(drop_while_away);
         if let Some(took) = took {
             tally.reconnect.push(took);
         }
@@ -435,6 +437,7 @@ async fn inject_and_watch(
     token: &str,
     kind: Kind,
     live: &mut Live,
+    drop_client_while_away: bool,
 ) -> (Observed, Option<Duration>, Instant) {
     let faults = sim.faults();
     let (imp, session) = (live.imp.as_str(), live.session.as_str());
@@ -470,6 +473,13 @@ async fn inject_and_watch(
     };
     if !injected {
         return (Observed::Nothing, None, t0);
+    }
+    if drop_client_while_away {
+        // The client's own socket goes too, while the harness is away: it must come back by
+        // stream + offset and still see the outcome.
+        if wait_link(live, LinkState::Reattaching).await {
+            live.watcher.drop_socket();
+        }
     }
     let deadline = t0 + OUTCOME_WITHIN;
     // A fault that must end the session may still see the link attached for a moment (a
