@@ -11,6 +11,7 @@
 
 pub mod child;
 mod crashes;
+mod remote;
 pub mod report;
 pub mod rng;
 mod security;
@@ -93,7 +94,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let mut report = match plan.suite {
         Suite::Drops => not_built(plan)?,
         Suite::Crashes => crashes::run(plan).await?,
-        Suite::Remote => not_built(plan)?,
+        Suite::Remote => remote::run(plan).await?,
         Suite::Frames => not_built(plan)?,
         Suite::Soak => soak::run(plan).await?,
         Suite::Security => security::run(plan).await?,
