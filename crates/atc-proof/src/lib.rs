@@ -10,6 +10,13 @@
 //! the full ones with `cargo run --release -p atc-proof -- <suite>`.
 
 pub mod child;
+mod drops;
+pub mod emit;
+pub mod emitting;
+mod frames;
+mod metrics;
+pub mod rawws;
+pub mod reassembly;
 pub mod report;
 pub mod rng;
 
@@ -88,10 +95,10 @@ impl Plan {
 pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let started = Instant::now();
     let mut report = match plan.suite {
-        Suite::Drops => not_built(plan)?,
+        Suite::Drops => drops::run(plan).await?,
         Suite::Crashes => not_built(plan)?,
         Suite::Remote => not_built(plan)?,
-        Suite::Frames => not_built(plan)?,
+        Suite::Frames => frames::run(plan).await?,
         Suite::Soak => not_built(plan)?,
         Suite::Security => not_built(plan)?,
     };

@@ -33,6 +33,9 @@ enum Command {
         #[command(flatten)]
         args: DaemonArgs,
     },
+    /// Write the checksummed stream the drops and frames suites read (run inside a session).
+    #[command(hide = true)]
+    Emit(atc_proof::emit::EmitArgs),
     #[command(flatten)]
     Suite(SuiteCommand),
 }
@@ -76,6 +79,7 @@ struct SuiteArgs {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Daemon { state_dir, args } => daemon_command::run(args, state_dir),
+        Command::Emit(args) => atc_proof::emit::run(args),
         Command::Suite(cmd) => {
             let (suite, args) = match cmd {
                 SuiteCommand::Drops(a) => (Suite::Drops, a),
