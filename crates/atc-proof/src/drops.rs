@@ -57,6 +57,10 @@ const DESYNC_WAIT: Duration = Duration::from_secs(30);
 /// Time kept back from the limit for the final resumes and the stream's end.
 const FINISH_RESERVE: Duration = Duration::from_secs(60);
 
+/// A mid-frame drop cuts into a binary frame at least this large (the PTY reads of a steady
+/// stream are a few KiB; resume tails and repaints are larger).
+const MID_FRAME_MIN: u64 = 1024;
+
 /// Failures quoted in the notes, at most.
 const NOTED_FAILURES: usize = 8;
 
@@ -140,6 +144,8 @@ struct Counts {
     desync_missed: u64,
     repaint_too_short: u64,
     errors: u64,
+    /// Payload bytes of the frames mid-frame drops cut into, added up.
+    cut_frame_bytes: u64,
     resumes: Vec<Duration>,
     /// From the daemon counting a stopped client's overflow to its `desync` frame.
     desync_frames: Vec<Duration>,
@@ -308,6 +314,9 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     report.figure("midFrameDrops", counts.mid_frame as f64, "count", enough);
     report.figure("repaintDrops", counts.repaint as f64, "count", enough);
     report.figure("desyncDrops", counts.desync as f64, "count", enough);
+    if let Some(mean) = counts.cut_frame_bytes.checked_div(counts.mid_frame) {
+        report.info("midFrameMeanFrameBytes", mean as f64, "bytes");
+    }
     report.info("plainDrops", counts.plain as f64, "count");
     report.info("unplannedDesyncs", counts.unplanned as f64, "count");
     report.info("desyncsNotProvoked", counts.desync_missed as f64, "count");
@@ -673,7 +682,8 @@ impl DropClient {
         let looking_until = Instant::now() + FRAME_WAIT;
         while Instant::now() < looking_until {
             let h = within(FRAME_WAIT, ws.next_header()).await?;
-            if h.opcode == op::BINARY && h.len >= 2 {
+            if h.opcode == op::BINARY && h.len >= MID_FRAME_MIN {
+                shared.counts.borrow_mut().cut_frame_bytes += h.len;
                 let part = self.rng.between(1, h.len - 1);
                 within(FRAME_WAIT, ws.read_into(h, part)).await?;
                 ws.abort(self.rng.chance(0.5));
@@ -685,7 +695,7 @@ impl DropClient {
                 s @ (Step::Desync | Step::Ended) => return self.interrupted(ws, s),
             }
         }
-        anyhow::bail!("no binary frame of two bytes or more came in {FRAME_WAIT:?}")
+        anyhow::bail!("no binary frame of {MID_FRAME_MIN} bytes or more came in {FRAME_WAIT:?}")
     }
 
     async fn repaint(&mut self, shared: &Shared) -> anyhow::Result<Outcome> {

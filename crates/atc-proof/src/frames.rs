@@ -301,6 +301,18 @@ fn cases_for(socket: Socket) -> Vec<Case> {
             content_error("bad_args"),
         ));
     }
+    // The bounds themselves are fine: a text message of exactly the cap (not JSON, so the
+    // attach socket answers it as content) and a ping of 125 bytes.
+    out.push((
+        format!("a text message of exactly the cap ({cap} bytes)"),
+        rawws::client_frame(op::TEXT, &vec![b'a'; cap as usize]),
+        content_error("bad_args"),
+    ));
+    out.push((
+        "a ping of 125 bytes".into(),
+        rawws::client_frame(op::PING, &[b'p'; 125]),
+        Expect::Ignored,
+    ));
     out.push((
         "binary (input) where it may not type".into(),
         rawws::client_frame(op::BINARY, b"typed by a watcher"),
@@ -654,6 +666,9 @@ async fn run_case(url: &str, token: &str, session: &Emitting, case: &Case) -> Go
                     None => Got::Ignored,
                 }
             }
+            // A silence case must stay silent: a pong is a frame the daemon hears (and after
+            // half a frame it would be read as that frame's payload).
+            Frame::Ping(_) if case.expect == Expect::AnyClose => {}
             Frame::Ping(p) => {
                 // A failed pong shows as the connection's end on the next read.
                 let _ = ws.pong(&p).await;
