@@ -40,6 +40,9 @@ enum Command {
         #[arg(long, default_value_t = 4096)]
         bytes_per_sec: u64,
     },
+    /// Write the checksummed stream the drops and frames suites read (run inside a session).
+    #[command(hide = true)]
+    Emit(atc_proof::emit::EmitArgs),
     #[command(flatten)]
     Suite(SuiteCommand),
 }
@@ -120,6 +123,7 @@ fn main() -> ExitCode {
                 Box::pin(async move { atc_proof::soak::run_with(plan, &opts).await })
             })
         }
+        Command::Emit(args) => atc_proof::emit::run(args),
         Command::Suite(cmd) => {
             let (suite, args) = match cmd {
                 SuiteCommand::Drops(a) => (Suite::Drops, a),
