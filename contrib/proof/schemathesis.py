@@ -145,7 +145,10 @@ def run_round(st, url, token, run_dir, n, seed, timeout):
     if seed is not None:
         cmd += ["--seed", str(seed)]
     with open(f"{report}.out", "w") as out:
-        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # In the run's folder: schemathesis keeps its example database in its working dir.
+        subprocess.run(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=run_dir
+        )
     return report
 
 

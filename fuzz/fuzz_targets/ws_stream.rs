@@ -11,13 +11,21 @@ use arbitrary::Arbitrary;
 #[derive(Debug, Arbitrary)]
 enum Input {
     /// Raw bytes, cut into chunks of these sizes.
-    Raw { splits: Vec<u8>, small_cap: bool, bytes: Vec<u8> },
+    Raw {
+        splits: Vec<u8>,
+        small_cap: bool,
+        bytes: Vec<u8>,
+    },
     /// Whole messages (binary or text) as a client frames them.
     Messages(Vec<(bool, Vec<u8>)>),
 }
 
 libfuzzer_sys::fuzz_target!(|input: Input| match input {
-    Input::Raw { splits, small_cap, bytes } => {
+    Input::Raw {
+        splits,
+        small_cap,
+        bytes,
+    } => {
         let splits: Vec<usize> = splits.into_iter().map(usize::from).collect();
         let cap = if small_cap { 64 } else { checks::ATTACH_CAP };
         checks::ws_stream(&bytes, &splits, cap);
