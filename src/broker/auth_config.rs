@@ -73,6 +73,37 @@ fn valid_variable(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// The detail for an entry serde refused. serde names the key of an unknown or missing field,
+/// but its text for a wrong type quotes the value it found (`invalid type: string "…"`), which
+/// can be the very token pasted into the wrong key: so the key of the wrong type is found
+/// here, and any other text is cut before its first quote.
+fn shape_problem(value: &serde_json::Value, e: &serde_json::Error) -> String {
+    let Some(entry) = value.as_object() else {
+        return "'auth' must be an object".into();
+    };
+    let strings = |v: &serde_json::Value| {
+        v.as_array()
+            .is_some_and(|items| items.iter().all(serde_json::Value::is_string))
+    };
+    let wrong = ["secrets", "placeholders", "check"]
+        .into_iter()
+        .find(|key| {
+            entry
+                .get(*key)
+                .is_some_and(|v| !(strings(v) || (*key == "check" && v.is_null())))
+        });
+    if let Some(key) = wrong {
+        return format!("'auth.{key}' must be a list of strings");
+    }
+    let text = e.to_string();
+    let head = text
+        .split(['"', '\''])
+        .next()
+        .unwrap_or_default()
+        .trim_end();
+    format!("'auth': {head}")
+}
+
 impl AgentAuth {
     /// Checks the `auth` value of an agent of `kind` whose configured `env` is `env`. The
     /// error is the problem's detail: it names the key at fault, never a value.
@@ -84,15 +115,8 @@ impl AgentAuth {
         if !kind.is_some_and(|k| AUTH_KINDS.contains(&k)) {
             return Err("'auth' applies to claude and codex agents only".into());
         }
-        let raw: RawAuth = serde_json::from_value(value.clone()).map_err(|e| {
-            let text = e.to_string();
-            // serde names the key for unknown and missing fields; a type error is cut before
-            // its value.
-            match text.split_once(" at line") {
-                Some((head, _)) => format!("'auth': {head}"),
-                None => format!("'auth': {text}"),
-            }
-        })?;
+        let raw: RawAuth =
+            serde_json::from_value(value.clone()).map_err(|e| shape_problem(value, &e))?;
         if raw.secrets.is_empty() {
             return Err("'auth.secrets' must name at least one impd secret".into());
         }
@@ -225,5 +249,27 @@ mod tests {
         let env = ["PATH".to_string(), "NODE_EXTRA_CA_CERTS".to_string()];
         assert_eq!(AgentAuth::env_conflict(&env), Some("NODE_EXTRA_CA_CERTS"));
         assert_eq!(AgentAuth::env_conflict(&env[..1]), None);
+    }
+
+    /// Found by the `auth` property test (tests/decoders.rs): a token pasted where a list
+    /// belongs came back inside the problem, which `GET /v1/daemon` and the log show.
+    #[test]
+    fn a_wrong_type_names_the_key_and_not_the_value() {
+        for key in ["secrets", "placeholders", "check"] {
+            let mut v = json!({"secrets": ["anthropic"]});
+            v[key] = json!("sk-ant-oat01-pasted-token");
+            let detail = check(v, Some("claude")).expect_err("a string is not a list");
+            assert!(!detail.contains("sk-ant"), "{detail}");
+            assert_eq!(detail, format!("'auth.{key}' must be a list of strings"));
+        }
+        let detail = check(
+            json!({"secrets": ["a"], "token": "sk-ant-x"}),
+            Some("claude"),
+        )
+        .expect_err("an unknown key");
+        assert!(
+            detail.contains("unknown field") && !detail.contains("sk-ant"),
+            "{detail}"
+        );
     }
 }

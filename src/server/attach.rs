@@ -143,35 +143,44 @@ struct ControlFrame {
     rows: Option<u64>,
 }
 
+/// Decodes a client's text frame on the attach socket: the one control frame it takes,
+/// `{"type":"resize","cols":C,"rows":R}`, becomes the size asked for; anything else is the
+/// error frame's cause. Public so the fuzz targets and property tests drive the very decoder
+/// the socket uses.
+pub fn control_frame(text: &[u8]) -> Result<TermSize, RequestError> {
+    let frame =
+        serde_json::from_slice::<ControlFrame>(text).map_err(|_| RequestError::FrameNotJson)?;
+    if frame.kind != "resize" {
+        return Err(RequestError::UnknownFrame(frame.kind));
+    }
+    let dim = |v: Option<u64>, name: &'static str| match v {
+        Some(n) if DIM_RANGE.contains(&n) => Ok(n as u16),
+        _ => Err(RequestError::OutOfRange {
+            field: name,
+            range: "an integer from 1 to 4096",
+        }),
+    };
+    Ok(TermSize {
+        cols: dim(frame.cols, "cols")?,
+        rows: dim(frame.rows, "rows")?,
+    })
+}
+
 impl AttachClient {
     fn refuse(&self, e: impl Into<Error>) {
         self.queue.push_text(e.into().attach_frame().to_text());
     }
 
     fn on_text(&mut self, text: &[u8]) {
-        let frame = match serde_json::from_slice::<ControlFrame>(text) {
-            Ok(f) => f,
-            Err(_) => return self.refuse(RequestError::FrameNotJson),
-        };
-        if frame.kind != "resize" {
-            return self.refuse(RequestError::UnknownFrame(frame.kind));
-        }
-        let dim = |v: Option<u64>, name: &'static str| match v {
-            Some(n) if DIM_RANGE.contains(&n) => Ok(n as u16),
-            _ => Err(RequestError::OutOfRange {
-                field: name,
-                range: "an integer from 1 to 4096",
-            }),
-        };
-        match (dim(frame.cols, "cols"), dim(frame.rows, "rows")) {
+        match control_frame(text) {
             // A watcher's size never counts (the session ignores it too); it is not an
             // error for a terminal to report its size, so it is dropped without a word.
-            (Ok(_), Ok(_)) if self.mode == AttachMode::Watch => {}
-            (Ok(cols), Ok(rows)) => self.session.do_send(ClientResized {
+            Ok(_) if self.mode == AttachMode::Watch => {}
+            Ok(size) => self.session.do_send(ClientResized {
                 client: self.client,
-                size: TermSize { cols, rows },
+                size,
             }),
-            (Err(e), _) | (_, Err(e)) => self.refuse(e),
+            Err(e) => self.refuse(e),
         }
     }
 

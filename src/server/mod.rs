@@ -18,6 +18,13 @@ pub mod tokens;
 mod ws_header;
 mod ws_transport;
 
+// The decoders of what a client sends on the sockets, named here for the fuzz targets and
+// property tests: the frames and messages of the WebSocket stream (which splits binary from
+// text), and the attach socket's control frame.
+pub use attach::control_frame;
+pub use ws_header::Violation;
+pub use ws_transport::{Inbound, InboundError, InboundMessages};
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

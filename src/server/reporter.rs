@@ -120,7 +120,8 @@ pub fn serve(
 }
 
 /// One line: `atcId` and `event` strings, `payload` an object; anything else is malformed.
-fn parse(line: &[u8]) -> Option<RouteReport> {
+/// Public for the fuzz target and property tests, which feed it what a reporter could send.
+pub fn parse(line: &[u8]) -> Option<RouteReport> {
     let v: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
     let atc_id = v.get("atcId")?.as_str()?.to_string();
     let event = v.get("event")?.as_str()?.to_string();

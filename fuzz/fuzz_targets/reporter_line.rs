@@ -1,0 +1,10 @@
+//! The reporter socket's line (`server::reporter::parse`). Properties:
+//! `tests/decoders/checks.rs`.
+#![no_main]
+
+#[path = "../../tests/decoders/checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    checks::reporter_line(data);
+});
