@@ -209,20 +209,28 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
 }
 
 /// The string values in `v` (not its keys) that could be a credential: long enough to matter
-/// and not a plain name (environment variable names are named in problems on purpose).
+/// and not a plain name (environment variable names are named in problems on purpose). A
+/// `tokenEnv` value is the name of the variable that holds a token, which a problem names on
+/// purpose, whatever it looks like.
 pub fn values_to_keep_out(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) if secret_like(s) => out.push(s.clone()),
         Value::Array(items) => items.iter().for_each(|i| values_to_keep_out(i, out)),
-        Value::Object(map) => map.values().for_each(|i| values_to_keep_out(i, out)),
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| k.as_str() != "tokenEnv")
+            .for_each(|(_, i)| values_to_keep_out(i, out)),
         _ => {}
     }
 }
 
-/// Long enough to matter and not a plain name.
+/// Long enough to matter, not a plain name, and one word: a token or secret has no spaces,
+/// while a value with spaces can be a phrase of the daemon's own message (the fuzzer found
+/// `' must be an ob`, which the problem "'auth' must be an object" contains by its wording).
 fn secret_like(s: &str) -> bool {
     let plain_name = s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    s.chars().count() >= 8 && !plain_name
+    let one_word = !s.chars().any(char::is_whitespace);
+    s.chars().count() >= 8 && !plain_name && one_word
 }
 
 /// The config loader: any text gives a config (never a panic), whose problems each have a
