@@ -1,41 +1,20 @@
 //! The `crashes` suite's short version: the real binary, five `kill -9`s of its daemon child
 //! during keyed spawns of all three kinds (local, imp, imp with the broker), and its figures.
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
-
-fn figure(report: &Value, name: &str) -> f64 {
-    report["figures"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["name"] == name))
-        .and_then(|f| f["value"].as_f64())
-        .unwrap_or_else(|| panic!("no figure {name}: {report}"))
-}
+use support::figure;
 
 #[test]
 fn five_kills_during_keyed_spawns_spawn_nothing_twice_and_lose_no_row() {
-    let work = tempfile::tempdir().expect("work dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
-        .args([
-            "crashes",
-            "--count",
-            "5",
-            "--seed",
-            "12",
-            "--seconds",
-            "50",
-            "--json",
-        ])
-        .arg("--work-dir")
-        .arg(work.path())
-        .output()
-        .expect("run atc-proof crashes");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stdout.lines().last().unwrap_or_default();
-    let report: Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\nstderr: {stderr}"));
+    let support::Run {
+        report,
+        output: out,
+        work,
+    } = support::run_suite(
+        "crashes",
+        &["--count", "5", "--seed", "12", "--seconds", "50"],
+    );
     let logs = || {
         let dir = work.path().join("crashes/logs");
         let mut text = String::new();
@@ -78,5 +57,10 @@ fn five_kills_during_keyed_spawns_spawn_nothing_twice_and_lose_no_row() {
     let orphans = figure(&report, "remoteOrphansAtEnd");
     let passed = report["passed"] == true;
     assert_eq!(passed, orphans == 0.0, "{report:#}");
-    assert_eq!(out.status.success(), passed, "{stderr}");
+    assert_eq!(
+        out.status.success(),
+        passed,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

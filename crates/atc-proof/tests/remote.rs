@@ -3,43 +3,17 @@
 //! be the one the spec gives for its fault, and no line may be lost or repeated where offsets
 //! hold.
 
-use std::process::Command;
+mod support;
+
+use support::figure;
 
 #[test]
 fn two_of_each_remote_fault_meet_the_spec() {
-    let work = tempfile::tempdir().expect("a work dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
-        .args([
-            "remote",
-            "--count",
-            "2",
-            "--seed",
-            "12",
-            "--seconds",
-            "150",
-            "--json",
-        ])
-        .arg("--work-dir")
-        .arg(work.path())
-        .output()
-        .expect("run atc-proof remote");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    let report: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!(
-            "no JSON line ({e}): stdout {stdout}\nstderr {}\ndaemon log:\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(work.path().join("daemon.log")).unwrap_or_default()
-        )
-    });
-    let figures = report["figures"].as_array().expect("figures");
-    let value = |name: &str| {
-        figures
-            .iter()
-            .find(|f| f["name"] == name)
-            .and_then(|f| f["value"].as_f64())
-            .unwrap_or_else(|| panic!("no figure {name}: {report}"))
-    };
+    let support::Run { report, work, .. } = support::run_suite(
+        "remote",
+        &["--count", "2", "--seed", "12", "--seconds", "150"],
+    );
+    let value = |name: &str| figure(&report, name);
     for kind in [
         "dropBeforeStarted",
         "dropAfterStarted",

@@ -2,44 +2,20 @@
 //! connections, every check of the full one. It must pass, and its key figures must be
 //! there and right (a walk that walked nothing would pass for the wrong reason).
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
-
-fn figure(report: &Value, name: &str) -> f64 {
-    report["figures"]
-        .as_array()
-        .and_then(|fs| fs.iter().find(|f| f["name"] == name))
-        .and_then(|f| f["value"].as_f64())
-        .unwrap_or_else(|| panic!("no figure {name} in {report}"))
-}
+use support::figure;
 
 #[test]
 fn the_security_walk_finds_nothing() {
-    let work = tempfile::tempdir().expect("work dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
-        .args([
-            "security",
-            "--count",
-            "4",
-            "--seed",
-            "12",
-            "--seconds",
-            "150",
-            "--json",
-        ])
-        .arg("--work-dir")
-        .arg(work.path())
-        .output()
-        .expect("run atc-proof security");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    let report: Value = serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!(
-            "no JSON line ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let support::Run {
+        report,
+        output: out,
+        ..
+    } = support::run_suite(
+        "security",
+        &["--count", "4", "--seed", "12", "--seconds", "150"],
+    );
     assert_eq!(report["passed"], true, "{report:#}");
     assert!(figure(&report, "routesWalked") >= 20.0, "{report}");
     assert_eq!(figure(&report, "unauthorizedMisses"), 0.0);

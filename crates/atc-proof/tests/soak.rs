@@ -3,31 +3,21 @@
 //! reading present); and a growth run against a daemon whose open-file limit is lowered to
 //! 256, which must stop at that limit, name it, and leave every held session alive.
 
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
 
-fn run(args: &[&str]) -> (Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
-        .arg("soak")
-        .args(args)
-        .args(["--seed", "12", "--json"])
-        .output()
-        .expect("atc-proof runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let line = stdout.lines().last().unwrap_or_default();
-    let report: Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("no JSON line ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (report, stderr)
-}
+use support::figure_entry as figure;
 
-fn figure(report: &Value, name: &str) -> Value {
-    report["figures"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["name"] == name))
-        .cloned()
-        .unwrap_or_else(|| panic!("no figure {name}: {report:#}"))
+/// The soak with `args`, and its stderr.
+fn run(args: &[&str]) -> (Value, String) {
+    let mut all = args.to_vec();
+    all.extend(["--seed", "12"]);
+    let run = support::run_suite("soak", &all);
+    (
+        run.report,
+        String::from_utf8_lossy(&run.output.stderr).to_string(),
+    )
 }
 
 #[test]
