@@ -333,15 +333,13 @@ async fn attached_comes_first_while_a_remote_session_reattaches() {
     d.stop().await;
 }
 
-/// Found by `atc-proof crashes`; open, hence ignored until the restore attaches by name. A
-/// remote spawn writes its row before its process starts, and the process's position
-/// reaches the row only through a later background write. A daemon killed between the two
-/// leaves the row below: alive, on the imp target, with no position. The next daemon must
-/// still find the process, which runs on in its imp under a name derived from the session id
-/// alone. Today it lists the session as exited, so its key replays a dead session, while the
-/// process runs on with no daemon attached.
+/// Found by `atc-proof crashes`. A remote spawn writes its row before its process starts,
+/// and the process's position reaches the row only through a later background write. A
+/// daemon killed between the two leaves the row below: alive, on the imp target, with no
+/// position. The next daemon must still find the process, which runs on in its imp under a
+/// name derived from the session id alone; it used to list the session as exited, so its key
+/// replayed a dead session while the process ran on with no daemon attached.
 #[actix_rt::test]
-#[ignore = "open defect: restore re-attaches only remote rows that have a position (atc-proof crashes, remoteOrphansAtEnd)"]
 async fn a_remote_row_left_without_its_position_is_reattached_at_restart() {
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();

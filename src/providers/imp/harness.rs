@@ -169,14 +169,14 @@ impl ImpHarness {
             cwd,
             require_broker: broker_launch.is_some(),
         };
-        // A restart always has the position its row kept; without one there is nothing to
-        // re-attach to, and the harness starts as a spawn would.
+        // A restart re-attaches with the position its row kept, or with none when the last
+        // daemon died between writing the spawn's row and the process's position.
         let origin = match (&spec.remote, spec.attach_only) {
-            (Some(p), true) => Origin::Restart {
-                generation: p.generation.clone(),
+            (p, true) => Origin::Restart {
+                generation: p.as_ref().map(|p| p.generation.clone()),
             },
             (Some(_), false) => Origin::Revive,
-            (None, _) => Origin::Spawn,
+            (None, false) => Origin::Spawn,
         };
         let state = HarnessState::new(
             params,

@@ -342,11 +342,15 @@ impl<W: Link> HarnessState<W> {
                 }
                 Some(Resume::Exact) | None => {}
             }
-            // After a daemon restart: the process must still be the one we knew.
+            // After a daemon restart: the process must still be the one we knew (when the
+            // last daemon lived to record it).
             if let (Progress::Unanswered, Origin::Restart { generation }) =
                 (self.progress, &self.origin)
             {
-                if o.execution_generation != *generation {
+                if let Some(generation) = generation
+                    .as_ref()
+                    .filter(|g| **g != o.execution_generation)
+                {
                     link.close();
                     let expected = generation.clone();
                     return self.generation_gone(o.previous.as_ref(), &expected);

@@ -39,7 +39,7 @@ fn position(generation: &str, offset: u64) -> RemotePosition {
 
 fn restart() -> Origin {
     Origin::Restart {
-        generation: "G1".into(),
+        generation: Some("G1".into()),
     }
 }
 
@@ -532,6 +532,43 @@ fn a_restart_checks_the_generation_then_takes_the_lease_once() {
         Rc::new(FakeLink::default()),
     );
     assert_eq!(then(&effects), ended("imp replaced the process"));
+}
+
+#[test]
+fn a_restart_without_a_recorded_generation_adopts_the_process_under_its_name() {
+    // The last daemon died between the spawn's row and the process's position.
+    let origin = Origin::Restart { generation: None };
+    let mut s = State::new(params(), origin, size(80, 24), None, DELAYS.to_vec());
+    let (attempt, opening) = opened(&s.open());
+    assert_eq!(shape(&opening), (Kind::Attach, None));
+    let effects = s.started(
+        attempt,
+        answer(Some(output("G7", 40, None))),
+        Rc::new(FakeLink::default()),
+    );
+    assert!(matches!(effects.first(), Some(Effect::ResetScreen)));
+    assert!(effects.iter().any(|e| matches!(e, Effect::AskLease)));
+    match effects.last() {
+        Some(Effect::Attached(Some(p))) => assert_eq!(p.generation, "G7"),
+        other => panic!("not attached: {other:?}"),
+    }
+    // Nothing under the name (the start never reached impd): the session ends.
+    let mut s = State::new(
+        params(),
+        Origin::Restart { generation: None },
+        size(80, 24),
+        None,
+        DELAYS.to_vec(),
+    );
+    let (attempt, _) = opened(&s.open());
+    let next = s
+        .ended(
+            attempt,
+            &refused("NO_SESSION", json!({"bootId": "B1"})),
+            false,
+        )
+        .unwrap();
+    assert_eq!(then(&s.after(next)), ended("ended, cause unknown"));
 }
 
 #[test]

@@ -21,8 +21,10 @@ pub enum Origin {
     /// A daemon restart: re-attach to the process the last daemon ran, which must still be
     /// this execution generation.
     Restart {
-        /// The generation the last daemon recorded.
-        generation: String,
+        /// The generation the last daemon recorded; `None` when it was killed after writing
+        /// the spawn's row and before the process's position. The name is derived from the
+        /// session id alone, so whatever runs under it is this session's process.
+        generation: Option<String>,
     },
 }
 
@@ -126,7 +128,7 @@ mod tests {
 
     fn restart() -> Origin {
         Origin::Restart {
-            generation: "G1".into(),
+            generation: Some("G1".into()),
         }
     }
 

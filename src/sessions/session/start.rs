@@ -40,12 +40,14 @@ pub(super) fn provider_of<'a>(
     })
 }
 
-/// The position to re-attach from, for a row of a remote session whose process was running
-/// when the daemon stopped and whose target still serves it unchanged.
+/// For a row of a remote session whose process was running when the daemon stopped and whose
+/// target still serves it unchanged: the position to re-attach from. That is `Some(None)` for
+/// a row the last daemon wrote before the process's position reached it (it was killed
+/// between the two): the process may run all the same, under the name derived from the id.
 fn reattachable(
     record: &SessionRecord,
     deps: &SessionDeps,
-) -> Option<crate::providers::RemotePosition> {
+) -> Option<Option<crate::providers::RemotePosition>> {
     let provider = deps.providers.get(&record.target)?;
     if !may_reattach(record, provider.remote()) {
         return None;
@@ -57,14 +59,14 @@ fn reattachable(
         tracing::warn!(session = %record.id, error = %e, "target refuses; not re-attached");
         return None;
     }
-    record.remote.clone()
+    Some(record.remote.clone())
 }
 
 /// Starts a harness that joins the remote process of `record` (it sends no `start`).
 fn start_reattach(
     record: &SessionRecord,
     deps: &SessionDeps,
-    position: crate::providers::RemotePosition,
+    position: Option<crate::providers::RemotePosition>,
     addr: &Addr<Session>,
 ) -> Result<crate::providers::StartedHarness, Error> {
     let bin = deps
@@ -89,7 +91,7 @@ fn start_reattach(
             session_id: record.id,
             plan,
             size: record.size,
-            remote: Some(position),
+            remote: position,
             attach_only: true,
             host: HostUse::Existing,
         },
