@@ -198,6 +198,8 @@ struct Shared {
     count: u64,
     /// Drops handed out so far (numbers `0..issued`).
     issued: Cell<u64>,
+    /// When the suite began, for the progress lines.
+    started: Instant,
     /// Cycles stop being handed out after this.
     cycles_until: Instant,
     /// The final phase must be over by this.
@@ -219,6 +221,15 @@ impl Shared {
             return None;
         }
         self.issued.set(n + 1);
+        // A full run takes minutes: a line on stderr every tenth of the drops says how far.
+        let step = (self.count / 10).max(1);
+        if n > 0 && n % step == 0 {
+            eprintln!(
+                "atc-proof drops: {n} of {} drops begun, {:.0} s",
+                self.count,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
         Some(n)
     }
 }
@@ -263,6 +274,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         token: daemon.token().to_string(),
         count,
         issued: Cell::new(0),
+        started,
         cycles_until: started
             + plan
                 .limit

@@ -574,6 +574,15 @@ pub async fn take_sample(cx: &Ctx<'_>) {
             .tally
             .error(format!("GET /v1/sessions for a sample: {e}")),
     }
+    // The hold is minutes long: every sample is also a progress line on stderr.
+    eprintln!(
+        "atc-proof soak: {:.0} s held, {} of {} sessions alive, RSS {} KiB, {} fds",
+        sample.t_secs,
+        sample.alive,
+        sample.held,
+        sample.rss_kib.map_or("?".into(), |k| k.to_string()),
+        sample.fds.map_or("?".into(), |f| f.to_string()),
+    );
     cx.tally.samples.borrow_mut().push(sample);
 }
 

@@ -90,8 +90,15 @@ pub fn classify(message: &str, at: &AtRefusal) -> StopReason {
     if m.contains("no space left on device") {
         return StopReason::Ptys;
     }
+    // EAGAIN while opening the terminal is the PTY ceiling: the full run on this machine got
+    // it from /dev/ptmx at 4,095 of kernel.pty.max 4,096. From the process start it is the
+    // process limit.
     if m.contains("resource temporarily unavailable") {
-        return StopReason::Processes;
+        return if m.contains("could not open a terminal") {
+            StopReason::Ptys
+        } else {
+            StopReason::Processes
+        };
     }
     if let Some(p) = at.pty {
         // The reserve is kept for the initial devpts instance: a container's own instance
@@ -296,6 +303,13 @@ mod tests {
         );
         assert_eq!(
             classify(&msg("Resource temporarily unavailable (os error 11)"), &at),
+            StopReason::Ptys
+        );
+        assert_eq!(
+            classify(
+                "could not start the process: Resource temporarily unavailable (os error 11)",
+                &at
+            ),
             StopReason::Processes
         );
         assert_eq!(classify("internal error", &at), StopReason::Other);

@@ -279,6 +279,11 @@ async fn hold(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         }
     }
     ramp_latency.extend(ramp(&client, &fleet, &tally, n, hold_by).await);
+    eprintln!(
+        "atc-proof soak: {} of {n} sessions spawned in {:.0} s; priming, then the hold",
+        fleet.len(),
+        started.elapsed().as_secs_f64()
+    );
     report.info("sessionsRequested", requested as f64, "count");
     report.figure(
         "sessionsHeld",
