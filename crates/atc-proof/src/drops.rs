@@ -223,7 +223,7 @@ impl Shared {
         self.issued.set(n + 1);
         // A full run takes minutes: a line on stderr every tenth of the drops says how far.
         let step = (self.count / 10).max(1);
-        if n > 0 && n % step == 0 {
+        if n > 0 && n.is_multiple_of(step) {
             eprintln!(
                 "atc-proof drops: {n} of {} drops begun, {:.0} s",
                 self.count,
