@@ -242,6 +242,11 @@ impl Auth {
         token
     }
 
+    /// Whether `token` is still one impd knows (not revoked).
+    pub fn knows(&self, token: &str) -> bool {
+        self.tokens.contains_key(token)
+    }
+
     /// Removes a token (and the tickets it minted). True if it existed.
     pub fn revoke(&mut self, token: &str) -> bool {
         self.tickets.retain(|_, t| t.principal.token != token);

@@ -271,6 +271,15 @@ impl SimState {
         self.next_conn += 1;
         let id = self.next_conn;
         let (tx, rx) = mpsc::unbounded_channel();
+        // A token revoked after this socket was authenticated and before it got here would
+        // escape the revocation's close (which only sees registered sockets): close it as if
+        // it had been registered in time, so a revocation ends every socket of its token.
+        if !self.auth.knows(&principal.token) {
+            let _ = tx.send(Ctl::Close {
+                code: 1008,
+                reason: "the token was removed".into(),
+            });
+        }
         self.conns.insert(
             id,
             ConnEntry {
@@ -297,5 +306,44 @@ impl SimState {
             .filter(|(_, c)| c.imp.as_deref() == Some(imp) && pick(&c.role))
             .map(|(id, _)| *id)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> SimState {
+        SimState {
+            auth: Auth::with_root("root-token"),
+            opts: Default::default(),
+            imps: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            faults: Default::default(),
+            stats: Default::default(),
+            broker: Default::default(),
+            resume_overlap: 0,
+        }
+    }
+
+    /// Found by `atc-proof remote` (`revokeDuringReconnect`): a socket authenticated just
+    /// before its token was revoked, and registered just after, used to stay open for good.
+    #[test]
+    fn a_socket_registered_after_its_token_was_revoked_is_closed_at_once() {
+        let mut st = state();
+        let token = st.auth.add_token(crate::auth::Scope::Manage, None);
+        let principal = st
+            .auth
+            .bearer(Some(&format!("Bearer {token}")))
+            .expect("the new token authenticates");
+        let (_, mut live) = st.register(principal.clone());
+        assert!(live.try_recv().is_err(), "a live token's socket stays open");
+        assert!(st.auth.revoke(&token));
+        let (_, mut late) = st.register(principal);
+        match late.try_recv() {
+            Ok(Ctl::Close { code, .. }) => assert_eq!(code, 1008),
+            other => panic!("not closed: {other:?}"),
+        }
     }
 }
