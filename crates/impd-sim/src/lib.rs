@@ -294,17 +294,7 @@ async fn boot(opts: SimOptions, root: String, dir: PathBuf) -> std::io::Result<B
     let front = server::bind_front(opts.listen)?;
     let imps = opts.imps.clone();
     let shared = Arc::new(Shared {
-        state: Mutex::new(SimState {
-            auth: auth::Auth::with_root(&root),
-            opts,
-            imps: BTreeMap::new(),
-            conns: BTreeMap::new(),
-            next_conn: 0,
-            faults: Default::default(),
-            stats: Default::default(),
-            broker: Default::default(),
-            resume_overlap: 0,
-        }),
+        state: Mutex::new(SimState::new(opts, &root)),
         guest: tokio::runtime::Handle::current(),
         clock,
         dir,

@@ -266,6 +266,21 @@ pub struct SimState {
 }
 
 impl SimState {
+    /// A simulator with no imps, no sockets and no faults yet, whose root token is `root`.
+    pub fn new(opts: SimOptions, root: &str) -> SimState {
+        SimState {
+            auth: Auth::with_root(root),
+            opts,
+            imps: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            faults: Default::default(),
+            stats: Default::default(),
+            broker: Default::default(),
+            resume_overlap: 0,
+        }
+    }
+
     /// Registers a socket and returns its id and control receiver.
     pub fn register(&mut self, principal: Principal) -> (ConnId, mpsc::UnboundedReceiver<Ctl>) {
         self.next_conn += 1;
@@ -313,25 +328,11 @@ impl SimState {
 mod tests {
     use super::*;
 
-    fn state() -> SimState {
-        SimState {
-            auth: Auth::with_root("root-token"),
-            opts: Default::default(),
-            imps: BTreeMap::new(),
-            conns: BTreeMap::new(),
-            next_conn: 0,
-            faults: Default::default(),
-            stats: Default::default(),
-            broker: Default::default(),
-            resume_overlap: 0,
-        }
-    }
-
     /// Found by `atc-proof remote` (`revokeDuringReconnect`): a socket authenticated just
     /// before its token was revoked, and registered just after, used to stay open for good.
     #[test]
     fn a_socket_registered_after_its_token_was_revoked_is_closed_at_once() {
-        let mut st = state();
+        let mut st = SimState::new(Default::default(), "root-token");
         let token = st.auth.add_token(crate::auth::Scope::Manage, None);
         let principal = st
             .auth

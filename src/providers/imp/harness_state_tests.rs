@@ -537,8 +537,16 @@ fn a_restart_checks_the_generation_then_takes_the_lease_once() {
 #[test]
 fn a_restart_without_a_recorded_generation_adopts_the_process_under_its_name() {
     // The last daemon died between the spawn's row and the process's position.
-    let origin = Origin::Restart { generation: None };
-    let mut s = State::new(params(), origin, size(80, 24), None, DELAYS.to_vec());
+    let unrecorded = || {
+        State::new(
+            params(),
+            Origin::Restart { generation: None },
+            size(80, 24),
+            None,
+            DELAYS.to_vec(),
+        )
+    };
+    let mut s = unrecorded();
     let (attempt, opening) = opened(&s.open());
     assert_eq!(shape(&opening), (Kind::Attach, None));
     let effects = s.started(
@@ -553,13 +561,7 @@ fn a_restart_without_a_recorded_generation_adopts_the_process_under_its_name() {
         other => panic!("not attached: {other:?}"),
     }
     // Nothing under the name (the start never reached impd): the session ends.
-    let mut s = State::new(
-        params(),
-        Origin::Restart { generation: None },
-        size(80, 24),
-        None,
-        DELAYS.to_vec(),
-    );
+    let mut s = unrecorded();
     let (attempt, _) = opened(&s.open());
     let next = s
         .ended(
