@@ -159,3 +159,13 @@ proptest! {
         }
     }
 }
+
+/// Found by `cargo fuzz run config` in CI: a `tokenEnv` variable name that holds another value
+/// of the file (a provider string), under a duplicated target key. The problem names the
+/// variable on purpose; the property must not call that a leak.
+#[test]
+fn a_token_env_name_holding_another_value_is_not_a_leak() {
+    checks::config_text(include_bytes!(
+        "decoders/regressions/config_token_env_holds_a_value.json"
+    ));
+}

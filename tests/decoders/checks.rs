@@ -233,6 +233,20 @@ fn secret_like(s: &str) -> bool {
     s.chars().count() >= 8 && !plain_name && one_word
 }
 
+/// A target problem's detail without the `tokenEnv` variable it names on purpose. That name
+/// can hold another value of the file (the fuzzer found a provider value inside it), and with
+/// duplicate keys the parsed JSON need not even have that `tokenEnv` to skip.
+fn without_named_variable(detail: &str) -> String {
+    const BEFORE: &str = "environment variable ";
+    const AFTER: &str = " (tokenEnv)";
+    match (detail.find(BEFORE), detail.find(AFTER)) {
+        (Some(from), Some(to)) if from + BEFORE.len() <= to => {
+            format!("{}{}", &detail[..from + BEFORE.len()], &detail[to..])
+        }
+        _ => detail.to_string(),
+    }
+}
+
 /// The config loader: any text gives a config (never a panic), whose problems each have a
 /// scope and a word, and whose details never repeat a value of the file.
 pub fn config_text(text: &[u8]) {
@@ -251,9 +265,10 @@ pub fn config_text(text: &[u8]) {
         }
     }
     for problem in config.targets.problems() {
+        let detail = without_named_variable(&problem.detail);
         for s in &secret_like {
             assert!(
-                !problem.detail.contains(s.as_str()),
+                !detail.contains(s.as_str()),
                 "a config value in a target problem: {problem:?}"
             );
         }
