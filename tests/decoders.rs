@@ -13,6 +13,7 @@ mod mutate;
 use mutate::{config, mutated};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 fn attach_seeds() -> Vec<Value> {
     vec![
@@ -168,4 +169,18 @@ fn a_token_env_name_holding_another_value_is_not_a_leak() {
     checks::config_text(include_bytes!(
         "decoders/regressions/config_token_env_holds_a_value.json"
     ));
+}
+
+/// The defect the auth property found first (`9f690dd`): serde's text for a wrong type quotes
+/// the value, so a token pasted into `secrets` as a string came back in the problem. Kept as a
+/// fixed case, since random cases reach it only now and then.
+#[test]
+fn a_token_pasted_into_a_wrong_type_key_is_not_quoted() {
+    let env = BTreeMap::from([("HOME".to_string(), "/home/someone-else".to_string())]);
+    checks::auth_entry(&json!({"secrets": "sk-abcdefgh1234"}), Some("claude"), &env);
+    checks::auth_entry(
+        &json!({"check": {"sk": "sk-abcdefgh1234"}}),
+        Some("codex"),
+        &env,
+    );
 }

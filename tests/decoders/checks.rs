@@ -208,76 +208,113 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// The string values in `v` (not its keys) that could be a credential: long enough to matter
-/// and not a plain name (environment variable names are named in problems on purpose). A
-/// `tokenEnv` value is the name of the variable that holds a token, which a problem names on
-/// purpose, whatever it looks like.
-pub fn values_to_keep_out(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) if secret_like(s) => out.push(s.clone()),
-        Value::Array(items) => items.iter().for_each(|i| values_to_keep_out(i, out)),
-        Value::Object(map) => map
-            .iter()
-            .filter(|(k, _)| k.as_str() != "tokenEnv")
-            .for_each(|(_, i)| values_to_keep_out(i, out)),
-        _ => {}
-    }
-}
-
-/// Long enough to matter, not a plain name, and one word: a token or secret has no spaces,
-/// while a value with spaces can be a phrase of the daemon's own message (the fuzzer found
-/// `' must be an ob`, which the problem "'auth' must be an object" contains by its wording).
+/// Long enough to matter, not a plain name, and one word: what a credential looks like.
+/// Environment variable names are named in problems on purpose, and a value with spaces is
+/// a phrase, not a token.
 fn secret_like(s: &str) -> bool {
     let plain_name = s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let one_word = !s.chars().any(char::is_whitespace);
     s.chars().count() >= 8 && !plain_name && one_word
 }
 
-/// A target problem's detail without the `tokenEnv` variable it names on purpose. That name
-/// can hold another value of the file (the fuzzer found a provider value inside it), and with
-/// duplicate keys the parsed JSON need not even have that `tokenEnv` to skip.
-fn without_named_variable(detail: &str) -> String {
-    const BEFORE: &str = "environment variable ";
-    const AFTER: &str = " (tokenEnv)";
-    match (detail.find(BEFORE), detail.find(AFTER)) {
-        (Some(from), Some(to)) if from + BEFORE.len() <= to => {
-            format!("{}{}", &detail[..from + BEFORE.len()], &detail[to..])
+/// Markers planted in place of a document's credential-like values, each one unique and
+/// found nowhere in the document or the daemon's own wording.
+///
+/// Why plant rather than search a problem for the values themselves: a fuzzed value can be
+/// any word, including a piece of the daemon's own message (`' must be an ob`), a variable
+/// name a problem names on purpose, or a key that a problem names. Each of those was found
+/// by the fuzzer as a false leak. A marker in a problem can only have come from a value.
+struct Planted {
+    prefix: String,
+    markers: Vec<String>,
+}
+
+impl Planted {
+    /// A prefix that occurs nowhere in `text` (the document as JSON, keys included), so no
+    /// marker can be there by chance.
+    fn new(text: &str) -> Planted {
+        let prefix = (0u32..)
+            .map(|n| format!("~leak{n}~"))
+            .find(|p| !text.contains(p.as_str()))
+            .expect("some prefix is absent from a finite text");
+        Planted {
+            prefix,
+            markers: Vec::new(),
         }
-        _ => detail.to_string(),
+    }
+
+    fn marker(&mut self) -> String {
+        let m = format!("{}{}~", self.prefix, self.markers.len());
+        self.markers.push(m.clone());
+        m
+    }
+
+    /// `v` with every credential-like string value (not keys) replaced by a marker. A
+    /// `tokenEnv` value is the name of the variable that holds a token, which a problem names
+    /// on purpose, so it stays.
+    fn plant(&mut self, v: &Value) -> Value {
+        match v {
+            Value::String(s) if secret_like(s) => Value::String(self.marker()),
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.plant(i)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, i)| {
+                        let i = if k == "tokenEnv" {
+                            i.clone()
+                        } else {
+                            self.plant(i)
+                        };
+                        (k.clone(), i)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// The markers are in a prefix's family, so one search finds any of them.
+    fn assert_absent(&self, text: &str, what: &dyn std::fmt::Debug) {
+        assert!(
+            !text.contains(self.prefix.as_str()),
+            "a value of the file in a problem: {what:?}"
+        );
     }
 }
 
 /// The config loader: any text gives a config (never a panic), whose problems each have a
-/// scope and a word, and whose details never repeat a value of the file.
+/// scope and a word; and a problem never repeats a value of the file, checked by loading the
+/// same document with its values planted (`Planted`).
 pub fn config_text(text: &[u8]) {
-    let config = Config::from_json(text);
-    let mut secret_like = Vec::new();
-    if let Ok(v) = serde_json::from_slice::<Value>(text) {
-        values_to_keep_out(&v, &mut secret_like);
-    }
+    config_holds(text);
+    let Ok(v) = serde_json::from_slice::<Value>(text) else {
+        return;
+    };
+    // The serialized value, not the text: an escape (`\u007e`) would hide a prefix from a
+    // search of the text, and the loader sees the parsed value's strings.
+    let mut planted = Planted::new(&v.to_string());
+    let doc = serde_json::to_vec(&planted.plant(&v)).expect("a JSON value serializes");
+    let config = config_holds(&doc);
     for p in &config.problems {
-        assert!(!p.scope.is_empty() && !p.problem.is_empty(), "{p:?}");
-        for s in &secret_like {
-            assert!(
-                !p.detail.contains(s.as_str()),
-                "a config value in a problem: {p:?}"
-            );
-        }
+        planted.assert_absent(&p.scope, p);
+        planted.assert_absent(&p.detail, p);
     }
     for problem in config.targets.problems() {
-        let detail = without_named_variable(&problem.detail);
-        for s in &secret_like {
-            assert!(
-                !detail.contains(s.as_str()),
-                "a config value in a target problem: {problem:?}"
-            );
-        }
+        planted.assert_absent(&problem.detail, &problem);
+    }
+}
+
+/// What any loaded config is, whatever its text.
+fn config_holds(text: &[u8]) -> Config {
+    let config = Config::from_json(text);
+    for p in &config.problems {
+        assert!(!p.scope.is_empty() && !p.problem.is_empty(), "{p:?}");
     }
     for agent in config.agents.values() {
         if let Some(auth) = &agent.auth {
             auth_holds(auth, &agent.env);
         }
     }
+    config
 }
 
 /// What a checked `auth` entry always is.
@@ -294,20 +331,27 @@ fn auth_holds(auth: &AgentAuth, env: &BTreeMap<String, String>) {
 }
 
 /// An agent's `auth` entry: accepted entries hold their invariants, refused ones name a key
-/// and never a value.
+/// and never a value (of the entry or of the agent's env), checked with the values planted.
 pub fn auth_entry(value: &Value, kind: Option<&str>, env: &BTreeMap<String, String>) {
-    match AgentAuth::from_config(value, kind, env) {
-        Ok(auth) => auth_holds(&auth, env),
-        Err(detail) => {
-            let mut kept_out = Vec::new();
-            values_to_keep_out(value, &mut kept_out);
-            kept_out.extend(env.values().filter(|v| secret_like(v)).cloned());
-            for s in &kept_out {
-                assert!(
-                    !detail.contains(s.as_str()),
-                    "a value in the problem: {detail}"
-                );
-            }
-        }
+    if let Ok(auth) = AgentAuth::from_config(value, kind, env) {
+        auth_holds(&auth, env);
+    }
+    let text = format!("{value} {env:?}");
+    let mut planted = Planted::new(&text);
+    let value = planted.plant(value);
+    let env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| {
+            let v = if secret_like(v) {
+                planted.marker()
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    match AgentAuth::from_config(&value, kind, &env) {
+        Ok(auth) => auth_holds(&auth, &env),
+        Err(detail) => planted.assert_absent(&detail, &detail),
     }
 }
