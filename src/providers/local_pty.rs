@@ -19,6 +19,7 @@ use rustix::process::{Pid, Signal};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
+use super::local_launch::Launched;
 use super::{
     Capabilities, DetachHarness, ExecutionProvider, Hangup, HarnessEvents, HarnessExited,
     HarnessHandle, OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec,
@@ -80,12 +81,22 @@ impl ExecutionProvider for LocalPty {
         ))
     }
 
+    fn launcher(&self, spec: &StartSpec) -> Option<super::Launcher> {
+        let (plan, size) = (spawn_plan(spec, &self.withheld), spec.size);
+        Some(Box::new(move || launch(&plan, size)))
+    }
+
     fn start(
         &self,
-        spec: StartSpec,
+        mut spec: StartSpec,
         events: HarnessEvents,
     ) -> Result<StartedHarness, ProviderError> {
-        let addr = LocalPtyHarness::spawn(spec, events, self.exit_drain, &self.withheld)?;
+        let launched = match spec.launched.take() {
+            Some(launched) => launched,
+            // A revive starts here, on the sessions' thread: rare enough not to hand off.
+            None => launch(&spawn_plan(&spec, &self.withheld), spec.size)?,
+        };
+        let addr = LocalPtyHarness::adopt(launched, events, self.exit_drain)?;
         Ok(StartedHarness {
             handle: HarnessHandle {
                 input: addr.clone().recipient(),
@@ -96,6 +107,14 @@ impl ExecutionProvider for LocalPty {
             ready: None,
         })
     }
+}
+
+/// Starts `plan` on a fresh PTY of `size`, in its working directory, which must exist.
+fn launch(plan: &super::pty_spawn::Plan, size: TermSize) -> Result<Launched, ProviderError> {
+    if !plan.cwd.is_dir() {
+        return Err(ProviderError::BadCwd(plan.cwd.display().to_string()));
+    }
+    super::local_launch::launch(plan, size)
 }
 
 enum WriterCmd {
@@ -121,30 +140,35 @@ pub struct LocalPtyHarness {
 }
 
 impl LocalPtyHarness {
-    fn spawn(
-        spec: StartSpec,
+    /// The harness of a child started by [`launch`]; its PTY joins this thread's runtime.
+    fn adopt(
+        launched: Launched,
         events: HarnessEvents,
         exit_drain: Duration,
-        withheld: &[String],
     ) -> Result<Addr<LocalPtyHarness>, ProviderError> {
-        let plan = &spec.plan;
-        if !plan.cwd.is_dir() {
-            return Err(ProviderError::BadCwd(plan.cwd.display().to_string()));
-        }
-        let (pty, pts) = pty_process::open()?;
-        pty.resize(pty_process::Size::new(spec.size.rows, spec.size.cols))?;
-        let tty = rustix::pty::ptsname(&pty, Vec::new()).map_err(std::io::Error::from)?;
-        let child = super::pty_spawn::spawn(&spawn_plan(&spec, withheld), &tty)?;
-        // The child opened the terminal by its path; the parent's copy would keep the PTY open
-        // after the child exits, and the reader would never see its end.
-        drop(pts);
-        let pid = Some(child.pid());
+        let Launched { master, mut child } = launched;
+        let pid = child.pid();
+        // SAFETY: `master` is an open PTY master in non-blocking mode (`local_launch`), owned
+        // here and handed over whole.
+        let pty = match unsafe { pty_process::Pty::from_fd(master) } {
+            Ok(pty) => pty,
+            Err(e) => {
+                // A child nobody reads would run unsupervised: end it, and reap it. The kill
+                // fails only if it is gone already.
+                let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+                actix_rt::spawn(async move {
+                    // Reaping is all that is left to do; its answer has no one to go to.
+                    let _ = child.wait().await;
+                });
+                return Err(e.into());
+            }
+        };
         let (read, write) = pty.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
         actix_rt::spawn(run_writer(write, rx, backlog.clone()));
         Ok(LocalPtyHarness {
-            pid,
+            pid: Some(pid),
             events,
             writer: tx,
             input_backlog: backlog,

@@ -15,6 +15,7 @@
 pub mod child_fds;
 pub mod imp;
 pub mod local_command;
+pub mod local_launch;
 pub mod local_pty;
 pub mod provider_error;
 pub mod pty_reader;
@@ -198,7 +199,7 @@ pub struct StartedHarness {
 }
 
 /// What a harness is started with.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StartSpec {
     /// The session it belongs to (goes into `ATC_SESSION_ID`).
     pub session_id: uuid::Uuid,
@@ -216,7 +217,14 @@ pub struct StartSpec {
     /// restart's re-attach). Said outright rather than guessed from `remote`: a revive of a
     /// session whose harness never reported a position has none, and is still no spawn.
     pub host: HostUse,
+    /// The process already started by the provider's [`ExecutionProvider::launcher`] off the
+    /// sessions' thread (a spawn's); the start adopts it instead of starting one.
+    pub launched: Option<local_launch::Launched>,
 }
+
+/// The blocking half of a start, to run on a blocking thread before
+/// [`ExecutionProvider::start`] (see [`local_launch`]).
+pub type Launcher = Box<dyn FnOnce() -> Result<local_launch::Launched, ProviderError> + Send>;
 
 /// Whether a start makes the host it runs on (see [`StartSpec::host`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,6 +301,13 @@ pub trait ExecutionProvider: Send + Sync {
     /// them instead of ending them).
     fn remote(&self) -> bool {
         false
+    }
+    /// The part of a start of `spec` that blocks its thread (a local fork and exec), for the
+    /// caller to run on a blocking thread and hand to [`ExecutionProvider::start`] in
+    /// `spec.launched`. `None`: its start never blocks (a remote one only sends messages).
+    fn launcher(&self, spec: &StartSpec) -> Option<Launcher> {
+        let _ = spec;
+        None
     }
     /// The atc program inside its hosts that a harness's hooks run (`<guestDir>/bin/atc` of
     /// an imp, spec §9.3); `None`: hooks run on this machine.

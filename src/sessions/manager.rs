@@ -19,8 +19,10 @@ use super::session::{
 };
 use super::session_error::SessionError;
 use crate::agents::AgentCatalog;
+use crate::agents::LaunchPlan;
 use crate::error::Error;
 use crate::providers::refusal::Operation;
+use crate::providers::StartSpec;
 use crate::store::FleetRow;
 use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
 
@@ -160,7 +162,8 @@ impl SessionManager {
         }
     }
 
-    fn spawn(&mut self, msg: Spawn) -> Result<(Descriptor, StartWait, RowWritten), Error> {
+    /// Checks a spawn and makes its record and launch plan; nothing is written or run yet.
+    fn plan_spawn(&self, msg: Spawn) -> Result<(SessionRecord, LaunchPlan), Error> {
         let cwd = Path::new(&msg.cwd);
         if !cwd.is_absolute() {
             return Err(SessionError::CwdNotAbsolute.into());
@@ -223,13 +226,95 @@ impl SessionManager {
             size: msg.size,
             exit: None,
         };
-        let deps = self.deps.clone();
+        Ok((record, plan))
+    }
+
+    /// Starts the session planned by [`SessionManager::plan_spawn`], its process launched
+    /// already where its provider launches off this thread.
+    fn start_session(
+        &mut self,
+        record: SessionRecord,
+        spec: StartSpec,
+    ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
+        let (deps, created_at) = (self.deps.clone(), record.created_at);
         let store = deps.store.clone();
-        let (addr, descriptor, ready, written) = Session::spawn(record, plan, deps)?;
+        let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.sessions.insert(addr, descriptor.clone());
         Ok((descriptor, ready, written))
+    }
+
+    /// Answers a started spawn once its row is durable and its harness is known to run
+    /// (spec §5.6: a spawn answers only after `waitForStart`). A start refused on the way
+    /// leaves nothing behind: the session is forgotten (row deleted, `session.removed`) and
+    /// the refusal is the spawn's answer, so a keyed spawn releases its key.
+    fn answer_spawn(
+        &self,
+        descriptor: Descriptor,
+        ready: StartWait,
+        written: RowWritten,
+    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+        let id = descriptor.id;
+        Box::pin(
+            async move {
+                // Durable first: the answer promises the session outlives a daemon crash.
+                wait_written(written, id).await?;
+                wait_started(ready).await
+            }
+            .into_actor(self)
+            .then(move |res, act, _| {
+                let addr = act.sessions.get(&id).map(|e| e.addr.clone());
+                async move {
+                    match (res, addr) {
+                        // Answer what the session looks like now that it runs.
+                        (Ok(()), Some(a)) => {
+                            // With its host's binding as it is now (`ready`).
+                            Ok(a.send(DescribeWithAuth).await.unwrap_or(descriptor))
+                        }
+                        (Ok(()), None) => Ok(descriptor),
+                        (Err(e), Some(a)) => {
+                            // The refusal is the answer; a session that is gone
+                            // already has nothing left to discard.
+                            let _ = a.send(Discard).await;
+                            Err(e)
+                        }
+                        (Err(e), None) => Err(e),
+                    }
+                }
+                .into_actor(act)
+            }),
+        )
+    }
+}
+
+/// The part of a spawn that blocks its thread, run on the runtime's blocking threads so the
+/// sessions' thread keeps serving everything else meanwhile: the session's record and
+/// settings files (creating a file took a third of that thread's time in a spawn storm,
+/// README "Load tool"), and the provider's launch of the process (a local fork and exec).
+async fn launch_off_thread(
+    record: SessionRecord,
+    plan: LaunchPlan,
+    deps: SessionDeps,
+) -> Result<(SessionRecord, StartSpec), Error> {
+    let job = move || {
+        let mut spec = Session::spawn_spec(&record, plan, &deps);
+        if let Some(launch) = deps
+            .providers
+            .get(&record.target)
+            .and_then(|p| p.launcher(&spec))
+        {
+            spec.launched = Some(launch()?);
+        }
+        Ok((record, spec))
+    };
+    match tokio::task::spawn_blocking(job).await {
+        Ok(planned) => planned,
+        Err(e) => {
+            // A panic in the launch; a child that had started went with its `Child`.
+            tracing::error!(error = %e, "a process launch did not finish");
+            Err(Error::Internal)
+        }
     }
 }
 
@@ -253,10 +338,9 @@ impl Actor for SessionManager {
 impl Handler<Spawn> for SessionManager {
     type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
-    /// Answers once the harness is known to run (spec §5.6: a spawn answers only after
-    /// `waitForStart`). A start refused on the way leaves nothing behind: the session is
-    /// forgotten (row deleted, `session.removed`) and the refusal is the spawn's answer, so a
-    /// keyed spawn releases its key.
+    /// Plans the spawn here, writes its files and launches its process on a blocking thread
+    /// ([`launch_off_thread`]), then starts the session here and answers as
+    /// [`SessionManager::answer_spawn`] says.
     fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
         let (began, metrics) = (std::time::Instant::now(), self.deps.metrics.clone());
         let counted = move |answer: Result<Descriptor, Error>| {
@@ -267,40 +351,22 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
-        let (descriptor, ready, written) = match self.spawn(msg) {
-            Ok(spawned) => spawned,
+        let (record, plan) = match self.plan_spawn(msg) {
+            Ok(planned) => planned,
             Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
         };
-        let id = descriptor.id;
         Box::pin(
-            async move {
-                // Durable first: the answer promises the session outlives a daemon crash.
-                wait_written(written, id).await?;
-                wait_started(ready).await
-            }
-            .into_actor(self)
-            .then(move |res, act, _| {
-                let addr = act.sessions.get(&id).map(|e| e.addr.clone());
-                async move {
-                    let answer = match (res, addr) {
-                        // Answer what the session looks like now that it runs.
-                        (Ok(()), Some(a)) => {
-                            // With its host's binding as it is now (`ready`).
-                            Ok(a.send(DescribeWithAuth).await.unwrap_or(descriptor))
+            launch_off_thread(record, plan, self.deps.clone())
+                .into_actor(self)
+                .then(move |launched, act, _| {
+                    match launched.and_then(|(record, spec)| act.start_session(record, spec)) {
+                        Ok((descriptor, ready, written)) => {
+                            act.answer_spawn(descriptor, ready, written)
                         }
-                        (Ok(()), None) => Ok(descriptor),
-                        (Err(e), Some(a)) => {
-                            // The refusal is the answer; a session that is gone
-                            // already has nothing left to discard.
-                            let _ = a.send(Discard).await;
-                            Err(e)
-                        }
-                        (Err(e), None) => Err(e),
-                    };
-                    counted(answer)
-                }
-                .into_actor(act)
-            }),
+                        Err(e) => Box::pin(fut::ready(Err(e))),
+                    }
+                })
+                .map(move |answer, _, _| counted(answer)),
         )
     }
 }

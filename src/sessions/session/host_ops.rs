@@ -215,7 +215,14 @@ impl Session {
             async move {
                 // Its sender goes only with the actor; the row is deleted either way.
                 let _ = done.await;
-                crate::sessions::record_file::remove(&state_dir, &id);
+                // Off this thread: a file system can take its time over an unlink, and a
+                // fleet being forgotten pays it a thousand times.
+                let removed = tokio::task::spawn_blocking(move || {
+                    crate::sessions::record_file::remove(&state_dir, &id)
+                });
+                if removed.await.is_err() {
+                    tracing::warn!(session = %id, "removing the session record did not finish");
+                }
                 match store.delete_session(id).await {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {

@@ -94,6 +94,7 @@ fn start_reattach(
             remote: position,
             attach_only: true,
             host: HostUse::Existing,
+            launched: None,
         },
         events_for(addr),
     )?)
@@ -127,26 +128,36 @@ pub(super) fn events_for(addr: &Addr<Session>) -> HarnessEvents {
 }
 
 impl Session {
-    /// Starts a session with a fresh harness. Nothing is started (and no actor exists) when
-    /// the harness cannot start.
+    /// What a new session's harness starts with: its plan shaped for the agent's kind, and
+    /// the session's record and settings files written (`launch::prepare`).
+    pub fn spawn_spec(
+        record: &SessionRecord,
+        mut plan: crate::agents::LaunchPlan,
+        deps: &SessionDeps,
+    ) -> StartSpec {
+        crate::sessions::launch::prepare(record, deps, &mut plan, None);
+        StartSpec {
+            session_id: record.id,
+            plan,
+            size: record.size,
+            remote: None,
+            attach_only: false,
+            host: HostUse::Creates,
+            launched: None,
+        }
+    }
+
+    /// Starts a session with a fresh harness from `spec` (see [`Session::spawn_spec`]), whose
+    /// process may be launched already. Nothing is started (and no actor exists) when the
+    /// harness cannot start.
     pub fn spawn(
         record: SessionRecord,
-        mut plan: crate::agents::LaunchPlan,
+        spec: StartSpec,
         deps: SessionDeps,
     ) -> Result<(Addr<Session>, Descriptor, StartWait, RowWritten), Error> {
-        crate::sessions::launch::prepare(&record, &deps, &mut plan, None);
         let ctx = Context::new();
-        let started = provider_of(&deps, &record.target)?.start(
-            StartSpec {
-                session_id: record.id,
-                plan,
-                size: record.size,
-                remote: None,
-                attach_only: false,
-                host: HostUse::Creates,
-            },
-            events_for(&ctx.address()),
-        )?;
+        let started =
+            provider_of(&deps, &record.target)?.start(spec, events_for(&ctx.address()))?;
         let mut session = Session::new(record, deps);
         session.attachment = initial_attachment(started.ready.is_some());
         session.harness = Some(started.handle);
@@ -285,6 +296,7 @@ impl Session {
                 remote: self.record.remote.clone(),
                 attach_only: false,
                 host: HostUse::Existing,
+                launched: None,
             },
             events_for(&ctx.address()),
         )?;

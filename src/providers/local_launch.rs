@@ -1,0 +1,111 @@
+//! The blocking half of a local start: a fresh PTY, sized, with the child started on it.
+//!
+//! `posix_spawn` returns only once the child has exec'd its program (glibc's spawn is a
+//! vfork, and the parent waits while the child loads). Done on the sessions' thread, that
+//! wait held up every session, socket and HTTP request of the daemon during a spawn storm;
+//! it was the largest single cost of a spawn there (README, "Load tool"). So a spawn runs
+//! [`launch`] on a blocking thread and hands what it made, plain descriptors and a pid, to
+//! the harness, which registers them with the sessions' runtime.
+//!
+//! The parent never opens the terminal's slave side: the child opens it by path
+//! ([`super::pty_spawn`]), and a parent copy would only keep the PTY open after the child
+//! exits, so its reader would never see the end.
+
+use std::os::fd::OwnedFd;
+
+use atc_protocol::TermSize;
+use rustix::fs::OFlags;
+use rustix::pty::OpenptFlags;
+
+use super::pty_spawn::{Child, Plan};
+use super::ProviderError;
+
+/// A child running on a PTY whose master side is `master` (non-blocking, close-on-exec).
+#[derive(Debug)]
+pub struct Launched {
+    /// The PTY's master side, which the harness reads and writes.
+    pub master: OwnedFd,
+    /// The child, to be waited for.
+    pub child: Child,
+}
+
+/// Opens a PTY of `size` and starts `plan` on it. Blocks until the child has exec'd; any
+/// thread will do.
+pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
+    let master = open_master(size).map_err(|e| pty_process::Error::Io(e.into()))?;
+    let tty = rustix::pty::ptsname(&master, Vec::new()).map_err(std::io::Error::from)?;
+    let child = super::pty_spawn::spawn(plan, &tty)?;
+    Ok(Launched { master, child })
+}
+
+/// What pty-process's `open` does, less its open of the slave side, and with the size set
+/// before the child can read it.
+fn open_master(size: TermSize) -> rustix::io::Result<OwnedFd> {
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    rustix::pty::grantpt(&master)?;
+    rustix::pty::unlockpt(&master)?;
+    rustix::termios::tcsetwinsize(
+        &master,
+        rustix::termios::Winsize {
+            ws_row: size.rows,
+            ws_col: size.cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        },
+    )?;
+    let flags = rustix::fs::fcntl_getfl(&master)?;
+    rustix::fs::fcntl_setfl(&master, flags | OFlags::NONBLOCK)?;
+    Ok(master)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn plan(program: &str, args: &[&str]) -> Plan {
+        Plan {
+            program: program.into(),
+            args: args.iter().map(Into::into).collect(),
+            cwd: "/".into(),
+            env: Vec::new(),
+            withheld: Vec::new(),
+        }
+    }
+
+    /// Reads the master until `want` shows up or the child's side closes (EIO).
+    fn read_until(master: OwnedFd, want: &str) -> String {
+        let flags = rustix::fs::fcntl_getfl(&master).expect("flags");
+        rustix::fs::fcntl_setfl(&master, flags - OFlags::NONBLOCK).expect("blocking");
+        let mut file = std::fs::File::from(master);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains(want) {
+            match file.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    }
+
+    #[test]
+    fn the_child_runs_on_a_terminal_of_the_size_asked_for() {
+        let size = TermSize { cols: 91, rows: 17 };
+        let launched = launch(&plan("sh", &["-c", "stty size; tty"]), size).expect("launch");
+        let flags = rustix::fs::fcntl_getfl(&launched.master).expect("flags");
+        assert!(
+            flags.contains(OFlags::NONBLOCK),
+            "the harness reads it async"
+        );
+        let out = read_until(launched.master, "/dev/pts/");
+        assert!(out.contains("17 91"), "{out:?}");
+    }
+
+    #[test]
+    fn a_program_that_does_not_exist_is_an_error_and_no_child() {
+        let err = launch(&plan("/no/such/program", &[]), TermSize::DEFAULT).expect_err("no such");
+        assert!(matches!(err, ProviderError::Spawn(_)), "{err:?}");
+    }
+}
