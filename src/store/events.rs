@@ -1,7 +1,7 @@
 //! The `events` table: the trail of hook reports, read by `GET /v1/events/trail`.
 
 use serde::Serialize;
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::{SqliteExecutor, SqlitePool};
 use sqlx::Row;
 
 use super::StoreError;
@@ -28,7 +28,10 @@ pub struct TrailEvent {
     pub detail: Option<String>,
 }
 
-pub(super) async fn append(pool: &SqlitePool, e: &TrailEvent) -> Result<i64, StoreError> {
+pub(super) async fn append<'e>(
+    db: impl SqliteExecutor<'e>,
+    e: &TrailEvent,
+) -> Result<i64, StoreError> {
     let id = sqlx::query(
         "INSERT INTO events (ts, atc_id, event, message, session_id, kind, detail)
          VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -40,7 +43,7 @@ pub(super) async fn append(pool: &SqlitePool, e: &TrailEvent) -> Result<i64, Sto
     .bind(&e.session_id)
     .bind(&e.kind)
     .bind(&e.detail)
-    .execute(pool)
+    .execute(db)
     .await?
     .last_insert_rowid();
     Ok(id)

@@ -2,7 +2,7 @@
 //! sessions. Columns for later issues (model, effort, target, ...) exist in the schema and are
 //! left at their defaults until those issues write them.
 
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::{SqliteExecutor, SqlitePool};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -76,7 +76,10 @@ impl FleetRow {
     }
 }
 
-pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), StoreError> {
+pub(super) async fn upsert<'e>(
+    db: impl SqliteExecutor<'e>,
+    row: &FleetRow,
+) -> Result<(), StoreError> {
     let args = serde_json::to_string(&row.args).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     sqlx::query(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
@@ -121,35 +124,35 @@ pub(super) async fn upsert(pool: &SqlitePool, row: &FleetRow) -> Result<(), Stor
     .bind(&row.remote_boot_id)
     .bind(&row.remote_generation)
     .bind(row.remote_offset)
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// The single-row update of spec §3.10 for a turn-done result.
-pub(super) async fn set_result(
-    pool: &SqlitePool,
+pub(super) async fn set_result<'e>(
+    db: impl SqliteExecutor<'e>,
     id: Uuid,
     result: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("UPDATE fleet SET result = ? WHERE session_id = ?")
         .bind(result)
         .bind(id.to_string())
-        .execute(pool)
+        .execute(db)
         .await?;
     Ok(())
 }
 
 /// The single-row update of spec §3.10 for a transcript path change.
-pub(super) async fn set_transcript_path(
-    pool: &SqlitePool,
+pub(super) async fn set_transcript_path<'e>(
+    db: impl SqliteExecutor<'e>,
     id: Uuid,
     path: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("UPDATE fleet SET transcript_path = ? WHERE session_id = ?")
         .bind(path)
         .bind(id.to_string())
-        .execute(pool)
+        .execute(db)
         .await?;
     Ok(())
 }

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// The database file could not be made private (created or narrowed to 0600).
     #[error("could not make the database file private: {0}")]
     Private(std::io::Error),
+    /// The transaction that carried this write failed, so the write did not land.
+    #[error("the write's transaction failed: {0}")]
+    NotCommitted(String),
 }
 
 /// One queued write.
@@ -85,7 +88,7 @@ pub struct StateStore {
     pool: SqlitePool,
     /// The id of the newest trail row; long-polling readers wait on it.
     newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
-    writes: mpsc::UnboundedSender<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+    writes: mpsc::UnboundedSender<Queued>,
 }
 
 /// Creates the database file 0600 if it is missing, and narrows it and its `-wal` and `-shm`
@@ -405,50 +408,151 @@ impl StateStore {
     }
 }
 
+/// Most queued writes one transaction carries.
+const MAX_BATCH: usize = 64;
+
+/// A queued write and who hears how it went.
+type Queued = (WriteOp, oneshot::Sender<Result<(), StoreError>>);
+
+/// Drains the write queue. The writes waiting when the writer comes round go in one
+/// transaction (group commit): a spawn storm queues a row or two per spawn, and each commit
+/// of its own cost a WAL append and a round trip to sqlx's worker thread for the `BEGIN` and
+/// `COMMIT` it implies. Order is kept, and each caller hears only once its transaction is
+/// committed, so a durable answer means what it did when every write was its own.
 async fn run_writer(
     pool: SqlitePool,
-    mut rx: mpsc::UnboundedReceiver<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
     newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
     metrics: crate::metrics::Metrics,
 ) {
-    while let Some((op, done)) = rx.recv().await {
-        let closing = matches!(op, WriteOp::Close);
-        // A barrier or the close writes nothing; timing them would only blur the histogram.
-        let timed = !matches!(op, WriteOp::Barrier | WriteOp::Close);
-        let began = std::time::Instant::now();
-        let result = match op {
-            // Trail rows also wake long-polling readers.
-            WriteOp::AppendEvent(e) => events::append(&pool, &e).await.map(|id| {
-                newest_event.send_replace(id);
-            }),
-            op => apply(&pool, op).await,
-        };
-        if timed {
-            metrics.store_wrote(began.elapsed());
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
         }
-        if let Err(e) = &result {
-            tracing::error!(error = %e, "store write failed");
-        }
-        // The caller may not be waiting (a background write); that is fine.
-        let _ = done.send(result);
-        if closing {
+        // Writes queued after the close are not written: their callers hear `Closed` when
+        // their senders drop with the queue.
+        let close = batch
+            .iter()
+            .position(|(op, _)| matches!(op, WriteOp::Close))
+            .map(|at| {
+                let close = batch.remove(at);
+                batch.truncate(at);
+                close
+            });
+        write_batch(&pool, std::mem::take(&mut batch), &newest_event, &metrics).await;
+        if let Some((_, done)) = close {
+            pool.close().await;
+            // The caller may have stopped waiting; the pool is closed either way.
+            let _ = done.send(Ok(()));
             break;
         }
     }
 }
 
-async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
+/// Writes `batch` in one transaction (a lone write in its own), then answers each caller
+/// in order: with its own write's result, or with the commit's failure.
+async fn write_batch(
+    pool: &SqlitePool,
+    batch: Vec<Queued>,
+    newest_event: &tokio::sync::watch::Sender<i64>,
+    metrics: &crate::metrics::Metrics,
+) {
+    let writes = batch
+        .iter()
+        .filter(|(op, _)| !matches!(op, WriteOp::Barrier))
+        .count();
+    if writes == 0 {
+        for (_, done) in batch {
+            // A barrier's caller may have stopped waiting.
+            let _ = done.send(Ok(()));
+        }
+        return;
+    }
+    let began = std::time::Instant::now();
+    let mut results = Vec::with_capacity(batch.len());
+    let mut newest = None;
+    let committed = async {
+        let mut db = if writes > 1 {
+            Db::Transaction(pool.begin().await?)
+        } else {
+            Db::Alone(pool.acquire().await?)
+        };
+        for (op, _) in &batch {
+            let db = db.conn();
+            results.push(match op {
+                WriteOp::AppendEvent(e) => events::append(db, e).await.map(|id| {
+                    newest = Some(id);
+                }),
+                op => apply(db, op).await,
+            });
+        }
+        if let Db::Transaction(tx) = db {
+            tx.commit().await?;
+        }
+        Ok::<(), sqlx::Error>(())
+    }
+    .await;
+    // Every write of the batch waited for the commit, so each took its time.
+    for _ in 0..writes {
+        metrics.store_wrote(began.elapsed());
+    }
+    let failed = committed.as_ref().err().map(ToString::to_string);
+    if let Some(e) = &failed {
+        tracing::error!(error = %e, writes, "store transaction failed");
+    } else if let Some(id) = newest {
+        // Trail rows also wake long-polling readers, once they are committed.
+        newest_event.send_replace(id);
+    }
+    let mut results = results.into_iter();
+    for (_, done) in batch {
+        let result = match (&failed, results.next()) {
+            (Some(e), _) => Err(StoreError::NotCommitted(e.clone())),
+            (None, Some(result)) => result,
+            // Only a failed transaction leaves writes without a result.
+            (None, None) => Err(StoreError::NotCommitted("not written".into())),
+        };
+        if let Err(e) = &result {
+            if failed.is_none() {
+                tracing::error!(error = %e, "store write failed");
+            }
+        }
+        // The caller may not be waiting (a background write); that is fine.
+        let _ = done.send(result);
+    }
+}
+
+/// Where a batch is written: a lone write autocommits, several share a transaction.
+enum Db {
+    Alone(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    Transaction(sqlx::Transaction<'static, sqlx::Sqlite>),
+}
+
+impl Db {
+    fn conn(&mut self) -> &mut sqlx::SqliteConnection {
+        match self {
+            Db::Alone(conn) => conn,
+            Db::Transaction(tx) => tx,
+        }
+    }
+}
+
+async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), StoreError> {
     match op {
-        WriteOp::UpsertSession(row) => fleet::upsert(pool, &row).await,
+        WriteOp::UpsertSession(row) => fleet::upsert(db, row).await,
         WriteOp::DeleteSession(id) => {
             sqlx::query("DELETE FROM fleet WHERE session_id = ?")
                 .bind(id.to_string())
-                .execute(pool)
+                .execute(db)
                 .await?;
             Ok(())
         }
-        WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(pool, id, &path).await,
-        WriteOp::TurnResult { id, result } => fleet::set_result(pool, id, &result).await,
+        WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(db, *id, path).await,
+        WriteOp::TurnResult { id, result } => fleet::set_result(db, *id, result).await,
         WriteOp::SpawnDir { cwd, at } => {
             sqlx::query(
                 "INSERT INTO spawn_history (cwd, last_spawn) VALUES (?, ?)
@@ -456,7 +560,7 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
             )
             .bind(cwd)
             .bind(at)
-            .execute(pool)
+            .execute(db)
             .await?;
             Ok(())
         }
@@ -467,16 +571,13 @@ async fn apply(pool: &SqlitePool, op: WriteOp) -> Result<(), StoreError> {
             )
             .bind(key)
             .bind(value)
-            .execute(pool)
+            .execute(db)
             .await?;
             Ok(())
         }
-        WriteOp::Barrier => Ok(()),
-        WriteOp::AppendEvent(e) => events::append(pool, &e).await.map(|_| ()),
-        WriteOp::Close => {
-            pool.close().await;
-            Ok(())
-        }
+        WriteOp::AppendEvent(e) => events::append(db, e).await.map(|_| ()),
+        // Neither writes anything; the close is taken out of its batch before it is written.
+        WriteOp::Barrier | WriteOp::Close => Ok(()),
     }
 }
 
@@ -542,6 +643,48 @@ mod tests {
         assert_eq!(rows[0].args, vec!["-i".to_string()]);
         store.delete_session(id).await.unwrap().unwrap();
         assert!(store.load_fleet().await.unwrap().is_empty());
+    }
+
+    /// Writes queued faster than the writer drains them share transactions; each is still
+    /// answered, in order, and the last of each row wins. Writes queued after the close are
+    /// not written, and what came before it is on disk for the next open.
+    #[tokio::test]
+    async fn writes_queued_together_land_in_order_and_a_close_ends_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("atc.db");
+        let store = StateStore::open(&path).await.unwrap();
+        let ids: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
+        let mut answers = Vec::new();
+        for round in 0..20 {
+            for (i, id) in ids.iter().enumerate() {
+                answers.push(store.upsert_session(row(*id, &format!("r{round}"))));
+                if round == 19 && i % 2 == 0 {
+                    answers.push(store.delete_session(*id));
+                }
+            }
+        }
+        let closed = store.enqueue(WriteOp::Close);
+        let after = store.upsert_session(row(Uuid::new_v4(), "after the close"));
+        for answer in answers {
+            answer.await.unwrap().unwrap();
+        }
+        closed.await.unwrap().unwrap();
+        assert!(after.await.is_err(), "a write after the close is dropped");
+        let store = StateStore::open(&path).await.unwrap();
+        let rows = store.load_fleet().await.unwrap();
+        let mut names: Vec<_> = rows
+            .iter()
+            .map(|r| (r.session_id, r.name.clone()))
+            .collect();
+        names.sort();
+        let mut want: Vec<_> = ids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, id)| (*id, "r19".to_string()))
+            .collect();
+        want.sort();
+        assert_eq!(names, want);
     }
 
     #[tokio::test]
