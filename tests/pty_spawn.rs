@@ -169,3 +169,33 @@ async fn a_missing_cwd_is_an_error_and_a_nul_byte_is_refused() {
         Err(SpawnError::Nul("argument"))
     ));
 }
+
+/// A daemon started under `nohup`, or as a script's background job, has SIGHUP or SIGINT
+/// ignored, and an ignored signal survives an exec: its sessions would not hear Ctrl-C or a
+/// hangup. The child starts with every signal at its default whatever the daemon ignores.
+#[tokio::test]
+async fn signals_the_daemon_ignores_reach_the_child_at_their_default() {
+    // SAFETY: setting a disposition to SIG_IGN installs no handler; restored below.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+    let (master, tty) = open_pty();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(&plan("cat", &["/proc/self/status"], dir.path()), &tty).unwrap();
+    // SAFETY: as above, back to the default.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGHUP, libc::SIG_DFL);
+    }
+    let out = read_to_end(master).await;
+    assert_eq!(wait(&mut child).await, ExitStatus::Exited(0), "{out}");
+    let ignored = out
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .expect("a SigIgn line");
+    // Bit n-1 is signal n. Only the standard signals (1-31) are checked: 32 and 33 are
+    // glibc's own, which no program may change.
+    assert_eq!(ignored & 0x7fff_ffff, 0, "ignored: {ignored:#x}\n{out}");
+}

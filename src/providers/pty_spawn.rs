@@ -14,8 +14,9 @@
 //!   terminal it opens that no other session holds), and dups of it onto 1 and 2;
 //! - a `chdir` to the working directory and a `closefrom(3)`, so no descriptor of the daemon's
 //!   reaches the child whether or not it was marked close-on-exec;
-//! - an empty signal mask and `SIGPIPE` back to its default, as Rust's std does (the runtime
-//!   ignores `SIGPIPE`, and an ignored signal stays ignored across an exec).
+//! - an empty signal mask and every signal back to its default (the runtime ignores
+//!   `SIGPIPE`, whoever started the daemon may have ignored others, and an ignored signal
+//!   stays ignored across an exec).
 //!
 //! glibc reports a failed exec (a missing program, a bad cwd) as `posix_spawn`'s result, so a
 //! spawn that returns `Ok` has a child running the program. Needs glibc 2.34
@@ -204,10 +205,14 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
         let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
         libc::sigemptyset(empty.as_mut_ptr());
         let empty = empty.assume_init();
+        // Every signal back to its default, as tmux does for its panes: an ignored signal
+        // stays ignored across an exec, and a daemon started under `nohup`, or as a
+        // background job of a script (SIGINT and SIGQUIT ignored), would hand that on to
+        // every session, whose Ctrl-C would then do nothing. glibc skips the two signals
+        // that cannot be changed (SIGKILL, SIGSTOP).
         let mut default = MaybeUninit::<libc::sigset_t>::uninit();
-        libc::sigemptyset(default.as_mut_ptr());
-        let mut default = default.assume_init();
-        libc::sigaddset(&mut default, libc::SIGPIPE);
+        libc::sigfillset(default.as_mut_ptr());
+        let default = default.assume_init();
         let flags = libc::POSIX_SPAWN_SETSID
             | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short
             | libc::POSIX_SPAWN_SETSIGDEF as libc::c_short;

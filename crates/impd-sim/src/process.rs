@@ -85,11 +85,13 @@ pub fn spawn(guest: &Handle, cmd: &Command) -> std::io::Result<Process> {
             let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
             pty.resize(pty_process::Size::new(rows, cols))
                 .map_err(std::io::Error::other)?;
-            let child = pty_process::Command::new(program)
+            let command = pty_process::Command::new(program)
                 .args(args)
                 .env_clear()
                 .envs(&cmd.env)
-                .current_dir(&cmd.cwd)
+                .current_dir(&cmd.cwd);
+            // SAFETY: `default_signals` calls only signal(2), which is async-signal-safe.
+            let child = unsafe { command.pre_exec(default_signals) }
                 .spawn(pts)
                 .map_err(std::io::Error::other)?;
             let pid = child_pid(&child)?;
@@ -99,7 +101,8 @@ pub fn spawn(guest: &Handle, cmd: &Command) -> std::io::Result<Process> {
             pid
         }
         None => {
-            let mut child = tokio::process::Command::new(program)
+            let mut command = tokio::process::Command::new(program);
+            command
                 .args(args)
                 .env_clear()
                 .envs(&cmd.env)
@@ -107,8 +110,9 @@ pub fn spawn(guest: &Handle, cmd: &Command) -> std::io::Result<Process> {
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .process_group(0)
-                .spawn()?;
+                .process_group(0);
+            // SAFETY: as above.
+            let mut child = unsafe { command.pre_exec(default_signals) }.spawn()?;
             let pid = child_pid(&child)?;
             let stdin = child.stdin.take();
             let mut readers: Vec<(u8, Box<dyn AsyncRead + Send + Unpin>)> = Vec::new();
@@ -128,6 +132,21 @@ pub fn spawn(guest: &Handle, cmd: &Command) -> std::io::Result<Process> {
         input: in_tx,
         events: ev_rx,
     })
+}
+
+/// Every standard signal back to its default in a guest process before its exec, as a real
+/// impd's are: a simulator started as a script's background job or under `nohup` has SIGINT
+/// or SIGHUP ignored, an ignored signal survives an exec, and a guest's Ctrl-C would then do
+/// nothing. Runs between fork and exec, so it may only make async-signal-safe calls.
+fn default_signals() -> std::io::Result<()> {
+    for sig in 1..32 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: signal(2) with SIG_DFL installs no handler and is async-signal-safe.
+            // It fails only for a signal that cannot be changed, which is left as it is.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+    Ok(())
 }
 
 fn child_pid(child: &tokio::process::Child) -> std::io::Result<Pid> {
