@@ -384,4 +384,8 @@ impl atc::sessions::screen_fast_path::Parser for Discard {
     fn cursor_column(&self) -> u16 {
         0
     }
+
+    fn cursor_row(&self) -> u16 {
+        0
+    }
 }

@@ -80,12 +80,7 @@ impl FastPath {
             let Some(skip) = plan_skip(&bytes[start..end], rows, cols, column) else {
                 continue;
             };
-            let mut left = skip.advances;
-            while left > 0 {
-                let n = left.min(LINE_FEEDS.len());
-                parser.feed(&LINE_FEEDS[..n]);
-                left -= n;
-            }
+            feed_advances(parser, skip.advances, rows);
             // Line feeds keep the column; put the cursor where the text left it.
             if skip.column != column {
                 parser.feed(b"\r");
@@ -101,13 +96,40 @@ impl FastPath {
     }
 }
 
-/// What the fast path feeds: a terminal parser whose cursor column it can read.
+/// Gives `parser` the effect of `advances` line feeds on a `rows`-row screen whose scroll
+/// region is the whole screen: line feeds while they only move the cursor down, then the
+/// scrolls as SU (`CSI n S`), a screenful at most per sequence. vt100 handles a line feed at
+/// the bottom row as a scroll of one (`row_inc_scroll`, then `scroll_up(1)`) and SU as
+/// `scroll_up(n)` of the same rows, which clears, rotates and counts rows scrolled off alike
+/// and leaves the cursor where it is; one call per screenful saves a parse, a dispatch and a
+/// rotation of the row table per line of a flood. `scroll_up` scrolls no more than the region
+/// holds, hence the screenful.
+fn feed_advances(parser: &mut impl Parser, advances: usize, rows: u16) {
+    let to_bottom = usize::from(rows.saturating_sub(1).saturating_sub(parser.cursor_row()));
+    let mut moves = advances.min(to_bottom);
+    while moves > 0 {
+        let n = moves.min(LINE_FEEDS.len());
+        parser.feed(&LINE_FEEDS[..n]);
+        moves -= n;
+    }
+    let screenful = usize::from(rows.max(1));
+    let mut scrolls = advances.saturating_sub(to_bottom);
+    while scrolls > 0 {
+        let n = scrolls.min(screenful);
+        parser.feed(format!("\x1b[{n}S").as_bytes());
+        scrolls -= n;
+    }
+}
+
+/// What the fast path feeds: a terminal parser whose cursor it can read.
 pub trait Parser {
     /// Parses bytes.
     fn feed(&mut self, bytes: &[u8]);
     /// The cursor's zero-based column; the number of columns while a wrap is pending (the
     /// last column was just printed).
     fn cursor_column(&self) -> u16;
+    /// The cursor's zero-based row.
+    fn cursor_row(&self) -> u16;
 }
 
 impl Parser for vt100::Parser {
@@ -117,6 +139,10 @@ impl Parser for vt100::Parser {
 
     fn cursor_column(&self) -> u16 {
         self.screen().cursor_position().1
+    }
+
+    fn cursor_row(&self) -> u16 {
+        self.screen().cursor_position().0
     }
 }
 
@@ -753,7 +779,7 @@ pub(crate) mod tests {
         assert_eq!((skip.advances, skip.column), (6, 10));
     }
 
-    /// What a parser was fed, and a cursor column that stays at 0.
+    /// What a parser was fed, and a cursor that stays at the top left.
     #[derive(Default)]
     struct Recorder(Vec<u8>);
 
@@ -763,6 +789,10 @@ pub(crate) mod tests {
         }
 
         fn cursor_column(&self) -> u16 {
+            0
+        }
+
+        fn cursor_row(&self) -> u16 {
             0
         }
     }
@@ -779,7 +809,11 @@ pub(crate) mod tests {
         let mut fed = Recorder::default();
         fast.process(&lines, 4, 80, &mut fed);
         assert!(fast.skipped() > 0);
-        let mut expected = vec![b'\n'; 46];
+        // 46 advances from the top row of 4: three line feeds reach the bottom, then the
+        // other 43 are scrolls, a screenful per SU.
+        let mut expected = vec![b'\n'; 3];
+        expected.extend_from_slice(&b"\x1b[4S".repeat(10));
+        expected.extend_from_slice(b"\x1b[3S");
         expected.extend_from_slice(&b"line\r\n".repeat(4));
         assert_eq!(fed.0, expected);
     }
