@@ -3,11 +3,12 @@
 //! Within one chunk, a run of printable ASCII, CR and LF that moves the cursor down at least
 //! `rows` times after some line ends can only leave the rows of its last lines on the screen:
 //! everything printed before them scrolls off, and with scrollback off nothing keeps it. So
-//! the text of those earlier lines is not printed; vt100 gets one `\n` per row advance it
-//! would have made (line feeds and autowraps), which keeps the cursor's row, every scroll and
-//! vt100's count of rows scrolled off (it decides where rows come back on a taller resize)
-//! exactly as they were, and then a CR and a cursor-forward to the column the text left the
-//! cursor at, when that differs. The text after the cut is fed as is. The run's starting
+//! the text of those earlier lines is not printed; vt100 gets the row advances it would have
+//! made (line feeds and autowraps), as line feeds down to the bottom row and then as scrolls
+//! (SU, a screenful at a time), which keeps the cursor's row, every scroll and vt100's count
+//! of rows scrolled off (it decides where rows come back on a taller resize) exactly as they
+//! were, and then a CR and a cursor-forward to the column the text left the cursor at, when
+//! that differs. The text after the cut is fed as is. The run's starting
 //! column is the parser's cursor column, read once the parser has been fed up to the run:
 //! output with line feeds and no CRs (a PTY with output processing off) is cut as well.
 //!
