@@ -32,6 +32,8 @@ pub struct Launched {
 /// Opens a PTY of `size` and starts `plan` on it. Blocks until the child has exec'd; any
 /// thread will do.
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
+    // As pty-process's error, so a terminal that cannot be opened reads the same whichever
+    // opened it ("could not open a terminal", which `atc-proof soak --grow` looks for).
     let master = open_master(size).map_err(|e| pty_process::Error::Io(e.into()))?;
     let tty = rustix::pty::ptsname(&master, Vec::new()).map_err(std::io::Error::from)?;
     let child = super::pty_spawn::spawn(plan, &tty)?;

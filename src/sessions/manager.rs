@@ -230,13 +230,15 @@ impl SessionManager {
     }
 
     /// Starts the session planned by [`SessionManager::plan_spawn`], its process launched
-    /// already where its provider launches off this thread.
+    /// already where its provider launches off this thread; `deps` are this manager's, as
+    /// the launch had them.
     fn start_session(
         &mut self,
         record: SessionRecord,
         spec: StartSpec,
+        deps: SessionDeps,
     ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
-        let (deps, created_at) = (self.deps.clone(), record.created_at);
+        let created_at = record.created_at;
         let store = deps.store.clone();
         let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps)?;
         store.record_spawn_dir(&descriptor.cwd, created_at);
@@ -292,11 +294,12 @@ impl SessionManager {
 /// sessions' thread keeps serving everything else meanwhile: the session's record and
 /// settings files (creating a file took a third of that thread's time in a spawn storm,
 /// README "Load tool"), and the provider's launch of the process (a local fork and exec).
+/// `deps` come back with the spec, for the session to be started with.
 async fn launch_off_thread(
     record: SessionRecord,
     plan: LaunchPlan,
     deps: SessionDeps,
-) -> Result<(SessionRecord, StartSpec), Error> {
+) -> Result<(SessionRecord, StartSpec, SessionDeps), Error> {
     let job = move || {
         let mut spec = Session::spawn_spec(&record, plan, &deps);
         if let Some(launch) = deps
@@ -306,7 +309,7 @@ async fn launch_off_thread(
         {
             spec.launched = Some(launch()?);
         }
-        Ok((record, spec))
+        Ok((record, spec, deps))
     };
     match tokio::task::spawn_blocking(job).await {
         Ok(planned) => planned,
@@ -359,7 +362,9 @@ impl Handler<Spawn> for SessionManager {
             launch_off_thread(record, plan, self.deps.clone())
                 .into_actor(self)
                 .then(move |launched, act, _| {
-                    match launched.and_then(|(record, spec)| act.start_session(record, spec)) {
+                    let started = launched
+                        .and_then(|(record, spec, deps)| act.start_session(record, spec, deps));
+                    match started {
                         Ok((descriptor, ready, written)) => {
                             act.answer_spawn(descriptor, ready, written)
                         }
