@@ -217,8 +217,9 @@ fn secret_like(s: &str) -> bool {
     s.chars().count() >= 8 && !plain_name && one_word
 }
 
-/// Markers planted in place of a document's credential-like values, each one unique and
-/// found nowhere in the document or the daemon's own wording.
+/// Markers planted in place of a document's credential-like values: each one unique, and
+/// all of one prefix found nowhere in the document (nor in the daemon's wording, which has no
+/// `~leak`).
 ///
 /// Why plant rather than search a problem for the values themselves: a fuzzed value can be
 /// any word, including a piece of the daemon's own message (`' must be an ob`), a variable
@@ -226,7 +227,8 @@ fn secret_like(s: &str) -> bool {
 /// by the fuzzer as a false leak. A marker in a problem can only have come from a value.
 struct Planted {
     prefix: String,
-    markers: Vec<String>,
+    /// Markers handed out so far, which numbers the next.
+    planted: usize,
 }
 
 impl Planted {
@@ -237,16 +239,12 @@ impl Planted {
             .map(|n| format!("~leak{n}~"))
             .find(|p| !text.contains(p.as_str()))
             .expect("some prefix is absent from a finite text");
-        Planted {
-            prefix,
-            markers: Vec::new(),
-        }
+        Planted { prefix, planted: 0 }
     }
 
     fn marker(&mut self) -> String {
-        let m = format!("{}{}~", self.prefix, self.markers.len());
-        self.markers.push(m.clone());
-        m
+        self.planted += 1;
+        format!("{}{}~", self.prefix, self.planted)
     }
 
     /// `v` with every credential-like string value (not keys) replaced by a marker. A
