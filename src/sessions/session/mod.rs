@@ -18,6 +18,7 @@ mod clients;
 mod host_ops;
 mod naming;
 mod record;
+mod screen_link;
 mod start;
 
 pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
@@ -32,9 +33,7 @@ use uuid::Uuid;
 
 use super::messages::*;
 use super::screen::ScreenText;
-use super::screen_worker::{
-    Feed, PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot,
-};
+use super::screen_worker::{PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
 use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
@@ -102,7 +101,8 @@ enum Ending {
 pub struct Session {
     record: SessionRecord,
     deps: SessionDeps,
-    screen: Addr<ScreenWorker>,
+    /// The screen worker, and the output chunk held back for it.
+    screen: screen_link::ScreenLink,
     /// The output stream and the attached clients.
     clients: Clients,
     harness: Option<HarnessHandle>,
@@ -135,7 +135,7 @@ pub struct Session {
 impl Session {
     fn new(record: SessionRecord, deps: SessionDeps) -> Session {
         Session {
-            screen: {
+            screen: screen_link::ScreenLink::new({
                 let size = record.size;
                 // The model may lag the ring by at most half of it, so a snapshot's offset is
                 // always still in the ring when the session replays from it.
@@ -144,7 +144,7 @@ impl Session {
                 ScreenWorker::start_in_arbiter(&deps.screen_arbiter, move |_| {
                     ScreenWorker::new(size, 0, mailbox)
                 })
-            },
+            }),
             clients: Clients::new(deps.limits.ring_bytes, deps.metrics.clone()),
             harness: None,
             ending: None,
@@ -272,7 +272,7 @@ impl Session {
             return;
         }
         self.record.size = size;
-        self.screen.do_send(ResizeScreen(size));
+        self.screen.worker().do_send(ResizeScreen(size));
         if let Some(h) = &self.harness {
             h.resize.do_send(ResizeTerminal(size));
         }
@@ -355,6 +355,7 @@ impl Session {
         let size = self.record.size;
         ctx.spawn(
             self.screen
+                .worker()
                 .send(TakeSnapshot)
                 .into_actor(self)
                 .map(move |res, act, _| match res {
@@ -463,23 +464,18 @@ impl Actor for Session {
 }
 
 impl Handler<OutputArrived> for Session {
-    type Result = ResponseFuture<()>;
+    type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) -> Self::Result {
         self.on_output(&msg.0);
-        // Clients have the bytes already; the screen model parses them on its own thread.
-        // Only when its mailbox is full does the harness wait, which paces the PTY reader.
-        match self.screen.try_send(Feed(msg.0)) {
-            Ok(()) => Box::pin(std::future::ready(())),
-            Err(SendError::Full(feed)) => {
-                let screen = self.screen.clone();
-                Box::pin(async move {
-                    // A closed worker means the session is stopping; nothing to pace.
-                    let _ = screen.send(feed).await;
-                })
-            }
-            Err(SendError::Closed(_)) => Box::pin(std::future::ready(())),
-        }
+        // The clients' frames are queued; the screen model parses the chunk on its own thread
+        // once their socket writers have run (`screen_link` says why). Only when the worker's
+        // mailbox is full does the harness wait, which paces the PTY reader.
+        self.screen.hold(msg.0);
+        Box::pin(
+            fut::wrap_future::<_, Self>(tokio::task::yield_now())
+                .then(|(), act, _| fut::wrap_future(act.screen.hand_on())),
+        )
     }
 }
 
@@ -537,7 +533,7 @@ impl Handler<Submit> for Session {
             let writes = plan_writes(&agent, &msg.0, false);
             return Box::pin(fut::wrap_future(self.write_together(writes)));
         }
-        let screen = self.screen.clone();
+        let screen = self.screen.worker().clone();
         Box::pin(
             async move { screen.send(PasteMode).await.unwrap_or(false) }
                 .into_actor(self)
@@ -620,7 +616,7 @@ impl Handler<GetScreen> for Session {
     type Result = ResponseFuture<Result<ScreenText, Error>>;
 
     fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
-        let screen = self.screen.clone();
+        let screen = self.screen.worker().clone();
         Box::pin(async move { screen.send(ScreenAsText).await.map_err(|_| Error::Internal) })
     }
 }

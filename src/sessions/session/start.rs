@@ -285,7 +285,7 @@ impl Session {
         crate::sessions::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_deref());
         if let Some(size) = size {
             self.record.size = size;
-            self.screen.do_send(ResizeScreen(size));
+            self.screen.worker().do_send(ResizeScreen(size));
         }
         let started = provider_of(&self.deps, &self.record.target)?.start(
             StartSpec {
