@@ -388,4 +388,8 @@ impl atc::sessions::screen_fast_path::Parser for Discard {
     fn cursor_row(&self) -> u16 {
         0
     }
+
+    fn alternate_screen(&self) -> bool {
+        false
+    }
 }

@@ -44,9 +44,13 @@ pub struct Cursor {
 impl ScreenModel {
     /// A blank screen of `size`.
     pub fn new(size: TermSize) -> ScreenModel {
+        ScreenModel::with_fast_path(size, FastPath::new())
+    }
+
+    fn with_fast_path(size: TermSize, fast_path: FastPath) -> ScreenModel {
         ScreenModel {
             parser: vt100::Parser::new(cells(size.rows), cells(size.cols), 0),
-            fast_path: FastPath::new(),
+            fast_path,
         }
     }
 
@@ -64,7 +68,10 @@ impl ScreenModel {
 
     /// Follows a terminal size change.
     pub fn resize(&mut self, size: TermSize) {
+        let (old_rows, _) = self.parser.screen().size();
         self.parser.set_size(cells(size.rows), cells(size.cols));
+        self.fast_path
+            .resized(old_rows.get(), cells(size.rows).get());
     }
 
     /// Bytes that, written to a terminal of the same size, reproduce this screen: reset and
@@ -164,7 +171,12 @@ mod tests {
         fn new(rows: u16, cols: u16) -> Differential {
             Differential {
                 plain: vt100::Parser::new(cells(rows), cells(cols), 0),
-                model: ScreenModel::new(TermSize { cols, rows }),
+                // A small credit, so that floods go past it and the bound is what is
+                // checked: no test grows its screen by more than 256 rows between floods.
+                model: ScreenModel::with_fast_path(
+                    TermSize { cols, rows },
+                    crate::sessions::screen_fast_path::FastPath::with_credit(256),
+                ),
                 chunks: 0,
             }
         }
@@ -467,6 +479,23 @@ mod tests {
     }
 
     #[test]
+    fn an_erase_of_scrollback_or_a_reset_zeroes_the_count_the_fast_path_keeps() {
+        // A flood past the credit, then what zeroes vt100's count, then a flood that scrolls
+        // fewer rows than the credit but more than a screen: a fast path that still counted
+        // the first flood would feed only a screenful of the second's scrolls, and a screen
+        // 200 rows taller would bring back fewer rows.
+        let lines = |n: usize| b"some output\r\n".repeat(n);
+        for zeroing in [b"\x1b[3J".as_slice(), b"\x1b[?3J", b"\x1bc"] {
+            let mut d = Differential::new(24, 80);
+            d.chunk(&lines(2000));
+            d.chunk(zeroing);
+            d.chunk(&lines(200));
+            d.resize(224, 80);
+            assert!(d.finish() > 0, "the fast path engaged");
+        }
+    }
+
+    #[test]
     fn the_last_printed_character_survives_for_rep() {
         // REP repeats the last character printed: the text after the cut must print one.
         let mut data = b"first\r\n".to_vec();
@@ -480,7 +509,7 @@ mod tests {
 
     #[test]
     fn random_mixed_streams_keep_the_same_screen() {
-        let pieces: [&[u8]; 18] = [
+        let pieces: [&[u8]; 20] = [
             b"\r\n",
             b"\n",
             b"\r",
@@ -499,6 +528,9 @@ mod tests {
             b"\x1b",
             b"\x1bM",
             b"\x1b7\x1b[20;1H\x1b8",
+            // Both zero vt100's count of rows scrolled off.
+            b"\x1b[3J",
+            b"\x1bc",
         ];
         let mut skipped = 0;
         for seed in 1..=8 {

@@ -5,12 +5,24 @@
 //! everything printed before them scrolls off, and with scrollback off nothing keeps it. So
 //! the text of those earlier lines is not printed; vt100 gets the row advances it would have
 //! made (line feeds and autowraps), as line feeds down to the bottom row and then as scrolls
-//! (SU, a screenful at a time), which keeps the cursor's row, every scroll and vt100's count
-//! of rows scrolled off (it decides where rows come back on a taller resize) exactly as they
+//! (SU, a screenful at a time), which keeps the cursor's row and the screen exactly as they
 //! were, and then a CR and a cursor-forward to the column the text left the cursor at, when
 //! that differs. The text after the cut is fed as is. The run's starting
 //! column is the parser's cursor column, read once the parser has been fed up to the run:
 //! output with line feeds and no CRs (a PTY with output processing off) is cut as well.
+//!
+//! How many scrolls. After a screenful of scrolls the screen is blank and further scrolls
+//! change only vt100's count of rows scrolled off, which decides how many blank rows a taller
+//! resize brings back at the top (as a terminal with scrollback would bring back lines).
+//! Each scroll costs vt100 a row cleared, which was a fifth of the daemon's CPU in a flood.
+//! A resize brings back at most its growth, at most 4,095 rows, so the count matters only
+//! that far: the fast path keeps it at least [`SCROLL_CREDIT`] rows (a lower bound it tracks
+//! itself, as vt100 does not expose the count) and feeds no more scrolls than that needs.
+//! The screen then differs from unskipped vt100's only if taller resizes bring back more
+//! than [`SCROLL_CREDIT`] rows in all before the next flood tops the count up: sixteen
+//! resizes from one row to the largest screen, each after the program moved its cursor back
+//! to the top. Whatever zeroes vt100's count (RIS, and conservatively any ED, `CSI … J`)
+//! zeroes the bound. On the alternate screen, which keeps no count, a screenful is enough.
 //!
 //! That holds only while vt100's parser (vte) is in its ground state at the run, since a
 //! printable byte inside an OSC string or a CSI is not text, and only while the scroll region
@@ -26,18 +38,49 @@
 /// Line feeds fed to vt100 in place of skipped text, a slice at a time.
 const LINE_FEEDS: [u8; 4096] = [b'\n'; 4096];
 
+/// Rows scrolled off the main screen that the fast path keeps vt100 counting, at the least:
+/// sixteen times the largest growth of one resize (4,095 rows). See the module's doc.
+pub const SCROLL_CREDIT: u64 = 16 * 4096;
+
 /// The fast path of one screen: the tracker of vte's state across chunks and what it skipped.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FastPath {
     tracker: SequenceTracker,
     /// Bytes of text not printed, for measurement and tests.
     skipped: u64,
+    /// A lower bound on vt100's count of rows scrolled off the main screen.
+    scrolled_off: u64,
+    /// The count this fast path keeps vt100 at, at the least: [`SCROLL_CREDIT`].
+    credit: u64,
+}
+
+impl Default for FastPath {
+    fn default() -> FastPath {
+        FastPath::with_credit(SCROLL_CREDIT)
+    }
 }
 
 impl FastPath {
     /// A fast path for a screen whose parser has seen nothing yet.
     pub fn new() -> FastPath {
         FastPath::default()
+    }
+
+    /// A fast path that keeps vt100's count of rows scrolled off at `credit` at the least;
+    /// tests use a small one to see the bound at work.
+    pub fn with_credit(credit: u64) -> FastPath {
+        FastPath {
+            tracker: SequenceTracker::default(),
+            skipped: 0,
+            scrolled_off: 0,
+            credit,
+        }
+    }
+
+    /// Follows a resize: a taller screen takes back up to its growth from vt100's count.
+    pub fn resized(&mut self, old_rows: u16, new_rows: u16) {
+        let growth = u64::from(new_rows.saturating_sub(old_rows));
+        self.scrolled_off = self.scrolled_off.saturating_sub(growth);
     }
 
     /// Bytes of text skipped so far: printed text replaced by line feeds.
@@ -74,6 +117,9 @@ impl FastPath {
             }
             // Text in the ground state holds no ESC, so the state is still ground at its end.
             tracked = end;
+            if std::mem::take(&mut self.tracker.count_zeroed) {
+                self.scrolled_off = 0;
+            }
             // The parser's cursor column at the run's first byte.
             parser.feed(&bytes[fed..start]);
             fed = start;
@@ -81,7 +127,15 @@ impl FastPath {
             let Some(skip) = plan_skip(&bytes[start..end], rows, cols, column) else {
                 continue;
             };
-            feed_advances(parser, skip.advances, rows);
+            let wanted = match parser.alternate_screen() {
+                // No count to keep: a screenful of scrolls blanks the screen.
+                true => Some(0),
+                false => self.credit.checked_sub(self.scrolled_off),
+            };
+            let scrolled = feed_advances(parser, skip.advances, rows, wanted.unwrap_or(0));
+            if !parser.alternate_screen() {
+                self.scrolled_off = self.scrolled_off.saturating_add(scrolled);
+            }
             // Line feeds keep the column; put the cursor where the text left it.
             if skip.column != column {
                 parser.feed(b"\r");
@@ -94,6 +148,9 @@ impl FastPath {
         }
         self.tracker.advance(&bytes[tracked..]);
         parser.feed(&bytes[fed..]);
+        if std::mem::take(&mut self.tracker.count_zeroed) {
+            self.scrolled_off = 0;
+        }
     }
 }
 
@@ -105,7 +162,10 @@ impl FastPath {
 /// and leaves the cursor where it is; one call per screenful saves a parse, a dispatch and a
 /// rotation of the row table per line of a flood. `scroll_up` scrolls no more than the region
 /// holds, hence the screenful.
-fn feed_advances(parser: &mut impl Parser, advances: usize, rows: u16) {
+///
+/// Past a screenful, scrolls only add to vt100's count of rows scrolled off: no more are fed
+/// than a screenful or `wanted`, whichever is more. Returns the scrolls fed.
+fn feed_advances(parser: &mut impl Parser, advances: usize, rows: u16, wanted: u64) -> u64 {
     let to_bottom = usize::from(rows.saturating_sub(1).saturating_sub(parser.cursor_row()));
     let mut moves = advances.min(to_bottom);
     while moves > 0 {
@@ -114,12 +174,15 @@ fn feed_advances(parser: &mut impl Parser, advances: usize, rows: u16) {
         moves -= n;
     }
     let screenful = usize::from(rows.max(1));
-    let mut scrolls = advances.saturating_sub(to_bottom);
+    let needed = usize::try_from(wanted).unwrap_or(usize::MAX).max(screenful);
+    let mut scrolls = advances.saturating_sub(to_bottom).min(needed);
+    let fed = scrolls as u64;
     while scrolls > 0 {
         let n = scrolls.min(screenful);
         parser.feed(format!("\x1b[{n}S").as_bytes());
         scrolls -= n;
     }
+    fed
 }
 
 /// What the fast path feeds: a terminal parser whose cursor it can read.
@@ -131,6 +194,8 @@ pub trait Parser {
     fn cursor_column(&self) -> u16;
     /// The cursor's zero-based row.
     fn cursor_row(&self) -> u16;
+    /// Whether the alternate screen is the one shown.
+    fn alternate_screen(&self) -> bool;
 }
 
 impl Parser for vt100::Parser {
@@ -144,6 +209,10 @@ impl Parser for vt100::Parser {
 
     fn cursor_row(&self) -> u16 {
         self.screen().cursor_position().0
+    }
+
+    fn alternate_screen(&self) -> bool {
+        self.screen().alternate_screen()
     }
 }
 
@@ -335,6 +404,10 @@ struct SequenceTracker {
     /// vt100 has seen `CSI Ps ; Ps r` (DECSTBM): it runs that for a CSI ending in `r` with no
     /// intermediates, whatever the parameters.
     region_set: bool,
+    /// Since the fast path last looked, vt100 may have zeroed its count of rows scrolled off:
+    /// a RIS (`ESC c`), or any CSI ending in `J` (ED 3 and DECSED 3 do; the others are taken
+    /// along, as a count too low only costs scrolls).
+    count_zeroed: bool,
 }
 
 impl SequenceTracker {
@@ -368,12 +441,20 @@ impl SequenceTracker {
             (Escape, b'[') => CsiEntry,
             (Escape, b']') => OscString,
             (Escape, b'X' | b'^' | b'_') => SosPmApcString,
+            (Escape, b'c') => {
+                self.count_zeroed = true;
+                Ground
+            }
             (Escape | EscapeIntermediate, 0x30..=0x7e) => Ground,
             (CsiEntry | CsiParam | CsiPrivateParam, 0x20..=0x2f) => CsiIntermediate,
             (CsiEntry, 0x30..=0x3b) => CsiParam,
             (CsiEntry, 0x3c..=0x3f) => CsiPrivateParam,
             (CsiParam | CsiPrivateParam, 0x3c..=0x3f) => CsiIgnore,
             (CsiIntermediate, 0x30..=0x3f) => CsiIgnore,
+            (CsiEntry | CsiParam | CsiPrivateParam | CsiIntermediate, b'J') => {
+                self.count_zeroed = true;
+                Ground
+            }
             (CsiEntry | CsiParam, 0x40..=0x7e) => {
                 if b == b'r' {
                     self.region_set = true;
@@ -782,7 +863,7 @@ pub(crate) mod tests {
 
     /// What a parser was fed, and a cursor that stays at the top left.
     #[derive(Default)]
-    struct Recorder(Vec<u8>);
+    struct Recorder(Vec<u8>, bool);
 
     impl Parser for Recorder {
         fn feed(&mut self, bytes: &[u8]) {
@@ -796,6 +877,57 @@ pub(crate) mod tests {
         fn cursor_row(&self) -> u16 {
             0
         }
+
+        fn alternate_screen(&self) -> bool {
+            self.1
+        }
+    }
+
+    /// Rows scrolled by the SUs in `fed`.
+    fn scrolls_in(fed: &[u8]) -> u64 {
+        let text = String::from_utf8_lossy(fed);
+        text.split("\x1b[")
+            .skip(1)
+            .filter_map(|s| s.split_once('S'))
+            .filter_map(|(n, _)| n.parse::<u64>().ok())
+            .sum()
+    }
+
+    #[test]
+    fn scrolls_stop_once_the_count_is_kept_and_start_again_after_it_is_zeroed() {
+        let flood = b"line\r\n".repeat(1000);
+        let mut fast = FastPath::with_credit(100);
+        let mut fed = Recorder::default();
+        fast.process(&flood, 4, 80, &mut fed);
+        // The credit and no more: 996 rows scrolled off, 100 counted.
+        assert_eq!(scrolls_in(&fed.0), 100);
+        // Kept: the next flood feeds a screenful, which blanks the screen.
+        let mut fed = Recorder::default();
+        fast.process(&flood, 4, 80, &mut fed);
+        assert_eq!(scrolls_in(&fed.0), 4);
+        // A taller resize takes rows back from the count (104 less 30), and the next flood
+        // tops it up to the credit.
+        fast.resized(4, 34);
+        let mut fed = Recorder::default();
+        fast.process(&flood, 4, 80, &mut fed);
+        assert_eq!(scrolls_in(&fed.0), 26);
+        // ED and RIS may zero vt100's count: the whole credit again.
+        for zeroing in [b"\x1b[3J".as_slice(), b"\x1b[?3J", b"\x1bc"] {
+            let mut fed = Recorder::default();
+            fast.process(zeroing, 4, 80, &mut fed);
+            fast.process(&flood, 4, 80, &mut fed);
+            assert_eq!(scrolls_in(&fed.0), 100, "{zeroing:?}");
+            // Within one chunk too. (A BEL ends the sequence's run: a run of text that
+            // starts inside a sequence is never cut.)
+            let mut fed = Recorder::default();
+            fast.process(&[zeroing, b"\x07", &flood].concat(), 4, 80, &mut fed);
+            assert_eq!(scrolls_in(&fed.0), 100, "{zeroing:?} in one chunk");
+        }
+        // The alternate screen keeps no count.
+        let mut fast = FastPath::with_credit(100);
+        let mut fed = Recorder(Vec::new(), true);
+        fast.process(&flood, 4, 80, &mut fed);
+        assert_eq!(scrolls_in(&fed.0), 4);
     }
 
     #[test]
