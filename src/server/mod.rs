@@ -158,6 +158,7 @@ pub fn serve(
                     let signal = shutdown.clone();
                     async move { signal.notified().await }
                 })
+                .keep_alive(atc_protocol::HTTP_KEEP_ALIVE)
                 .client_disconnect_timeout(std::time::Duration::from_secs(1))
                 .local_addr(addr)
                 .on_connect_ext(
@@ -167,7 +168,7 @@ pub fn serve(
                 );
             // The guard judges heads with a codec built from the dispatcher's own settings.
             let config = actix_http::ServiceConfig::new(
-                actix_http::KeepAlive::default(),
+                actix_http::KeepAlive::Timeout(atc_protocol::HTTP_KEEP_ALIVE),
                 std::time::Duration::from_secs(5),
                 std::time::Duration::from_secs(1),
                 false,

@@ -44,6 +44,11 @@ pub type WsConnection = Framed<BoxedSocket, awc::ws::Codec>;
 /// the cap only keeps a confused peer from exhausting memory.
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// How long an idle pooled connection may be reused: a second under the daemon's keep-alive,
+/// so the client always lets go of a connection first.
+const POOLED_IDLE: Duration = Duration::from_secs(4);
+const _: () = assert!(POOLED_IDLE.as_secs() < atc_protocol::HTTP_KEEP_ALIVE.as_secs());
+
 /// Largest single WebSocket frame accepted. The repaint prelude after attach is sent as one or
 /// a few frames and can exceed awc's 64 KiB default on a large screen.
 const WS_MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -105,8 +110,12 @@ impl DaemonClient {
 
     /// [`DaemonClient::new`] with its limits chosen by the caller (the load tool's).
     pub fn with_options(base_url: String, token: String, options: ClientOptions) -> DaemonClient {
-        // awc reads a limit of 0 as no cap.
-        let connector = awc::Connector::new().limit(options.connection_limit.unwrap_or(0));
+        // awc reads a limit of 0 as no cap. Its pool keeps an idle connection 15 s by default,
+        // past the daemon's keep-alive: a request sent on one just as the daemon closed it
+        // failed with "connector has been disconnected" (seen once in an `atc-bench` run).
+        let connector = awc::Connector::new()
+            .limit(options.connection_limit.unwrap_or(0))
+            .conn_keep_alive(POOLED_IDLE);
         let http = awc::Client::builder()
             .connector(connector)
             .max_http_version(Version::HTTP_11)

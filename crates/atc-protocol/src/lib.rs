@@ -33,3 +33,8 @@ pub use session::{
     OutputKind, SessionState, VmState,
 };
 pub use size::{TermSize, DIM_RANGE};
+
+/// How long the daemon keeps an idle HTTP/1.1 connection open before closing it. A client
+/// that pools connections must drop idle ones sooner: a request sent on a connection as the
+/// daemon closes it gets no answer.
+pub const HTTP_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(5);
