@@ -13,6 +13,7 @@ pub mod ring;
 pub mod screen;
 pub mod screen_fast_path;
 pub mod screen_worker;
+pub mod sequence_tracker;
 pub mod session;
 pub mod session_error;
 pub mod status_file;

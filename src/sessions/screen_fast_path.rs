@@ -27,13 +27,14 @@
 //! That holds only while vt100's parser (vte) is in its ground state at the run, since a
 //! printable byte inside an OSC string or a CSI is not text, and only while the scroll region
 //! is the whole screen: rows outside it never scroll, and text below it overprints one row.
-//! [`SequenceTracker`] follows vte's state table byte for byte, cheaply (in the ground state
-//! it only looks for ESC, the one byte that leaves it), and notes any DECSTBM; once one has
+//! A [`SequenceTracker`] follows vte's state byte for byte and notes any DECSTBM; once one has
 //! been seen the fast path stays off for that screen. vt100 has no autowrap, insert or newline
 //! modes to change the rest.
 //!
 //! This module is pure logic over bytes; [`super::screen::ScreenModel`] owns the vt100 parser
 //! and hands it what [`FastPath::process`] passes on.
+
+use super::sequence_tracker::SequenceTracker;
 
 /// Line feeds fed to vt100 in place of skipped text, a slice at a time.
 const LINE_FEEDS: [u8; 4096] = [b'\n'; 4096];
@@ -93,7 +94,7 @@ impl FastPath {
     /// chunk, which are passed as line feeds and a cursor move. `parser` must be the one this
     /// fast path has tracked since its first byte.
     pub fn process(&mut self, bytes: &[u8], rows: u16, cols: u16, parser: &mut impl Parser) {
-        if self.tracker.region_set {
+        if self.tracker.region_set() {
             parser.feed(bytes);
             return;
         }
@@ -106,10 +107,10 @@ impl FastPath {
         while let Some((start, end)) = next_run(bytes, from, min_run) {
             from = end;
             self.tracker.advance(&bytes[tracked..start]);
-            if self.tracker.region_set {
+            if self.tracker.region_set() {
                 break;
             }
-            if self.tracker.state != SeqState::Ground {
+            if !self.tracker.in_ground() {
                 // Part of a sequence (a CSI's parameters, an OSC string): the tracker reads it.
                 self.tracker.advance(&bytes[start..end]);
                 tracked = end;
@@ -117,7 +118,7 @@ impl FastPath {
             }
             // Text in the ground state holds no ESC, so the state is still ground at its end.
             tracked = end;
-            if std::mem::take(&mut self.tracker.count_zeroed) {
+            if self.tracker.take_count_zeroed() {
                 self.scrolled_off = 0;
             }
             // The parser's cursor column at the run's first byte.
@@ -148,7 +149,7 @@ impl FastPath {
         }
         self.tracker.advance(&bytes[tracked..]);
         parser.feed(&bytes[fed..]);
-        if std::mem::take(&mut self.tracker.count_zeroed) {
+        if self.tracker.take_count_zeroed() {
             self.scrolled_off = 0;
         }
     }
@@ -365,123 +366,6 @@ fn print_span(cols: usize, col: usize, len: usize) -> (usize, usize) {
     (end - cols - (more - 1) * cols, wraps + more)
 }
 
-/// vte 0.15's parser state (the crate vt100 0.18 parses with), as its state table moves it.
-/// Two CSI parameter states stand for vte's one, so that a CSI dispatch knows whether it
-/// carries a private marker.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum SeqState {
-    #[default]
-    Ground,
-    Escape,
-    EscapeIntermediate,
-    CsiEntry,
-    /// Parameters with no private marker collected: the final byte dispatches with no
-    /// intermediates.
-    CsiParam,
-    /// Parameters after a private marker (`<`, `=`, `>`, `?`), which vte collects as an
-    /// intermediate.
-    CsiPrivateParam,
-    CsiIntermediate,
-    CsiIgnore,
-    DcsEntry,
-    DcsParam,
-    DcsIntermediate,
-    DcsIgnore,
-    DcsPassthrough,
-    OscString,
-    SosPmApcString,
-}
-
-/// Follows vte's state over a byte stream, and whether vt100 has run a DECSTBM.
-///
-/// vte leaves the ground state only on ESC: C0 and C1 controls (as UTF-8 or as raw bytes) are
-/// executed where they stand, and a partial UTF-8 character is cut short by whatever follows.
-/// Outside the ground state vte reads only 7-bit codes: bytes from 0x80 change nothing, except
-/// 0x9C (ST) in a DCS passthrough, which ends it, also when it is part of a UTF-8 character.
-#[derive(Debug, Default)]
-struct SequenceTracker {
-    state: SeqState,
-    /// vt100 has seen `CSI Ps ; Ps r` (DECSTBM): it runs that for a CSI ending in `r` with no
-    /// intermediates, whatever the parameters.
-    region_set: bool,
-    /// Since the fast path last looked, vt100 may have zeroed its count of rows scrolled off:
-    /// a RIS (`ESC c`), or any CSI ending in `J` (ED 3 and DECSED 3 do; the others are taken
-    /// along, as a count too low only costs scrolls).
-    count_zeroed: bool,
-}
-
-impl SequenceTracker {
-    fn advance(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        while let Some((&b, tail)) = rest.split_first() {
-            if self.state == SeqState::Ground {
-                // Text and controls leave the ground state as it is.
-                let Some(esc) = memchr::memchr(0x1b, rest) else {
-                    return;
-                };
-                self.state = SeqState::Escape;
-                rest = &rest[esc + 1..];
-                continue;
-            }
-            self.step(b);
-            rest = tail;
-        }
-    }
-
-    /// One byte outside the ground state.
-    fn step(&mut self, b: u8) {
-        use SeqState::*;
-        self.state = match (self.state, b) {
-            // vte's "anywhere" transitions, taken in every state but the ground state.
-            (_, 0x18 | 0x1a) => Ground,
-            (_, 0x1b) => Escape,
-            (Ground, _) => Ground,
-            (Escape, 0x20..=0x2f) => EscapeIntermediate,
-            (Escape, b'P') => DcsEntry,
-            (Escape, b'[') => CsiEntry,
-            (Escape, b']') => OscString,
-            (Escape, b'X' | b'^' | b'_') => SosPmApcString,
-            (Escape, b'c') => {
-                self.count_zeroed = true;
-                Ground
-            }
-            (Escape | EscapeIntermediate, 0x30..=0x7e) => Ground,
-            (CsiEntry | CsiParam | CsiPrivateParam, 0x20..=0x2f) => CsiIntermediate,
-            (CsiEntry, 0x30..=0x3b) => CsiParam,
-            (CsiEntry, 0x3c..=0x3f) => CsiPrivateParam,
-            (CsiParam | CsiPrivateParam, 0x3c..=0x3f) => CsiIgnore,
-            (CsiIntermediate, 0x30..=0x3f) => CsiIgnore,
-            (CsiEntry | CsiParam | CsiPrivateParam | CsiIntermediate, b'J') => {
-                self.count_zeroed = true;
-                Ground
-            }
-            (CsiEntry | CsiParam, 0x40..=0x7e) => {
-                if b == b'r' {
-                    self.region_set = true;
-                }
-                Ground
-            }
-            (CsiPrivateParam | CsiIntermediate | CsiIgnore, 0x40..=0x7e) => Ground,
-            (DcsEntry | DcsParam, 0x20..=0x2f) => DcsIntermediate,
-            (DcsEntry, 0x30..=0x3f) => DcsParam,
-            (DcsParam, 0x3c..=0x3f) => DcsIgnore,
-            (DcsIntermediate, 0x30..=0x3f) => DcsIgnore,
-            (DcsEntry | DcsParam | DcsIntermediate, 0x40..=0x7e) => DcsPassthrough,
-            (DcsPassthrough, 0x9c) => Ground,
-            (OscString, 0x07) => Ground,
-            // Everything else (other C0 controls, parameter bytes, DEL, bytes from 0x80,
-            // string contents) stays in the state it is in.
-            (state, _) => state,
-        };
-    }
-
-    /// Whether vte would parse a printable byte fed now as text.
-    #[cfg(test)]
-    fn in_ground(&self) -> bool {
-        self.state == SeqState::Ground
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -598,192 +482,6 @@ pub(crate) mod tests {
 
         pub(crate) fn below(&mut self, n: usize) -> usize {
             (self.next() % n as u64) as usize
-        }
-    }
-
-    /// vte's own answer: its performer sees what a probe byte fed after `prefix` becomes, and
-    /// whether any CSI dispatch vt100 takes for DECSTBM went by.
-    #[derive(Default)]
-    struct Probe {
-        last_print: Option<char>,
-        region_set: bool,
-    }
-
-    impl vte::Perform for Probe {
-        fn print(&mut self, c: char) {
-            self.last_print = Some(c);
-        }
-
-        fn csi_dispatch(
-            &mut self,
-            _params: &vte::Params,
-            intermediates: &[u8],
-            _ignore: bool,
-            c: char,
-        ) {
-            if c == 'r' && intermediates.is_empty() {
-                self.region_set = true;
-            }
-        }
-    }
-
-    /// Whether vte, after `prefix`, prints a printable byte as itself: true in its ground
-    /// state only (a pending partial UTF-8 character is printed as U+FFFD first). Also
-    /// whether it dispatched a DECSTBM on the way.
-    fn vte_answer(prefix: &[u8]) -> (bool, bool) {
-        let mut parser = vte::Parser::new();
-        let mut probe = Probe::default();
-        parser.advance(&mut probe, prefix);
-        let region_set = probe.region_set;
-        probe.last_print = None;
-        parser.advance(&mut probe, b"x");
-        (probe.last_print == Some('x'), region_set)
-    }
-
-    /// Pieces that reach every vte state and every way out of it, UTF-8 with C1 controls and
-    /// 0x9C continuation bytes, and raw C1 bytes.
-    const PIECES: &[&[u8]] = &[
-        b"\x1b",
-        b"[",
-        b"]",
-        b"P",
-        b"X",
-        b"^",
-        b"_",
-        b"\\",
-        b"\x07",
-        b"\x18",
-        b"\x1a",
-        b"\x9c",
-        b"\x9b",
-        b"\x90",
-        b"\x9d",
-        b"\xc2\x9b",
-        b"\xc2\x9c",
-        "✓".as_bytes(),
-        "é".as_bytes(),
-        "漢".as_bytes(),
-        b"\xe2",
-        b"\xf0\x9f",
-        b"0",
-        b"1;2",
-        b";",
-        b":",
-        b"?",
-        b"<",
-        b">",
-        b"=",
-        b" ",
-        b"!",
-        b"/",
-        b"r",
-        b"m",
-        b"H",
-        b"@",
-        b"~",
-        b"x",
-        b"\x7f",
-        b"\r",
-        b"\n",
-        b"\x00",
-        b"\x08",
-        b"\x1b[",
-        b"\x1b]",
-        b"\x1bP",
-        b"abc",
-    ];
-
-    #[test]
-    fn the_tracker_agrees_with_vte_after_every_byte() {
-        let mut ground_seen = 0;
-        let mut other_seen = 0;
-        let mut region_seen = 0;
-        for seed in 1..=400u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let mut stream = Vec::new();
-            while stream.len() < 160 {
-                stream.extend_from_slice(PIECES[rng.below(PIECES.len())]);
-            }
-            let mut tracker = SequenceTracker::default();
-            for at in 0..=stream.len() {
-                if at > 0 {
-                    // A byte at a time here; the whole stream in one go is checked below.
-                    tracker.advance(&stream[at - 1..at]);
-                }
-                let (ground, region_set) = vte_answer(&stream[..at]);
-                assert_eq!(
-                    (tracker.in_ground(), tracker.region_set),
-                    (ground, region_set),
-                    "after {:?} (seed {seed}); tracker in {:?}",
-                    String::from_utf8_lossy(&stream[..at]),
-                    tracker.state
-                );
-                if ground {
-                    ground_seen += 1;
-                } else {
-                    other_seen += 1;
-                }
-                region_seen += usize::from(region_set);
-            }
-            let mut whole = SequenceTracker::default();
-            whole.advance(&stream);
-            assert_eq!(
-                (whole.state, whole.region_set),
-                (tracker.state, tracker.region_set)
-            );
-        }
-        assert!(ground_seen > 1000 && other_seen > 1000 && region_seen > 0);
-    }
-
-    #[test]
-    fn the_tracker_covers_every_state() {
-        let reach = |bytes: &[u8]| {
-            let mut t = SequenceTracker::default();
-            t.advance(bytes);
-            t.state
-        };
-        use SeqState::*;
-        let cases: [(&[u8], SeqState); 15] = [
-            (b"text \xc2\x9b", Ground),
-            (b"\x1b", Escape),
-            (b"\x1b(", EscapeIntermediate),
-            (b"\x1b[", CsiEntry),
-            (b"\x1b[1;2", CsiParam),
-            (b"\x1b[?25", CsiPrivateParam),
-            (b"\x1b[1 ", CsiIntermediate),
-            (b"\x1b[1?", CsiIgnore),
-            (b"\x1bP", DcsEntry),
-            (b"\x1bP1", DcsParam),
-            (b"\x1bP$", DcsIntermediate),
-            (b"\x1bP1?", DcsIgnore),
-            (b"\x1bPq#0", DcsPassthrough),
-            (b"\x1b]0;title \xe2\x9c\x93", OscString),
-            (b"\x1b_app", SosPmApcString),
-        ];
-        for (bytes, state) in cases {
-            assert_eq!(reach(bytes), state, "{bytes:?}");
-            let (ground, _) = vte_answer(bytes);
-            assert_eq!(ground, state == Ground, "{bytes:?}");
-        }
-        // ST as a UTF-8 continuation byte ends a DCS, and only a DCS.
-        assert_eq!(reach("\x1bPq✓".as_bytes()), Ground);
-        assert_eq!(reach("\x1b]0;✓".as_bytes()), OscString);
-    }
-
-    #[test]
-    fn only_a_plain_csi_r_counts_as_a_scroll_region() {
-        for (bytes, set) in [
-            (b"\x1b[1;10r".as_slice(), true),
-            (b"\x1b[r", true),
-            (b"\x1b[?1r", false),
-            (b"\x1b[1 r", false),
-            (b"\x1b]1;r\x07", false),
-            (b"\x1br", false),
-        ] {
-            let mut t = SequenceTracker::default();
-            t.advance(bytes);
-            assert_eq!(t.region_set, set, "{bytes:?}");
-            assert_eq!(vte_answer(bytes).1, set, "{bytes:?}");
         }
     }
 
