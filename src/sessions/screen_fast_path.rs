@@ -118,6 +118,8 @@ impl FastPath {
             }
             // Text in the ground state holds no ESC, so the state is still ground at its end.
             tracked = end;
+            // The count is read only here, before a skip: a zeroing seen after the last run of
+            // a chunk waits in the tracker for the next one.
             if self.tracker.take_count_zeroed() {
                 self.scrolled_off = 0;
             }
@@ -128,13 +130,14 @@ impl FastPath {
             let Some(skip) = plan_skip(&bytes[start..end], rows, cols, column) else {
                 continue;
             };
-            let wanted = match parser.alternate_screen() {
-                // No count to keep: a screenful of scrolls blanks the screen.
-                true => Some(0),
-                false => self.credit.checked_sub(self.scrolled_off),
+            // The alternate screen keeps no count: a screenful of scrolls blanks it.
+            let alternate = parser.alternate_screen();
+            let wanted = match alternate {
+                true => 0,
+                false => self.credit.saturating_sub(self.scrolled_off),
             };
-            let scrolled = feed_advances(parser, skip.advances, rows, wanted.unwrap_or(0));
-            if !parser.alternate_screen() {
+            let scrolled = feed_advances(parser, skip.advances, rows, wanted);
+            if !alternate {
                 self.scrolled_off = self.scrolled_off.saturating_add(scrolled);
             }
             // Line feeds keep the column; put the cursor where the text left it.
@@ -149,9 +152,6 @@ impl FastPath {
         }
         self.tracker.advance(&bytes[tracked..]);
         parser.feed(&bytes[fed..]);
-        if self.tracker.take_count_zeroed() {
-            self.scrolled_off = 0;
-        }
     }
 }
 
