@@ -3,23 +3,22 @@
 //! One [`LocalPtyHarness`] actor per process owns the child and its PTY. The PTY's read half
 //! is a stream added to the actor's context ([`PtyChunks`](super::pty_reader::PtyChunks):
 //! whatever is ready, read together); each chunk goes on whole to the session as
-//! [`OutputArrived`], and the next read waits until the session has taken it. Input and
-//! resizes go through one ordered writer task, apart from reads, so a child that stops reading
-//! its stdin never stalls its output (zellij's `pty_writer` makes the same split). Kill is
+//! [`OutputArrived`], and the next read waits until the session has taken it. Input goes
+//! through a [`PtyInput`], apart from reads: written at once where the PTY takes it, else queued
+//! for its own writer task, so a child that stops reading its stdin never stalls its output
+//! (zellij's `pty_writer` makes the same split). Kill is
 //! SIGHUP to the process group, then SIGKILL when the grace runs out. The child is always
 //! reaped, and exactly one [`HarnessExited`] is sent, after the last output chunk.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
 use actix::prelude::*;
 use bytes::Bytes;
 use rustix::process::{Pid, Signal};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 
 use super::local_launch::Launched;
+use super::pty_input::PtyInput;
 use super::{
     Capabilities, DetachHarness, ExecutionProvider, Hangup, HarnessEvents, HarnessExited,
     HarnessHandle, OutputArrived, ProviderError, ResizeTerminal, RunOutput, RunRequest, StartSpec,
@@ -27,8 +26,6 @@ use super::{
 };
 use atc_protocol::TermSize;
 use futures_util::future::LocalBoxFuture;
-
-use super::INPUT_BACKLOG_BYTES;
 
 /// The `local-pty` provider.
 pub struct LocalPty {
@@ -96,13 +93,14 @@ impl ExecutionProvider for LocalPty {
             // A revive starts here, on the sessions' thread: rare enough not to hand off.
             None => launch(&spawn_plan(&spec, &self.withheld), spec.size)?,
         };
-        let addr = LocalPtyHarness::adopt(launched, events, self.exit_drain)?;
+        let (addr, input) = LocalPtyHarness::adopt(launched, events, self.exit_drain)?;
         Ok(StartedHarness {
             handle: HarnessHandle {
                 input: addr.clone().recipient(),
                 resize: addr.clone().recipient(),
                 hangup: addr.clone().recipient(),
                 detach: addr.recipient(),
+                direct_input: Some(input),
             },
             ready: None,
         })
@@ -117,18 +115,12 @@ fn launch(plan: &super::pty_spawn::Plan, size: TermSize) -> Result<Launched, Pro
     super::local_launch::launch(plan, size)
 }
 
-enum WriterCmd {
-    Write(Bytes),
-    Resize(TermSize),
-}
-
 /// One local process in a PTY.
 pub struct LocalPtyHarness {
     pid: Option<Pid>,
     events: HarnessEvents,
-    writer: mpsc::UnboundedSender<WriterCmd>,
-    /// Input bytes handed to the writer and not yet written.
-    input_backlog: Arc<AtomicUsize>,
+    /// Closed when this actor stops, so sockets typing into a gone process hear so.
+    input: PtyInput,
     reader: Option<pty_process::OwnedReadPty>,
     child: Option<super::pty_spawn::Child>,
     /// Set once the child is reaped.
@@ -145,7 +137,7 @@ impl LocalPtyHarness {
         launched: Launched,
         events: HarnessEvents,
         exit_drain: Duration,
-    ) -> Result<Addr<LocalPtyHarness>, ProviderError> {
+    ) -> Result<(Addr<LocalPtyHarness>, PtyInput), ProviderError> {
         let Launched { master, mut child } = launched;
         let pid = child.pid();
         // SAFETY: `master` is an open PTY master in non-blocking mode (`local_launch`), owned
@@ -163,15 +155,14 @@ impl LocalPtyHarness {
                 return Err(e.into());
             }
         };
+        let fd = pty.as_fd().as_raw_fd();
         let (read, write) = pty.into_split();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let backlog = Arc::new(AtomicUsize::new(0));
-        actix_rt::spawn(run_writer(write, rx, backlog.clone()));
-        Ok(LocalPtyHarness {
+        let (input, writer) = PtyInput::new(write, fd);
+        actix_rt::spawn(writer);
+        let harness = LocalPtyHarness {
             pid: Some(pid),
             events,
-            writer: tx,
-            input_backlog: backlog,
+            input: input.clone(),
             reader: Some(read),
             child: Some(child),
             status: None,
@@ -179,8 +170,8 @@ impl LocalPtyHarness {
             reported: false,
             exit_drain,
             kill_timer: None,
-        }
-        .start())
+        };
+        Ok((harness.start(), input))
     }
 
     fn signal(&self, sig: Signal) {
@@ -250,6 +241,10 @@ impl Actor for LocalPtyHarness {
             );
         }
     }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.input.close();
+    }
 }
 
 impl StreamHandler<std::io::Result<Bytes>> for LocalPtyHarness {
@@ -282,14 +277,7 @@ impl Handler<WriteInput> for LocalPtyHarness {
     type Result = Result<(), ProviderError>;
 
     fn handle(&mut self, msg: WriteInput, _: &mut Self::Context) -> Self::Result {
-        let len = msg.0.len();
-        if self.input_backlog.load(Ordering::Acquire) + len > INPUT_BACKLOG_BYTES {
-            return Err(ProviderError::InputBacklogFull);
-        }
-        self.input_backlog.fetch_add(len, Ordering::AcqRel);
-        self.writer
-            .send(WriterCmd::Write(msg.0))
-            .map_err(|_| ProviderError::ProcessGone)
+        self.input.write(msg.0)
     }
 }
 
@@ -297,8 +285,7 @@ impl Handler<ResizeTerminal> for LocalPtyHarness {
     type Result = ();
 
     fn handle(&mut self, msg: ResizeTerminal, _: &mut Self::Context) {
-        // A closed writer means the process is gone; its exit notice is on the way.
-        let _ = self.writer.send(WriterCmd::Resize(msg.0));
+        self.input.resize(msg.0);
     }
 }
 
@@ -348,31 +335,5 @@ fn spawn_plan(spec: &StartSpec, withheld: &[String]) -> super::pty_spawn::Plan {
         cwd: plan.cwd.clone(),
         env,
         withheld: withheld.iter().map(Into::into).collect(),
-    }
-}
-
-async fn run_writer(
-    mut pty: pty_process::OwnedWritePty,
-    mut rx: mpsc::UnboundedReceiver<WriterCmd>,
-    backlog: Arc<AtomicUsize>,
-) {
-    let mut broken = false;
-    while let Some(cmd) = rx.recv().await {
-        match cmd {
-            WriterCmd::Write(bytes) => {
-                // After a failed write the process is gone; keep draining so the backlog count
-                // stays true until the harness stops.
-                if !broken && pty.write_all(&bytes).await.is_err() {
-                    broken = true;
-                }
-                backlog.fetch_sub(bytes.len(), Ordering::AcqRel);
-            }
-            WriterCmd::Resize(size) => {
-                if !broken {
-                    // A failed resize means the pty is gone; the exit notice is on its way.
-                    let _ = pty.resize(pty_process::Size::new(size.rows, size.cols));
-                }
-            }
-        }
     }
 }

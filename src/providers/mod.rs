@@ -18,6 +18,7 @@ pub mod local_command;
 pub mod local_launch;
 pub mod local_pty;
 pub mod provider_error;
+pub mod pty_input;
 pub mod pty_reader;
 pub mod pty_spawn;
 pub mod refusal;
@@ -186,6 +187,9 @@ pub struct HarnessHandle {
     pub hangup: Recipient<Hangup>,
     /// Let go (daemon shutdown).
     pub detach: Recipient<DetachHarness>,
+    /// The PTY's input itself, where the process runs on this machine: an attach socket
+    /// types into it without a hop through the session and the harness.
+    pub direct_input: Option<pty_input::PtyInput>,
 }
 
 /// A harness that was handed to its session, and whether its process is known to run yet.

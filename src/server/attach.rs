@@ -23,6 +23,7 @@ use crate::protocol::params::Params;
 use crate::protocol::RequestError;
 use crate::server::auth::AuthError;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
+use crate::sessions::input_port::InputPort;
 use crate::sessions::messages::{
     Attach, AttachMode, ClientId, ClientResized, Detach, Input, ResumeFrom,
 };
@@ -73,7 +74,7 @@ pub async fn attach(
         .map_err(|e| RequestError::NotUpgrade(e.to_string()))?;
     let client = next_client_id();
     let (queue, rx) = client_queue(state.limits.queue_bytes);
-    found
+    let input = found
         .addr
         .send(Attach {
             client,
@@ -96,6 +97,7 @@ pub async fn attach(
         client,
         mode,
         session: found.addr,
+        input,
         queue,
         hangup,
         last_heard: Instant::now(),
@@ -124,6 +126,8 @@ struct AttachClient {
     /// A watcher's input is refused here, before it reaches the session.
     mode: AttachMode,
     session: Addr<Session>,
+    /// Where the session gave one: typing goes straight to its PTY, not through `session`.
+    input: Option<InputPort>,
     queue: ClientQueue,
     hangup: Hangup,
     last_heard: Instant,
@@ -187,6 +191,12 @@ impl AttachClient {
     fn on_binary(&mut self, bytes: Bytes, ctx: &mut Context<Self>) {
         if self.mode == AttachMode::Watch {
             return self.refuse(RequestError::WatchOnly);
+        }
+        if let Some(port) = &self.input {
+            if let Err(e) = port.write(bytes) {
+                self.refuse(e);
+            }
+            return;
         }
         // Wait for the write before reading the next frame: input stays in order and a child
         // that does not read its stdin slows this client down instead of filling memory.

@@ -28,8 +28,10 @@ pub use atc_protocol::AttachMode;
 
 /// Attach a client: register it, apply the new size, then send `attached` and the replay into
 /// its queue. Sent by the attach socket actor. Fails with `session_dead` without a harness.
+/// An interactive client of a local process gets an [`InputPort`](super::input_port::InputPort)
+/// to type through.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<Option<super::input_port::InputPort>, Error>")]
 pub struct Attach {
     /// The connection.
     pub client: ClientId,

@@ -5,6 +5,7 @@
 pub mod client_queue;
 pub mod fleet;
 pub mod heap_trim;
+pub mod input_port;
 pub mod launch;
 pub mod manager;
 pub mod messages;

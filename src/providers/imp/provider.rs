@@ -342,6 +342,8 @@ impl ExecutionProvider for ImpProvider {
                 resize: addr.clone().recipient(),
                 hangup: addr.clone().recipient(),
                 detach: addr.recipient(),
+                // Input to a remote process is queued across reconnects by its harness.
+                direct_input: None,
             },
             ready: Some(rx),
         })

@@ -31,6 +31,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use super::input_port::InputPort;
 use super::messages::*;
 use super::screen::ScreenText;
 use super::screen_worker::{PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
@@ -299,14 +300,21 @@ impl Session {
         }));
     }
 
-    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<(), Error> {
+    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<Option<InputPort>, Error> {
         self.refuse(Operation::Attach)?;
-        if self.harness.is_none() {
+        let Some(harness) = &self.harness else {
             return Err(SessionError::Dead {
                 id: self.record.id.to_string(),
             }
             .into());
-        }
+        };
+        // Input the refusal chain refuses keeps going through `Input`, which answers why.
+        let port = match (&harness.direct_input, msg.mode) {
+            (Some(pty), AttachMode::Interactive) if self.refuse(Operation::Input).is_ok() => {
+                Some(InputPort::new(pty.clone(), self.deps.metrics.clone()))
+            }
+            _ => None,
+        };
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         // The new client learns it from its `attached`, so it applies before the slot exists.
@@ -344,7 +352,7 @@ impl Session {
             // clear their needs-you flags or unread markers.
             AttachMode::Watch => {}
         }
-        Ok(())
+        Ok(port)
     }
 
     /// Asks the screen worker for a snapshot; the client gets it (and the ring's bytes after
@@ -488,7 +496,7 @@ impl Handler<HarnessExited> for Session {
 }
 
 impl Handler<Attach> for Session {
-    type Result = Result<(), Error>;
+    type Result = Result<Option<InputPort>, Error>;
 
     fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) -> Self::Result {
         self.attach(msg, ctx)
