@@ -476,10 +476,13 @@ impl Handler<OutputArrived> for Session {
 
     fn handle(&mut self, msg: OutputArrived, _: &mut Self::Context) -> Self::Result {
         self.on_output(&msg.0);
-        // The clients' frames are queued; the screen model parses the chunk on its own thread
-        // once their socket writers have run (`screen_link` says why). Only when the worker's
-        // mailbox is full does the harness wait, which paces the PTY reader.
-        self.screen.hold(msg.0);
+        // The clients' frames are queued; the screen model parses the output on its own thread
+        // once their socket writers have run, and small chunks only once enough are gathered
+        // (`screen_link` says why). Only when the worker's mailbox is full does the harness
+        // wait, which paces the PTY reader.
+        if !self.screen.hold(msg.0) {
+            return Box::pin(fut::ready(()));
+        }
         Box::pin(
             fut::wrap_future::<_, Self>(tokio::task::yield_now())
                 .then(|(), act, _| fut::wrap_future(act.screen.hand_on())),
