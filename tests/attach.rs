@@ -276,6 +276,31 @@ async fn exit_frame_then_normal_close_and_detach_never_kills() {
 }
 
 #[actix_rt::test]
+async fn typing_into_a_child_that_does_not_read_is_too_slow_and_the_socket_stays() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    // The echoed command line says 'RE''ADY', so only the printf's output matches; the shell
+    // has read the whole line by then and reads nothing more before `sleep` replaces it.
+    ws.send_binary(b"printf 'RE''ADY\\n'; exec sleep 600\r")
+        .await;
+    ws.read_until(b"READY").await;
+    // Far past the 4 MiB the PTY's input queue holds for a child that is not reading.
+    let frame = vec![b'x'; 64 * 1024];
+    for _ in 0..96 {
+        ws.send_binary(&frame).await;
+    }
+    let refused = ws.next_text("error").await;
+    assert_eq!(refused["code"], "too_slow", "{refused}");
+    // The socket and the session stay: a control frame is still answered.
+    ws.send_json(json!({"type": "resize", "cols": 90, "rows": 24}))
+        .await;
+    assert_eq!(ws.next_text("resized").await["cols"], 90);
+    assert_eq!(d.session(&id).await["alive"], true);
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn bad_control_frames_get_an_error_frame_and_the_socket_stays() {
     let d = TestDaemon::start().await;
     let id = id_of(&d.spawn("cat").await);

@@ -8,6 +8,7 @@
 //! without an actor system: `record` (the row), `clients` and `client_delivery` (what
 //! each client is sent and when, the size they agree on), `attention` (attention and
 //! permissions), `start` (spawn, restore and re-attach, revive, a process's end),
+//! `input` (writes to the process, and the port an attached client types through),
 //! `host_ops` (kill, suspend, forget and its confirmation) and `naming`. Every handler
 //! that reaches the target asks the refusal chain first (`Session::refuse`).
 
@@ -16,6 +17,7 @@ mod auth;
 mod client_delivery;
 mod clients;
 mod host_ops;
+mod input;
 mod naming;
 mod record;
 mod screen_link;
@@ -34,7 +36,7 @@ use uuid::Uuid;
 use super::input_port::InputPort;
 use super::messages::*;
 use super::screen::ScreenText;
-use super::screen_worker::{PasteMode, ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
+use super::screen_worker::{ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
 use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
 use crate::config::{Limits, Timings};
@@ -42,7 +44,6 @@ use crate::error::Error;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
-    WriteInput,
 };
 use crate::sessions::session_error::SessionError;
 use crate::store::StateStore;
@@ -308,13 +309,7 @@ impl Session {
             }
             .into());
         };
-        // Input the refusal chain refuses keeps going through `Input`, which answers why.
-        let port = match (&harness.direct_input, msg.mode) {
-            (Some(pty), AttachMode::Interactive) if self.refuse(Operation::Input).is_ok() => {
-                Some(InputPort::new(pty.clone(), self.deps.metrics.clone()))
-            }
-            _ => None,
-        };
+        let port = self.input_port(harness, msg.mode);
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         // The new client learns it from its `attached`, so it applies before the slot exists.
@@ -389,34 +384,6 @@ impl Session {
             self.request_repaint(client, ctx);
         }
     }
-
-    /// Issues every write to the harness now, in order, so nothing lands between them, and
-    /// resolves once all are written.
-    fn write_together(
-        &self,
-        writes: Vec<Bytes>,
-    ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
-        let id = self.record.id.to_string();
-        let metrics = self.deps.metrics.clone();
-        let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
-            writes
-                .into_iter()
-                .map(|w| (w.len(), h.input.send(WriteInput(w))))
-                .collect()
-        });
-        async move {
-            let Some(sent) = sent else {
-                return Err(SessionError::Dead { id }.into());
-            };
-            for (len, write) in sent {
-                write
-                    .await
-                    .map_err(|_| SessionError::Dead { id: id.clone() })??;
-                metrics.input_written(len);
-            }
-            Ok(())
-        }
-    }
 }
 
 impl Handler<HookReported> for Session {
@@ -425,14 +392,6 @@ impl Handler<HookReported> for Session {
     fn handle(&mut self, msg: HookReported, ctx: &mut Self::Context) {
         self.apply_hook(&msg.event, &msg.payload, ctx);
     }
-}
-
-/// The agent's line plan for a submit, as harness writes.
-fn plan_writes(kind: &str, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
-    crate::agents::line_plan(kind, text, bracketed_paste)
-        .into_iter()
-        .map(Bytes::from)
-        .collect()
 }
 
 impl Handler<GetDescriptor> for Session {
@@ -534,25 +493,7 @@ impl Handler<Submit> for Session {
         if let Err(e) = self.refuse(Operation::Submit) {
             return Box::pin(fut::ready(Err(e)));
         }
-        let agent = self
-            .deps
-            .catalog
-            .kind(&self.record.agent)
-            .unwrap_or_default()
-            .to_string();
-        if !crate::agents::line_plan_reads_paste_mode(&agent) {
-            let writes = plan_writes(&agent, &msg.0, false);
-            return Box::pin(fut::wrap_future(self.write_together(writes)));
-        }
-        let screen = self.screen.worker().clone();
-        Box::pin(
-            async move { screen.send(PasteMode).await.unwrap_or(false) }
-                .into_actor(self)
-                .then(move |bracketed, act, _| {
-                    let writes = plan_writes(&agent, &msg.0, bracketed);
-                    fut::wrap_future(act.write_together(writes))
-                }),
-        )
+        self.submit(msg.0)
     }
 }
 
