@@ -168,12 +168,7 @@ impl Session {
         payload: &serde_json::Value,
         ctx: &mut Context<Self>,
     ) {
-        let kind = self
-            .deps
-            .catalog
-            .kind(&self.record.agent)
-            .unwrap_or_default()
-            .to_string();
+        let kind = self.agent_kind();
         let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
         let mut persist = false;
         if let Some(id) = n

@@ -34,12 +34,7 @@ impl Session {
     /// Types `text` as the agent's line plan says, reading the paste mode first where the plan
     /// depends on it.
     pub(super) fn submit(&mut self, text: String) -> ResponseActFuture<Self, Result<(), Error>> {
-        let agent = self
-            .deps
-            .catalog
-            .kind(&self.record.agent)
-            .unwrap_or_default()
-            .to_string();
+        let agent = self.agent_kind();
         if !crate::agents::line_plan_reads_paste_mode(&agent) {
             let writes = plan_writes(&agent, &text, false);
             return Box::pin(fut::wrap_future(self.write_together(writes)));

@@ -179,6 +179,15 @@ impl Session {
             .map_err(Error::from)
     }
 
+    /// The kind of the session's agent (`claude`, `codex`, …); empty for an agent without one.
+    fn agent_kind(&self) -> String {
+        self.deps
+            .catalog
+            .kind(&self.record.agent)
+            .unwrap_or_default()
+            .to_string()
+    }
+
     fn descriptor(&self) -> Descriptor {
         let alive = self.harness.is_some();
         let exit = if alive { None } else { self.record.exit };
