@@ -10,7 +10,6 @@
 //! SIGHUP to the process group, then SIGKILL when the grace runs out. The child is always
 //! reaped, and exactly one [`HarnessExited`] is sent, after the last output chunk.
 
-use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -155,9 +154,7 @@ impl LocalPtyHarness {
                 return Err(e.into());
             }
         };
-        let fd = pty.as_fd().as_raw_fd();
-        let (read, write) = pty.into_split();
-        let (input, writer) = PtyInput::new(write, fd);
+        let (read, input, writer) = PtyInput::split(pty);
         actix_rt::spawn(writer);
         let harness = LocalPtyHarness {
             pid: Some(pid),

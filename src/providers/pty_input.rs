@@ -10,7 +10,7 @@
 //! The queue is bounded by [`INPUT_BACKLOG_BYTES`]: past it, a write is refused, not buffered.
 
 use std::collections::VecDeque;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -78,12 +78,18 @@ impl Pty {
 }
 
 impl PtyInput {
-    /// Input for the PTY behind `half`, whose descriptor is `fd`, and the task that drains
-    /// its queue; spawn the task on the thread whose runtime the PTY joined.
-    pub fn new(
-        half: pty_process::OwnedWritePty,
-        fd: RawFd,
-    ) -> (PtyInput, impl std::future::Future<Output = ()>) {
+    /// Splits `pty`: its read half, its input, and the task that drains the input's queue.
+    /// Spawn the task on the thread whose runtime the PTY joined.
+    pub fn split(
+        pty: pty_process::Pty,
+    ) -> (
+        pty_process::OwnedReadPty,
+        PtyInput,
+        impl std::future::Future<Output = ()>,
+    ) {
+        // Taken before the split, from the PTY the write half keeps open.
+        let fd = pty.as_fd().as_raw_fd();
+        let (read, half) = pty.into_split();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pty: Some(Pty { half, fd }),
@@ -95,7 +101,7 @@ impl PtyInput {
         let input = PtyInput {
             shared: shared.clone(),
         };
-        (input, drain(shared))
+        (read, input, drain(shared))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -226,7 +232,6 @@ fn poll_drain(shared: &Shared, cx: &mut Context<'_>) -> Poll<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::{AsFd, AsRawFd};
 
     /// A PTY pair in raw mode, whose slave side nobody reads until the test does.
     fn pty_pair() -> (PtyInput, std::fs::File, pty_process::OwnedReadPty) {
@@ -236,9 +241,7 @@ mod tests {
         termios.make_raw();
         rustix::termios::tcsetattr(&slave, rustix::termios::OptionalActions::Now, &termios)
             .expect("raw mode");
-        let fd = pty.as_fd().as_raw_fd();
-        let (read, write) = pty.into_split();
-        let (input, writer) = PtyInput::new(write, fd);
+        let (read, input, writer) = PtyInput::split(pty);
         actix_rt::spawn(writer);
         (input, std::fs::File::from(slave), read)
     }
