@@ -13,6 +13,7 @@ pub mod record_file;
 pub mod ring;
 pub mod screen;
 pub mod screen_fast_path;
+pub mod screen_log;
 pub mod screen_worker;
 pub mod sequence_tracker;
 pub mod session;

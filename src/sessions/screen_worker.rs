@@ -9,14 +9,15 @@
 //! that offset. The worker's mailbox is bounded; a full mailbox slows the PTY reader, so the
 //! model never lags the ring by more than the ring holds.
 //!
-//! The model is created with the first output: its cell grid is most of an idle session's
-//! memory (32 bytes a cell: 150 KiB at 120×40), and a session that has printed nothing has
-//! a blank screen that costs nothing to describe.
+//! The worker keeps a [`Screen`]: while the session's output is short, the bytes that drew it
+//! rather than a model, whose cell grid would be most of the session's memory (32 bytes a
+//! cell: 150 KiB at 120×40). `screen_log` says why that is exact.
 
 use actix::prelude::*;
 use bytes::Bytes;
 
 use super::screen::{ScreenModel, ScreenText};
+use super::screen_log::Screen;
 use atc_protocol::TermSize;
 
 /// Parse these output bytes (in order). Sent by the session for every chunk.
@@ -54,9 +55,7 @@ pub struct Snapshot {
 
 /// One session's screen model.
 pub struct ScreenWorker {
-    /// `None` until the first output.
-    model: Option<ScreenModel>,
-    size: TermSize,
+    screen: Screen,
     /// Stream offset of the next byte to parse.
     parsed: u64,
     mailbox: usize,
@@ -66,8 +65,7 @@ impl ScreenWorker {
     /// A worker whose model starts at `offset` of the stream, with room for `mailbox` chunks.
     pub fn new(size: TermSize, offset: u64, mailbox: usize) -> ScreenWorker {
         ScreenWorker {
-            model: None,
-            size,
+            screen: Screen::new(size),
             parsed: offset,
             mailbox,
         }
@@ -86,10 +84,7 @@ impl Handler<Feed> for ScreenWorker {
     type Result = ();
 
     fn handle(&mut self, msg: Feed, _: &mut Self::Context) {
-        let size = self.size;
-        self.model
-            .get_or_insert_with(|| ScreenModel::new(size))
-            .process(&msg.0);
+        self.screen.process(&msg.0);
         self.parsed += msg.0.len() as u64;
     }
 }
@@ -98,10 +93,7 @@ impl Handler<ResizeScreen> for ScreenWorker {
     type Result = ();
 
     fn handle(&mut self, msg: ResizeScreen, _: &mut Self::Context) {
-        self.size = msg.0;
-        if let Some(model) = &mut self.model {
-            model.resize(msg.0);
-        }
+        self.screen.resize(msg.0);
     }
 }
 
@@ -109,12 +101,8 @@ impl Handler<TakeSnapshot> for ScreenWorker {
     type Result = MessageResult<TakeSnapshot>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Self::Context) -> Self::Result {
-        let repaint = match &self.model {
-            Some(model) => model.repaint(),
-            None => ScreenModel::new(self.size).repaint(),
-        };
         MessageResult(Snapshot {
-            repaint,
+            repaint: self.screen.look(ScreenModel::repaint),
             offset: self.parsed,
         })
     }
@@ -124,9 +112,7 @@ impl Handler<PasteMode> for ScreenWorker {
     type Result = bool;
 
     fn handle(&mut self, _: PasteMode, _: &mut Self::Context) -> bool {
-        self.model
-            .as_ref()
-            .is_some_and(ScreenModel::bracketed_paste)
+        self.screen.look(ScreenModel::bracketed_paste)
     }
 }
 
@@ -134,10 +120,7 @@ impl Handler<ScreenAsText> for ScreenWorker {
     type Result = MessageResult<ScreenAsText>;
 
     fn handle(&mut self, _: ScreenAsText, _: &mut Self::Context) -> Self::Result {
-        MessageResult(match &self.model {
-            Some(model) => model.text(),
-            None => ScreenModel::new(self.size).text(),
-        })
+        MessageResult(self.screen.look(ScreenModel::text))
     }
 }
 
