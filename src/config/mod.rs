@@ -370,7 +370,7 @@ impl Config {
         let defaults = Limits::default();
         config.limits = Limits {
             queue_bytes: l.queue_bytes.unwrap_or(defaults.queue_bytes).max(64 * 1024),
-            // The screen model's backlog is bounded in 64 KiB chunks within half the ring.
+            // The screen model's backlog is bounded in 64 KiB feeds within half the ring.
             ring_bytes: l.ring_bytes.unwrap_or(defaults.ring_bytes).max(256 * 1024),
             body_cap_bytes: l
                 .body_cap_bytes

@@ -26,9 +26,9 @@ pub mod registry;
 
 pub use provider_error::ProviderError;
 
-/// Largest output chunk a harness hands to its session at once. Sessions size their screen
-/// model's backlog in these. Large, because most costs of the output path are per chunk.
-pub const MAX_OUTPUT_CHUNK: usize = 64 * 1024;
+/// Largest output chunk a local harness hands to its session at once: its read buffer. A PTY
+/// gives at most 4 KiB a read, so this only bounds what another reader might give.
+pub const MAX_OUTPUT_CHUNK: usize = 32 * 1024;
 
 use actix::prelude::*;
 use bytes::Bytes;

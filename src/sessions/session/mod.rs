@@ -141,8 +141,7 @@ impl Session {
                 let size = record.size;
                 // The model may lag the ring by at most half of it, so a snapshot's offset is
                 // always still in the ring when the session replays from it.
-                let mailbox =
-                    (deps.limits.ring_bytes / (2 * crate::providers::MAX_OUTPUT_CHUNK)).max(1);
+                let mailbox = (deps.limits.ring_bytes / (2 * screen_link::MAX_FEED_BYTES)).max(1);
                 ScreenWorker::start_in_arbiter(&deps.screen_arbiter, move |_| {
                     ScreenWorker::new(size, 0, mailbox)
                 })
