@@ -12,10 +12,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::conn_socket::ConnSocket;
+use super::keep_alive::{keep_alive, SocketPeer};
 use super::tokens::{drop_when_revoked, Tokens};
-use super::ws_transport::{
-    keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
-};
+use super::ws_transport::{Hangup, Inbound, InboundError, InboundMessages, OutboundStream};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
 use crate::error::Error;

@@ -10,10 +10,9 @@ use actix_http::ws::CloseCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::conn_socket::ConnSocket;
+use super::keep_alive::{keep_alive, SocketPeer};
 use super::tokens::{drop_when_revoked, Tokens};
-use super::ws_transport::{
-    keep_alive, Hangup, Inbound, InboundError, InboundMessages, OutboundStream, SocketPeer,
-};
+use super::ws_transport::{Hangup, Inbound, InboundError, InboundMessages, OutboundStream};
 use super::{auth, next_client_id, AppState};
 use crate::config::Timings;
 use crate::error::Error;

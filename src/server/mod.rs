@@ -7,6 +7,7 @@ mod conn_socket;
 mod error_response;
 mod events;
 mod head_guard;
+mod keep_alive;
 pub mod metrics_http;
 pub mod openapi;
 mod page;

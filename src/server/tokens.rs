@@ -18,7 +18,7 @@ use std::future::Future;
 use actix::{ActorContext, ActorFutureExt, AsyncContext};
 use tokio::sync::watch;
 
-use super::ws_transport::SocketPeer;
+use super::keep_alive::SocketPeer;
 use crate::sessions::client_queue::Outgoing;
 
 /// The shortest token the file may hold (spec §1.2: tokens are at least 32 bytes).

@@ -8,7 +8,7 @@
 //! by [`InboundMessages`] and fed to the client's actor as a stream; each frame header is
 //! checked before its payload is read (`ws_header`), so a client cannot make us buffer more
 //! than the cap. A socket ends in one of two ways: a close frame that comes through the queue
-//! (the session or the heartbeat closing), after which actix-http lingers for the peer as it
+//! (the session or the keep-alive closing, `keep_alive.rs`), after which actix-http lingers for the peer as it
 //! always does, or a [`Hangup`] from the socket's actor (the close handshake is done, or the
 //! peer broke the protocol), after which the TCP connection ends at once.
 //!
@@ -31,9 +31,8 @@ use tokio::sync::oneshot;
 
 use super::conn_socket::ConnSocket;
 use super::ws_header::{self, Violation};
-use crate::config::Timings;
 use crate::protocol::ws_fragments::{FragmentError, Fragments, Whole};
-use crate::sessions::client_queue::{ClientQueue, Outgoing, QueueReceiver};
+use crate::sessions::client_queue::{Outgoing, QueueReceiver};
 
 /// Encoded bytes taken from the queue per poll, at most; bounds what sits outside our queue.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -386,30 +385,6 @@ where
             }
         }
     }
-}
-
-/// A socket actor the heartbeat can watch: when it last heard from its peer, and its queue.
-pub trait SocketPeer: actix::Actor<Context = actix::Context<Self>> {
-    /// When the peer last sent anything (any frame counts as a sign of life).
-    fn last_heard(&self) -> std::time::Instant;
-    /// The connection's outbound queue.
-    fn queue(&self) -> &ClientQueue;
-}
-
-/// Pings the peer every `ws_ping` and stops the actor (closing the socket) once it has been
-/// silent for `ws_timeout` or its socket writer is gone. Stopping only ends this connection.
-pub fn keep_alive<A: SocketPeer>(ctx: &mut actix::Context<A>, timings: &Timings) {
-    use actix::{ActorContext, AsyncContext};
-    let timeout = timings.ws_timeout;
-    ctx.run_interval(timings.ws_ping, move |act, ctx| {
-        if act.last_heard().elapsed() > timeout || act.queue().is_closed() {
-            tracing::info!("socket peer went silent; dropping the connection");
-            act.queue().push(Outgoing::Close);
-            ctx.stop();
-        } else {
-            act.queue().push(Outgoing::Ping);
-        }
-    });
 }
 
 #[cfg(test)]

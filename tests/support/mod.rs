@@ -454,10 +454,12 @@ pub struct Ws {
 }
 
 impl Ws {
-    /// The next frame within `within`, or None on timeout.
+    /// The next frame within `within`, or None on timeout. Pings answered on the way do not
+    /// extend it.
     pub async fn next_within(&mut self, within: Duration) -> Option<Frame> {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
-            let item = tokio::time::timeout(within, self.framed.next())
+            let item = tokio::time::timeout_at(deadline, self.framed.next())
                 .await
                 .ok()?;
             let frame = match item {
@@ -484,6 +486,36 @@ impl Ws {
                 self.seen.remove(0);
             }
             return Some(frame);
+        }
+    }
+
+    /// When the next ping arrives, within `within`, skipping every other frame and answering
+    /// nothing, as a client that stopped answering would. `None` on timeout or close.
+    pub async fn next_ping_unanswered(&mut self, within: Duration) -> Option<Instant> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.framed.next())
+                .await
+                .ok()?
+            {
+                Some(Ok(ws::Frame::Ping(_))) => return Some(Instant::now()),
+                Some(Ok(ws::Frame::Close(_))) | None => return None,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => panic!("ws protocol error: {e}; seen: {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Reads without answering pings until the daemon closes the socket: `true` once it has,
+    /// `false` if it is still open after `within`.
+    pub async fn closed_unanswered_within(&mut self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.framed.next()).await {
+                Err(_) => return false,
+                Ok(Some(Ok(ws::Frame::Close(_))) | None | Some(Err(_))) => return true,
+                Ok(Some(Ok(_))) => continue,
+            }
         }
     }
 
