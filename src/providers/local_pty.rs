@@ -2,7 +2,7 @@
 //!
 //! One [`LocalPtyHarness`] actor per process owns the child and its PTY. The PTY's read half
 //! is a stream added to the actor's context ([`PtyChunks`](super::pty_reader::PtyChunks):
-//! whatever is ready, read together); each chunk goes on whole to the session as
+//! one `read` a chunk); each chunk goes on whole to the session as
 //! [`OutputArrived`], and the next read waits until the session has taken it. Input goes
 //! through a [`PtyInput`], apart from reads: written at once where the PTY takes it, else queued
 //! for its own writer task, so a child that stops reading its stdin never stalls its output
