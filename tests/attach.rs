@@ -5,7 +5,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{assert_attached_comes_first, id_of, test_config, Frame, TestDaemon};
+use support::{
+    assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of, test_config,
+    Frame, TestDaemon,
+};
 
 /// Renders bytes on a fresh vt100 screen of the given size and returns its text.
 fn render(bytes: &[u8], cols: u16, rows: u16) -> String {
@@ -384,26 +387,6 @@ async fn attached_comes_first_after_a_revive() {
     d.stop().await;
 }
 
-/// What a client that attached mid-stream has on its screen, as text: the repaint's rows down
-/// to the cursor's. The cursor's row is kept whole: the snapshot may fall between a line's CR
-/// and its LF, with the cursor back at column 0 of a row that still shows the line.
-fn repainted_text_to_cursor(prelude: &[u8], cols: u16, rows: u16) -> String {
-    let mut p = vt100::Parser::new(
-        std::num::NonZeroU16::new(rows).unwrap(),
-        std::num::NonZeroU16::new(cols).unwrap(),
-        0,
-    );
-    p.process(prelude);
-    let screen = p.screen();
-    let (row, _) = screen.cursor_position();
-    let lines: Vec<String> = screen
-        .rows(0, cols)
-        .take(usize::from(row) + 1)
-        .map(|r| r.trim_end().to_string())
-        .collect();
-    lines.join("\n")
-}
-
 #[actix_rt::test]
 async fn an_attach_during_heavy_output_continues_from_its_repaint_with_no_line_twice_or_skipped() {
     let tmp = tempfile::tempdir().unwrap();
@@ -412,48 +395,6 @@ async fn an_attach_during_heavy_output_continues_from_its_repaint_with_no_line_t
     config.limits.queue_bytes = 64 * 1024 * 1024;
     let d = TestDaemon::start_on(tmp.path(), config).await;
     let id = id_of(&d.spawn("sh").await);
-    let (mut driver, _, _) = d.attach(&id, "cols=80&rows=24").await;
-    // Far more than the test reads, so every attach lands while output pours.
-    driver.send_binary(b"seq 1 50000000\r").await;
-    let mut observers = Vec::new();
-    for mark in [20_000, 120_000, 300_000] {
-        driver.read_until(format!("\n{mark}\r\n").as_bytes()).await;
-        let (mut ws, attached, prelude) = d.attach(&id, "cols=80&rows=24").await;
-        assert_eq!(attached["replay"], "screen");
-        let screen = repainted_text_to_cursor(&prelude, 80, 24);
-        // The screen model may run behind what the driver has read (by up to its mailbox), so
-        // the repaint can show earlier lines than `mark`, even none of the numbers yet.
-        let first: u64 = screen
-            .lines()
-            .find_map(|l| l.trim().parse().ok())
-            .unwrap_or(1);
-        // Read on live until 50,000 lines past the repaint's first.
-        let until = first + 50_000;
-        observers.push(actix_rt::spawn(async move {
-            let live = ws.read_until(format!("\n{until}\r\n").as_bytes()).await;
-            (screen, live, until, ws.seen)
-        }));
-    }
-    for observer in observers {
-        let (screen, live, until, seen) = observer.await.unwrap();
-        assert!(
-            !seen.iter().any(|f| f.contains("desync")),
-            "the test's reader fell behind: {seen:?}"
-        );
-        let text = screen + &String::from_utf8_lossy(&live).replace('\r', "");
-        let numbers: Vec<u64> = text
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .take_while(|n| *n <= until)
-            .collect();
-        for pair in numbers.windows(2) {
-            assert_eq!(
-                pair[1],
-                pair[0] + 1,
-                "a line shown twice or skipped between the repaint and the live bytes"
-            );
-        }
-        assert_eq!(numbers.last(), Some(&until));
-    }
+    attaches_during_heavy_output_continue_exactly(&d, &id).await;
     d.stop().await;
 }

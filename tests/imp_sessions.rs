@@ -10,7 +10,8 @@ use atc::config::Config;
 use serde_json::json;
 use support::impd_sim::{ImpdSim, SimOptions, When};
 use support::{
-    assert_attached_comes_first, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
+    assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of,
+    spawn_remote, test_config, with_imp_target, TestDaemon,
 };
 
 /// The test config plus an imp target `box` (the default) on `sim`, with short reconnect
@@ -297,6 +298,27 @@ async fn printing_remote(d: &TestDaemon, sim: &ImpdSim) -> (support::Remote, sup
         .await;
     other.read_until(b"tick-tock").await;
     (remote, other)
+}
+
+/// impd's frames are larger than the chunks a session sizes its screen backlog in (the
+/// simulator's up to 64 KiB, impd's replays 256 KiB); the harness hands them on in pieces, so
+/// a repaint's offset stays in the ring and the live bytes continue from it exactly.
+///
+/// Ignored: it fails in about a third of runs, the same before and after the pieces, with one
+/// observer hearing nothing for 10 s while the remote shell still prints (2026-12-03, issue 10's
+/// note). Run it with `cargo test --test imp_sessions heavy -- --ignored`.
+#[actix_rt::test]
+#[ignore = "remote output stalls for one observer in about a third of runs; see the doc comment"]
+async fn an_attach_during_heavy_remote_output_continues_from_its_repaint_exactly() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = imp_config(&sim);
+    // Room enough that a reader in this test never falls behind into a desync.
+    config.limits.queue_bytes = 64 * 1024 * 1024;
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let remote = spawn_remote(&d, &sim).await;
+    attaches_during_heavy_output_continue_exactly(&d, &remote.id).await;
+    d.stop().await;
 }
 
 #[actix_rt::test]

@@ -26,9 +26,19 @@ pub mod registry;
 
 pub use provider_error::ProviderError;
 
-/// Largest output chunk a local harness hands to its session at once: its read buffer. A PTY
-/// gives at most 4 KiB a read, so this only bounds what another reader might give.
+/// Largest output chunk any harness hands to its session at once. The session sizes its screen
+/// model's backlog in these, which is what keeps a repaint's offset inside the ring. A local
+/// harness reads into a buffer this large (a PTY gives at most 4 KiB a read); a remote one
+/// cuts impd's frames, which reach 256 KiB on a replay, with [`output_pieces`].
 pub const MAX_OUTPUT_CHUNK: usize = 32 * 1024;
+
+/// `bytes` as consecutive pieces of at most [`MAX_OUTPUT_CHUNK`], sharing its buffer.
+pub fn output_pieces(bytes: Bytes) -> impl Iterator<Item = Bytes> {
+    let len = bytes.len();
+    (0..len)
+        .step_by(MAX_OUTPUT_CHUNK)
+        .map(move |at| bytes.slice(at..len.min(at + MAX_OUTPUT_CHUNK)))
+}
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -412,4 +422,25 @@ pub trait ExecutionProvider: Send + Sync {
         dir: std::path::PathBuf,
         host_key: Option<String>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_pieces_are_bounded_in_order_and_share_the_buffer() {
+        let whole: Bytes = (0..(2 * MAX_OUTPUT_CHUNK + 5)).map(|i| i as u8).collect();
+        let pieces: Vec<Bytes> = output_pieces(whole.clone()).collect();
+        let lens: Vec<usize> = pieces.iter().map(Bytes::len).collect();
+        assert_eq!(lens, [MAX_OUTPUT_CHUNK, MAX_OUTPUT_CHUNK, 5]);
+        assert_eq!(pieces.concat(), whole.to_vec());
+        assert_eq!(pieces[1].as_ptr(), whole[MAX_OUTPUT_CHUNK..].as_ptr());
+
+        let small = Bytes::from_static(b"ab");
+        assert_eq!(output_pieces(small.clone()).collect::<Vec<_>>(), [small]);
+        let exact = Bytes::from(vec![1u8; MAX_OUTPUT_CHUNK]);
+        assert_eq!(output_pieces(exact).count(), 1);
+        assert_eq!(output_pieces(Bytes::new()).count(), 0);
+    }
 }

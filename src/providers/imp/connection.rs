@@ -30,7 +30,8 @@ pub struct ConnStarted {
     pub writer: ExecWriter,
 }
 
-/// Output read on attempt `attempt`. Answered once the harness handed it to its session.
+/// Output read on attempt `attempt`. The harness takes no other message until it has handed
+/// these bytes to its session, so the connection's next message waits for that.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ConnData {

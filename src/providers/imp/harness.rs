@@ -46,8 +46,8 @@ use crate::broker::host_binding::AdmitKind;
 use crate::broker::BrokerError;
 use crate::error::Error;
 use crate::providers::{
-    DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError, ResizeTerminal,
-    StartSpec, WriteInput,
+    output_pieces, DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError,
+    ResizeTerminal, StartSpec, WriteInput,
 };
 use impd_client::ExecWriter;
 use impd_client::Opening;
@@ -592,18 +592,29 @@ impl Handler<ConnStarted> for ImpHarness {
 }
 
 impl Handler<ConnData> for ImpHarness {
-    type Result = ResponseFuture<()>;
+    type Result = ();
 
-    fn handle(&mut self, msg: ConnData, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ConnData, ctx: &mut Self::Context) {
         let bytes = self.state.data(msg.attempt, msg.bytes);
         if bytes.is_empty() {
-            return Box::pin(std::future::ready(()));
+            return;
         }
-        let sent = self.events.output.send(OutputArrived(bytes));
-        Box::pin(async move {
-            // A session that stopped takes no more output; the harness ends with it.
-            let _ = sent.await;
-        })
+        // impd's frames reach 256 KiB on a replay, and the session sizes its screen backlog in
+        // pieces of at most MAX_OUTPUT_CHUNK. The harness takes no other message until the last
+        // piece is taken: nothing it sends (a screen reset) comes between them, and the
+        // connection's next frame waits, which paces impd's stream.
+        let output = self.events.output.clone();
+        ctx.wait(
+            async move {
+                for piece in output_pieces(bytes) {
+                    if output.send(OutputArrived(piece)).await.is_err() {
+                        // A session that stopped takes no more output; the harness ends with it.
+                        break;
+                    }
+                }
+            }
+            .into_actor(self),
+        );
     }
 }
 
