@@ -304,14 +304,14 @@ async fn printing_remote(d: &TestDaemon, sim: &ImpdSim) -> (support::Remote, sup
 /// simulator's up to 64 KiB, impd's replays 256 KiB); the harness hands them on in pieces, so
 /// a repaint's offset stays in the ring and the live bytes continue from it exactly.
 ///
-/// Ignored: it fails in about a third of runs, the same before and after the pieces. In a
-/// failing run the simulator dropped the harness as `slow` 74 times (the agent never waits for
-/// a viewer, protocol §14, so a resume past a gap skips lines: this test must pace its producer
-/// or accept the gap), and then output stopped with two sockets open, which is a bug not yet
-/// found (2026-12-03, issue 10's note). Run it with `cargo test --test imp_sessions heavy --
+/// Ignored: `seq` outruns the harness in about a third of runs (debug build). The agent never
+/// waits for a viewer (protocol §14): the simulator drops the harness as `slow`, which attaches
+/// afresh past the gap (74 times in one run), so the lines the test waits for are skipped and
+/// it times out once `seq` has printed its last. The test needs a producer paced below the
+/// harness's rate, or to accept gaps. Run it with `cargo test --test imp_sessions heavy --
 /// --ignored`.
 #[actix_rt::test]
-#[ignore = "a fast remote producer gets `slow` detaches and then stalls; see the doc comment"]
+#[ignore = "a remote producer faster than the harness is dropped as `slow`; see the doc comment"]
 async fn an_attach_during_heavy_remote_output_continues_from_its_repaint_exactly() {
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().unwrap();
