@@ -395,6 +395,6 @@ async fn an_attach_during_heavy_output_continues_from_its_repaint_with_no_line_t
     config.limits.queue_bytes = 64 * 1024 * 1024;
     let d = TestDaemon::start_on(tmp.path(), config).await;
     let id = id_of(&d.spawn("sh").await);
-    attaches_during_heavy_output_continue_exactly(&d, &id).await;
+    attaches_during_heavy_output_continue_exactly(&d, &id, "seq 1 50000000").await;
     d.stop().await;
 }

@@ -721,13 +721,17 @@ pub async fn wait_for_child_daemon(
     }
 }
 
-/// Three clients attach to `id`, a shell, while it pours out numbered lines, and each reads on
-/// live from its repaint: no line may show twice or be skipped between the repaint and the
-/// bytes after it. The daemon's queues must be large enough that no reader falls behind.
-pub async fn attaches_during_heavy_output_continue_exactly(d: &TestDaemon, id: &str) {
+/// Three clients attach to `id`, a shell, while `numbers` (a command line printing 1, 2, 3, …
+/// one a line, far more than the test reads) pours out, and each reads on live from its
+/// repaint: no line may show twice or be skipped between the repaint and the bytes after it.
+/// The daemon's queues must be large enough that no reader falls behind.
+pub async fn attaches_during_heavy_output_continue_exactly(
+    d: &TestDaemon,
+    id: &str,
+    numbers: &str,
+) {
     let (mut driver, _, _) = d.attach(id, "cols=80&rows=24").await;
-    // Far more than the test reads, so every attach lands while output pours.
-    driver.send_binary(b"seq 1 50000000\r").await;
+    driver.send_binary(format!("{numbers}\r").as_bytes()).await;
     let mut observers = Vec::new();
     for mark in [20_000, 120_000, 300_000] {
         driver.read_until(format!("\n{mark}\r\n").as_bytes()).await;
