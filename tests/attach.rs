@@ -6,24 +6,17 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of, test_config,
-    Frame, TestDaemon,
+    assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of,
+    rendered_rows, test_config, Frame, TestDaemon,
 };
 
 /// Renders bytes on a fresh vt100 screen of the given size and returns its text.
 fn render(bytes: &[u8], cols: u16, rows: u16) -> String {
-    let mut p = vt100::Parser::new(
-        std::num::NonZeroU16::new(rows).unwrap(),
-        std::num::NonZeroU16::new(cols).unwrap(),
-        0,
-    );
-    p.process(bytes);
-    let screen = p.screen();
-    let lines: Vec<String> = screen
-        .rows(0, cols)
-        .map(|r| r.trim_end().to_string())
-        .collect();
-    lines.join("\n").trim_end().to_string()
+    rendered_rows(bytes, cols, rows)
+        .0
+        .join("\n")
+        .trim_end()
+        .to_string()
 }
 
 #[actix_rt::test]

@@ -8,9 +8,10 @@
 //! by [`InboundMessages`] and fed to the client's actor as a stream; each frame header is
 //! checked before its payload is read (`ws_header`), so a client cannot make us buffer more
 //! than the cap. A socket ends in one of two ways: a close frame that comes through the queue
-//! (the session or the keep-alive closing, `keep_alive.rs`), after which actix-http lingers for the peer as it
-//! always does, or a [`Hangup`] from the socket's actor (the close handshake is done, or the
-//! peer broke the protocol), after which the TCP connection ends at once.
+//! (the session or the keep-alive closing, `keep_alive.rs`), after which actix-http lingers
+//! for the peer as it always does, or a [`Hangup`] from the socket's actor (the close
+//! handshake is done, or the peer broke the protocol), after which the TCP connection ends at
+//! once.
 //!
 //! Large output frames are not copied into the codec's buffer: their header is written on its
 //! own and the payload goes to actix-http as the very `Bytes` the PTY reader made, shared with

@@ -778,18 +778,23 @@ pub async fn attaches_during_heavy_output_continue_exactly(
 /// to the cursor's. The cursor's row is kept whole: the snapshot may fall between a line's CR
 /// and its LF, with the cursor back at column 0 of a row that still shows the line.
 fn repainted_text_to_cursor(prelude: &[u8], cols: u16, rows: u16) -> String {
+    let (lines, cursor_row) = rendered_rows(prelude, cols, rows);
+    lines[..=cursor_row].join("\n")
+}
+
+/// `bytes` rendered on a fresh vt100 screen of `cols`×`rows`: its rows as text, each with its
+/// trailing blanks trimmed, and the cursor's row.
+pub fn rendered_rows(bytes: &[u8], cols: u16, rows: u16) -> (Vec<String>, usize) {
     let mut p = vt100::Parser::new(
         std::num::NonZeroU16::new(rows).unwrap(),
         std::num::NonZeroU16::new(cols).unwrap(),
         0,
     );
-    p.process(prelude);
+    p.process(bytes);
     let screen = p.screen();
-    let (row, _) = screen.cursor_position();
-    let lines: Vec<String> = screen
+    let lines = screen
         .rows(0, cols)
-        .take(usize::from(row) + 1)
         .map(|r| r.trim_end().to_string())
         .collect();
-    lines.join("\n")
+    (lines, usize::from(screen.cursor_position().0))
 }
