@@ -207,6 +207,24 @@ async fn the_document_lists_exactly_the_routes_the_router_serves() {
         (status, body["error"]["code"].as_str()),
         (404, Some("unknown_method"))
     );
+    // Paths inside a routed prefix (the router gathers `/v1/sessions/{id}/...` under one
+    // scope) that no route names: a trailing slash, an empty or an extra segment.
+    for (method, path) in [
+        ("GET", "/v1/sessions/x/"),
+        ("GET", "/v1/sessions/"),
+        ("POST", "/v1/sessions//kill"),
+        ("POST", "/v1/sessions/x/kill/"),
+        ("GET", "/v1/sessions/x/nope"),
+        ("GET", "/v1/sessions/x/auth/revoke"),
+        ("POST", "/v1/permissions/x/y"),
+    ] {
+        let (status, body) = d.call(method, path, Some(json!({}))).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (404, Some("unknown_method")),
+            "{method} {path}: {body}"
+        );
+    }
 
     let (status, body) = d.call(&quit.0, &quit.1, None).await;
     assert_eq!(status, 200, "{body}");

@@ -215,6 +215,73 @@ fn template_matches(template: &str, path: &str) -> bool {
     }
 }
 
+/// Routes gathered as the router registers them: the routes of one path together, and the
+/// paths under one dynamic segment (`/v1/sessions/{id}/...`) under that segment's prefix.
+///
+/// actix matches a path with a `{name}` segment by running a regex, one per registered
+/// resource it tries, in order; with a resource per route a `POST /v1/sessions/{id}/kill`
+/// ran a dozen before it matched, about a third of such a request's CPU (README, "Load
+/// tool"). Under a scope the prefix's regex runs once and the rest are plain comparisons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteScope {
+    /// The dynamic prefix (`/v1/sessions/{id}`), or `None` for the paths with no `{name}`.
+    pub prefix: Option<&'static str>,
+    /// The paths, relative to `prefix` (`""` for the prefix itself), in table order.
+    pub paths: Vec<ScopedPath>,
+}
+
+/// One path of a [`RouteScope`] and every route on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopedPath {
+    /// The path after the scope's prefix (the whole path when there is none).
+    pub rest: &'static str,
+    /// The routes on it, one per method.
+    pub routes: Vec<Route>,
+}
+
+/// [`ROUTES`] gathered into scopes, each in the order of its first route.
+pub fn scopes() -> Vec<RouteScope> {
+    gather(ROUTES)
+}
+
+fn gather(routes: &[Route]) -> Vec<RouteScope> {
+    let mut scopes: Vec<RouteScope> = Vec::new();
+    for r in routes {
+        let (prefix, rest) = split_at_first_name(r.path);
+        let at = match scopes.iter().position(|s| s.prefix == prefix) {
+            Some(at) => at,
+            None => {
+                scopes.push(RouteScope {
+                    prefix,
+                    paths: Vec::new(),
+                });
+                scopes.len() - 1
+            }
+        };
+        let paths = &mut scopes[at].paths;
+        match paths.iter_mut().find(|p| p.rest == rest) {
+            Some(path) => path.routes.push(*r),
+            None => paths.push(ScopedPath {
+                rest,
+                routes: vec![*r],
+            }),
+        }
+    }
+    scopes
+}
+
+/// Splits a template after its first `{name}` segment: `/v1/sessions/{id}/input` is
+/// (`/v1/sessions/{id}`, `/input`); a template without one is all rest.
+fn split_at_first_name(path: &'static str) -> (Option<&'static str>, &'static str) {
+    let Some(open) = path.find("/{") else {
+        return (None, path);
+    };
+    let end = path[open + 1..]
+        .find('/')
+        .map_or(path.len(), |slash| open + 1 + slash);
+    (Some(&path[..end]), &path[end..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +324,84 @@ mod tests {
         assert!(!is_socket("/v1/sessions/abc"));
         assert!(!is_socket("/v1/events/trail"));
         assert!(!is_socket("/v1/tickets"));
+    }
+
+    #[test]
+    fn a_template_splits_after_its_first_name() {
+        assert_eq!(split_at_first_name("/v1/sessions"), (None, "/v1/sessions"));
+        assert_eq!(
+            split_at_first_name("/v1/sessions/{id}"),
+            (Some("/v1/sessions/{id}"), "")
+        );
+        assert_eq!(
+            split_at_first_name("/v1/sessions/{id}/auth/revoke"),
+            (Some("/v1/sessions/{id}"), "/auth/revoke")
+        );
+        assert_eq!(
+            split_at_first_name("/a/{x}/b/{y}"),
+            (Some("/a/{x}"), "/b/{y}")
+        );
+    }
+
+    #[test]
+    fn gathering_keeps_every_route_once_and_the_table_order() {
+        let scopes = scopes();
+        let mut regathered = Vec::new();
+        for scope in &scopes {
+            for path in &scope.paths {
+                for r in &path.routes {
+                    assert_eq!(
+                        format!("{}{}", scope.prefix.unwrap_or(""), path.rest),
+                        r.path
+                    );
+                    regathered.push(*r);
+                }
+            }
+        }
+        assert_eq!(regathered.len(), ROUTES.len());
+        for r in ROUTES {
+            assert!(
+                regathered.contains(r),
+                "{} {} was lost",
+                r.method.as_str(),
+                r.path
+            );
+        }
+        // Each prefix and each path appears once, so no request has two candidates.
+        for (i, a) in scopes.iter().enumerate() {
+            assert!(scopes[i + 1..].iter().all(|b| b.prefix != a.prefix));
+            for (j, p) in a.paths.iter().enumerate() {
+                assert!(a.paths[j + 1..].iter().all(|q| q.rest != p.rest));
+            }
+        }
+    }
+
+    #[test]
+    fn the_session_routes_share_one_scope() {
+        let scopes = gather(&[
+            route(Get, "/v1/sessions", E::ListSessions),
+            route(Get, "/v1/sessions/{id}", E::GetSession),
+            route(Post, "/v1/sessions", E::Spawn),
+            route(Post, "/v1/sessions/{id}/kill", E::Kill),
+            route(Delete, "/v1/sessions/{id}", E::Forget),
+            route(Post, "/v1/permissions/{id}", E::Respond),
+        ]);
+        // Each scope as its prefix and its paths, each path with how many routes it has.
+        type Shape<'a> = Vec<(Option<&'a str>, Vec<(&'a str, usize)>)>;
+        let shape: Shape = scopes
+            .iter()
+            .map(|s| {
+                let paths = s.paths.iter().map(|p| (p.rest, p.routes.len())).collect();
+                (s.prefix, paths)
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (None, vec![("/v1/sessions", 2)]),
+                (Some("/v1/sessions/{id}"), vec![("", 2), ("/kill", 1)]),
+                (Some("/v1/permissions/{id}"), vec![("", 1)]),
+            ]
+        );
     }
 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::route_table::{Endpoint, ROUTES};
+use super::route_table::{self, Endpoint, ScopedPath};
 use super::{lookup, AppState};
 use crate::agents::spawn_options::{self, SpawnOption};
 use crate::agents::AgentError;
@@ -23,12 +23,33 @@ use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
 use atc_protocol::TermSize;
 
-/// Registers every route of [`ROUTES`], each with its method as a guard (so a wrong method
-/// falls through to [`not_found`], `unknown_method`).
+/// Registers every route of the table, gathered as [`route_table::scopes`] says: one
+/// resource per path, with a route per method, and one scope per dynamic prefix. A wrong
+/// method on a known path answers [`not_found`] (`unknown_method`), as an unknown path does.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    for r in ROUTES {
-        cfg.route(r.path, handler(r.endpoint).method(r.method.http()));
+    for scope in route_table::scopes() {
+        match scope.prefix {
+            None => {
+                for path in &scope.paths {
+                    cfg.service(resource(path));
+                }
+            }
+            Some(prefix) => {
+                let mut s = web::scope(prefix).default_service(web::to(not_found));
+                for path in &scope.paths {
+                    s = s.service(resource(path));
+                }
+                cfg.service(s);
+            }
+        }
     }
+}
+
+fn resource(path: &ScopedPath) -> actix_web::Resource {
+    path.routes.iter().fold(
+        web::resource(path.rest).default_service(web::to(not_found)),
+        |res, r| res.route(handler(r.endpoint).method(r.method.http())),
+    )
 }
 
 /// The handler of each endpoint.
