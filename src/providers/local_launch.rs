@@ -5,7 +5,9 @@
 //! wait held up every session, socket and HTTP request of the daemon during a spawn storm;
 //! it was the largest single cost of a spawn there (README, "Load tool"). So a spawn runs
 //! [`launch`] on a blocking thread and hands what it made, plain descriptors and a pid, to
-//! the harness, which registers them with the sessions' runtime.
+//! the harness, which registers them with the sessions' runtime. [`launch`] itself has the
+//! work done on a launcher thread ([`super::launcher`]), whose small descriptor table is
+//! what each child copies, and waits for it.
 //!
 //! The parent never opens the terminal's slave side: the child opens it by path
 //! ([`super::pty_spawn`]), and a parent copy would only keep the PTY open after the child
@@ -29,9 +31,15 @@ pub struct Launched {
     pub child: Child,
 }
 
-/// Opens a PTY of `size` and starts `plan` on it. Blocks until the child has exec'd; any
-/// thread will do.
+/// Opens a PTY of `size` and starts `plan` on it, on a launcher thread ([`super::launcher`]).
+/// Blocks until the child has exec'd; any thread will do.
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
+    super::launcher::launch(plan, size)
+}
+
+/// [`launch`] on the calling thread, whose descriptor table the child copies; public for
+/// `examples/launch_cost.rs`, which measures the difference.
+pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     // As pty-process's error, so a terminal that cannot be opened reads the same whichever
     // opened it ("could not open a terminal", which `atc-proof soak --grow` looks for).
     let master = open_master(size).map_err(|e| pty_process::Error::Io(e.into()))?;

@@ -14,6 +14,7 @@
 
 pub mod child_fds;
 pub mod imp;
+pub mod launcher;
 pub mod local_command;
 pub mod local_launch;
 pub mod local_pty;

@@ -118,6 +118,21 @@ impl Child {
         self.pid
     }
 
+    /// A child started elsewhere (a launcher thread) whose pidfd was handed over.
+    pub(super) fn adopt(pid: Pid, pidfd: OwnedFd) -> Child {
+        Child {
+            pid,
+            pidfd: Some(pidfd),
+            status: None,
+        }
+    }
+
+    /// The pid and pidfd of a child not yet waited for, to hand over; `None` once it was
+    /// waited for (its pidfd is spent).
+    pub(super) fn into_parts(self) -> Option<(Pid, OwnedFd)> {
+        Some((self.pid, self.pidfd?))
+    }
+
     /// Waits for the process to end and reaps it. Needs a tokio runtime with I/O enabled (the
     /// actix one has it). Once it has answered, it answers the same again.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
