@@ -13,20 +13,22 @@
 //! descriptor opened on a launcher thread never leaves it any other way: its number means
 //! nothing on another thread.
 //!
-//! Callers block (a blocking thread of the runtime, or a revive in place) and hold their
-//! launcher while it works, so the descriptors on its socket are theirs. Where no launcher can
-//! be made (the kernel refuses the unshare), children start on the caller's thread.
+//! Callers block (a blocking thread of the runtime, or a revive in place) until their start
+//! is made. Starts wait in one queue, in the order they were asked for, for the first
+//! launcher free; the descriptors of each come tagged with its id. Where no launcher can be
+//! made (the kernel refuses the unshare), children start on the caller's thread.
 
+use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard, OnceLock};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use atc_protocol::TermSize;
 use rustix::net::{
-    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 use rustix::process::Pid;
 
@@ -34,33 +36,36 @@ use super::local_launch::{self, Launched};
 use super::pty_spawn::{Child, Plan};
 use super::ProviderError;
 
-/// A start a launcher is asked for.
+/// A start a launcher is asked for, and where its answer goes.
 struct Job {
     plan: Plan,
     size: TermSize,
+    /// Tags the descriptors the launcher sends for it.
+    id: u64,
+    reply: mpsc::SyncSender<Reply>,
 }
 
 /// A launcher's answer: the child's pid once its master and pidfd are on the socket, or why
 /// nothing started.
 type Reply = Result<Pid, ProviderError>;
 
-/// One launcher thread, as its callers reach it.
-struct Launcher {
+/// The launcher threads of the process, and the daemon's end of their socket.
+///
+/// Jobs wait in one queue, in the order they came, for the first launcher free. Each launcher
+/// sends a job's descriptors tagged with its id; a caller reads the socket once its answer
+/// has come, and keeps what it reads for other jobs in `early` for their callers.
+pub struct Launchers {
     jobs: mpsc::Sender<Job>,
-    replies: mpsc::Receiver<Reply>,
-    /// The daemon's end of the socket pair.
-    socket: OwnedFd,
-    /// The thread's id, whose `/proc` entry shows its descriptor table.
-    tid: Pid,
+    inbox: Mutex<Inbox>,
+    next_id: AtomicU64,
+    tids: Vec<Pid>,
 }
 
-/// A launcher's thread is gone (it panicked).
-struct Stopped;
-
-/// The launcher threads of the process.
-pub struct Launchers {
-    launchers: Vec<Mutex<Launcher>>,
-    next: AtomicUsize,
+/// The daemon's end of the socket the launchers send on, and descriptors read from it that
+/// belong to other callers.
+struct Inbox {
+    socket: OwnedFd,
+    early: HashMap<u64, [OwnedFd; 2]>,
 }
 
 /// Starts `plan` on a fresh PTY of `size`: on a launcher thread, or on this one where the
@@ -68,7 +73,9 @@ pub struct Launchers {
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     static LAUNCHERS: OnceLock<Option<Launchers>> = OnceLock::new();
     let launchers = LAUNCHERS.get_or_init(|| {
-        let count = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+        // Two a core: a launcher spends much of a start waiting while the child execs.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let count = (2 * cores).clamp(2, 8);
         Launchers::start(count)
             .map_err(|e| {
                 tracing::warn!(error = %e, "no launcher thread; children start with a copy of every descriptor the daemon holds")
@@ -84,113 +91,118 @@ pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
 impl Launchers {
     /// Starts `count` launcher threads (at least one), each with its own descriptor table.
     pub fn start(count: usize) -> std::io::Result<Launchers> {
-        let launchers = (0..count.max(1))
-            .map(|i| Launcher::start(i).map(Mutex::new))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Launchers {
-            launchers,
-            next: AtomicUsize::new(0),
-        })
-    }
-
-    /// Starts `plan` on a fresh PTY of `size` on the first launcher free, or waits for one.
-    /// Should that launcher's thread have stopped (it never has), the start is made on this
-    /// thread instead, so a spawn does not fail for it.
-    pub fn launch(&self, plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
-        match self.take().launch(plan, size) {
-            Ok(answer) => answer,
-            Err(Stopped) => {
-                tracing::error!("a launcher thread stopped; starting the child on this thread");
-                local_launch::launch_here(plan, size)
-            }
-        }
-    }
-
-    /// The thread ids of the launchers, for a look at their tables.
-    pub fn tids(&self) -> Vec<Pid> {
-        (0..self.launchers.len())
-            .map(|i| lock(&self.launchers[i]).tid)
-            .collect()
-    }
-
-    fn take(&self) -> MutexGuard<'_, Launcher> {
-        let first = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.launchers.len();
-        for i in 0..n {
-            if let Ok(free) = self.launchers[(first + i) % n].try_lock() {
-                return free;
-            }
-        }
-        lock(&self.launchers[first % n])
-    }
-}
-
-/// A launcher whose last caller panicked is still sound: nothing between sending a job and
-/// reading the last of its answer panics, so no answer is left half read for the next caller.
-fn lock(m: &Mutex<Launcher>) -> MutexGuard<'_, Launcher> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Launcher {
-    fn start(index: usize) -> std::io::Result<Launcher> {
         let (ours, theirs) = rustix::net::socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
             SocketFlags::CLOEXEC,
             None,
         )?;
-        let (jobs, job_rx) = mpsc::channel::<Job>();
-        let (reply_tx, replies) = mpsc::channel::<Reply>();
-        let (ready_tx, ready) = mpsc::channel::<std::io::Result<Pid>>();
-        let theirs_raw = theirs.as_raw_fd();
-        std::thread::Builder::new()
-            .name(format!("atc-launch-{index}"))
-            .spawn(move || match own_table(theirs_raw) {
-                Ok(socket) => {
-                    // The caller waits for this answer (and the one below); it is gone only
-                    // if it gave up.
-                    // SAFETY: gettid has no preconditions and touches no memory.
-                    let tid = Pid::from_raw(unsafe { libc::gettid() });
-                    let tid = tid.ok_or_else(|| std::io::Error::other("gettid gave no id"));
-                    let _ = ready_tx.send(tid);
-                    serve(&socket, job_rx, reply_tx);
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                }
-            })?;
-        let tid = ready
-            .recv()
-            .map_err(|_| std::io::Error::other("the launcher thread stopped as it started"))??;
-        // The thread holds its own copy now; this table's copy of its end is not needed.
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        // Should one fail to start, `jobs` is dropped on the way out and the others stop.
+        let tids = (0..count.max(1))
+            .map(|i| start_thread(i, theirs.as_raw_fd(), Arc::clone(&queue)))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        // Every launcher holds its own copy of their end now; this table's is not needed.
         drop(theirs);
-        Ok(Launcher {
+        Ok(Launchers {
             jobs,
-            replies,
-            socket: ours,
-            tid,
+            inbox: Mutex::new(Inbox {
+                socket: ours,
+                early: HashMap::new(),
+            }),
+            next_id: AtomicU64::new(0),
+            tids,
         })
     }
 
-    fn launch(
-        &mut self,
-        plan: &Plan,
-        size: TermSize,
-    ) -> Result<Result<Launched, ProviderError>, Stopped> {
+    /// Starts `plan` on a fresh PTY of `size` on the first launcher free, after the starts
+    /// asked for before it. Should every launcher's thread have stopped (none ever has), the
+    /// start is made on this thread instead, so a spawn does not fail for it.
+    pub fn launch(&self, plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = mpsc::sync_channel(1);
         let job = Job {
             plan: plan.clone(),
             size,
+            id,
+            reply,
         };
-        self.jobs.send(job).map_err(|_| Stopped)?;
-        let answer = self.replies.recv().map_err(|_| Stopped)?;
-        Ok(answer.and_then(|pid| {
-            let [master, pidfd] = receive_two(&self.socket)?;
-            Ok(Launched {
-                master,
-                child: Child::adopt(pid, pidfd),
-            })
-        }))
+        if self.jobs.send(job).is_err() {
+            tracing::error!("the launcher threads stopped; starting the child on this thread");
+            return local_launch::launch_here(plan, size);
+        }
+        let pid = answer.recv().map_err(|_| {
+            ProviderError::Os(std::io::Error::other(
+                "a launcher thread stopped during the start",
+            ))
+        })??;
+        let [master, pidfd] = self.redeem(id)?;
+        Ok(Launched {
+            master,
+            child: Child::adopt(pid, pidfd),
+        })
     }
+
+    /// The thread ids of the launchers, for a look at their tables.
+    pub fn tids(&self) -> &[Pid] {
+        &self.tids
+    }
+
+    /// The descriptors sent for job `id`, which are on the socket or kept already: a launcher
+    /// sends them before it answers.
+    fn redeem(&self, id: u64) -> std::io::Result<[OwnedFd; 2]> {
+        // Nothing panics while the inbox is held, so a poisoned one is whole.
+        let mut inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        inbox.take(id)
+    }
+}
+
+impl Inbox {
+    /// Job `id`'s descriptors: kept already, or read on, keeping the others read on the way.
+    fn take(&mut self, id: u64) -> std::io::Result<[OwnedFd; 2]> {
+        if let Some(fds) = self.early.remove(&id) {
+            return Ok(fds);
+        }
+        loop {
+            let (tag, fds) = receive_tagged(&self.socket)?;
+            if tag == id {
+                return Ok(fds);
+            }
+            self.early.insert(tag, fds);
+        }
+    }
+}
+
+/// Starts launcher thread `index`, which keeps `theirs` (the launchers' end of the socket)
+/// and takes jobs from `queue`; answers its thread id once its table is its own.
+fn start_thread(
+    index: usize,
+    theirs: RawFd,
+    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
+) -> std::io::Result<Pid> {
+    let (ready_tx, ready) = mpsc::channel::<std::io::Result<Pid>>();
+    std::thread::Builder::new()
+        .name(format!("atc-launch-{index}"))
+        .spawn(move || {
+            let socket = match own_table(theirs) {
+                Ok(socket) => socket,
+                Err(e) => {
+                    // The caller waits for this answer; it is gone only if it gave up.
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            // SAFETY: gettid has no preconditions and touches no memory.
+            let tid = Pid::from_raw(unsafe { libc::gettid() })
+                .ok_or_else(|| std::io::Error::other("gettid gave no id"));
+            // As above.
+            let _ = ready_tx.send(tid);
+            serve(&socket, &queue);
+        })?;
+    ready
+        .recv()
+        .map_err(|_| std::io::Error::other("a launcher thread stopped as it started"))?
 }
 
 /// Gives the calling thread a descriptor table of its own holding only 0-2 and `keep`, which
@@ -225,49 +237,54 @@ fn own_table(keep: RawFd) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(keep) })
 }
 
-/// A launcher thread's loop: starts each job and answers it, until its callers are gone.
-fn serve(socket: &OwnedFd, jobs: mpsc::Receiver<Job>, replies: mpsc::Sender<Reply>) {
-    for job in jobs {
+/// A launcher thread's loop: starts each job it takes and answers it, until the queue closes.
+fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        // Held only while waiting for a job; nothing panics then, so a poisoned lock is whole.
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(job) = next else { return };
         let reply = local_launch::launch_here(&job.plan, job.size).and_then(|launched| {
             // A child just started was never waited for, so it has its pidfd.
             let (pid, pidfd) = launched.child.into_parts().ok_or_else(|| {
                 std::io::Error::other("a child was waited for before it was handed over")
             })?;
-            // Sent, the descriptors are the daemon's; dropped here, the copies in this table close.
-            send_two(socket, [launched.master.as_fd(), pidfd.as_fd()])?;
+            // Sent, the descriptors are the daemon's; dropped here, this table's copies close.
+            send_tagged(socket, job.id, [launched.master.as_fd(), pidfd.as_fd()])?;
             Ok(pid)
         });
-        if replies.send(reply).is_err() {
-            return;
-        }
+        // A caller that is gone panicked; what was sent for it stays unclaimed.
+        let _ = job.reply.send(reply);
     }
 }
 
-fn send_two(socket: &OwnedFd, fds: [std::os::fd::BorrowedFd<'_>; 2]) -> std::io::Result<()> {
+/// Sends two descriptors, with `tag` as the message's bytes.
+fn send_tagged(socket: &OwnedFd, tag: u64, fds: [BorrowedFd<'_>; 2]) -> std::io::Result<()> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(std::io::Error::other("no room for two descriptors"));
     }
+    let bytes = tag.to_ne_bytes();
     rustix::net::sendmsg(
         socket,
-        &[IoSlice::new(&[0])],
+        &[IoSlice::new(&bytes)],
         &mut control,
         SendFlags::empty(),
     )?;
     Ok(())
 }
 
-/// Reads one message's two descriptors, close-on-exec in this table.
-fn receive_two(socket: &OwnedFd) -> std::io::Result<[OwnedFd; 2]> {
+/// Reads one message, which is there already: its tag and its two descriptors, close-on-exec
+/// in this table.
+fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, [OwnedFd; 2])> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let mut byte = [0u8; 1];
+    let mut bytes = [0u8; 8];
     let got = rustix::net::recvmsg(
         socket,
-        &mut [IoSliceMut::new(&mut byte)],
+        &mut [IoSliceMut::new(&mut bytes)],
         &mut control,
-        RecvFlags::CMSG_CLOEXEC,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
     )?;
     let mut fds: Vec<OwnedFd> = Vec::with_capacity(2);
     for message in control.drain() {
@@ -275,17 +292,16 @@ fn receive_two(socket: &OwnedFd) -> std::io::Result<[OwnedFd; 2]> {
             fds.extend(received);
         }
     }
-    if got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
-        return Err(std::io::Error::other(
-            "a launcher's descriptors were cut off",
-        ));
+    if got.bytes != bytes.len() || got.flags.contains(ReturnFlags::CTRUNC) {
+        return Err(std::io::Error::other("a launcher's message was cut off"));
     }
-    <[OwnedFd; 2]>::try_from(fds).map_err(|fds| {
+    let fds = <[OwnedFd; 2]>::try_from(fds).map_err(|fds| {
         std::io::Error::other(format!(
             "a launcher sent {} descriptors, not two",
             fds.len()
         ))
-    })
+    })?;
+    Ok((u64::from_ne_bytes(bytes), fds))
 }
 
 #[cfg(test)]
@@ -377,9 +393,52 @@ mod tests {
             )
             .expect("launch after the refusals");
         assert!(output(launched.master).contains("19 77"));
-        for tid in launchers.tids() {
+        for &tid in launchers.tids() {
             assert_eq!(table_of(tid).len(), 4);
         }
+    }
+
+    #[test]
+    fn each_caller_takes_its_own_descriptors_whatever_order_they_came_in() {
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .expect("socket pair");
+        let dir = tempfile::tempdir().expect("dir");
+        let open = |name: &str| -> OwnedFd {
+            std::fs::File::create(dir.path().join(name))
+                .expect("file")
+                .into()
+        };
+        for tag in [7u64, 8, 9] {
+            let (a, b) = (open(&format!("{tag}-a")), open(&format!("{tag}-b")));
+            send_tagged(&theirs, tag, [a.as_fd(), b.as_fd()]).expect("send");
+        }
+        let name = |fd: &OwnedFd| {
+            let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let path = std::fs::read_link(link).expect("link");
+            path.file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned()
+        };
+        let mut inbox = Inbox {
+            socket: ours,
+            early: HashMap::new(),
+        };
+        for tag in [9u64, 7, 8] {
+            let [a, b] = inbox.take(tag).expect("take");
+            assert_eq!(
+                (name(&a), name(&b)),
+                (format!("{tag}-a"), format!("{tag}-b"))
+            );
+        }
+        assert!(inbox.early.is_empty());
+        // Nothing is left to read, and a read does not wait for more.
+        assert!(inbox.take(10).is_err());
     }
 
     #[test]
