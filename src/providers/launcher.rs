@@ -249,7 +249,13 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
                 std::io::Error::other("a child was waited for before it was handed over")
             })?;
             // Sent, the descriptors are the daemon's; dropped here, this table's copies close.
-            send_tagged(socket, job.id, [launched.master.as_fd(), pidfd.as_fd()])?;
+            if let Err(e) = send_tagged(socket, job.id, [launched.master.as_fd(), pidfd.as_fd()]) {
+                // A child the daemon cannot reach would run unsupervised: end it and reap it
+                // now (as pty_spawn does). Both calls fail only if it is gone already.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+                return Err(e.into());
+            }
             Ok(pid)
         });
         // A caller that is gone panicked; what was sent for it stays unclaimed.
