@@ -17,6 +17,12 @@
 //! is made. Starts wait in one queue, in the order they were asked for, for the first
 //! launcher free; the descriptors of each come tagged with its id. Where no launcher can be
 //! made (the kernel refuses the unshare), children start on the caller's thread.
+//!
+//! The same holds the other way: a value holding one of the daemon's descriptors must never
+//! be dropped on a launcher thread, whose close would hit a number in the launcher's table
+//! (a debug build aborts on it). So a job carries plain data only (a plan, a size, a reply
+//! channel), and so does its answer. Logging is fine: the daemon logs to descriptor 2, which
+//! every launcher keeps.
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
