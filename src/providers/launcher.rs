@@ -319,31 +319,7 @@ fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, [OwnedFd; 2])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
-
-    fn plan(program: &str, args: &[&str]) -> Plan {
-        Plan {
-            program: program.into(),
-            args: args.iter().map(Into::into).collect(),
-            cwd: "/".into(),
-            env: Vec::new(),
-            withheld: Vec::new(),
-        }
-    }
-
-    /// Everything the child printed, read until its side closes.
-    fn output(master: OwnedFd) -> String {
-        let flags = rustix::fs::fcntl_getfl(&master).expect("flags");
-        rustix::fs::fcntl_setfl(&master, flags - rustix::fs::OFlags::NONBLOCK).expect("blocking");
-        let mut file = std::fs::File::from(master);
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        // EIO once the child's side is closed.
-        while let Ok(n @ 1..) = file.read(&mut buf) {
-            seen.extend_from_slice(&buf[..n]);
-        }
-        String::from_utf8_lossy(&seen).into_owned()
-    }
+    use crate::providers::local_launch::tests::{plan, read_until};
 
     /// The descriptors open in a thread's table.
     fn table_of(tid: Pid) -> Vec<String> {
@@ -384,7 +360,7 @@ mod tests {
         // is waited for here.
         let status = runtime().block_on(launched.child.wait()).expect("wait");
         assert_eq!(status.code(), Some(3));
-        assert!(output(launched.master).contains("started"));
+        assert!(read_until(launched.master, "started").contains("started"));
         assert_eq!(table_of(tid), before, "the launcher closed its copies");
         drop(held);
     }
@@ -404,7 +380,7 @@ mod tests {
                 TermSize { cols: 77, rows: 19 },
             )
             .expect("launch after the refusals");
-        assert!(output(launched.master).contains("19 77"));
+        assert!(read_until(launched.master, "19 77").contains("19 77"));
         for &tid in launchers.tids() {
             assert_eq!(table_of(tid).len(), 4);
         }
@@ -465,7 +441,8 @@ mod tests {
                         let launched = launchers
                             .launch(&plan("echo", &[&word]), TermSize::DEFAULT)
                             .expect("launch");
-                        (word, output(launched.master))
+                        let seen = read_until(launched.master, &word);
+                        (word, seen)
                     })
                 })
                 .collect();

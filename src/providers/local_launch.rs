@@ -70,11 +70,12 @@ fn open_master(size: TermSize) -> rustix::io::Result<OwnedFd> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::Read;
 
-    fn plan(program: &str, args: &[&str]) -> Plan {
+    /// A plan to run `program` with `args` in `/`, with the test process's environment.
+    pub(in crate::providers) fn plan(program: &str, args: &[&str]) -> Plan {
         Plan {
             program: program.into(),
             args: args.iter().map(Into::into).collect(),
@@ -85,7 +86,7 @@ mod tests {
     }
 
     /// Reads the master until `want` shows up or the child's side closes (EIO).
-    fn read_until(master: OwnedFd, want: &str) -> String {
+    pub(in crate::providers) fn read_until(master: OwnedFd, want: &str) -> String {
         let flags = rustix::fs::fcntl_getfl(&master).expect("flags");
         rustix::fs::fcntl_setfl(&master, flags - OFlags::NONBLOCK).expect("blocking");
         let mut file = std::fs::File::from(master);
