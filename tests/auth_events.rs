@@ -173,7 +173,7 @@ async fn websocket_upgrades_accept_the_token_as_access_token_query() {
 #[actix_rt::test]
 async fn every_response_has_a_request_id() {
     let d = TestDaemon::start().await;
-    let http = awc::Client::default();
+    let http = support::http_client();
     let requests = [
         (http.get(format!("{}/v1/health", d.url)), 200),
         (

@@ -277,7 +277,7 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
     let d = ChildDaemon::spawn(cmd, &state, &log).await;
     let token = d.client.token.clone();
 
-    let http = awc::Client::default();
+    let http = support::http_client();
     let resp = http
         .get(format!("{}/v1/sessions", d.client.url))
         .bearer_auth(&token)

@@ -371,7 +371,7 @@ async fn an_unusable_token_file_fails_closed_until_a_good_one_is_read_on_sighup(
 #[actix_rt::test]
 async fn the_bearer_scheme_is_accepted_in_any_case() {
     let d = TestDaemon::start().await;
-    let http = awc::Client::default();
+    let http = support::http_client();
     for header in [
         format!("bearer {}", d.token),
         format!("BEARER {}", d.token),

@@ -268,9 +268,7 @@ impl TestDaemon {
             state_dir: dir.to_path_buf(),
             handle: Some(handle),
             _tmp: None,
-            http: awc::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .finish(),
+            http: http_client(),
         })
     }
 
@@ -655,11 +653,21 @@ impl TestDaemon {
             token: token.trim().to_string(),
             state_dir: state_dir.to_path_buf(),
             _tmp: None,
-            http: awc::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .finish(),
+            http: http_client(),
         }
     }
+}
+
+/// The pooled HTTP client a [`TestDaemon`] calls through. awc keeps an idle connection 15 s
+/// by default, past the daemon's keep-alive; a request written on one as the daemon closed it
+/// fails with "connector has been disconnected" (a CI run lost a test to this after a long
+/// transfer left the pool idle). Letting go first, like `atc-client`, closes that window.
+pub fn http_client() -> awc::Client {
+    let idle = atc_protocol::HTTP_KEEP_ALIVE - Duration::from_secs(1);
+    awc::Client::builder()
+        .connector(awc::Connector::new().conn_keep_alive(idle))
+        .timeout(Duration::from_secs(30))
+        .finish()
 }
 
 /// Opens a WebSocket at a full `ws://` URL with an optional bearer token and Origin, returning

@@ -16,6 +16,12 @@ use super::token::TokenSource;
 use super::types::{CreateImp, Imp, Lease, SystemInfo};
 use super::ws_link::WsFramed;
 
+/// How long an idle pooled connection to impd may be reused. The protocol does not say how
+/// long impd keeps one; the simulator (actix-web's default) closes it after 5 s, and awc's
+/// default of 15 s would write requests onto connections impd is closing, which fail with
+/// "connector has been disconnected". Reconnecting after 4 s idle costs one handshake.
+const POOLED_IDLE: Duration = Duration::from_secs(4);
+
 /// How long the client waits. Defaults follow impd's client: 10 s from dial to an open socket
 /// (spec §14); calls get longer because `imps.create` and `leases.acquire` boot an imp before
 /// they answer.
@@ -85,7 +91,8 @@ impl ImpdClient {
             .connector(
                 awc::Connector::new()
                     .connector(no_delay_connector())
-                    .timeout(timeouts.open),
+                    .timeout(timeouts.open)
+                    .conn_keep_alive(POOLED_IDLE),
             )
             .timeout(timeouts.call)
             .max_http_version(awc::http::Version::HTTP_11)
