@@ -180,12 +180,6 @@ pub fn serve(
                 actix_web::dev::AppConfig::default()
             });
             fn_service(move |io: actix_rt::net::TcpStream| {
-                // Echoes and the tail of a burst of output are small writes, which Nagle
-                // holds back while an earlier write is unacknowledged; the peer may delay
-                // its ACK by up to 40 ms. actix-http leaves the system's default (Nagle on).
-                if let Err(e) = io.set_nodelay(true) {
-                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                }
                 let peer = io.peer_addr().ok();
                 let guarded = head_guard::HeadGuard::new(io, config.clone());
                 std::future::ready(Ok((guarded, actix_http::Protocol::Http1, peer)))
