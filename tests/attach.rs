@@ -162,6 +162,49 @@ async fn resume_by_offset_returns_exactly_the_missed_bytes() {
     d.stop().await;
 }
 
+/// A resume owes the client every byte from its offset while the ring holds them, even when
+/// they are more than the client's queue takes: the opening is bounded by the ring, and only
+/// live output after it counts against the queue.
+#[actix_rt::test]
+async fn a_resume_larger_than_the_queue_gets_every_missed_byte_and_no_desync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config();
+    config.limits.queue_bytes = 64 * 1024;
+    config.limits.ring_bytes = 512 * 1024;
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let id = id_of(&d.spawn("sh").await);
+    let (first, attached, _) = d.attach(&id, "cols=80&rows=24").await;
+    let stream = attached["stream"].as_str().unwrap().to_string();
+    let from = attached["offset"].as_u64().unwrap();
+    first.close().await;
+    // About 270 KB of lines while nobody is attached: over the queue, inside the ring.
+    d.submit(&id, "seq 1 40000; echo end-$((2+3))").await;
+    d.wait_screen(&id, "end-5").await;
+    let (mut back, attached, prelude) = d
+        .attach(&id, &format!("cols=80&rows=24&stream={stream}&from={from}"))
+        .await;
+    assert_eq!(attached["replay"], "resume", "{attached}");
+    assert!(prelude.is_empty());
+    let got = back.read_until(b"end-5\r\n").await;
+    assert!(
+        !back.seen.iter().any(|t| t.contains("desync")),
+        "seen: {:?}",
+        back.seen
+    );
+    let numbers: Vec<u32> = String::from_utf8_lossy(&got)
+        .split("\r\n")
+        .filter_map(|line| line.parse().ok())
+        .collect();
+    assert!(
+        numbers.iter().copied().eq(1..=40000),
+        "{} numbers, first {:?}, last {:?}",
+        numbers.len(),
+        numbers.first(),
+        numbers.last()
+    );
+    d.stop().await;
+}
+
 #[actix_rt::test]
 async fn fresh_attach_repaints_the_screen_instead_of_dumping_history() {
     let d = TestDaemon::start().await;

@@ -46,9 +46,14 @@ impl OutputRing {
         self.bytes.extend(tail);
     }
 
+    /// Whether the ring still holds offset `from` (the end counts: nothing after it yet).
+    pub fn holds(&self, from: u64) -> bool {
+        (self.start()..=self.end).contains(&from)
+    }
+
     /// The bytes from `from` to the end, if the ring still holds `from`.
     pub fn since(&self, from: u64) -> Option<Vec<u8>> {
-        if from < self.start() || from > self.end {
+        if !self.holds(from) {
             return None;
         }
         let skip = (from - self.start()) as usize;
@@ -72,6 +77,7 @@ mod tests {
         assert_eq!(r.since(6).unwrap(), b"");
         assert!(r.since(1).is_none());
         assert!(r.since(7).is_none());
+        assert!(r.holds(2) && r.holds(6) && !r.holds(1) && !r.holds(7));
     }
 
     #[test]

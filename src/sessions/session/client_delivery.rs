@@ -34,13 +34,6 @@ pub struct Missed {
     pub began: bool,
 }
 
-impl Missed {
-    fn add(&mut self, other: Missed) {
-        self.bytes += other.bytes;
-        self.began |= other.began;
-    }
-}
-
 /// A frame held for a pending client, with the stream offset at which it happened.
 #[derive(Debug)]
 struct Held {
@@ -143,8 +136,13 @@ impl ClientDelivery {
 
     /// Opens a pending client: its opening text frames, the repaint (if any), then the ring's
     /// bytes from offset `from` with every held frame placed at the offset it happened at.
-    /// The client is live (or dropping, when the bytes overflow its queue) afterwards. Does
-    /// nothing for a client that is not pending. Answers what of the tail it missed.
+    /// The client is live afterwards. Does nothing for a client that is not pending.
+    ///
+    /// The opening is queued whole, past the queue's cap if need be, like the repaint: the
+    /// ring bounds it, and a resume promises the bytes from its offset (api.md). Capping it
+    /// gave a resume whose tail was larger than the queue (`ringBytes` over `queueBytes`) an
+    /// `attached` and at once a `desync`, with the bytes still in the ring. Live output after
+    /// the opening counts against the cap as always.
     pub fn open(
         &mut self,
         queue: &ClientQueue,
@@ -152,10 +150,9 @@ impl ClientDelivery {
         repaint: Option<Bytes>,
         from: u64,
         tail: Bytes,
-    ) -> Missed {
-        let mut missed = Missed::default();
+    ) {
         let State::Pending { held, .. } = std::mem::replace(&mut self.state, State::Live) else {
-            return missed;
+            return;
         };
         for f in frames {
             queue.push_text(f);
@@ -169,15 +166,14 @@ impl ClientDelivery {
                 .unwrap_or(usize::MAX)
                 .min(tail.len());
             if upto > sent {
-                missed.add(self.replay(queue, tail.slice(sent..upto)));
+                queue.push(Outgoing::Binary(tail.slice(sent..upto)));
                 sent = upto;
             }
             queue.push(h.frame);
         }
         if sent < tail.len() {
-            missed.add(self.replay(queue, tail.slice(sent..)));
+            queue.push(Outgoing::Binary(tail.slice(sent..)));
         }
-        missed
     }
 
     fn replay(&mut self, queue: &ClientQueue, bytes: Bytes) -> Missed {
@@ -338,19 +334,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn replayed_bytes_over_the_cap_make_the_client_drop() {
+    async fn an_opening_over_the_cap_is_queued_whole_and_live_output_then_drops() {
         let (q, mut rx) = client_queue(4);
         let mut d = ClientDelivery::pending(Opening::Attach);
-        let missed = d.open(&q, vec![], None, 0, Bytes::from_static(b"too long"));
+        d.open(
+            &q,
+            vec!["attached".into()],
+            None,
+            0,
+            Bytes::from_static(b"too long"),
+        );
+        // The backlog is past the cap now: live output is dropped, and a resync is owed.
+        let missed = d.output(&q, &Bytes::from_static(b"live"));
         assert_eq!(
             missed,
             Missed {
-                bytes: 8,
+                bytes: 4,
                 began: true
             }
         );
-        assert!(d.start_resync(), "the overflow is reported like any other");
+        assert!(d.start_resync());
         let seen = drain(&mut rx, q).await;
-        assert_eq!(seen, ["B:"], "only the nudge: {seen:?}");
+        assert_eq!(seen, ["T:attached", "B:too long", "B:"], "{seen:?}");
     }
 }

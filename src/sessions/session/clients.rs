@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::client_delivery::{ClientDelivery, Missed, Opening};
+use super::client_delivery::{ClientDelivery, Opening};
 use crate::metrics::{Held, Metrics};
 use crate::sessions::client_queue::{ClientQueue, Outgoing};
 use crate::sessions::messages::{AttachMode, ClientId, ResumeFrom};
@@ -106,11 +106,6 @@ impl Clients {
         }
     }
 
-    /// Counts what one client missed.
-    fn count_one(&self, missed: Missed) {
-        self.count_missed(missed.bytes, usize::from(missed.began));
-    }
-
     /// The stream id clients resume on.
     pub fn stream(&self) -> &str {
         &self.stream
@@ -153,7 +148,7 @@ impl Clients {
         resume
             .filter(|r| r.stream == self.stream)
             .map(|r| r.from)
-            .filter(|from| self.ring.since(*from).is_some())
+            .filter(|from| self.ring.holds(*from))
     }
 
     /// A client's size changed. `false`: no such client, or a watcher (nothing to debounce).
@@ -235,10 +230,8 @@ impl Clients {
                 }
                 .to_text();
                 let tail = Bytes::from(self.ring.since(from).unwrap_or_default());
-                let missed = slot
-                    .delivery
+                slot.delivery
                     .open(&slot.queue, vec![attached], None, from, tail);
-                self.count_one(missed);
                 Opened::Resumed
             }
             None => Opened::NeedsRepaint,
@@ -297,7 +290,7 @@ impl Clients {
             // The bounded screen mailbox keeps the model within half a ring of the output.
             tracing::error!(session = %session, "screen snapshot older than the ring");
         }
-        let missed = slot.delivery.open(
+        slot.delivery.open(
             &slot.queue,
             frames,
             Some(Bytes::from(snapshot.repaint)),
@@ -305,7 +298,6 @@ impl Clients {
             Bytes::from(tail.unwrap_or_default()),
         );
         let closed = slot.delivery.is_closed();
-        self.count_one(missed);
         // An exit came while it waited: it has its exit and close now, and goes.
         if closed {
             self.slots.remove(&client);
