@@ -1,0 +1,574 @@
+//! The table view of a [`Report`]: a row per figure, each daemon figure beside the
+//! floor's, their ratio and its bare-PTY ceiling, with errors and timeouts as notes below;
+//! the scale phase gets a table of its own.
+
+use super::units::{
+    bytes, client_rate, cpu, kib, kib_f, latency2, latency3, lost, micros, millis, rss_change,
+    times,
+};
+use super::Report;
+use crate::delivery::Ending;
+use crate::fanout::FanoutFigures;
+use crate::phase::{Outcome, PhaseReport};
+use crate::scale::ScaleFigures;
+use crate::spawn::SpawnBatch;
+use crate::{FloorUse, Phase};
+
+impl Report {
+    /// The report as a table with notes, ready to print.
+    pub fn to_table(&self) -> String {
+        let mut t = Table::default();
+        let mut notes = Vec::new();
+        self.spawn_rows(&mut t, &mut notes);
+        self.echo_rows(&mut t, &mut notes);
+        self.throughput_rows(&mut t, &mut notes);
+        self.fanout_rows(&mut t, &mut notes);
+        self.slow_rows(&mut t, &mut notes);
+        note_outcome(&mut notes, "bare PTY spawn", self.bare_spawn.as_ref());
+        note_outcome(&mut notes, "bare PTY echo", self.bare_echo.as_ref());
+        note_outcome(&mut notes, "bare PTY read", self.bare_read.as_ref());
+        note_outcome(&mut notes, "floor echo", self.floor_echo.as_ref());
+        note_outcome(
+            &mut notes,
+            "floor throughput",
+            self.floor_throughput.as_ref(),
+        );
+        note_outcome(&mut notes, "floor fan-out", self.floor_fanout.as_ref());
+
+        let mut out = self.headline();
+        // A run of the scale phase alone has only its own table.
+        if !t.rows.is_empty() {
+            out.push_str(&t.render());
+        }
+        if let Some(scale) = &self.scale {
+            if !t.rows.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&scale_table(scale));
+            note_outcome(&mut notes, "scale", Some(scale));
+        }
+        if !notes.is_empty() {
+            out.push_str("\nnotes:\n");
+            for n in notes {
+                out.push_str(&format!("  {n}\n"));
+            }
+        }
+        out
+    }
+
+    fn headline(&self) -> String {
+        let s = &self.settings;
+        let mut h = String::from("atc bench");
+        if let Some(url) = &s.url {
+            h.push_str(&format!(" against {url}"));
+            if let Some(pid) = s.daemon_pid {
+                h.push_str(&format!(" (pid {pid})"));
+            }
+        }
+        let scale_only = s.phases.iter().all(|p| *p == Phase::Scale);
+        match &s.scale_steps {
+            Some(steps) if scale_only => {
+                let steps: Vec<String> = steps.iter().map(u32::to_string).collect();
+                h.push_str(&format!(
+                    ": scale steps {} of {:?} sessions (a tenth \"shell\"), at concurrency {}\n",
+                    steps.join(", "),
+                    s.agent,
+                    s.concurrency
+                ));
+            }
+            _ => h.push_str(&format!(
+                ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
+                s.sessions,
+                s.agent,
+                s.concurrency,
+                bytes(s.payload_bytes),
+                s.echo_count
+            )),
+        }
+        h.push('\n');
+        h
+    }
+
+    fn spawn_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, b) = (self.spawn.as_ref(), self.bare_spawn.as_ref());
+        if d.is_none() && b.is_none() {
+            return;
+        }
+        t.section("spawn");
+        // The daemon batch and its bare-PTY ceiling have the same figures, side by side.
+        let batch_row = |t: &mut Table, figure: &str, show: fn(&SpawnBatch) -> String| {
+            t.row(
+                figure,
+                cell(d, |f| show(&f.batch)),
+                cell(b, |f| show(&f.batch)),
+            );
+        };
+        batch_row(t, "spawns/s", |s| format!("{:.1}", s.spawns_per_sec));
+        batch_row(t, "latency p50 / p99", |s| latency2(s.latency.as_ref()));
+        batch_row(t, "spawned / requested", |s| {
+            format!("{} / {}", s.spawned, s.requested)
+        });
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → after",
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_after_kib)),
+                String::new(),
+            );
+            t.row(
+                "daemon RSS per session",
+                cell(d, |f| {
+                    f.rss_per_session_kib
+                        .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB"))
+                }),
+                String::new(),
+            );
+        }
+        if let Some(c) = d.and_then(|r| r.cleanup.as_ref()) {
+            t.row(
+                "cleanup (kill + DELETE)",
+                format!(
+                    "{} / {} in {}, RSS then {}",
+                    c.forgotten,
+                    c.sessions,
+                    millis(c.elapsed_ms),
+                    kib(c.rss_after_kib)
+                ),
+                String::new(),
+            );
+        }
+        let batches = [
+            ("spawn", d.and_then(PhaseReport::figures).map(|f| &f.batch)),
+            (
+                "bare PTY spawn",
+                b.and_then(PhaseReport::figures).map(|f| &f.batch),
+            ),
+        ];
+        for (name, batch) in batches {
+            if let Some(e) = batch.and_then(|s| s.first_error.as_ref()) {
+                notes.push(format!("{name}: first failure: {e}"));
+            }
+        }
+        note_outcome(notes, "spawn", d);
+    }
+
+    fn echo_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, fl, b) = (
+            self.echo.as_ref(),
+            self.floor_echo.as_ref(),
+            self.bare_echo.as_ref(),
+        );
+        if d.is_none() && fl.is_none() && b.is_none() {
+            return;
+        }
+        let vs = self.vs_floor();
+        t.section("echo");
+        t.row_vs_floor(
+            "round trip p50 / p90 / p99",
+            cell(d, |f| latency3(f.latency.as_ref())),
+            self.floor_cell(fl, |f| latency3(f.latency.as_ref())),
+            match (vs.echo_p50, vs.echo_p99) {
+                (Some(p50), Some(p99)) => format!("p50 ×{p50:.2}, p99 ×{p99:.2}"),
+                _ => String::new(),
+            },
+            cell(b, |f| latency3(f.latency.as_ref())),
+        );
+        for (name, r) in [("echo", d), ("floor echo", fl)] {
+            if let Some(f) = r
+                .and_then(PhaseReport::figures)
+                .filter(|f| f.stray_bytes > 0)
+            {
+                notes.push(format!("{name}: {} stray output bytes", f.stray_bytes));
+            }
+        }
+        note_outcome(notes, "echo", d);
+    }
+
+    fn throughput_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, fl) = (self.throughput.as_ref(), self.floor_throughput.as_ref());
+        if d.is_none() && fl.is_none() && self.bare_read.is_none() {
+            return;
+        }
+        let vs = self.vs_floor();
+        t.section("throughput");
+        t.row_vs_floor(
+            "one client",
+            cell(d, |f| client_rate(&f.client)),
+            self.floor_cell(fl, |f| client_rate(&f.client)),
+            times(vs.throughput),
+            self.ceiling(),
+        );
+        if d.is_some() || fl.is_some() {
+            t.row_vs_floor(
+                "bytes lost",
+                cell(d, |f| lost(&f.client)),
+                self.floor_cell(fl, |f| lost(&f.client)),
+                String::new(),
+                String::new(),
+            );
+            t.row_vs_floor(
+                "server CPU for the payload",
+                cell(d, |f| cpu(f.server_cpu_ms)),
+                self.floor_cell(fl, |f| cpu(f.server_cpu_ms)),
+                times(vs.throughput_cpu),
+                String::new(),
+            );
+        }
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → peak",
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
+                String::new(),
+            );
+        }
+        note_outcome(notes, "throughput", d);
+    }
+
+    /// A floor phase's figure: like [`cell`], but empty when the floor was off, so the column
+    /// disappears from a `--no-floor` table.
+    fn floor_cell<T>(
+        &self,
+        report: Option<&PhaseReport<T>>,
+        show: impl Fn(&T) -> String,
+    ) -> String {
+        if self.settings.floor == FloorUse::Off {
+            String::new()
+        } else {
+            cell(report, show)
+        }
+    }
+
+    fn fanout_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let (d, fl) = (self.fanout.as_ref(), self.floor_fanout.as_ref());
+        if d.is_none() && fl.is_none() {
+            return;
+        }
+        let vs = self.vs_floor();
+        t.section(&format!(
+            "fan-out ({} clients)",
+            self.settings.fanout_clients
+        ));
+        let rates = |f: &FanoutFigures| {
+            format!(
+                "{:.1} / {:.1} MiB/s",
+                f.slowest_mib_per_sec, f.fastest_mib_per_sec
+            )
+        };
+        t.row_vs_floor(
+            "slowest / fastest client",
+            cell(d, rates),
+            self.floor_cell(fl, rates),
+            times(vs.fanout_slowest),
+            self.ceiling(),
+        );
+        let losses = |f: &FanoutFigures| {
+            let mut s = bytes(f.bytes_lost);
+            if f.complete_clients < f.clients.len() {
+                s.push_str(&format!(
+                    " ({} of {} finished)",
+                    f.complete_clients,
+                    f.clients.len()
+                ));
+            }
+            s
+        };
+        t.row_vs_floor(
+            "bytes lost (all clients)",
+            cell(d, losses),
+            self.floor_cell(fl, losses),
+            String::new(),
+            String::new(),
+        );
+        if d.is_some() {
+            t.row(
+                "daemon RSS before → peak",
+                cell(d, |f| rss_change(f.rss_before_kib, f.rss_peak_kib)),
+                String::new(),
+            );
+        }
+        note_outcome(notes, "fan-out", d);
+    }
+
+    fn slow_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let d = self.slow_client.as_ref();
+        if d.is_none() {
+            return;
+        }
+        t.section(&format!(
+            "slow client ({} MiB/s)",
+            self.settings.slow_rate_mib_per_sec
+        ));
+        t.row(
+            "fast client beside it",
+            cell(d, |f| {
+                let mut s = client_rate(&f.fast);
+                if let Some(solo) = f.fast_solo_mib_per_sec {
+                    s.push_str(&format!(" (solo {solo:.1})"));
+                }
+                s
+            }),
+            self.ceiling(),
+        );
+        t.row(
+            "slow client",
+            cell(d, |f| {
+                let mut s = format!(
+                    "read {}, {} desyncs, {} dropped",
+                    bytes(f.slow.received_bytes),
+                    f.slow.desyncs,
+                    bytes(f.slow.dropped_bytes)
+                );
+                if let Ending::Closed(why) | Ending::Failed(why) = &f.slow.ending {
+                    s.push_str(&format!(", cut off: {why}"));
+                }
+                s
+            }),
+            String::new(),
+        );
+        t.row(
+            "daemon RSS growth (peak)",
+            cell(d, |f| {
+                f.rss_growth_kib.map_or_else(
+                    || "n/a".into(),
+                    |g| format!("{}{}", if g >= 0 { "+" } else { "" }, kib_f(g as f64)),
+                )
+            }),
+            String::new(),
+        );
+        note_outcome(notes, "slow client", d);
+    }
+
+    /// The bare-PTY read rate, the ceiling of every throughput-type row.
+    fn ceiling(&self) -> String {
+        cell(self.bare_read.as_ref(), |f| {
+            format!("{:.1} MiB/s", f.mib_per_sec)
+        })
+    }
+}
+
+/// The scale phase as its own table, one row per step, with the limits it checked above it
+/// and the linearity of RSS in N below.
+fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
+    let mut out = String::from("scale (a tenth of the sessions busy; figures with all idle)\n");
+    let Some(f) = r.figures() else {
+        out.push_str(&format!("  {}\n", cell(Some(r), |_| String::new())));
+        return out;
+    };
+    let reserve = f.pty.reserve.map_or_else(String::new, |r| {
+        format!(", {r} reserved for the initial devpts")
+    });
+    out.push_str(&format!(
+        "  kernel.pty.max {} with {} in use before{reserve}; daemon open files {}\n",
+        f.pty.max,
+        f.pty.in_use,
+        f.open_file_limit.map_or_else(
+            || "n/a".into(),
+            |l| format!("soft {} / hard {}", l.soft, l.hard)
+        ),
+    ));
+    out.push_str(&format!(
+        "  daemon before: RSS {}, {} fds\n",
+        kib_f(f.baseline_rss_kib as f64),
+        f.baseline_fds
+    ));
+    let header = [
+        "sessions",
+        "busy",
+        "RSS",
+        "RSS/session",
+        "fds/session",
+        "+idle / +busy",
+        "idle CPU",
+        "list p50 / p99",
+        "echo p99",
+    ]
+    .map(String::from);
+    let mut rows = vec![header.to_vec()];
+    for s in &f.steps {
+        rows.push(vec![
+            s.sessions.to_string(),
+            if s.attached == s.busy {
+                s.busy.to_string()
+            } else {
+                format!("{} ({} attached)", s.busy, s.attached)
+            },
+            kib_f(s.rss_kib as f64),
+            format!("{:.1} KiB", s.rss_per_session_kib),
+            format!("{:.2}", s.fds_per_session),
+            format!(
+                "{} / {}",
+                s.idle_added_kib
+                    .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB")),
+                s.busy_added_kib
+                    .map_or_else(|| "n/a".into(), |k| format!("{k:.1} KiB"))
+            ),
+            format!("{:.2} %", s.idle_cpu_pct),
+            latency2(s.list.as_ref()),
+            s.echo.map_or_else(|| "n/a".into(), |l| micros(l.p99_us)),
+        ]);
+    }
+    out.push_str(&columns(&rows));
+    match &f.linearity {
+        Some(l) => {
+            let vs: Vec<String> = l
+                .per_session_vs_first
+                .iter()
+                .map(|v| format!("×{v:.2}"))
+                .collect();
+            out.push_str(&format!(
+                "  RSS linear in N? slope {:.1} KiB/session, intercept {}, max deviation {:.1} %; \
+                 per session vs the first step: {}\n",
+                l.slope_kib_per_session,
+                kib_f(l.intercept_kib),
+                l.max_deviation_pct,
+                vs.join(", ")
+            ));
+        }
+        None => out.push_str("  RSS linear in N? needs two completed steps\n"),
+    }
+    if let Some(c) = &r.cleanup {
+        out.push_str(&format!(
+            "  cleanup (kill + DELETE): {} / {} in {}, RSS then {}\n",
+            c.forgotten,
+            c.sessions,
+            millis(c.elapsed_ms),
+            kib(c.rss_after_kib)
+        ));
+    }
+    out
+}
+
+/// Left-aligned columns, two spaces apart, each line indented by two.
+fn columns(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            let w = c.chars().count();
+            match widths.get_mut(i) {
+                Some(have) => *have = (*have).max(w),
+                None => widths.push(w),
+            }
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::from("  ");
+        for (c, w) in r.iter().zip(&widths) {
+            line.push_str(&format!("{c:<w$}  "));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A daemon phase's figure, or why there is none.
+fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> String {
+    match report {
+        None => "—".into(),
+        Some(r) => match (&r.figures, r.outcome) {
+            (Some(f), _) => show(f),
+            (None, Outcome::TimedOut) => "timed out".into(),
+            (None, Outcome::Interrupted) => "interrupted".into(),
+            (None, Outcome::Failed | Outcome::Ok) => "failed".into(),
+        },
+    }
+}
+
+/// Adds notes for a phase that did not end well, and for its cleanup.
+fn note_outcome<T>(notes: &mut Vec<String>, name: &str, report: Option<&PhaseReport<T>>) {
+    let Some(r) = report else { return };
+    if let Some(e) = &r.error {
+        let how = match r.outcome {
+            Outcome::TimedOut => "timed out",
+            Outcome::Interrupted => "stopped",
+            Outcome::Failed | Outcome::Ok => "failed",
+        };
+        notes.push(format!("{name}: {how}: {e}"));
+    }
+    if let Some(c) = &r.cleanup {
+        if c.failed > 0 || c.timed_out {
+            notes.push(format!(
+                "{name} cleanup: {} of {} sessions not ended{}{}",
+                c.sessions - c.forgotten,
+                c.sessions,
+                if c.timed_out { " (timed out)" } else { "" },
+                c.first_error
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!(": {e}"))
+            ));
+        }
+    }
+}
+
+/// A table (phase, figure, via daemon, floor, atc / floor, bare PTY) with a blank line between
+/// phases; a figure column with no figure in it is left out.
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 6]>,
+    section: Option<String>,
+}
+
+impl Table {
+    fn section(&mut self, name: &str) {
+        if !self.rows.is_empty() {
+            self.rows.push(Default::default());
+        }
+        self.section = Some(name.to_string());
+    }
+
+    /// A row with no floor figure.
+    fn row(&mut self, figure: &str, daemon: String, bare: String) {
+        self.row_vs_floor(figure, daemon, String::new(), String::new(), bare);
+    }
+
+    fn row_vs_floor(
+        &mut self,
+        figure: &str,
+        daemon: String,
+        floor: String,
+        ratio: String,
+        bare: String,
+    ) {
+        let phase = self.section.take().unwrap_or_default();
+        self.rows
+            .push([phase, figure.to_string(), daemon, floor, ratio, bare]);
+    }
+
+    fn render(&self) -> String {
+        let header = [
+            "phase",
+            "figure",
+            "via daemon",
+            "floor",
+            "atc / floor",
+            "bare PTY (ceiling)",
+        ]
+        .map(String::from);
+        let mut widths = header.clone().map(|h| h.chars().count());
+        for r in &self.rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        // A figure column goes when no row has a figure in it: the floor's with `--no-floor`,
+        // the daemon's with `--floor-only` or `--phases bare`.
+        let shown: Vec<bool> = (0..header.len())
+            .map(|i| {
+                !matches!(i, 2..=4) || self.rows.iter().any(|r| !r[i].is_empty() && r[i] != "—")
+            })
+            .collect();
+        let mut out = String::new();
+        for r in std::iter::once(&header).chain(&self.rows) {
+            let mut line = String::new();
+            for ((c, w), show) in r.iter().zip(widths).zip(&shown) {
+                if !show {
+                    continue;
+                }
+                line.push_str(&format!("{c:<w$}  "));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
