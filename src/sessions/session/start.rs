@@ -40,49 +40,29 @@ pub(super) fn provider_of<'a>(
     })
 }
 
-/// How a restored remote session rejoins its process.
-#[derive(Debug)]
-enum Rejoin {
-    /// From the position the last daemon recorded.
-    From(crate::providers::RemotePosition),
-    /// By the name derived from the session's id alone: the last daemon wrote the row before
-    /// the process's position reached it (it was killed between the two), and the process may
-    /// run all the same.
-    ByName,
-}
-
-impl Rejoin {
-    /// The position a harness start is given (`StartSpec::remote`).
-    fn position(self) -> Option<crate::providers::RemotePosition> {
-        match self {
-            Rejoin::From(position) => Some(position),
-            Rejoin::ByName => None,
-        }
-    }
-}
-
-/// For a row of a remote session whose process was running when the daemon stopped and whose
-/// target still serves it unchanged: how to rejoin that process.
-fn reattachable(record: &SessionRecord, deps: &SessionDeps) -> Option<Rejoin> {
-    let provider = deps.providers.get(&record.target)?;
+/// Whether `record` is a remote session whose process was running when the daemon stopped and
+/// whose target still serves it unchanged, so its harness rejoins that process.
+fn reattachable(record: &SessionRecord, deps: &SessionDeps) -> bool {
+    let Some(provider) = deps.providers.get(&record.target) else {
+        return false;
+    };
     if !may_reattach(record, provider.remote()) {
-        return None;
+        return false;
     }
     let allowed = deps
         .refusal
         .check(Operation::Reattach, &record.target, &record.target_identity);
     if let Err(e) = allowed {
         tracing::warn!(session = %record.id, error = %e, "target refuses; not re-attached");
-        return None;
+        return false;
     }
-    Some(record.remote.clone().map_or(Rejoin::ByName, Rejoin::From))
+    true
 }
 
 /// Starts a harness that joins the remote process of `record` (it sends no `start`).
 fn start_reattach(
     record: &SessionRecord,
     deps: &SessionDeps,
-    rejoin: Rejoin,
     addr: &Addr<Session>,
 ) -> Result<crate::providers::StartedHarness, Error> {
     let bin = deps
@@ -107,7 +87,10 @@ fn start_reattach(
             session_id: record.id,
             plan,
             size: record.size,
-            remote: rejoin.position(),
+            // No position: the last daemon wrote the row before the process's position
+            // reached it (it was killed between the two). The process may run all the same,
+            // and is joined by the name derived from the session's id.
+            remote: record.remote.clone(),
             attach_only: true,
             host: HostUse::Existing,
             launched: None,
@@ -192,9 +175,9 @@ impl Session {
     /// issue 4): its process kept running in its imp. A sleeping imp answers the attach with
     /// `INVALID_STATE`, which leaves the session suspended until a revive wakes it.
     pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
-        if let Some(rejoin) = reattachable(&record, &deps) {
+        if reattachable(&record, &deps) {
             let ctx = Context::new();
-            match start_reattach(&record, &deps, rejoin, &ctx.address()) {
+            match start_reattach(&record, &deps, &ctx.address()) {
                 Ok(started) => {
                     let mut session = Session::new(record, deps);
                     session.attachment = Attachment::Reattaching;
