@@ -120,7 +120,7 @@ pub struct LocalPtyHarness {
     events: HarnessEvents,
     /// Closed when this actor stops, so sockets typing into a gone process hear so.
     input: PtyInput,
-    reader: Option<pty_process::OwnedReadPty>,
+    reader: Option<super::pty_output::PtyOutput>,
     child: Option<super::pty_spawn::Child>,
     /// Set once the child is reaped.
     status: Option<HarnessExited>,
@@ -139,10 +139,8 @@ impl LocalPtyHarness {
     ) -> Result<(Addr<LocalPtyHarness>, PtyInput), ProviderError> {
         let Launched { master, mut child } = launched;
         let pid = child.pid();
-        // SAFETY: `master` is an open PTY master in non-blocking mode (`local_launch`), owned
-        // here and handed over whole.
-        let pty = match unsafe { pty_process::Pty::from_fd(master) } {
-            Ok(pty) => pty,
+        let (input, output, writer) = match PtyInput::split(master) {
+            Ok(split) => split,
             Err(e) => {
                 // A child nobody reads would run unsupervised: end it, and reap it. The kill
                 // fails only if it is gone already.
@@ -151,16 +149,15 @@ impl LocalPtyHarness {
                     // Reaping is all that is left to do; its answer has no one to go to.
                     let _ = child.wait().await;
                 });
-                return Err(e.into());
+                return Err(ProviderError::Pty(pty_process::Error::Io(e)));
             }
         };
-        let (read, input, writer) = PtyInput::split(pty);
         actix_rt::spawn(writer);
         let harness = LocalPtyHarness {
             pid: Some(pid),
             events,
             input: input.clone(),
-            reader: Some(read),
+            reader: Some(output),
             child: Some(child),
             status: None,
             output_done: false,

@@ -20,6 +20,7 @@ pub mod local_launch;
 pub mod local_pty;
 pub mod provider_error;
 pub mod pty_input;
+pub mod pty_output;
 pub mod pty_reader;
 pub mod pty_spawn;
 pub mod refusal;

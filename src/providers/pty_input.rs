@@ -8,18 +8,24 @@
 //! one writer task on the harness's thread drains the queue as the PTY becomes writable. Every
 //! write goes behind the queue when one exists, so bytes keep the order they were handed in.
 //! The queue is bounded by [`INPUT_BACKLOG_BYTES`]: past it, a write is refused, not buffered.
+//!
+//! Writes go through a descriptor of their own, a duplicate of the master's. The writer task
+//! registers it with the runtime, for writability only, just while a backlog waits, so the
+//! PTY's write-readiness wakes nobody the rest of the time ([`super::pty_output`] says why
+//! that matters).
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::pin::Pin;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use rustix::io::Errno;
-use tokio::io::AsyncWrite;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::sync::Notify;
 
+use super::pty_output::PtyOutput;
 use super::{ProviderError, INPUT_BACKLOG_BYTES};
 use atc_protocol::TermSize;
 
@@ -42,11 +48,21 @@ struct State {
     queued_bytes: usize,
 }
 
-/// The write half, and its descriptor for writes made off the harness's thread. The half
-/// keeps the descriptor open, so the number is valid for as long as this is held.
+/// The input's descriptor, and its registration for writability while a backlog waits.
 struct Pty {
-    half: pty_process::OwnedWritePty,
-    fd: RawFd,
+    /// Declared before `fd`, so it is dropped first: a registration must be removed while its
+    /// descriptor is still open, or the removal could hit whatever reuses the number.
+    writable: Option<AsyncFd<SameFd>>,
+    fd: OwnedFd,
+}
+
+/// `fd`'s number, for a registration that does not own it.
+struct SameFd(RawFd);
+
+impl AsRawFd for SameFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
 }
 
 /// What a write that does not wait got done.
@@ -62,11 +78,9 @@ enum Attempt {
 impl Pty {
     /// Writes as much of `bytes` as the PTY takes now, without waiting.
     fn write_now(&self, bytes: &[u8]) -> Attempt {
-        // SAFETY: `self.half` owns (a share of) the descriptor and outlives this borrow.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
         let mut done = 0;
         while done < bytes.len() {
-            match rustix::io::write(fd, &bytes[done..]) {
+            match rustix::io::write(&self.fd, &bytes[done..]) {
                 Ok(n) => done += n,
                 Err(Errno::INTR) => {}
                 Err(Errno::AGAIN) => return Attempt::Partly(done),
@@ -75,24 +89,46 @@ impl Pty {
         }
         Attempt::Done
     }
+
+    /// After a write the PTY did not take whole: whether it has room again (`true`: try once
+    /// more) or this task is registered to hear when it has (`false`).
+    fn poll_writable(&mut self, cx: &mut Context<'_>) -> std::io::Result<bool> {
+        let writable = match &mut self.writable {
+            Some(writable) => writable,
+            empty => {
+                let fd = SameFd(self.fd.as_raw_fd());
+                // SAFETY: the registration needs the fd open and the same for its life. It
+                // lives in `self.writable`, which is dropped before `self.fd` (field order)
+                // and replaced only by dropping it.
+                let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE) };
+                empty.insert(registered.map_err(|e| e.into_parts().1)?)
+            }
+        };
+        match writable.poll_write_ready(cx) {
+            // The write just failed for want of room, so this readiness is stale unless an
+            // edge came after it was reported; clearing it drops only the stale one (tokio
+            // clears by tick), so the second poll is ready only if room came since.
+            Poll::Ready(Ok(mut guard)) => {
+                guard.clear_ready();
+                Ok(writable.poll_write_ready(cx).is_ready())
+            }
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Ok(false),
+        }
+    }
 }
 
 impl PtyInput {
-    /// Splits `pty`: its read half, its input, and the task that drains the input's queue.
-    /// Spawn the task on the thread whose runtime the PTY joined.
+    /// Splits a PTY's non-blocking `master`: its input, its output, and the task that drains
+    /// the input's queue. Call it, and spawn the task, on the thread that reads the output.
     pub fn split(
-        pty: pty_process::Pty,
-    ) -> (
-        pty_process::OwnedReadPty,
-        PtyInput,
-        impl std::future::Future<Output = ()>,
-    ) {
-        // Taken before the split, from the PTY the write half keeps open.
-        let fd = pty.as_fd().as_raw_fd();
-        let (read, half) = pty.into_split();
+        master: OwnedFd,
+    ) -> std::io::Result<(PtyInput, PtyOutput, impl std::future::Future<Output = ()>)> {
+        let fd = master.try_clone()?;
+        let output = PtyOutput::new(master)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                pty: Some(Pty { half, fd }),
+                pty: Some(Pty { writable: None, fd }),
                 queue: VecDeque::new(),
                 queued_bytes: 0,
             }),
@@ -101,7 +137,7 @@ impl PtyInput {
         let input = PtyInput {
             shared: shared.clone(),
         };
-        (read, input, drain(shared))
+        Ok((input, output, drain(shared)))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -146,10 +182,14 @@ impl PtyInput {
     /// reading must still be able to learn its size.
     pub fn resize(&self, size: TermSize) {
         if let Some(pty) = &self.state().pty {
+            let size = rustix::termios::Winsize {
+                ws_row: size.rows,
+                ws_col: size.cols,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            };
             // A failed resize means the PTY is gone; the exit notice is on its way.
-            let _ = pty
-                .half
-                .resize(pty_process::Size::new(size.rows, size.cols));
+            let _ = rustix::termios::tcsetwinsize(pty.fd.as_fd(), size);
         }
     }
 
@@ -208,23 +248,31 @@ fn poll_drain(shared: &Shared, cx: &mut Context<'_>) -> Poll<bool> {
             return Poll::Ready(false);
         };
         let Some(front) = queue.front_mut() else {
+            // Drained: stop hearing about write room until the next backlog.
+            open.writable = None;
             return Poll::Ready(true);
         };
-        // Through the async half, so a full PTY registers this task for its writability.
-        match Pin::new(&mut open.half).poll_write(cx, front) {
-            Poll::Ready(Ok(n)) => {
+        match open.write_now(front) {
+            Attempt::Done => {
+                *queued_bytes -= front.len();
+                queue.pop_front();
+            }
+            Attempt::Partly(n) => {
                 *queued_bytes -= n;
-                if n == front.len() {
-                    queue.pop_front();
-                } else {
-                    let _ = front.split_to(n);
+                let _ = front.split_to(n);
+                match open.poll_writable(cx) {
+                    Ok(true) => {}
+                    Ok(false) => return Poll::Pending,
+                    Err(_) => {
+                        state.break_off();
+                        return Poll::Ready(false);
+                    }
                 }
             }
-            Poll::Ready(Err(_)) => {
+            Attempt::Broken => {
                 state.break_off();
                 return Poll::Ready(false);
             }
-            Poll::Pending => return Poll::Pending,
         }
     }
 }
@@ -234,23 +282,18 @@ mod tests {
     use super::*;
 
     /// A PTY pair in raw mode, whose slave side nobody reads until the test does.
-    fn pty_pair() -> (PtyInput, std::fs::File, pty_process::OwnedReadPty) {
-        let (pty, pts) = pty_process::open().expect("open a pty");
-        let slave = pts.as_fd().try_clone_to_owned().expect("dup the slave");
-        let mut termios = rustix::termios::tcgetattr(&slave).expect("tcgetattr");
-        termios.make_raw();
-        rustix::termios::tcsetattr(&slave, rustix::termios::OptionalActions::Now, &termios)
-            .expect("raw mode");
-        let (read, input, writer) = PtyInput::split(pty);
+    fn pty_pair() -> (PtyInput, std::fs::File, PtyOutput) {
+        let (master, slave) = super::super::pty_output::tests::raw_pty_pair();
+        let (input, output, writer) = PtyInput::split(master).expect("split");
         actix_rt::spawn(writer);
-        (input, std::fs::File::from(slave), read)
+        (input, slave, output)
     }
 
-    /// Reads `want` bytes from the slave side, off the runtime's thread.
-    async fn read_slave(mut slave: std::fs::File, want: usize) -> Vec<u8> {
+    /// Reads `want` bytes from the slave side, off the runtime's thread; hands the slave back.
+    async fn read_slave(mut slave: std::fs::File, want: usize) -> (std::fs::File, Vec<u8>) {
         let read = tokio::task::spawn_blocking(move || {
             let mut got = vec![0; want];
-            std::io::Read::read_exact(&mut slave, &mut got).map(|()| got)
+            std::io::Read::read_exact(&mut slave, &mut got).map(|()| (slave, got))
         });
         tokio::time::timeout(std::time::Duration::from_secs(10), read)
             .await
@@ -279,12 +322,25 @@ mod tests {
         for i in 64..128 {
             input.write(Bytes::from(chunk(i))).expect("queued");
         }
-        let rest = read_slave(slave, 128 * 4096 - head.len()).await;
+        let (slave, rest) = read_slave(slave, 128 * 4096 - head.len()).await;
         let want: Vec<u8> = (0..128).flat_map(chunk).collect();
         assert_eq!(
             [head, rest].concat(),
             want,
             "bytes arrive whole and in order"
+        );
+        // The writer let go of its registration once drained; a second backlog must make a
+        // new one and still be written.
+        assert_eq!(input.queued_bytes(), 0);
+        for i in 128..192 {
+            input.write(Bytes::from(chunk(i))).expect("queued");
+        }
+        assert!(input.queued_bytes() > 0, "a second backlog");
+        let (_slave, again) = read_slave(slave, 64 * 4096).await;
+        let want: Vec<u8> = (128..192).flat_map(chunk).collect();
+        assert!(
+            again == want,
+            "the second backlog arrives whole and in order"
         );
     }
 

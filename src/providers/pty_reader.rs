@@ -11,7 +11,8 @@
 //! MiB): one client went from 0.46–0.48× the floor to 0.71–0.82×, for about the same CPU.
 //! Chunks are then small, and the session gathers them before the screen model sees them
 //! (`session/screen_link.rs`).
-//! A `read` that would block also leaves the last one's `EAGAIN` off an echo's way back.
+//! The reader ([`PtyOutput`](super::pty_output::PtyOutput)) drops readiness after a small
+//! read, so an echo's trip has no `read` that finds nothing.
 //!
 //! Reads land in one scratch buffer per thread and each chunk is copied out at its exact size:
 //! an idle session then holds no read buffer at all, and the output ring keeps only the bytes
