@@ -340,6 +340,27 @@ async fn typing_into_a_child_that_does_not_read_is_too_slow_and_the_socket_stays
 }
 
 #[actix_rt::test]
+async fn a_paste_larger_than_the_pty_takes_arrives_whole_as_the_child_reads_it() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("sh").await);
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    // Raw, so no line limit or echo; the markers are split so the command line never matches.
+    ws.send_binary(
+        b"stty raw -echo; printf 'RE''ADY\\n'; printf 'GO''T %s\\n' \"$(head -c 300000 | wc -c)\"\r",
+    )
+    .await;
+    ws.read_until(b"READY").await;
+    // Far more than the PTY takes at once: most of it waits in the input queue, and goes
+    // in as the PTY signals room.
+    let frame = vec![b'x'; 50_000];
+    for _ in 0..6 {
+        ws.send_binary(&frame).await;
+    }
+    ws.read_until(b"GOT 300000").await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn bad_control_frames_get_an_error_frame_and_the_socket_stays() {
     let d = TestDaemon::start().await;
     let id = id_of(&d.spawn("cat").await);

@@ -9,13 +9,13 @@
 //! write goes behind the queue when one exists, so bytes keep the order they were handed in.
 //! The queue is bounded by [`INPUT_BACKLOG_BYTES`]: past it, a write is refused, not buffered.
 //!
-//! Writes go through a descriptor of their own, a duplicate of the master's. The writer task
-//! registers it with the runtime, for writability only, just while a backlog waits, so the
-//! PTY's write-readiness wakes nobody the rest of the time ([`super::pty_output`] says why
-//! that matters).
+//! The runtime hears of the PTY's write room only while a backlog waits: the writer task then
+//! registers a duplicate of the master for writability, and closes it once the queue drains.
+//! The rest of the time that readiness wakes nobody ([`super::pty_output`] says why that
+//! matters).
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -48,21 +48,14 @@ struct State {
     queued_bytes: usize,
 }
 
-/// The input's descriptor, and its registration for writability while a backlog waits.
+/// The input's descriptor, shared with the output, and its registration for writability while
+/// a backlog waits.
 struct Pty {
-    /// Declared before `fd`, so it is dropped first: a registration must be removed while its
-    /// descriptor is still open, or the removal could hit whatever reuses the number.
-    writable: Option<AsyncFd<SameFd>>,
-    fd: OwnedFd,
-}
-
-/// `fd`'s number, for a registration that does not own it.
-struct SameFd(RawFd);
-
-impl AsRawFd for SameFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
+    fd: Arc<OwnedFd>,
+    /// A duplicate of `fd`, registered for write room: epoll keeps one registration per
+    /// descriptor, and the output's is for reading only. Made at a backlog and closed once
+    /// it drains, so an idle session holds no extra descriptor.
+    writable: Option<AsyncFd<OwnedFd>>,
 }
 
 /// What a write that does not wait got done.
@@ -96,11 +89,11 @@ impl Pty {
         let writable = match &mut self.writable {
             Some(writable) => writable,
             empty => {
-                let fd = SameFd(self.fd.as_raw_fd());
-                // SAFETY: the registration needs the fd open and the same for its life. It
-                // lives in `self.writable`, which is dropped before `self.fd` (field order)
-                // and replaced only by dropping it.
-                let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE) };
+                let dup = self.fd.try_clone()?;
+                // SAFETY: the registration needs the fd open and the same for its life; it
+                // owns the duplicate, which nothing else can close.
+                let registered =
+                    unsafe { AsyncFd::register_with_interest(dup, Interest::WRITABLE) };
                 empty.insert(registered.map_err(|e| e.into_parts().1)?)
             }
         };
@@ -124,11 +117,11 @@ impl PtyInput {
     pub fn split(
         master: OwnedFd,
     ) -> std::io::Result<(PtyInput, PtyOutput, impl std::future::Future<Output = ()>)> {
-        let fd = master.try_clone()?;
-        let output = PtyOutput::new(master)?;
+        let fd = Arc::new(master);
+        let output = PtyOutput::new(fd.clone())?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                pty: Some(Pty { writable: None, fd }),
+                pty: Some(Pty { fd, writable: None }),
                 queue: VecDeque::new(),
                 queued_bytes: 0,
             }),

@@ -6,7 +6,7 @@
 //! or twice on every keystroke's round trip (`strace` of `atc-bench --phases echo` showed
 //! `write`, then one or two `epoll_wait`s returning only `EPOLLOUT`, then the echo). Here the
 //! master is registered for `EPOLLIN` alone; [`PtyInput`](super::pty_input::PtyInput) writes
-//! through a descriptor of its own and registers that for writability only while input is
+//! through the same descriptor and registers a duplicate for writability only while input is
 //! backlogged.
 //!
 //! A small read (under [`SMALL_READ`]) emptied the line discipline, and the child is printing
@@ -23,6 +23,7 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::unix::AsyncFd;
@@ -34,14 +35,15 @@ const SMALL_READ: usize = 1024;
 
 /// A PTY master's output. Must be made on the thread, and inside the runtime, that reads it.
 pub struct PtyOutput {
-    fd: AsyncFd<OwnedFd>,
+    fd: AsyncFd<Arc<OwnedFd>>,
 }
 
 impl PtyOutput {
-    /// Registers `master` (non-blocking) with this thread's runtime, for reading only.
-    pub fn new(master: OwnedFd) -> io::Result<PtyOutput> {
+    /// Registers `master` (non-blocking) with this thread's runtime, for reading only. The
+    /// input writes through another share of it.
+    pub fn new(master: Arc<OwnedFd>) -> io::Result<PtyOutput> {
         // SAFETY: the registration needs the fd open and the same for the AsyncFd's life; it
-        // owns the OwnedFd, which nothing else can close.
+        // holds a share of the OwnedFd, which closes only when the last share goes.
         let fd = unsafe { AsyncFd::register_with_interest(master, Interest::READABLE) }
             .map_err(|e| e.into_parts().1)?;
         Ok(PtyOutput { fd })
@@ -107,7 +109,7 @@ pub(super) mod tests {
     #[actix_rt::test]
     async fn output_written_after_a_short_read_still_wakes_the_reader() {
         let (master, mut slave) = raw_pty_pair();
-        let mut out = PtyOutput::new(master).expect("register");
+        let mut out = PtyOutput::new(Arc::new(master)).expect("register");
         // Each write lands after the read before it came back short and dropped readiness:
         // a lost edge would leave the next read waiting until the timeout.
         for i in 0..50u8 {
@@ -124,7 +126,7 @@ pub(super) mod tests {
     #[actix_rt::test]
     async fn bulk_output_arrives_whole_and_the_end_is_an_error_or_eof() {
         let (master, mut slave) = raw_pty_pair();
-        let mut out = PtyOutput::new(master).expect("register");
+        let mut out = PtyOutput::new(Arc::new(master)).expect("register");
         let want: Vec<u8> = (0..256 * 1024).map(|i| (i % 251) as u8).collect();
         let writer = {
             let want = want.clone();
