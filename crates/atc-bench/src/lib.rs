@@ -32,6 +32,7 @@ mod payload;
 mod phase;
 mod progress;
 mod report;
+mod rounds;
 pub mod rss;
 mod scale;
 mod slow_client;
@@ -166,6 +167,11 @@ pub struct BenchArgs {
     /// when named).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
     pub phases: Vec<Phase>,
+    /// Rounds of the echo, throughput, fan-out and slow-client phases. Each round runs the
+    /// daemon's phase and then the floor's; the report shows each phase's median round and
+    /// every round's key figure. One pass on a busy machine swings more than most changes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub rounds: u32,
     /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub phase_timeout_secs: u64,
@@ -215,6 +221,8 @@ struct Plan {
     slow_rate_mib: f64,
     /// Growing steps of the scale phase.
     scale_steps: Vec<u32>,
+    /// Rounds of the phases compared with the floor (and the slow client).
+    rounds: u32,
     phase_limit: Duration,
     floor: FloorUse,
 }
@@ -254,6 +262,7 @@ impl Plan {
             fanout_clients: args.fanout_clients,
             slow_rate_mib: args.slow_rate_mib,
             scale_steps,
+            rounds: args.rounds,
             phase_limit: Duration::from_secs(args.phase_timeout_secs),
             floor: args.floor_use(),
         })
@@ -480,55 +489,7 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         });
         report.spawn = Some(r.await);
     }
-    // Each floor phase runs right after the daemon's, so both see the machine in the same state.
-    if cx.plan.on_daemon(Phase::Echo) && !report.interrupted() {
-        let r = cx.server_phase("echo", "echo", |cx, ledger, d| {
-            echo::run(cx, ledger, d).boxed_local()
-        });
-        report.echo = Some(r.await);
-    }
-    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Echo) && !report.interrupted()) {
-        let r = fx.server_phase("floor echo", "echo", |cx, ledger, d| {
-            echo::run(cx, ledger, d).boxed_local()
-        });
-        report.floor_echo = Some(r.await);
-    }
-    if cx.plan.on_daemon(Phase::Throughput) && !report.interrupted() {
-        let r = cx.server_phase("throughput", "throughput", |cx, ledger, d| {
-            throughput::run(cx, ledger, d).boxed_local()
-        });
-        report.throughput = Some(r.await);
-    }
-    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !report.interrupted()) {
-        let r = fx.server_phase("floor throughput", "throughput", |cx, ledger, d| {
-            throughput::run(cx, ledger, d).boxed_local()
-        });
-        report.floor_throughput = Some(r.await);
-    }
-    if cx.plan.on_daemon(Phase::Fanout) && !report.interrupted() {
-        let r = cx.server_phase("fan-out", "fanout", |cx, ledger, d| {
-            fanout::run(cx, ledger, d).boxed_local()
-        });
-        report.fanout = Some(r.await);
-    }
-    if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !report.interrupted()) {
-        let r = fx.server_phase("floor fan-out", "fanout", |cx, ledger, d| {
-            fanout::run(cx, ledger, d).boxed_local()
-        });
-        report.floor_fanout = Some(r.await);
-    }
-    if cx.plan.on_daemon(Phase::Slow) && !report.interrupted() {
-        let solo = report
-            .throughput
-            .as_ref()
-            .and_then(PhaseReport::figures)
-            .filter(|f| f.client.is_complete())
-            .map(|f| f.client.mib_per_sec);
-        let r = cx.server_phase("slow client", "slow", move |cx, ledger, d| {
-            slow_client::run(cx, ledger, d, solo).boxed_local()
-        });
-        report.slow_client = Some(r.await);
-    }
+    run_rounds(&cx, fx, &mut report).await;
     if cx.plan.on_daemon(Phase::Scale) && !report.interrupted() {
         let steps = cx.plan.scale_steps.clone();
         // Each step gets the phase limit, and cleanup the usual limit per thousand sessions.
@@ -566,6 +527,128 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
     }
     cx.progress.finish();
     Ok(report)
+}
+
+/// The phases compared with the floor, and the slow client, `--rounds` times; the report gets
+/// each phase's standing round ([`rounds::pick`]) and, past one round, every round's key figure.
+async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
+    let mut echo = Vec::new();
+    let mut floor_echo = Vec::new();
+    let mut throughput = Vec::new();
+    let mut floor_throughput = Vec::new();
+    let mut fanout = Vec::new();
+    let mut floor_fanout = Vec::new();
+    let mut slow = Vec::new();
+    let mut interrupted = report.interrupted();
+    // Each floor phase runs right after the daemon's, so both see the machine in the same state.
+    for _ in 0..cx.plan.rounds {
+        if cx.plan.on_daemon(Phase::Echo) && !interrupted {
+            let r = cx
+                .server_phase("echo", "echo", |cx, ledger, d| {
+                    echo::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            echo.push(r);
+        }
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Echo) && !interrupted) {
+            let r = fx
+                .server_phase("floor echo", "echo", |cx, ledger, d| {
+                    echo::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            floor_echo.push(r);
+        }
+        if cx.plan.on_daemon(Phase::Throughput) && !interrupted {
+            let r = cx
+                .server_phase("throughput", "throughput", |cx, ledger, d| {
+                    throughput::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            throughput.push(r);
+        }
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !interrupted) {
+            let r = fx
+                .server_phase("floor throughput", "throughput", |cx, ledger, d| {
+                    throughput::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            floor_throughput.push(r);
+        }
+        if cx.plan.on_daemon(Phase::Fanout) && !interrupted {
+            let r = cx
+                .server_phase("fan-out", "fanout", |cx, ledger, d| {
+                    fanout::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            fanout.push(r);
+        }
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !interrupted) {
+            let r = fx
+                .server_phase("floor fan-out", "fanout", |cx, ledger, d| {
+                    fanout::run(cx, ledger, d).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            floor_fanout.push(r);
+        }
+        if cx.plan.on_daemon(Phase::Slow) && !interrupted {
+            // Judged against this round's solo rate: the machine's state moves between rounds.
+            let solo = throughput
+                .last()
+                .and_then(PhaseReport::figures)
+                .filter(|f: &&throughput::ThroughputFigures| f.client.is_complete())
+                .map(|f| f.client.mib_per_sec);
+            let r = cx
+                .server_phase("slow client", "slow", move |cx, ledger, d| {
+                    slow_client::run(cx, ledger, d, solo).boxed_local()
+                })
+                .await;
+            interrupted |= r.was_interrupted();
+            slow.push(r);
+        }
+    }
+    let mut keys = rounds::RoundKeys {
+        rounds: cx.plan.rounds,
+        ..Default::default()
+    };
+    fn stand<T>(
+        rounds: Vec<PhaseReport<T>>,
+        key: impl Fn(&T) -> Option<f64>,
+        keys: &mut Vec<f64>,
+    ) -> Option<PhaseReport<T>> {
+        let picked = rounds::pick(rounds, key)?;
+        *keys = picked.keys;
+        Some(picked.report)
+    }
+    report.echo = stand(echo, rounds::echo_key, &mut keys.echo_p50_us);
+    report.floor_echo = stand(floor_echo, rounds::echo_key, &mut keys.floor_echo_p50_us);
+    report.throughput = stand(
+        throughput,
+        rounds::throughput_key,
+        &mut keys.throughput_mib_per_sec,
+    );
+    report.floor_throughput = stand(
+        floor_throughput,
+        rounds::throughput_key,
+        &mut keys.floor_throughput_mib_per_sec,
+    );
+    report.fanout = stand(
+        fanout,
+        rounds::fanout_key,
+        &mut keys.fanout_slowest_mib_per_sec,
+    );
+    report.floor_fanout = stand(
+        floor_fanout,
+        rounds::fanout_key,
+        &mut keys.floor_fanout_slowest_mib_per_sec,
+    );
+    report.slow_client = stand(slow, rounds::slow_key, &mut keys.slow_fast_mib_per_sec);
+    report.rounds = (cx.plan.rounds > 1).then_some(keys);
 }
 
 /// Writes the report to stdout: JSON with `json`, else the table.
@@ -612,6 +695,7 @@ mod tests {
         assert!(a.needs_daemon());
         let plan = Plan::from_args(&a).expect("defaults are valid");
         assert_eq!(plan.payload.bytes, 268_435_456);
+        assert_eq!(plan.rounds, 1, "one pass unless asked");
     }
 
     #[test]
@@ -659,6 +743,8 @@ mod tests {
     fn bad_values_are_refused() {
         assert!(parse(&["--sessions", "0"]).is_err());
         assert!(parse(&["--phases", "nope"]).is_err());
+        assert!(parse(&["--rounds", "0"]).is_err());
+        assert_eq!(parse(&["--rounds", "5"]).expect("parses").rounds, 5);
         let a = parse(&["--slow-rate-mib", "0"]).expect("parses");
         assert!(Plan::from_args(&a).is_err());
         let a = parse(&["--cwd", "tmp"]).expect("parses");

@@ -17,6 +17,7 @@ use super::bare_pty::{BareEchoFigures, BareReadFigures, BareSpawnFigures};
 use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
 use super::phase::{Outcome, PhaseReport};
+use super::rounds::RoundKeys;
 use super::scale::ScaleFigures;
 use super::slow_client::SlowClientFigures;
 use super::spawn::SpawnFigures;
@@ -100,6 +101,10 @@ pub struct Report {
     /// Fan-out phase against the floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_fanout: Option<PhaseReport<FanoutFigures>>,
+    /// With `--rounds` over 1: every round's key figure; the phases above are the standing
+    /// rounds (`rounds.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundKeys>,
 }
 
 /// atc's figures over the floor's from the same run, where both phases finished: above 1 means
@@ -167,6 +172,7 @@ impl Report {
             floor_echo: None,
             floor_throughput: None,
             floor_fanout: None,
+            rounds: None,
         }
     }
 
@@ -296,6 +302,7 @@ mod tests {
             floor_echo: None,
             floor_throughput: None,
             floor_fanout: None,
+            rounds: None,
         }
     }
 
@@ -572,6 +579,38 @@ mod tests {
         assert_eq!(v["vsFloor"]["throughputCpu"], 4.5);
         assert_eq!(v["vsFloor"]["echoP99"], 1.5);
         assert!(v["vsFloor"].get("fanoutSlowest").is_none());
+    }
+
+    #[test]
+    fn every_rounds_key_figure_is_listed_under_its_phase() {
+        let mut r = empty();
+        r.settings.floor = FloorUse::Beside;
+        r.throughput = ok(throughput(30.0, 9_000.0));
+        r.floor_throughput = ok(throughput(60.0, 2_000.0));
+        r.rounds = Some(RoundKeys {
+            rounds: 3,
+            throughput_mib_per_sec: vec![31.5, 30.0, 28.25],
+            floor_throughput_mib_per_sec: vec![60.0, 70.0, 50.0],
+            ..Default::default()
+        });
+        let table = r.to_table();
+        let each = table
+            .lines()
+            .find(|l| l.contains("MiB/s, each round"))
+            .unwrap_or_else(|| panic!("no rounds row in\n{table}"));
+        assert!(
+            each.contains("31.5, 30.0, 28.2") && each.contains("60.0, 70.0, 50.0"),
+            "{each}"
+        );
+        // Phases that did not run get no rounds row.
+        assert!(!table.contains("p50, each round"), "{table}");
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+        assert_eq!(v["rounds"]["rounds"], 3);
+        assert_eq!(v["rounds"]["floorThroughputMibPerSec"][1], 70.0);
+
+        r.rounds = None;
+        assert!(!r.to_table().contains("each round"));
     }
 
     #[test]

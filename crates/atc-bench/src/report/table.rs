@@ -3,8 +3,8 @@
 //! the scale phase gets a table of its own.
 
 use super::units::{
-    bytes, client_rate, cpu, kib, kib_f, latency2, latency3, lost, micros, millis, rss_change,
-    times,
+    bytes, client_rate, cpu, kib, kib_f, latency2, latency3, lost, micros, millis, one_decimal,
+    rss_change, times,
 };
 use super::Report;
 use crate::delivery::Ending;
@@ -172,6 +172,15 @@ impl Report {
             },
             cell(b, |f| latency3(f.latency.as_ref())),
         );
+        if let Some(k) = &self.rounds {
+            self.round_row(
+                t,
+                "p50, each round",
+                &k.echo_p50_us,
+                &k.floor_echo_p50_us,
+                micros,
+            );
+        }
         for (name, r) in [("echo", d), ("floor echo", fl)] {
             if let Some(f) = r
                 .and_then(PhaseReport::figures)
@@ -197,6 +206,10 @@ impl Report {
             times(vs.throughput),
             self.ceiling(),
         );
+        if let Some(k) = &self.rounds {
+            let (d, fl) = (&k.throughput_mib_per_sec, &k.floor_throughput_mib_per_sec);
+            self.round_row(t, "MiB/s, each round", d, fl, one_decimal);
+        }
         if d.is_some() || fl.is_some() {
             t.row_vs_floor(
                 "bytes lost",
@@ -221,6 +234,25 @@ impl Report {
             );
         }
         note_outcome(notes, "throughput", d);
+    }
+
+    /// The key figure of every round (`--rounds`), in run order; the row above is the median
+    /// round's. Rounds that went wrong have no figure: the row above is then theirs.
+    fn round_row(
+        &self,
+        t: &mut Table,
+        figure: &str,
+        daemon: &[f64],
+        floor: &[f64],
+        show: fn(f64) -> String,
+    ) {
+        let list = |keys: &[f64]| keys.iter().map(|k| show(*k)).collect::<Vec<_>>().join(", ");
+        let floor = if self.settings.floor == FloorUse::Off {
+            String::new()
+        } else {
+            list(floor)
+        };
+        t.row_vs_floor(figure, list(daemon), floor, String::new(), String::new());
     }
 
     /// A floor phase's figure: like [`cell`], but empty when the floor was off, so the column
@@ -260,6 +292,13 @@ impl Report {
             times(vs.fanout_slowest),
             self.ceiling(),
         );
+        if let Some(k) = &self.rounds {
+            let (d, fl) = (
+                &k.fanout_slowest_mib_per_sec,
+                &k.floor_fanout_slowest_mib_per_sec,
+            );
+            self.round_row(t, "slowest MiB/s, each round", d, fl, one_decimal);
+        }
         let losses = |f: &FanoutFigures| {
             let mut s = bytes(f.bytes_lost);
             if f.complete_clients < f.clients.len() {
@@ -308,6 +347,10 @@ impl Report {
             }),
             self.ceiling(),
         );
+        if let Some(k) = &self.rounds {
+            let fast = &k.slow_fast_mib_per_sec;
+            self.round_row(t, "fast MiB/s, each round", fast, &[], one_decimal);
+        }
         t.row(
             "slow client",
             cell(d, |f| {

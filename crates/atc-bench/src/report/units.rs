@@ -14,6 +14,11 @@ pub(super) fn client_rate(c: &ClientFigures) -> String {
     }
 }
 
+/// A rate or size already named by its row, to one decimal.
+pub(super) fn one_decimal(v: f64) -> String {
+    format!("{v:.1}")
+}
+
 /// A ratio atc / floor as a cell, empty when there is none.
 pub(super) fn times(r: Option<f64>) -> String {
     r.map_or_else(String::new, |r| format!("×{r:.2}"))
