@@ -542,74 +542,89 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
     let mut interrupted = report.interrupted();
     // Each floor phase runs right after the daemon's, so both see the machine in the same state.
     for _ in 0..cx.plan.rounds {
-        if cx.plan.on_daemon(Phase::Echo) && !interrupted {
-            let r = cx
-                .server_phase("echo", "echo", |cx, ledger, d| {
-                    echo::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            echo.push(r);
+        let stop = &mut interrupted;
+        if cx.plan.on_daemon(Phase::Echo) && !*stop {
+            one_round(
+                cx,
+                "echo",
+                "echo",
+                |cx, ledger, d| echo::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut echo,
+            )
+            .await;
         }
-        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Echo) && !interrupted) {
-            let r = fx
-                .server_phase("floor echo", "echo", |cx, ledger, d| {
-                    echo::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            floor_echo.push(r);
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Echo) && !*stop) {
+            one_round(
+                fx,
+                "floor echo",
+                "echo",
+                |cx, ledger, d| echo::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut floor_echo,
+            )
+            .await;
         }
-        if cx.plan.on_daemon(Phase::Throughput) && !interrupted {
-            let r = cx
-                .server_phase("throughput", "throughput", |cx, ledger, d| {
-                    throughput::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            throughput.push(r);
+        if cx.plan.on_daemon(Phase::Throughput) && !*stop {
+            one_round(
+                cx,
+                "throughput",
+                "throughput",
+                |cx, ledger, d| throughput::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut throughput,
+            )
+            .await;
         }
-        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !interrupted) {
-            let r = fx
-                .server_phase("floor throughput", "throughput", |cx, ledger, d| {
-                    throughput::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            floor_throughput.push(r);
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !*stop) {
+            one_round(
+                fx,
+                "floor throughput",
+                "throughput",
+                |cx, ledger, d| throughput::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut floor_throughput,
+            )
+            .await;
         }
-        if cx.plan.on_daemon(Phase::Fanout) && !interrupted {
-            let r = cx
-                .server_phase("fan-out", "fanout", |cx, ledger, d| {
-                    fanout::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            fanout.push(r);
+        if cx.plan.on_daemon(Phase::Fanout) && !*stop {
+            one_round(
+                cx,
+                "fan-out",
+                "fanout",
+                |cx, ledger, d| fanout::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut fanout,
+            )
+            .await;
         }
-        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !interrupted) {
-            let r = fx
-                .server_phase("floor fan-out", "fanout", |cx, ledger, d| {
-                    fanout::run(cx, ledger, d).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            floor_fanout.push(r);
+        if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !*stop) {
+            one_round(
+                fx,
+                "floor fan-out",
+                "fanout",
+                |cx, ledger, d| fanout::run(cx, ledger, d).boxed_local(),
+                stop,
+                &mut floor_fanout,
+            )
+            .await;
         }
-        if cx.plan.on_daemon(Phase::Slow) && !interrupted {
+        if cx.plan.on_daemon(Phase::Slow) && !*stop {
             // Judged against this round's solo rate: the machine's state moves between rounds.
             let solo = throughput
                 .last()
                 .and_then(PhaseReport::figures)
                 .filter(|f: &&throughput::ThroughputFigures| f.client.is_complete())
                 .map(|f| f.client.mib_per_sec);
-            let r = cx
-                .server_phase("slow client", "slow", move |cx, ledger, d| {
-                    slow_client::run(cx, ledger, d, solo).boxed_local()
-                })
-                .await;
-            interrupted |= r.was_interrupted();
-            slow.push(r);
+            one_round(
+                cx,
+                "slow client",
+                "slow",
+                move |cx, ledger, d| slow_client::run(cx, ledger, d, solo).boxed_local(),
+                stop,
+                &mut slow,
+            )
+            .await;
         }
     }
     let mut keys = rounds::RoundKeys {
@@ -649,6 +664,27 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
     );
     report.slow_client = stand(slow, rounds::slow_key, &mut keys.slow_fast_mib_per_sec);
     report.rounds = (cx.plan.rounds > 1).then_some(keys);
+}
+
+/// One round of one phase on `cx`'s server, added to `into`; sets `stop` if it was interrupted.
+async fn one_round<T, F>(
+    cx: &Context,
+    label: &str,
+    key: &str,
+    body: F,
+    stop: &mut bool,
+    into: &mut Vec<PhaseReport<T>>,
+) where
+    T: Figures,
+    F: for<'a> FnOnce(
+        &'a Context,
+        &'a SessionLedger,
+        Deadline,
+    ) -> LocalBoxFuture<'a, anyhow::Result<T>>,
+{
+    let r = cx.server_phase(label, key, body).await;
+    *stop |= r.was_interrupted();
+    into.push(r);
 }
 
 /// Writes the report to stdout: JSON with `json`, else the table.
