@@ -406,17 +406,21 @@ mod tests {
             });
         }
         r.spawn = spawn;
+        let bare_batch = |spawns_per_sec: f64, p50_us: f64, p99_us: f64| SpawnBatch {
+            requested: 1000,
+            timed_out: false,
+            spawned: 1000,
+            failed: 0,
+            first_error: None,
+            elapsed_ms: 1000.0 * 1000.0 / spawns_per_sec,
+            spawns_per_sec,
+            latency: Some(latency(p50_us, p99_us)),
+        };
         r.bare_spawn = ok(BareSpawnFigures {
-            batch: SpawnBatch {
-                requested: 1000,
-                timed_out: false,
-                spawned: 1000,
-                failed: 0,
-                first_error: None,
-                elapsed_ms: 500.0,
-                spawns_per_sec: 2000.0,
-                latency: Some(latency(400.0, 1200.0)),
-            },
+            batch: bare_batch(2000.0, 400.0, 1200.0),
+            running_at_end: 1000,
+            cleanup_ms: Some(115.0),
+            killed_at_once: Some(bare_batch(3500.0, 250.0, 700.0)),
         });
         r.bare_echo = ok(BareEchoFigures {
             round_trips: 2000,
@@ -440,7 +444,12 @@ mod tests {
         assert!(line("latency p50 / p99").ends_with("400 µs / 1.20 ms"));
         assert!(line("RSS before → after").contains("10.0 MiB → 80.0 MiB"));
         assert!(line("per session").contains("71.7 KiB"));
-        assert!(line("cleanup").contains("1000 / 1000 in 2.10 s, RSS then 20.0 MiB"));
+        let cleanup = line("cleanup");
+        assert!(cleanup.contains("1000 / 1000 in 2.10 s, RSS then 20.0 MiB"));
+        assert!(cleanup.ends_with("in 115.00 ms"), "{cleanup}");
+        // The ceiling's other cycle sits in the bare column alone.
+        let at_once = line("each child killed at once");
+        assert!(at_once.ends_with("3500.0/s, 250 µs / 700 µs"), "{at_once}");
         // The echo phase did not run: its daemon cell says so, the ceiling is still shown.
         assert!(line("round trip").contains('—'));
         assert!(line("round trip").ends_with("20 µs / 30 µs / 40 µs"));
@@ -671,7 +680,12 @@ mod tests {
             rss_after_kib: None,
             rss_per_session_kib: None,
         });
-        r.bare_spawn = ok(BareSpawnFigures { batch });
+        r.bare_spawn = ok(BareSpawnFigures {
+            batch: batch.clone(),
+            running_at_end: 2,
+            cleanup_ms: Some(1.0),
+            killed_at_once: Some(batch),
+        });
         let v: serde_json::Value =
             serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
         let keys = |phase: &str| -> Vec<String> {
@@ -693,7 +707,10 @@ mod tests {
             "spawnsPerSec",
             "timedOut",
         ];
-        assert_eq!(keys("bareSpawn"), batch_keys);
+        let mut bare_keys = batch_keys.clone();
+        bare_keys.extend(["cleanupMs", "killedAtOnce", "runningAtEnd"]);
+        bare_keys.sort_unstable();
+        assert_eq!(keys("bareSpawn"), bare_keys);
         batch_keys.push("rssBeforeKib");
         batch_keys.sort_unstable();
         assert_eq!(keys("spawn"), batch_keys);

@@ -123,17 +123,35 @@ impl Report {
                 String::new(),
             );
         }
-        if let Some(c) = d.and_then(|r| r.cleanup.as_ref()) {
+        let cleanup = d.and_then(|r| r.cleanup.as_ref());
+        let bare_cleanup = b.and_then(PhaseReport::figures).and_then(|f| f.cleanup_ms);
+        if cleanup.is_some() || bare_cleanup.is_some() {
             t.row(
-                "cleanup (kill + DELETE)",
-                format!(
-                    "{} / {} in {}, RSS then {}",
-                    c.forgotten,
-                    c.sessions,
-                    millis(c.elapsed_ms),
-                    kib(c.rss_after_kib)
-                ),
+                "cleanup (kill + DELETE / reap)",
+                cleanup.map_or_else(String::new, |c| {
+                    format!(
+                        "{} / {} in {}, RSS then {}",
+                        c.forgotten,
+                        c.sessions,
+                        millis(c.elapsed_ms),
+                        kib(c.rss_after_kib)
+                    )
+                }),
+                bare_cleanup.map_or_else(String::new, |ms| format!("in {}", millis(ms))),
+            );
+        }
+        let killed_at_once = b
+            .and_then(PhaseReport::figures)
+            .and_then(|f| f.killed_at_once.as_ref());
+        if let Some(cycles) = killed_at_once {
+            t.row(
+                "each child killed at once",
                 String::new(),
+                format!(
+                    "{:.1}/s, {}",
+                    cycles.spawns_per_sec,
+                    latency2(cycles.latency.as_ref())
+                ),
             );
         }
         let batches = [
@@ -142,6 +160,7 @@ impl Report {
                 "bare PTY spawn",
                 b.and_then(PhaseReport::figures).map(|f| &f.batch),
             ),
+            ("bare PTY spawn, each child killed at once", killed_at_once),
         ];
         for (name, batch) in batches {
             if let Some(e) = batch.and_then(|s| s.first_error.as_ref()) {
