@@ -22,6 +22,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
 
+use super::cpu::{own_ticks, per_item_us};
 use super::echo::{time_round_trips, RoundTrip};
 use super::payload::{Fed, Payload, PayloadProgress};
 use super::phase::{Deadline, Figures, Outcome};
@@ -47,6 +48,10 @@ pub struct BareSpawnFigures {
     /// open + spawn part, the rate covers the batch.
     #[serde(flatten)]
     pub batch: SpawnBatch,
+    /// This process's CPU (every thread, not the children) over `batch`, per spawn: opening
+    /// the PTY and `posix_spawn`, the part of the daemon's spawn CPU a server cannot avoid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_per_spawn_us: Option<f64>,
     /// Of `batch`'s children, how many were still running when it ended (all of them, unless
     /// some exited on their own, which would make the batch cheaper than the daemon's).
     pub running_at_end: u64,
@@ -116,6 +121,7 @@ pub async fn spawn(
     raise_open_file_limit();
     // Dropped at the deadline, the children die with it (`kill_on_drop`).
     let running = Mutex::new(Vec::with_capacity(count as usize));
+    let cpu_before = own_ticks();
     let batch = spawn_batch(
         count,
         concurrency,
@@ -128,6 +134,7 @@ pub async fn spawn(
         },
     )
     .await;
+    let cpu_per_spawn_us = per_item_us(cpu_before, own_ticks(), batch.spawned);
     let mut running = running.into_inner().unwrap_or_else(PoisonError::into_inner);
     let running_at_end = running
         .iter_mut()
@@ -137,6 +144,7 @@ pub async fn spawn(
     if batch.timed_out {
         return Ok(BareSpawnFigures {
             batch,
+            cpu_per_spawn_us,
             running_at_end,
             cleanup_ms,
             killed_at_once: None,
@@ -152,6 +160,7 @@ pub async fn spawn(
     .await;
     Ok(BareSpawnFigures {
         batch,
+        cpu_per_spawn_us,
         running_at_end,
         cleanup_ms,
         killed_at_once: Some(cycles),

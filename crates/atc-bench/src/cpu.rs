@@ -39,6 +39,18 @@ pub fn read_ticks(path: &str) -> Option<Ticks> {
     parse_stat_ticks(&std::fs::read_to_string(path).ok()?)
 }
 
+/// CPU per item in µs between two readings, over `count` items; `None` when either reading is
+/// missing, the counter ran backwards, or there were no items.
+pub fn per_item_us(before: Option<Ticks>, after: Option<Ticks>, count: u64) -> Option<f64> {
+    let used = after?.since(before?)?;
+    (count > 0).then(|| super::stats::round3(used.as_secs_f64() * 1e6 / count as f64))
+}
+
+/// CPU this process (every thread of it, not its children) has used so far.
+pub fn own_ticks() -> Option<Ticks> {
+    read_ticks("/proc/self/stat")
+}
+
 impl DaemonPid {
     /// CPU the whole daemon has used so far, or `None` when its `/proc` entry is unreadable.
     pub fn cpu_ticks(self) -> Option<Ticks> {
@@ -66,7 +78,19 @@ mod tests {
     }
 
     #[test]
+    fn cpu_per_item_needs_both_readings_and_an_item() {
+        let hz = rustix::param::clock_ticks_per_second();
+        let (before, after) = (Some(Ticks(hz)), Some(Ticks(2 * hz)));
+        assert_eq!(per_item_us(before, after, 1000), Some(1000.0));
+        assert_eq!(per_item_us(None, after, 1000), None);
+        assert_eq!(per_item_us(before, None, 1000), None);
+        assert_eq!(per_item_us(after, before, 1000), None);
+        assert_eq!(per_item_us(before, after, 0), None);
+    }
+
+    #[test]
     fn reads_its_own_cpu() {
+        assert!(own_ticks().is_some());
         let me = DaemonPid(std::process::id());
         assert!(me.cpu_ticks().is_some());
     }

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::api::SpawnRequest;
 use super::cleanup::SessionLedger;
+use super::cpu::per_item_us;
 use super::phase::{Deadline, Figures, Outcome};
 use super::rss::DaemonPid;
 use super::stats::{millis, per_second, round3, Latency};
@@ -127,6 +128,10 @@ pub struct SpawnFigures {
     /// `(after - before) / spawned`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_per_session_kib: Option<f64>,
+    /// The daemon's CPU (every thread, not the children) from the first request to the last
+    /// answer, per spawn. Less at the mercy of the machine's scheduling than the rate is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_per_spawn_us: Option<f64>,
 }
 
 impl Figures for SpawnFigures {
@@ -162,6 +167,7 @@ pub async fn run(
     deadline: Deadline,
 ) -> anyhow::Result<SpawnFigures> {
     let rss_before_kib = cx.pid.and_then(DaemonPid::rss_kib);
+    let cpu_before = cx.pid.and_then(DaemonPid::cpu_ticks);
     let batch = spawn_batch(
         cx.plan.sessions,
         cx.plan.concurrency,
@@ -171,6 +177,11 @@ pub async fn run(
     )
     .await;
 
+    let cpu_per_spawn_us = per_item_us(
+        cpu_before,
+        cx.pid.and_then(DaemonPid::cpu_ticks),
+        batch.spawned,
+    );
     let rss_after_kib = cx.pid.and_then(DaemonPid::rss_kib);
     let rss_per_session_kib = match (rss_before_kib, rss_after_kib) {
         (Some(before), Some(after)) if batch.spawned > 0 => Some(round3(
@@ -183,5 +194,6 @@ pub async fn run(
         rss_before_kib,
         rss_after_kib,
         rss_per_session_kib,
+        cpu_per_spawn_us,
     })
 }

@@ -44,6 +44,10 @@ async fn the_bare_spawn_ceiling_keeps_its_children_running_then_reaps_them() {
     // Every child of the kept batch was still running when it ended, as a session's is.
     assert_eq!(f["runningAtEnd"], 24, "{f:#}");
     assert!(f["cleanupMs"].as_f64().is_some_and(|ms| ms > 0.0), "{f:#}");
+    assert!(
+        f["cpuPerSpawnUs"].as_f64().is_some_and(|us| us >= 0.0),
+        "{f:#}"
+    );
     let cycles = &f["killedAtOnce"];
     assert_eq!(cycles["spawned"], 24, "{cycles:#}");
     assert_eq!(cycles["failed"], 0, "{cycles:#}");

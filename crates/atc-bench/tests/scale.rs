@@ -1,5 +1,6 @@
-//! The scale phase against the real daemon: the `atc` binary in a child process on a fresh
-//! state dir and port 0, found as the bench finds any daemon (its `daemon.json` and token).
+//! The scale and spawn phases against the real daemon: the `atc` binary in a child process on
+//! a fresh state dir and port 0, found as the bench finds any daemon (its `daemon.json` and
+//! token).
 //! Tiny steps, real PTYs, real shells and `cat`s, real WebSockets; no timing is asserted.
 //!
 //! The daemon binary is `target/<profile>/atc` beside this test's own binary (`cargo test
@@ -180,4 +181,52 @@ async fn a_scale_run_reports_every_step_refuses_one_past_the_ptys_and_leaves_not
     let row = |n: &str| table.lines().any(|l| l.trim_start().starts_with(n));
     assert!(row("5 ") && row("20 "), "{table}");
     assert!(table.contains("kernel.pty.max"), "{table}");
+}
+
+#[actix_rt::test]
+async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut daemon = Daemon::start(dir.path());
+    let (url, token) = daemon.found(&dir.path().join("state")).await;
+
+    let args = Cli::try_parse_from([
+        "bench",
+        "--phases",
+        "spawn",
+        "--sessions",
+        "30",
+        "--concurrency",
+        "4",
+        "--agent",
+        "cat",
+        "--phase-timeout-secs",
+        "60",
+    ])
+    .expect("arguments parse")
+    .bench;
+    let report = atc_bench::run(args, url.clone(), token.clone())
+        .await
+        .expect("the run starts");
+    let json: serde_json::Value =
+        serde_json::from_str(&report.to_json().expect("serializes")).expect("valid JSON");
+    let log = daemon.log();
+
+    let spawn = &json["spawn"];
+    assert_eq!(spawn["outcome"], "ok", "{spawn:#}\nlog:\n{log}");
+    let f = &spawn["figures"];
+    assert_eq!(f["spawned"], 30, "{f:#}");
+    assert_eq!(f["failed"], 0, "{f:#}");
+    assert!(f["spawnsPerSec"].as_f64().is_some_and(|r| r > 0.0), "{f:#}");
+    assert!(f["rssPerSessionKib"].is_number(), "{f:#}");
+    // The daemon is on this machine, so its CPU is read; thirty spawns may fit in one tick.
+    assert!(
+        f["cpuPerSpawnUs"].as_f64().is_some_and(|us| us >= 0.0),
+        "{f:#}"
+    );
+    let cleanup = &spawn["cleanup"];
+    assert_eq!(cleanup["forgotten"], 30, "{cleanup:#}");
+    let client = atc_client::DaemonClient::new(url, token);
+    let left = client.list_sessions().await.expect("the daemon lists");
+    assert!(left.is_empty(), "sessions left behind: {left:?}");
+    assert!(report.to_table().contains("server CPU per spawn"));
 }

@@ -395,6 +395,7 @@ mod tests {
             rss_before_kib: Some(10_240),
             rss_after_kib: Some(81_920),
             rss_per_session_kib: Some(71.68),
+            cpu_per_spawn_us: Some(612.4),
         });
         if let Some(s) = spawn.as_mut() {
             s.cleanup = Some(CleanupReport {
@@ -418,6 +419,7 @@ mod tests {
         };
         r.bare_spawn = ok(BareSpawnFigures {
             batch: bare_batch(2000.0, 400.0, 1200.0),
+            cpu_per_spawn_us: Some(151.6),
             running_at_end: 1000,
             cleanup_ms: Some(115.0),
             killed_at_once: Some(bare_batch(3500.0, 250.0, 700.0)),
@@ -444,6 +446,8 @@ mod tests {
         assert!(line("latency p50 / p99").ends_with("400 µs / 1.20 ms"));
         assert!(line("RSS before → after").contains("10.0 MiB → 80.0 MiB"));
         assert!(line("per session").contains("71.7 KiB"));
+        let cpu = line("CPU per spawn");
+        assert!(cpu.contains("612 µs") && cpu.ends_with("152 µs"), "{cpu}");
         let cleanup = line("cleanup");
         assert!(cleanup.contains("1000 / 1000 in 2.10 s, RSS then 20.0 MiB"));
         assert!(cleanup.ends_with("in 115.00 ms"), "{cleanup}");
@@ -679,9 +683,11 @@ mod tests {
             rss_before_kib: Some(1),
             rss_after_kib: None,
             rss_per_session_kib: None,
+            cpu_per_spawn_us: Some(1.0),
         });
         r.bare_spawn = ok(BareSpawnFigures {
             batch: batch.clone(),
+            cpu_per_spawn_us: None,
             running_at_end: 2,
             cleanup_ms: Some(1.0),
             killed_at_once: Some(batch),
@@ -708,10 +714,11 @@ mod tests {
             "timedOut",
         ];
         let mut bare_keys = batch_keys.clone();
+        // No CPU reading for the ceiling here: the key is left out, not null.
         bare_keys.extend(["cleanupMs", "killedAtOnce", "runningAtEnd"]);
         bare_keys.sort_unstable();
         assert_eq!(keys("bareSpawn"), bare_keys);
-        batch_keys.push("rssBeforeKib");
+        batch_keys.extend(["cpuPerSpawnUs", "rssBeforeKib"]);
         batch_keys.sort_unstable();
         assert_eq!(keys("spawn"), batch_keys);
     }

@@ -108,6 +108,13 @@ impl Report {
         batch_row(t, "spawned / requested", |s| {
             format!("{} / {}", s.spawned, s.requested)
         });
+        let per_spawn =
+            |us: Option<f64>| us.map_or_else(|| "n/a".into(), |us| format!("{us:.0} µs"));
+        t.row(
+            "server CPU per spawn",
+            cell(d, |f| per_spawn(f.cpu_per_spawn_us)),
+            cell(b, |f| per_spawn(f.cpu_per_spawn_us)),
+        );
         if d.is_some() {
             t.row(
                 "daemon RSS before → after",
