@@ -1,7 +1,7 @@
 //! The ceilings: the same operations on a bare PTY in this process, with no daemon in between.
 //!
 //! Each daemon figure is only meaningful next to what the machine can do at all in the same run,
-//! so these phases repeat the daemon phases' work with `pty-process` directly:
+//! so these phases repeat the daemon phases' work on PTYs this process opens itself:
 //! - spawn: open a PTY and spawn `cat` on it, N times, C at a time, each child left running (as a
 //!   session's is) until the batch ends and then killed and reaped; and once more with each
 //!   child killed and reaped as soon as it is spawned, the cycle this ceiling used to be;
