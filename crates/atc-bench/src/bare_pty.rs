@@ -141,29 +141,24 @@ pub async fn spawn(
         .map(|(_, child)| u64::from(matches!(child.try_wait(), Ok(None))))
         .sum();
     let cleanup_ms = Some(millis(kill_and_reap(running, deadline).await?));
-    if batch.timed_out {
-        return Ok(BareSpawnFigures {
-            batch,
-            cpu_per_spawn_us,
-            running_at_end,
-            cleanup_ms,
-            killed_at_once: None,
-        });
-    }
-    let cycles = spawn_batch(
-        count,
-        concurrency,
-        deadline,
-        "spawning and killing cat on bare PTYs",
-        |_| async { spawn_cycle().await.map_err(|e| format!("{e:#}")) },
-    )
-    .await;
+    let killed_at_once = if batch.timed_out {
+        None
+    } else {
+        let cycles = spawn_batch(
+            count,
+            concurrency,
+            deadline,
+            "spawning and killing cat on bare PTYs",
+            |_| async { spawn_cycle().await.map_err(|e| format!("{e:#}")) },
+        );
+        Some(cycles.await)
+    };
     Ok(BareSpawnFigures {
         batch,
         cpu_per_spawn_us,
         running_at_end,
         cleanup_ms,
-        killed_at_once: Some(cycles),
+        killed_at_once,
     })
 }
 

@@ -130,8 +130,9 @@ impl Report {
                 String::new(),
             );
         }
+        let bare = b.and_then(PhaseReport::figures);
         let cleanup = d.and_then(|r| r.cleanup.as_ref());
-        let bare_cleanup = b.and_then(PhaseReport::figures).and_then(|f| f.cleanup_ms);
+        let bare_cleanup = bare.and_then(|f| f.cleanup_ms);
         if cleanup.is_some() || bare_cleanup.is_some() {
             t.row(
                 "cleanup (kill + DELETE / reap)",
@@ -147,9 +148,7 @@ impl Report {
                 bare_cleanup.map_or_else(String::new, |ms| format!("in {}", millis(ms))),
             );
         }
-        let killed_at_once = b
-            .and_then(PhaseReport::figures)
-            .and_then(|f| f.killed_at_once.as_ref());
+        let killed_at_once = bare.and_then(|f| f.killed_at_once.as_ref());
         if let Some(cycles) = killed_at_once {
             t.row(
                 "each child killed at once",
@@ -163,10 +162,7 @@ impl Report {
         }
         let batches = [
             ("spawn", d.and_then(PhaseReport::figures).map(|f| &f.batch)),
-            (
-                "bare PTY spawn",
-                b.and_then(PhaseReport::figures).map(|f| &f.batch),
-            ),
+            ("bare PTY spawn", bare.map(|f| &f.batch)),
             ("bare PTY spawn, each child killed at once", killed_at_once),
         ];
         for (name, batch) in batches {
