@@ -3,18 +3,11 @@
 //! children; no timing is asserted. A file of its own, so no other test's children share this
 //! process while it counts them.
 
-use clap::Parser;
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: atc_bench::BenchArgs,
-}
+mod common;
 
 #[actix_rt::test]
 async fn the_bare_spawn_ceiling_keeps_its_children_running_then_reaps_them() {
-    let args = Cli::try_parse_from([
-        "bench",
+    let args = common::args(&[
         "--phases",
         "bare",
         "--sessions",
@@ -27,15 +20,9 @@ async fn the_bare_spawn_ceiling_keeps_its_children_running_then_reaps_them() {
         "1",
         "--phase-timeout-secs",
         "60",
-    ])
-    .expect("arguments parse")
-    .bench;
+    ]);
     assert!(!args.needs_daemon());
-    let report = atc_bench::run(args, String::new(), String::new())
-        .await
-        .expect("the run starts");
-    let json: serde_json::Value =
-        serde_json::from_str(&report.to_json().expect("serializes")).expect("valid JSON");
+    let (_, json) = common::run(args, String::new(), String::new()).await;
 
     let spawn = &json["bareSpawn"];
     assert_eq!(spawn["outcome"], "ok", "{spawn:#}");

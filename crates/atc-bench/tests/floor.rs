@@ -9,22 +9,16 @@ use atc_bench::floor::Floor;
 use atc_protocol::{AttachFrame, TermSize};
 use awc::ws::{Frame, Message};
 use bytes::Bytes;
-use clap::Parser;
 use futures_util::{SinkExt as _, StreamExt as _};
 
 /// Every wait in these tests; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: atc_bench::BenchArgs,
-}
+mod common;
 
 #[actix_rt::test]
 async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {
-    let args = Cli::try_parse_from([
-        "bench",
+    let args = common::args(&[
         "--floor-only",
         "--phases",
         "echo,throughput,fanout",
@@ -40,15 +34,9 @@ async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {
         // takes seconds (pyenv hooks) and would make the test about that machine.
         "--floor-shell",
         "/bin/sh",
-    ])
-    .expect("arguments parse")
-    .bench;
+    ]);
     assert!(!args.needs_daemon());
-    let report = atc_bench::run(args, String::new(), String::new())
-        .await
-        .expect("the run starts");
-    let json: serde_json::Value =
-        serde_json::from_str(&report.to_json().expect("serializes")).expect("valid JSON");
+    let (report, json) = common::run(args, String::new(), String::new()).await;
 
     // Nothing ran against a daemon.
     for phase in ["echo", "throughput", "fanout", "spawn", "slowClient"] {

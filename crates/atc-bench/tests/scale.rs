@@ -10,16 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-
 /// Every wait in this test; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: atc_bench::BenchArgs,
-}
+mod common;
 
 /// The `atc` binary built beside this test (`target/<profile>/deps/scale-*` → `target/<profile>/atc`).
 fn atc_bin() -> PathBuf {
@@ -107,8 +101,7 @@ async fn a_scale_run_reports_every_step_refuses_one_past_the_ptys_and_leaves_not
     let mut daemon = Daemon::start(dir.path());
     let (url, token) = daemon.found(&dir.path().join("state")).await;
 
-    let args = Cli::try_parse_from([
-        "bench",
+    let args = common::args(&[
         "--phases",
         "scale",
         "--scale-steps",
@@ -121,14 +114,8 @@ async fn a_scale_run_reports_every_step_refuses_one_past_the_ptys_and_leaves_not
         "4",
         "--phase-timeout-secs",
         "60",
-    ])
-    .expect("arguments parse")
-    .bench;
-    let report = atc_bench::run(args, url.clone(), token.clone())
-        .await
-        .expect("the run starts");
-    let json: serde_json::Value =
-        serde_json::from_str(&report.to_json().expect("serializes")).expect("valid JSON");
+    ]);
+    let (report, json) = common::run(args, url.clone(), token.clone()).await;
     let log = daemon.log();
 
     let scale = &json["scale"];
@@ -189,8 +176,7 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
     let mut daemon = Daemon::start(dir.path());
     let (url, token) = daemon.found(&dir.path().join("state")).await;
 
-    let args = Cli::try_parse_from([
-        "bench",
+    let args = common::args(&[
         "--phases",
         "spawn",
         "--sessions",
@@ -201,14 +187,8 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
         "cat",
         "--phase-timeout-secs",
         "60",
-    ])
-    .expect("arguments parse")
-    .bench;
-    let report = atc_bench::run(args, url.clone(), token.clone())
-        .await
-        .expect("the run starts");
-    let json: serde_json::Value =
-        serde_json::from_str(&report.to_json().expect("serializes")).expect("valid JSON");
+    ]);
+    let (report, json) = common::run(args, url.clone(), token.clone()).await;
     let log = daemon.log();
 
     let spawn = &json["spawn"];
