@@ -79,9 +79,12 @@ struct Inbox {
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     static LAUNCHERS: OnceLock<Option<Launchers>> = OnceLock::new();
     let launchers = LAUNCHERS.get_or_init(|| {
-        // Two a core: a launcher spends much of a start waiting while the child execs.
+        // One a core (two at least, so one child slow to exec does not hold up every start).
+        // Two a core, as before 2026-12-04, started no faster and gave a longer tail: each
+        // launcher has a child between fork and exec, and every such child waits its turn for
+        // a core among all the children already running (README, "Spawns, 2026-12-04").
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let count = (2 * cores).clamp(2, 8);
+        let count = cores.clamp(2, 8);
         Launchers::start(count)
             .map_err(|e| {
                 tracing::warn!(error = %e, "no launcher thread; children start with a copy of every descriptor the daemon holds")
