@@ -238,10 +238,8 @@ impl SessionManager {
         spec: StartSpec,
         deps: SessionDeps,
     ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
-        let created_at = record.created_at;
-        let store = deps.store.clone();
+        // Its first row write also puts its directory in the spawn history (store).
         let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps)?;
-        store.record_spawn_dir(&descriptor.cwd, created_at);
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.sessions.insert(addr, descriptor.clone());
         Ok((descriptor, ready, written))

@@ -67,10 +67,6 @@ enum WriteOp {
         id: Uuid,
         result: String,
     },
-    SpawnDir {
-        cwd: String,
-        at: i64,
-    },
     SetPref {
         key: String,
         value: String,
@@ -234,18 +230,6 @@ impl StateStore {
         self.enqueue(WriteOp::DeleteSession(id))
     }
 
-    /// Queues a spawn-history entry for `cwd`.
-    pub fn record_spawn_dir(
-        &self,
-        cwd: &str,
-        at: i64,
-    ) -> oneshot::Receiver<Result<(), StoreError>> {
-        self.enqueue(WriteOp::SpawnDir {
-            cwd: cwd.to_string(),
-            at,
-        })
-    }
-
     /// Waits until every write queued so far has landed, so a read that follows sees them
     /// (and a caller that must know its earlier writes are durable can say so).
     pub async fn flush(&self) -> Result<(), StoreError> {
@@ -261,6 +245,9 @@ impl StateStore {
     }
 
     /// Recent spawn directories, most recent first, including writes queued before this call.
+    /// A directory enters the history when a session's fleet row is first written there, by
+    /// a trigger (`migrations/0006_spawn_history_from_fleet.sql`), with the session's
+    /// creation time.
     pub async fn recent_dirs(&self, limit: u32) -> Result<Vec<String>, StoreError> {
         self.flush().await?;
         Ok(
@@ -559,17 +546,6 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
         }
         WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(db, *id, path).await,
         WriteOp::TurnResult { id, result } => fleet::set_result(db, *id, result).await,
-        WriteOp::SpawnDir { cwd, at } => {
-            sqlx::query(
-                "INSERT INTO spawn_history (cwd, last_spawn) VALUES (?, ?)
-                 ON CONFLICT (cwd) DO UPDATE SET last_spawn = excluded.last_spawn",
-            )
-            .bind(cwd)
-            .bind(at)
-            .execute(db)
-            .await?;
-            Ok(())
-        }
         WriteOp::SetPref { key, value } => {
             sqlx::query(
                 "INSERT INTO prefs (key, value) VALUES (?, ?)
@@ -725,13 +701,34 @@ mod tests {
         assert_eq!(store.daemon_id().await.unwrap(), first);
     }
 
+    /// A fleet row in `cwd` created at `created_at`.
+    fn spawned_in(cwd: &str, created_at: i64) -> FleetRow {
+        FleetRow {
+            cwd: cwd.into(),
+            created_at,
+            ..row(Uuid::new_v4(), "s")
+        }
+    }
+
     #[tokio::test]
-    async fn spawn_dirs_are_deduped_most_recent_first() {
+    async fn spawn_dirs_come_from_new_rows_deduped_most_recent_first() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        store.record_spawn_dir("/a", 1);
-        store.record_spawn_dir("/b", 2);
-        store.record_spawn_dir("/a", 3).await.unwrap().unwrap();
+        store.upsert_session(spawned_in("/a", 1));
+        store.upsert_session(spawned_in("/b", 2));
+        assert_eq!(store.recent_dirs(10).await.unwrap(), vec!["/b", "/a"]);
+        let again = spawned_in("/a", 3);
+        store.upsert_session(again.clone());
         assert_eq!(store.recent_dirs(10).await.unwrap(), vec!["/a", "/b"]);
+
+        // A later write of a row that exists is not a spawn: it leaves the history alone,
+        // even where it names another directory.
+        store.upsert_session(spawned_in("/b", 4));
+        store.upsert_session(FleetRow {
+            cwd: "/c".into(),
+            name: "renamed".into(),
+            ..again
+        });
+        assert_eq!(store.recent_dirs(10).await.unwrap(), vec!["/b", "/a"]);
     }
 }
