@@ -222,6 +222,8 @@ async fn the_main_listener_wants_the_token_and_answers_openmetrics_text() {
         ("atc_client_dropped_bytes_total", 0.0),
         ("atc_spawns_total{outcome=\"started\"}", 0.0),
         ("atc_spawn_duration_seconds_count", 0.0),
+        ("atc_launch_wait_seconds_count", 0.0),
+        ("atc_launch_duration_seconds_count", 0.0),
         ("atc_remote_reconnects_total{outcome=\"reattached\"}", 0.0),
         ("atc_remote_reconnect_duration_seconds_count", 0.0),
         ("atc_leases_held", 0.0),
@@ -280,6 +282,9 @@ async fn spawns_io_attach_and_the_ledger_move_exactly_their_counters() {
             ("atc_spawns_total{outcome=\"started\"}", 1.0),
             ("atc_spawns_total{outcome=\"failed\"}", 1.0),
             ("atc_spawn_duration_seconds_count", 2.0),
+            // Only the started spawn launched a process.
+            ("atc_launch_wait_seconds_count", 1.0),
+            ("atc_launch_duration_seconds_count", 1.0),
             ("atc_ledger_answers_total{kind=\"created\"}", 1.0),
             ("atc_ledger_answers_total{kind=\"replayed\"}", 1.0),
             ("atc_ledger_answers_total{kind=\"conflict\"}", 1.0),

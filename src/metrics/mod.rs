@@ -178,6 +178,8 @@ pub struct Metrics {
     attached_clients: Gauge,
     spawns: Family<SpawnLabels, Counter>,
     spawn_seconds: Histogram,
+    launch_wait_seconds: Histogram,
+    launch_seconds: Histogram,
     store_write_seconds: Histogram,
     reconnects: Family<ReconnectLabels, Counter>,
     reconnect_seconds: Histogram,
@@ -258,6 +260,21 @@ impl Metrics {
             Unit::Seconds,
             spawn_seconds.clone(),
         );
+        let launch_wait_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
+        r.register_with_unit(
+            "launch_wait",
+            "Time a spawn's local process waited for a free launcher thread",
+            Unit::Seconds,
+            launch_wait_seconds.clone(),
+        );
+        let launch_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
+        r.register_with_unit(
+            "launch_duration",
+            "Time a launcher thread took to start a spawn's local process: its PTY, and the \
+             fork, which waits for the child's exec",
+            Unit::Seconds,
+            launch_seconds.clone(),
+        );
         let store_write_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
         r.register_with_unit(
             "store_write_duration",
@@ -310,6 +327,8 @@ impl Metrics {
             attached_clients,
             spawns,
             spawn_seconds,
+            launch_wait_seconds,
+            launch_seconds,
             store_write_seconds,
             reconnects,
             reconnect_seconds,
@@ -353,6 +372,12 @@ impl Metrics {
     pub fn spawned(&self, outcome: SpawnOutcome, took: Duration) {
         self.spawns.get_or_create(&SpawnLabels { outcome }).inc();
         self.spawn_seconds.observe(took.as_secs_f64());
+    }
+
+    /// A spawn's local process started after `waited` for a launcher and `ran` on it.
+    pub fn process_launched(&self, waited: Duration, ran: Duration) {
+        self.launch_wait_seconds.observe(waited.as_secs_f64());
+        self.launch_seconds.observe(ran.as_secs_f64());
     }
 
     /// The store's writer spent `took` on one write.
@@ -411,6 +436,8 @@ mod tests {
             "atc_ledger_answers_total{kind=\"outcome_unknown\"} 0",
             "atc_permission_requests_resolved_total{resolution=\"timed_out\"} 0",
             "# TYPE atc_spawn_duration_seconds histogram",
+            "# TYPE atc_launch_wait_seconds histogram",
+            "# TYPE atc_launch_duration_seconds histogram",
             "atc_attached_clients 0",
         ] {
             assert!(t.lines().any(|l| l == line), "no `{line}` in:\n{t}");

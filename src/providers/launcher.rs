@@ -30,6 +30,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use atc_protocol::TermSize;
 use rustix::net::{
@@ -38,7 +39,7 @@ use rustix::net::{
 };
 use rustix::process::Pid;
 
-use super::local_launch::{self, Launched};
+use super::local_launch::{self, LaunchTimes, Launched};
 use super::pty_spawn::{Child, Plan};
 use super::ProviderError;
 
@@ -48,12 +49,14 @@ struct Job {
     size: TermSize,
     /// Tags the descriptors the launcher sends for it.
     id: u64,
+    /// When it was asked for, from which its wait for a launcher is counted.
+    asked: Instant,
     reply: mpsc::SyncSender<Reply>,
 }
 
-/// A launcher's answer: the child's pid once its master and pidfd are on the socket, or why
-/// nothing started.
-type Reply = Result<Pid, ProviderError>;
+/// A launcher's answer: the child's pid and how long its start took, once its master and
+/// pidfd are on the socket, or why nothing started.
+type Reply = Result<(Pid, LaunchTimes), ProviderError>;
 
 /// The launcher threads of the process, and the daemon's end of their socket.
 ///
@@ -135,13 +138,14 @@ impl Launchers {
             plan: plan.clone(),
             size,
             id,
+            asked: Instant::now(),
             reply,
         };
         if self.jobs.send(job).is_err() {
             tracing::error!("the launcher threads stopped; starting the child on this thread");
             return local_launch::launch_here(plan, size);
         }
-        let pid = answer.recv().map_err(|_| {
+        let (pid, times) = answer.recv().map_err(|_| {
             ProviderError::Os(std::io::Error::other(
                 "a launcher thread stopped during the start",
             ))
@@ -150,6 +154,7 @@ impl Launchers {
         Ok(Launched {
             master,
             child: Child::adopt(pid, pidfd),
+            times,
         })
     }
 
@@ -252,6 +257,7 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
         // Held only while waiting for a job; nothing panics then, so a poisoned lock is whole.
         let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(job) = next else { return };
+        let picked = Instant::now();
         let reply = local_launch::launch_here(&job.plan, job.size).and_then(|launched| {
             // A child just started was never waited for, so it has its pidfd.
             let (pid, pidfd) = launched.child.into_parts().ok_or_else(|| {
@@ -265,7 +271,11 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
                 return Err(e.into());
             }
-            Ok(pid)
+            let times = LaunchTimes {
+                waited: picked.saturating_duration_since(job.asked),
+                ran: picked.elapsed(),
+            };
+            Ok((pid, times))
         });
         // A caller that is gone panicked; what was sent for it stays unclaimed.
         let _ = job.reply.send(reply);
@@ -366,6 +376,23 @@ mod tests {
         assert!(read_until(launched.master, "started").contains("started"));
         assert_eq!(table_of(tid), before, "the launcher closed its copies");
         drop(held);
+    }
+
+    #[test]
+    fn a_start_says_how_long_it_waited_and_ran_within_the_callers_time() {
+        let launchers = Launchers::start(1).expect("a launcher");
+        let began = std::time::Instant::now();
+        let launched = launchers
+            .launch(&plan("sh", &["-c", "echo timed"]), TermSize::DEFAULT)
+            .expect("launch");
+        let whole = began.elapsed();
+        let LaunchTimes { waited, ran } = launched.times;
+        assert!(ran > std::time::Duration::ZERO, "a fork and exec take time");
+        assert!(
+            waited + ran <= whole,
+            "{waited:?} + {ran:?} within {whole:?}"
+        );
+        assert!(read_until(launched.master, "timed").contains("timed"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! exits, so its reader would never see the end.
 
 use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 use atc_protocol::TermSize;
 use rustix::fs::OFlags;
@@ -29,6 +30,20 @@ pub struct Launched {
     pub master: OwnedFd,
     /// The child, to be waited for.
     pub child: Child,
+    /// How long the start took, in its two parts.
+    pub times: LaunchTimes,
+}
+
+/// Where a start's time went: waiting for a free launcher thread, then the launcher's own
+/// work (the PTY, and the fork, which waits for the child's exec). Counted in the daemon's
+/// metrics, since a spawn storm's tail is mostly the first on a loaded machine and the
+/// second on a slow one (README, "Spawns, 2026-12-04").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchTimes {
+    /// From the start being asked for to a launcher taking it; zero on the caller's thread.
+    pub waited: Duration,
+    /// From then to the child running its program.
+    pub ran: Duration,
 }
 
 /// Opens a PTY of `size` and starts `plan` on it, on a launcher thread ([`super::launcher`]).
@@ -40,12 +55,20 @@ pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
 /// [`launch`] on the calling thread, whose descriptor table the child copies; public for
 /// `examples/launch_cost.rs`, which measures the difference.
 pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
+    let began = Instant::now();
     // As pty-process's error, so a terminal that cannot be opened reads the same whichever
     // opened it ("could not open a terminal", which `atc-proof soak --grow` looks for).
     let master = open_master(size).map_err(|e| pty_process::Error::Io(e.into()))?;
     let tty = rustix::pty::ptsname(&master, Vec::new()).map_err(std::io::Error::from)?;
     let child = super::pty_spawn::spawn(plan, &tty)?;
-    Ok(Launched { master, child })
+    Ok(Launched {
+        master,
+        child,
+        times: LaunchTimes {
+            waited: Duration::ZERO,
+            ran: began.elapsed(),
+        },
+    })
 }
 
 /// What pty-process's `open` does, less its open of the slave side, and with the size set

@@ -137,7 +137,10 @@ impl LocalPtyHarness {
         events: HarnessEvents,
         exit_drain: Duration,
     ) -> Result<(Addr<LocalPtyHarness>, PtyInput), ProviderError> {
-        let Launched { master, mut child } = launched;
+        // Its times were counted by whoever launched it (a spawn, in the daemon's metrics).
+        let Launched {
+            master, mut child, ..
+        } = launched;
         let pid = child.pid();
         let (input, output, writer) = match PtyInput::split(master) {
             Ok(split) => split,

@@ -305,7 +305,10 @@ async fn launch_off_thread(
             .get(&record.target)
             .and_then(|p| p.launcher(&spec))
         {
-            spec.launched = Some(launch()?);
+            let launched = launch()?;
+            deps.metrics
+                .process_launched(launched.times.waited, launched.times.ran);
+            spec.launched = Some(launched);
         }
         Ok((record, spec, deps))
     };
