@@ -84,6 +84,11 @@ impl DaemonApi {
             .map(DaemonPid))
     }
 
+    /// `GET /metrics`, as text.
+    pub async fn metrics(&self) -> Result<String, ApiError> {
+        self.client.get_text("/metrics").await
+    }
+
     /// `POST /v1/sessions`: spawns a session and returns its id.
     pub async fn spawn(&self, req: &SpawnRequest<'_>) -> Result<SessionId, ApiError> {
         Ok(self.client.spawn(&req.body()).await?.id)

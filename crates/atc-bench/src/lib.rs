@@ -27,6 +27,7 @@ mod delivery;
 mod echo;
 mod fanout;
 pub mod floor;
+mod launch_split;
 pub mod limits;
 mod payload;
 mod phase;

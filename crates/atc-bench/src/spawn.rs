@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::api::SpawnRequest;
 use super::cleanup::SessionLedger;
 use super::cpu::per_item_us;
+use super::launch_split::{LaunchSplit, LaunchTotals};
 use super::phase::{Deadline, Figures, Outcome};
 use super::rss::DaemonPid;
 use super::stats::{millis, per_second, round3, Latency};
@@ -132,6 +133,10 @@ pub struct SpawnFigures {
     /// answer, per spawn. Less at the mercy of the machine's scheduling than the rate is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_per_spawn_us: Option<f64>,
+    /// The daemon's own split of the batch's launches: waiting for a launcher thread, and the
+    /// launcher's work (from its metrics; absent where it keeps none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchSplit>,
 }
 
 impl Figures for SpawnFigures {
@@ -167,6 +172,7 @@ pub async fn run(
     deadline: Deadline,
 ) -> anyhow::Result<SpawnFigures> {
     let rss_before_kib = cx.pid.and_then(DaemonPid::rss_kib);
+    let launches_before = launch_totals(cx).await;
     let cpu_before = cx.pid.and_then(DaemonPid::cpu_ticks);
     let batch = spawn_batch(
         cx.plan.sessions,
@@ -183,6 +189,10 @@ pub async fn run(
         batch.spawned,
     );
     let rss_after_kib = cx.pid.and_then(DaemonPid::rss_kib);
+    let launch = match (launches_before, launch_totals(cx).await) {
+        (Some(before), Some(after)) => after.since(&before),
+        _ => None,
+    };
     let rss_per_session_kib = match (rss_before_kib, rss_after_kib) {
         (Some(before), Some(after)) if batch.spawned > 0 => Some(round3(
             (after as f64 - before as f64) / batch.spawned as f64,
@@ -195,5 +205,12 @@ pub async fn run(
         rss_after_kib,
         rss_per_session_kib,
         cpu_per_spawn_us,
+        launch,
     })
+}
+
+/// The daemon's launch histograms now; `None` where it has none or the read fails (the split
+/// is a reading aid, not a figure a target is judged on).
+async fn launch_totals(cx: &Context) -> Option<LaunchTotals> {
+    LaunchTotals::read(&cx.api.metrics().await.ok()?)
 }

@@ -203,10 +203,22 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
         f["cpuPerSpawnUs"].as_f64().is_some_and(|us| us >= 0.0),
         "{f:#}"
     );
+    // The daemon's own split: one launch a spawn, each waiting for a launcher and taking time.
+    let launch = &f["launch"];
+    assert_eq!(launch["launches"], 30, "{f:#}");
+    assert!(
+        launch["waitMeanMs"].as_f64().is_some_and(|ms| ms >= 0.0),
+        "{f:#}"
+    );
+    assert!(
+        launch["launchMeanMs"].as_f64().is_some_and(|ms| ms > 0.0),
+        "{f:#}"
+    );
     let cleanup = &spawn["cleanup"];
     assert_eq!(cleanup["forgotten"], 30, "{cleanup:#}");
     let client = atc_client::DaemonClient::new(url, token);
     let left = client.list_sessions().await.expect("the daemon lists");
     assert!(left.is_empty(), "sessions left behind: {left:?}");
     assert!(report.to_table().contains("server CPU per spawn"));
+    assert!(report.to_table().contains("launcher wait / launch, mean"));
 }

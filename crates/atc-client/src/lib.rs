@@ -138,6 +138,14 @@ impl DaemonClient {
         self.request(Method::GET, path, None).await
     }
 
+    /// `GET path` and the answer as text (`/metrics`, which is OpenMetrics text, not JSON).
+    pub async fn get_text(&self, path: &str) -> Result<String, ClientError> {
+        let bytes = self.exchange_raw(Method::GET, path, Body::Empty).await?;
+        String::from_utf8(bytes.to_vec()).map_err(|err| ClientError::BadResponse {
+            cause: err.to_string(),
+        })
+    }
+
     /// `POST path` with a JSON body and the JSON answer.
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
         self.request(Method::POST, path, Some(body)).await

@@ -396,6 +396,11 @@ mod tests {
             rss_after_kib: Some(81_920),
             rss_per_session_kib: Some(71.68),
             cpu_per_spawn_us: Some(612.4),
+            launch: Some(crate::launch_split::LaunchSplit {
+                launches: 1000,
+                wait_mean_ms: 28.25,
+                launch_mean_ms: 4.5,
+            }),
         });
         if let Some(s) = spawn.as_mut() {
             s.cleanup = Some(CleanupReport {
@@ -448,6 +453,8 @@ mod tests {
         assert!(line("per session").contains("71.7 KiB"));
         let cpu = line("CPU per spawn");
         assert!(cpu.contains("612 µs") && cpu.ends_with("152 µs"), "{cpu}");
+        let split = line("launcher wait / launch");
+        assert!(split.trim_end().ends_with("28.25 ms / 4.50 ms"), "{split}");
         let cleanup = line("cleanup");
         assert!(cleanup.contains("1000 / 1000 in 2.10 s, RSS then 20.0 MiB"));
         assert!(cleanup.ends_with("in 115.00 ms"), "{cleanup}");
@@ -684,6 +691,7 @@ mod tests {
             rss_after_kib: None,
             rss_per_session_kib: None,
             cpu_per_spawn_us: Some(1.0),
+            launch: None,
         });
         r.bare_spawn = ok(BareSpawnFigures {
             batch: batch.clone(),

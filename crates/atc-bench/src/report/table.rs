@@ -115,6 +115,19 @@ impl Report {
             cell(d, |f| per_spawn(f.cpu_per_spawn_us)),
             cell(b, |f| per_spawn(f.cpu_per_spawn_us)),
         );
+        if d.and_then(PhaseReport::figures)
+            .is_some_and(|f| f.launch.is_some())
+        {
+            t.row(
+                "launcher wait / launch, mean",
+                cell(d, |f| {
+                    f.launch.map_or_else(String::new, |l| {
+                        format!("{:.2} ms / {:.2} ms", l.wait_mean_ms, l.launch_mean_ms)
+                    })
+                }),
+                String::new(),
+            );
+        }
         if d.is_some() {
             t.row(
                 "daemon RSS before → after",
