@@ -22,7 +22,10 @@
 //! be dropped on a launcher thread, whose close would hit a number in the launcher's table
 //! (a debug build aborts on it). So a job carries plain data only (a plan, a size, a reply
 //! channel), and so does its answer. Logging is fine: the daemon logs to descriptor 2, which
-//! every launcher keeps.
+//! every launcher keeps. The reply channel is std's, whose wake-up is a futex, and never an
+//! async one: waking a runtime writes its eventfd, a descriptor only the daemon's table holds
+//! (tried: tokio panicked with "failed to wake I/O driver: Bad file descriptor" on the
+//! launcher). That is why a spawn's launch waits on a blocking thread, not on the runtime.
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
