@@ -262,6 +262,11 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
         let Ok(job) = next else { return };
         let picked = Instant::now();
         let reply = local_launch::launch_here(&job.plan, job.size).and_then(|launched| {
+            // The launch timed itself; what it waited for is this launcher's pick.
+            let times = LaunchTimes {
+                waited: picked.saturating_duration_since(job.asked),
+                ..launched.times
+            };
             // A child just started was never waited for, so it has its pidfd.
             let (pid, pidfd) = launched.child.into_parts().ok_or_else(|| {
                 std::io::Error::other("a child was waited for before it was handed over")
@@ -274,10 +279,6 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
                 return Err(e.into());
             }
-            let times = LaunchTimes {
-                waited: picked.saturating_duration_since(job.asked),
-                ran: picked.elapsed(),
-            };
             Ok((pid, times))
         });
         // A caller that is gone panicked; what was sent for it stays unclaimed.

@@ -36,9 +36,9 @@ pub struct Launched {
 
 /// Where a start's time went: waiting for a free launcher thread, then the launcher's own
 /// work (the PTY, and the fork, which waits for the child's exec). Counted in the daemon's
-/// metrics, since a spawn storm's tail is mostly the first on a loaded machine and the
-/// second on a slow one (README, "Spawns, 2026-12-04").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// metrics: in a spawn storm nearly all of a spawn's time is these two, mostly the wait
+/// (README, "Spawns, later on 2026-12-04").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchTimes {
     /// From the start being asked for to a launcher taking it; zero on the caller's thread.
     pub waited: Duration,
