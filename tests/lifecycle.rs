@@ -113,6 +113,24 @@ async fn child_daemon(root: &Path, state_dir: &Path) -> ChildDaemon {
     ChildDaemon::start(state_dir, &config, &root.join("daemon.log")).await
 }
 
+/// The binary sizes its descriptor table at start for every descriptor it may open (up to
+/// `fd_table::MAX_SLOTS`), so opening one never grows the table with a thread-wide stall.
+#[actix_rt::test]
+async fn the_binary_starts_with_its_descriptor_table_sized() {
+    let root = tempfile::tempdir().unwrap();
+    let d = child_daemon(root.path(), &root.path().join("state")).await;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.pid())).unwrap();
+    let slots = atc::daemon::fd_table::slots_in(&status).expect("FDSize");
+    // The child inherits this process's limit.
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    let wanted = atc::daemon::fd_table::slots_for(soft);
+    assert!(
+        slots >= wanted,
+        "the daemon's table has {slots} slots; its limit allows {wanted}"
+    );
+    d.stop().await;
+}
+
 #[actix_rt::test]
 async fn kill_waits_out_the_grace_then_sigkills_a_process_that_ignores_sighup() {
     let d = TestDaemon::start().await;

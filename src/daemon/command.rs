@@ -66,6 +66,13 @@ pub fn run(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     if let Err(e) = inherited {
         tracing::warn!(error = %e, "could not mark inherited fds close-on-exec; each spawn tries again");
     }
+    // Still one thread, so growing the descriptor table costs no grace period (fd_table.rs).
+    match crate::daemon::fd_table::reserve() {
+        Ok(slots) => tracing::debug!(slots, "descriptor table reserved"),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not size the descriptor table; it grows as sessions come")
+        }
+    }
     // Still one thread: the variables are removed from the environment sessions inherit.
     let (systemd, problems) = crate::daemon::systemd::SystemdEnv::take();
     for problem in problems {

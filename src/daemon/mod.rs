@@ -6,6 +6,7 @@
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
 
 pub mod command;
+pub mod fd_table;
 pub mod json_log;
 pub mod state_dir;
 pub mod systemd;
