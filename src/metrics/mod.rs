@@ -263,7 +263,8 @@ impl Metrics {
         let launch_wait_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
         r.register_with_unit(
             "launch_wait",
-            "Time a spawn's local process waited for a free launcher thread",
+            "Time a spawn's local process waited to be started: for a blocking thread, then \
+             for a free launcher thread",
             Unit::Seconds,
             launch_wait_seconds.clone(),
         );
@@ -374,7 +375,8 @@ impl Metrics {
         self.spawn_seconds.observe(took.as_secs_f64());
     }
 
-    /// A spawn's local process started after `waited` for a launcher and `ran` on it.
+    /// A spawn's local process started after `waited` for a blocking thread and a launcher,
+    /// and `ran` on the launcher.
     pub fn process_launched(&self, waited: Duration, ran: Duration) {
         self.launch_wait_seconds.observe(waited.as_secs_f64());
         self.launch_seconds.observe(ran.as_secs_f64());

@@ -13,7 +13,7 @@
 //! descriptor opened on a launcher thread never leaves it any other way: its number means
 //! nothing on another thread.
 //!
-//! Callers block (a blocking thread of the runtime, or a revive in place) until their start
+//! Callers block (one of the daemon's blocking threads, or a revive in place) until their start
 //! is made. Starts wait in one queue, in the order they were asked for, for the first
 //! launcher free; the descriptors of each come tagged with its id. Where no launcher can be
 //! made (the kernel refuses the unshare), children start on the caller's thread.
@@ -85,13 +85,7 @@ struct Inbox {
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     static LAUNCHERS: OnceLock<Option<Launchers>> = OnceLock::new();
     let launchers = LAUNCHERS.get_or_init(|| {
-        // One a core (two at least, so one child slow to exec does not hold up every start).
-        // Two a core, as before 2026-12-04, started no faster and gave a longer tail: each
-        // launcher has a child between fork and exec, and every such child waits its turn for
-        // a core among all the children already running (README, "Spawns, 2026-12-04").
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let count = cores.clamp(2, 8);
-        Launchers::start(count)
+        Launchers::start(count())
             .map_err(|e| {
                 tracing::warn!(error = %e, "no launcher thread; children start with a copy of every descriptor the daemon holds")
             })
@@ -101,6 +95,16 @@ pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
         Some(l) => l.launch(plan, size),
         None => local_launch::launch_here(plan, size),
     }
+}
+
+/// How many launcher threads the process has: one a core (two at least, so one child slow
+/// to exec does not hold up every start). Two a core, as before 2026-12-04, started no faster
+/// and gave a longer tail: each launcher has a child between fork and exec, and every such
+/// child waits its turn for a core among all the children already running (README, "Spawns,
+/// 2026-12-04").
+pub fn count() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.clamp(2, 8)
 }
 
 impl Launchers {

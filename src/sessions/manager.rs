@@ -11,6 +11,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use uuid::Uuid;
 
+use super::blocking_threads;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::fleet::{Entry, Fleet};
 use super::messages::*;
@@ -288,17 +289,19 @@ impl SessionManager {
     }
 }
 
-/// The part of a spawn that blocks its thread, run on the runtime's blocking threads so the
-/// sessions' thread keeps serving everything else meanwhile: the session's record and
-/// settings files (creating a file took a third of that thread's time in a spawn storm,
-/// README "Load tool"), and the provider's launch of the process (a local fork and exec).
-/// `deps` come back with the spec, for the session to be started with.
+/// The part of a spawn that blocks its thread, run on the daemon's blocking threads
+/// ([`blocking_threads`]) so the sessions' thread keeps serving everything else meanwhile:
+/// the session's record and settings files (creating a file took a third of that thread's
+/// time in a spawn storm, README "Load tool"), and the provider's launch of the process (a
+/// local fork and exec). `deps` come back with the spec, for the session to be started with.
 async fn launch_off_thread(
     record: SessionRecord,
     plan: LaunchPlan,
     deps: SessionDeps,
 ) -> Result<(SessionRecord, StartSpec, SessionDeps), Error> {
+    let queued = std::time::Instant::now();
     let job = move || {
+        let waited_here = queued.elapsed();
         let mut spec = Session::spawn_spec(&record, plan, &deps);
         if let Some(launch) = deps
             .providers
@@ -306,13 +309,14 @@ async fn launch_off_thread(
             .and_then(|p| p.launcher(&spec))
         {
             let launched = launch()?;
+            // A launch waits twice: here for a blocking thread, then for a launcher.
             deps.metrics
-                .process_launched(launched.times.waited, launched.times.ran);
+                .process_launched(waited_here + launched.times.waited, launched.times.ran);
             spec.launched = Some(launched);
         }
         Ok((record, spec, deps))
     };
-    match tokio::task::spawn_blocking(job).await {
+    match blocking_threads::run(job).await {
         Ok(planned) => planned,
         Err(e) => {
             // A panic in the launch; a child that had started went with its `Child`.

@@ -217,7 +217,7 @@ impl Session {
                 let _ = done.await;
                 // Off this thread: a file system can take its time over an unlink, and a
                 // fleet being forgotten pays it a thousand times.
-                let removed = tokio::task::spawn_blocking(move || {
+                let removed = crate::sessions::blocking_threads::run(move || {
                     crate::sessions::record_file::remove(&state_dir, &id)
                 });
                 if removed.await.is_err() {
