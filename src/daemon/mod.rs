@@ -448,6 +448,8 @@ impl Daemon {
             addr,
             source: std::io::Error::other("the HTTP worker did not start"),
         })?;
+        // The sessions' actors make nearly every queued write; see `move_writer`.
+        store.move_writer(&sessions_arbiter).await?;
         let (metrics_addr, metrics_server) = match metrics_listener {
             Some((listener, metrics_addr)) => {
                 let scraper = crate::server::metrics_http::Scraper {
@@ -636,6 +638,11 @@ impl DaemonHandle {
         self.server.pause().await;
         if let Err(e) = self.manager.send(ShutdownAll).await {
             tracing::error!(error = %e, "session manager gone before shutdown");
+        }
+        // The writer runs on the sessions' thread, which stops with the server: it comes back
+        // here to write what the server's last requests queued, and to close.
+        if let Err(e) = self.store.move_writer(&actix::Arbiter::current()).await {
+            tracing::error!(error = %e, "the store's writer did not come back before the stop");
         }
         self.server.stop(true).await;
         if let Some(metrics) = &self.metrics_server {

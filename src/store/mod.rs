@@ -76,6 +76,9 @@ enum WriteOp {
     Barrier,
     /// Everything queued before it is written; then the pool closes.
     Close,
+    /// Everything queued before it is written; then the writer goes on on this arbiter's
+    /// thread (see [`StateStore::move_writer`]).
+    MoveWriter(actix::ArbiterHandle),
 }
 
 /// Handle to the store; cheap to clone, shared by the actors that persist things.
@@ -152,7 +155,13 @@ impl StateStore {
             .fetch_one(&pool)
             .await?;
         let newest_event = std::sync::Arc::new(tokio::sync::watch::channel(newest).0);
-        tokio::spawn(run_writer(pool.clone(), rx, newest_event.clone(), metrics));
+        let writer = Writer {
+            pool: pool.clone(),
+            rx,
+            newest_event: newest_event.clone(),
+            metrics,
+        };
+        tokio::spawn(writer.run());
         Ok(StateStore {
             pool,
             writes: tx,
@@ -399,6 +408,22 @@ impl StateStore {
         let done = self.enqueue(WriteOp::Close);
         done.await.map_err(|_| StoreError::Closed)?
     }
+
+    /// Writes everything queued, then drains the queue from a task on `to`'s thread; answers
+    /// once the move is made. Where that thread no longer runs, the writer stays where it is.
+    ///
+    /// The daemon moves it to the sessions' thread, whose actors make nearly every write: a
+    /// write then crosses to sqlx's worker thread and back, and no longer also to the thread
+    /// the store was opened on and back. That was two of the sixteen or so wake-ups a spawn
+    /// and its cleanup cost (README, "Spawn stalls").
+    pub fn move_writer(
+        &self,
+        to: &actix::ArbiterHandle,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + 'static {
+        // Queued now, not when first polled, so it keeps its place among the writes.
+        let done = self.enqueue(WriteOp::MoveWriter(to.clone()));
+        async move { done.await.map_err(|_| StoreError::Closed)? }
+    }
 }
 
 /// Most queued writes one transaction carries.
@@ -407,42 +432,112 @@ const MAX_BATCH: usize = 64;
 /// A queued write and who hears how it went.
 type Queued = (WriteOp, oneshot::Sender<Result<(), StoreError>>);
 
-/// Drains the write queue. The writes waiting when the writer comes round go in one
-/// transaction (group commit): a spawn storm queues a row or two per spawn, and each commit
-/// of its own cost a WAL append and a round trip to sqlx's worker thread for the `BEGIN` and
-/// `COMMIT` it implies. Order is kept, and each caller hears only once its transaction is
-/// committed, so a durable answer means what it did when every write was its own.
-async fn run_writer(
+/// The task that drains the write queue, and what it drains it into.
+struct Writer {
     pool: SqlitePool,
-    mut rx: mpsc::UnboundedReceiver<Queued>,
+    rx: mpsc::UnboundedReceiver<Queued>,
     newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
     metrics: crate::metrics::Metrics,
-) {
-    let mut batch = Vec::new();
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+}
+
+/// What a batch asked of the writer once its writes are made.
+enum Then {
+    GoOn,
+    /// Close the pool, then answer.
+    Close(oneshot::Sender<Result<(), StoreError>>),
+    /// Go on on this arbiter's thread, then answer.
+    Move(
+        actix::ArbiterHandle,
+        oneshot::Sender<Result<(), StoreError>>,
+    ),
+}
+
+impl Writer {
+    /// Drains the write queue. The writes waiting when the writer comes round go in one
+    /// transaction (group commit): a spawn storm queues a row or two per spawn, and each commit
+    /// of its own cost a WAL append and a round trip to sqlx's worker thread for the `BEGIN` and
+    /// `COMMIT` it implies. Order is kept, and each caller hears only once its transaction is
+    /// committed, so a durable answer means what it did when every write was its own.
+    ///
+    /// Boxed, because a moved writer runs itself again on the other thread.
+    fn run(mut self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let mut batch = Vec::new();
+            while let Some(first) = self.rx.recv().await {
+                batch.push(first);
+                while batch.len() < MAX_BATCH {
+                    match self.rx.try_recv() {
+                        Ok(next) => batch.push(next),
+                        Err(_) => break,
+                    }
+                }
+                let then = take_then(&mut batch);
+                write_batch(
+                    &self.pool,
+                    std::mem::take(&mut batch),
+                    &self.newest_event,
+                    &self.metrics,
+                )
+                .await;
+                match then {
+                    Then::GoOn => {}
+                    Then::Close(done) => {
+                        self.pool.close().await;
+                        // The caller may have stopped waiting; the pool is closed either way.
+                        let _ = done.send(Ok(()));
+                        return;
+                    }
+                    Then::Move(to, done) => match self.move_to(&to) {
+                        // The caller may have stopped waiting; the move is made either way.
+                        Ok(()) => {
+                            let _ = done.send(Ok(()));
+                            return;
+                        }
+                        Err(stays) => {
+                            tracing::warn!(
+                                "the store's writer could not move; it stays where it was"
+                            );
+                            self = *stays;
+                            let _ = done.send(Ok(()));
+                        }
+                    },
+                }
             }
+        })
+    }
+
+    /// Starts this writer again in a task on `to`'s thread; hands it back where that thread
+    /// no longer runs.
+    fn move_to(self, to: &actix::ArbiterHandle) -> Result<(), Box<Writer>> {
+        let (hand, take) = oneshot::channel::<Writer>();
+        let started = to.spawn(async move {
+            if let Ok(writer) = take.await {
+                writer.run().await;
+            }
+        });
+        if !started {
+            return Err(Box::new(self));
         }
-        // Writes queued after the close are not written: their callers hear `Closed` when
-        // their senders drop with the queue.
-        let close = batch
-            .iter()
-            .position(|(op, _)| matches!(op, WriteOp::Close))
-            .map(|at| {
-                let close = batch.remove(at);
-                batch.truncate(at);
-                close
-            });
-        write_batch(&pool, std::mem::take(&mut batch), &newest_event, &metrics).await;
-        if let Some((_, done)) = close {
-            pool.close().await;
-            // The caller may have stopped waiting; the pool is closed either way.
-            let _ = done.send(Ok(()));
-            break;
+        // Refused only when the task on `to` was dropped unrun (its thread stopped meanwhile).
+        hand.send(self).map_err(Box::new)
+    }
+}
+
+/// Takes a close or a move out of `batch`, with what must follow it. After a close the writes
+/// queued behind it are not written: their callers hear `Closed` as their senders drop. A
+/// move's are, in this batch: they were queued after everything before the move.
+fn take_then(batch: &mut Vec<Queued>) -> Then {
+    let Some(at) = batch
+        .iter()
+        .position(|(op, _)| matches!(op, WriteOp::Close | WriteOp::MoveWriter(_)))
+    else {
+        return Then::GoOn;
+    };
+    match batch.remove(at) {
+        (WriteOp::MoveWriter(to), done) => Then::Move(to, done),
+        (_, done) => {
+            batch.truncate(at);
+            Then::Close(done)
         }
     }
 }
@@ -558,8 +653,9 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
             Ok(())
         }
         WriteOp::AppendEvent(e) => events::append(db, e).await.map(|_| ()),
-        // Neither writes anything; the close is taken out of its batch before it is written.
-        WriteOp::Barrier | WriteOp::Close => Ok(()),
+        // None writes anything; a close or a move is taken out of its batch before it is
+        // written.
+        WriteOp::Barrier | WriteOp::Close | WriteOp::MoveWriter(_) => Ok(()),
     }
 }
 
@@ -667,6 +763,48 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(names, want);
+    }
+
+    /// A moved writer drains the queue on the other thread, in order with what was queued
+    /// around the move, and stops with that thread; one moved to a thread that is gone stays.
+    #[actix_rt::test]
+    async fn a_moved_writer_writes_from_its_new_thread_and_stops_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let gone = actix::Arbiter::new();
+        let gone_handle = gone.handle();
+        gone.stop();
+        gone.join().unwrap();
+        store.move_writer(&gone_handle).await.unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        store
+            .upsert_session(row(a, "stayed"))
+            .await
+            .unwrap()
+            .unwrap();
+
+        let there = actix::Arbiter::new();
+        let before = store.upsert_session(row(b, "before the move"));
+        let there_handle = there.handle();
+        let moved = store.move_writer(&there_handle);
+        let after = store.upsert_session(row(b, "after the move"));
+        before.await.unwrap().unwrap();
+        moved.await.unwrap();
+        after.await.unwrap().unwrap();
+        let mut names: Vec<_> = (store.load_fleet().await.unwrap().into_iter())
+            .map(|r| r.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["after the move", "stayed"]);
+
+        // With the writer's thread stopped, nothing drains the queue any more.
+        there.stop();
+        there.join().unwrap();
+        let lost = store.upsert_session(row(Uuid::new_v4(), "nobody writes this"));
+        assert!(
+            matches!(lost.await, Err(_) | Ok(Err(StoreError::Closed))),
+            "the writer went with its thread"
+        );
     }
 
     #[tokio::test]
