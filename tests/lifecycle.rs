@@ -114,9 +114,10 @@ async fn child_daemon(root: &Path, state_dir: &Path) -> ChildDaemon {
 }
 
 /// The binary sizes its descriptor table at start for every descriptor it may open (up to
-/// `fd_table::MAX_SLOTS`), so opening one never grows the table with a thread-wide stall.
+/// `fd_table::MAX_SLOTS`), so opening one never grows the table with a thread-wide stall, and
+/// starts its launcher and blocking threads before any spawn, which would wait for them.
 #[actix_rt::test]
-async fn the_binary_starts_with_its_descriptor_table_sized() {
+async fn the_binary_starts_with_its_descriptor_table_sized_and_its_spawn_threads_running() {
     let root = tempfile::tempdir().unwrap();
     let d = child_daemon(root.path(), &root.path().join("state")).await;
     let status = std::fs::read_to_string(format!("/proc/{}/status", d.pid())).unwrap();
@@ -128,6 +129,17 @@ async fn the_binary_starts_with_its_descriptor_table_sized() {
         slots >= wanted,
         "the daemon's table has {slots} slots; its limit allows {wanted}"
     );
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", d.pid()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|comm| comm.trim().to_string())
+        .collect();
+    for prefix in ["atc-launch-", "atc-blocking-"] {
+        assert!(
+            threads.iter().any(|t| t.starts_with(prefix)),
+            "no {prefix} thread before the first spawn: {threads:?}"
+        );
+    }
     d.stop().await;
 }
 

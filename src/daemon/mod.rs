@@ -450,6 +450,9 @@ impl Daemon {
         })?;
         // The sessions' actors make nearly every queued write; see `move_writer`.
         store.move_writer(&sessions_arbiter).await?;
+        // Before the first spawn, which would otherwise wait for them.
+        crate::providers::launcher::prestart();
+        crate::sessions::blocking_threads::prestart();
         let (metrics_addr, metrics_server) = match metrics_listener {
             Some((listener, metrics_addr)) => {
                 let scraper = crate::server::metrics_http::Scraper {

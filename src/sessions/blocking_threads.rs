@@ -53,6 +53,14 @@ where
     answered.await.map_err(|_| JobLost::Panicked)
 }
 
+/// Starts the threads now, if they are not running yet, rather than on the first job (see
+/// [`crate::providers::launcher::prestart`], which is why).
+pub fn prestart() {
+    if let Err(e) = threads() {
+        tracing::error!(error = %e, "no blocking thread; spawns and forgets will fail");
+    }
+}
+
 /// How many threads there are: twice the launchers, so a launcher never waits for its next
 /// job while the one before writes its files, and eight at least. On 2 cores (four
 /// launchers' worth of work in flight at most) 4, 8 and 16 threads gave spawn p99s of
