@@ -176,6 +176,11 @@ pub struct BenchArgs {
     /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub phase_timeout_secs: u64,
+    /// Write each spawn of the spawn phase to this file as CSV (when it was sent, in ms from
+    /// the batch's start, and its latency), for a look at how the slow ones fall: spread
+    /// out, or held up together.
+    #[arg(long, value_name = "PATH")]
+    pub spawn_timeline: Option<std::path::PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -226,6 +231,8 @@ struct Plan {
     rounds: u32,
     phase_limit: Duration,
     floor: FloorUse,
+    /// Where the spawn phase's timeline goes, if anywhere.
+    spawn_timeline: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -266,6 +273,7 @@ impl Plan {
             rounds: args.rounds,
             phase_limit: Duration::from_secs(args.phase_timeout_secs),
             floor: args.floor_use(),
+            spawn_timeline: args.spawn_timeline.clone(),
         })
     }
 
@@ -488,7 +496,14 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         let r = cx.server_phase("spawn", "spawn", |cx, ledger, d| {
             spawn::run(cx, ledger, d).boxed_local()
         });
-        report.spawn = Some(r.await);
+        let r = r.await;
+        if let (Some(path), Some(figures)) = (&cx.plan.spawn_timeline, r.figures()) {
+            if let Err(e) = std::fs::write(path, spawn::timeline_csv(&figures.batch)) {
+                // The report still stands; the timeline is a reading aid.
+                eprintln!("atc-bench: could not write {}: {e}", path.display());
+            }
+        }
+        report.spawn = Some(r);
     }
     run_rounds(&cx, fx, &mut report).await;
     if cx.plan.on_daemon(Phase::Scale) && !report.interrupted() {

@@ -47,6 +47,10 @@ pub struct SpawnBatch {
     /// Latency of the successful spawns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+    /// Each successful spawn's send, from the batch's start, and its latency, in the order
+    /// they were answered: for `--spawn-timeline`, not the report.
+    #[serde(skip)]
+    pub timeline: Vec<(Duration, Duration)>,
 }
 
 impl SpawnBatch {
@@ -81,6 +85,7 @@ where
     Fut: Future<Output = Result<Duration, String>>,
 {
     let mut latencies: Vec<Duration> = Vec::with_capacity(count as usize);
+    let mut timeline = Vec::with_capacity(count as usize);
     let mut failed = 0u64;
     let mut first_error: Option<String> = None;
     let started = Instant::now();
@@ -89,7 +94,10 @@ where
         .buffer_unordered(concurrency.max(1))
         .for_each(|answer| {
             match answer {
-                Ok(latency) => latencies.push(latency),
+                Ok(latency) => {
+                    latencies.push(latency);
+                    timeline.push((started.elapsed().saturating_sub(latency), latency));
+                }
                 Err(e) => {
                     failed += 1;
                     first_error.get_or_insert(e);
@@ -109,7 +117,21 @@ where
         elapsed_ms: millis(elapsed),
         spawns_per_sec: per_second(spawned, elapsed),
         latency: Latency::from_samples(&mut latencies),
+        timeline,
     }
+}
+
+/// `batch`'s timeline as CSV, one spawn a line in the order they were sent: when it was sent
+/// (ms from the batch's start) and its latency (ms). Stalls show as spawns sent apart that
+/// are answered at one instant.
+pub fn timeline_csv(batch: &SpawnBatch) -> String {
+    let mut spawns = batch.timeline.clone();
+    spawns.sort_by_key(|(sent, _)| *sent);
+    let mut csv = String::from("sentMs,latencyMs\n");
+    for (sent, latency) in spawns {
+        csv.push_str(&format!("{:.3},{:.3}\n", millis(sent), millis(latency)));
+    }
+    csv
 }
 
 /// What the spawn phase measured.
@@ -213,4 +235,34 @@ pub async fn run(
 /// is a reading aid, not a figure a target is judged on).
 async fn launch_totals(cx: &Context) -> Option<LaunchTotals> {
     LaunchTotals::read(&cx.api.metrics().await.ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeline_lists_spawns_in_the_order_they_were_sent() {
+        let ms = Duration::from_millis;
+        let batch = SpawnBatch {
+            requested: 3,
+            timed_out: false,
+            spawned: 3,
+            failed: 0,
+            first_error: None,
+            elapsed_ms: 30.0,
+            spawns_per_sec: 100.0,
+            latency: None,
+            // In the order answered: the first sent was held up and answered last.
+            timeline: vec![
+                (ms(2), ms(10)),
+                (ms(5), ms(8)),
+                (ms(0), Duration::from_micros(25_500)),
+            ],
+        };
+        assert_eq!(
+            timeline_csv(&batch),
+            "sentMs,latencyMs\n0.000,25.500\n2.000,10.000\n5.000,8.000\n"
+        );
+    }
 }

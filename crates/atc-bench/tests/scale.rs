@@ -176,6 +176,7 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
     let mut daemon = Daemon::start(dir.path());
     let (url, token) = daemon.found(&dir.path().join("state")).await;
 
+    let timeline = dir.path().join("timeline.csv");
     let args = common::args(&[
         "--phases",
         "spawn",
@@ -187,6 +188,8 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
         "cat",
         "--phase-timeout-secs",
         "60",
+        "--spawn-timeline",
+        timeline.to_str().expect("a UTF-8 temp path"),
     ]);
     let (report, json) = common::run(args, url.clone(), token.clone()).await;
     let log = daemon.log();
@@ -214,6 +217,23 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
         launch["launchMeanMs"].as_f64().is_some_and(|ms| ms > 0.0),
         "{f:#}"
     );
+    // One line a spawn after the header, each sent no earlier than the one before and
+    // answered after some time.
+    let csv = std::fs::read_to_string(&timeline).expect("the timeline was written");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("sentMs,latencyMs"));
+    let rows: Vec<(f64, f64)> = lines
+        .map(|l| {
+            let (sent, latency) = l.split_once(',').expect("two columns");
+            (
+                sent.parse().expect("sentMs"),
+                latency.parse().expect("latencyMs"),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 30, "{csv}");
+    assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "{csv}");
+    assert!(rows.iter().all(|(_, latency)| *latency > 0.0), "{csv}");
     let cleanup = &spawn["cleanup"];
     assert_eq!(cleanup["forgotten"], 30, "{cleanup:#}");
     let client = atc_client::DaemonClient::new(url, token);

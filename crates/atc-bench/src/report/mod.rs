@@ -391,6 +391,7 @@ mod tests {
                 elapsed_ms: 2500.0,
                 spawns_per_sec: 400.0,
                 latency: Some(latency(35_000.0, 80_000.0)),
+                timeline: Vec::new(),
             },
             rss_before_kib: Some(10_240),
             rss_after_kib: Some(81_920),
@@ -421,6 +422,7 @@ mod tests {
             elapsed_ms: 1000.0 * 1000.0 / spawns_per_sec,
             spawns_per_sec,
             latency: Some(latency(p50_us, p99_us)),
+            timeline: Vec::new(),
         };
         r.bare_spawn = ok(BareSpawnFigures {
             batch: bare_batch(2000.0, 400.0, 1200.0),
@@ -683,6 +685,7 @@ mod tests {
             elapsed_ms: 4.0,
             spawns_per_sec: 500.0,
             latency: None,
+            timeline: Vec::new(),
         };
         let mut r = empty();
         r.spawn = ok(SpawnFigures {
