@@ -62,9 +62,9 @@ pub fn prestart() {
 }
 
 /// How many threads there are: twice the launchers, so a launcher never waits for its next
-/// job while the one before writes its files, and eight at least. On 2 cores (four
-/// launchers' worth of work in flight at most) 4, 8 and 16 threads gave spawn p99s of
-/// 19.3–19.8, 16.7–17.8 and 18.8–19.7 ms (README, "Spawn stalls").
+/// job while the one before writes its files, and eight at least. On 2 cores (two
+/// launchers), 4, 8 and 16 threads gave spawn p99s of 19.3–19.8, 16.7–17.8 and 18.8–19.7 ms
+/// (README, "Spawn stalls").
 fn count() -> usize {
     (2 * crate::providers::launcher::count()).max(8)
 }

@@ -524,21 +524,30 @@ impl Writer {
 }
 
 /// Takes a close or a move out of `batch`, with what must follow it. After a close the writes
-/// queued behind it are not written: their callers hear `Closed` as their senders drop. A
-/// move's are, in this batch: they were queued after everything before the move.
+/// queued behind it are not written (their callers hear `Closed` as their senders drop), and
+/// a close wins over any move in the batch. A move's are, in this batch: they were queued
+/// after everything before the move. Of several moves the last is made, which is where the
+/// earlier ones would have led; they are answered with the batch, as barriers are.
 fn take_then(batch: &mut Vec<Queued>) -> Then {
-    let Some(at) = batch
+    if let Some(at) = batch
         .iter()
-        .position(|(op, _)| matches!(op, WriteOp::Close | WriteOp::MoveWriter(_)))
-    else {
-        return Then::GoOn;
-    };
-    match batch.remove(at) {
-        (WriteOp::MoveWriter(to), done) => Then::Move(to, done),
-        (_, done) => {
-            batch.truncate(at);
-            Then::Close(done)
-        }
+        .position(|(op, _)| matches!(op, WriteOp::Close))
+    {
+        let (_, done) = batch.remove(at);
+        batch.truncate(at);
+        return Then::Close(done);
+    }
+    let last_move = batch
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(at, (op, _))| match op {
+            WriteOp::MoveWriter(to) => Some((at, to.clone())),
+            _ => None,
+        });
+    match last_move {
+        Some((at, to)) => Then::Move(to, batch.remove(at).1),
+        None => Then::GoOn,
     }
 }
 
@@ -805,6 +814,45 @@ mod tests {
             matches!(lost.await, Err(_) | Ok(Err(StoreError::Closed))),
             "the writer went with its thread"
         );
+    }
+
+    /// A close and a move queued together: the close wins, the writes between them land, and
+    /// of two moves the last is the one made.
+    #[actix_rt::test]
+    async fn a_close_wins_over_a_move_and_the_last_of_two_moves_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("atc.db");
+        let store = StateStore::open(&path).await.unwrap();
+        let (first, last) = (actix::Arbiter::new(), actix::Arbiter::new());
+        let (first_handle, last_handle) = (first.handle(), last.handle());
+        let id = Uuid::new_v4();
+        let moves = (
+            store.move_writer(&first_handle),
+            store.move_writer(&last_handle),
+        );
+        let written = store.upsert_session(row(id, "between the moves"));
+        moves.0.await.unwrap();
+        moves.1.await.unwrap();
+        written.await.unwrap().unwrap();
+        // The writer left `first` for `last`: stopping `first` leaves it draining.
+        first.stop();
+        first.join().unwrap();
+        store
+            .upsert_session(row(id, "after the moves"))
+            .await
+            .unwrap()
+            .unwrap();
+
+        let moved = store.move_writer(&first_handle);
+        let closed = store.enqueue(WriteOp::Close);
+        moved.await.unwrap();
+        closed.await.unwrap().unwrap();
+        let store = StateStore::open(&path).await.unwrap();
+        let rows = store.load_fleet().await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].name, "after the moves");
+        last.stop();
+        last.join().unwrap();
     }
 
     #[tokio::test]
