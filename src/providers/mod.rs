@@ -13,6 +13,7 @@
 //! [`Capabilities`] whether it can do what a request needs.
 
 pub mod child_fds;
+pub mod echo_spin;
 pub mod imp;
 pub mod launcher;
 pub mod local_command;

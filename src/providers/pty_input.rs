@@ -154,7 +154,10 @@ impl PtyInput {
         }
         let rest = if queue.is_empty() {
             match open.write_now(&bytes) {
-                Attempt::Done => return Ok(()),
+                Attempt::Done => {
+                    super::echo_spin::after_input();
+                    return Ok(());
+                }
                 Attempt::Partly(n) => bytes.slice(n..),
                 Attempt::Broken => {
                     state.break_off();
