@@ -487,20 +487,21 @@ impl Writer {
                         let _ = done.send(Ok(()));
                         return;
                     }
-                    Then::Move(to, done) => match self.move_to(&to) {
-                        // The caller may have stopped waiting; the move is made either way.
-                        Ok(()) => {
-                            let _ = done.send(Ok(()));
-                            return;
+                    Then::Move(to, done) => {
+                        let moved = self.move_to(&to);
+                        // The caller may have stopped waiting; the writer is where it is
+                        // either way.
+                        let _ = done.send(Ok(()));
+                        match moved {
+                            Ok(()) => return,
+                            Err(stays) => {
+                                tracing::warn!(
+                                    "the store's writer could not move; it stays where it was"
+                                );
+                                self = *stays;
+                            }
                         }
-                        Err(stays) => {
-                            tracing::warn!(
-                                "the store's writer could not move; it stays where it was"
-                            );
-                            self = *stays;
-                            let _ = done.send(Ok(()));
-                        }
-                    },
+                    }
                 }
             }
         })

@@ -84,8 +84,7 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<Duration, String>>,
 {
-    let mut latencies: Vec<Duration> = Vec::with_capacity(count as usize);
-    let mut timeline = Vec::with_capacity(count as usize);
+    let mut timeline: Vec<(Duration, Duration)> = Vec::with_capacity(count as usize);
     let mut failed = 0u64;
     let mut first_error: Option<String> = None;
     let started = Instant::now();
@@ -94,10 +93,7 @@ where
         .buffer_unordered(concurrency.max(1))
         .for_each(|answer| {
             match answer {
-                Ok(latency) => {
-                    latencies.push(latency);
-                    timeline.push((started.elapsed().saturating_sub(latency), latency));
-                }
+                Ok(latency) => timeline.push((started.elapsed().saturating_sub(latency), latency)),
                 Err(e) => {
                     failed += 1;
                     first_error.get_or_insert(e);
@@ -107,7 +103,8 @@ where
         });
     let timed_out = deadline.within(what, batch).await.is_err();
     let elapsed = started.elapsed();
-    let spawned = latencies.len() as u64;
+    let spawned = timeline.len() as u64;
+    let mut latencies: Vec<Duration> = timeline.iter().map(|(_, latency)| *latency).collect();
     SpawnBatch {
         requested: u64::from(count),
         timed_out,
