@@ -1,12 +1,13 @@
 //! The `broker_bindings` and `broker_grants` tables (spec §6.3): each host's binding record
 //! and its grant rows, as `broker::binding` defines them. Every statement runs straight on the
-//! pool and is committed when it returns, because the binder records each step before it takes
-//! it; the binder's one actor per host makes sure two operations on one host never interleave,
-//! so the rows need no further locking. Names, rules and states only: the schema has no column
-//! a credential value could go in.
+//! store's connection, outside the write queue, and is committed when it returns, because the
+//! binder records each step before it takes it; the binder's one actor per host makes sure two
+//! operations on one host never interleave, so the rows need no further locking. Names, rules
+//! and states only: the schema has no column a credential value could go in.
 
-use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
+use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -85,23 +86,26 @@ const BINDING_COLUMNS: &str = "host_key, target, target_identity, imp_name, imp_
      binding_json, state, attempt_id, created_imp, pending_revision, pending_hash, pending_json,
      pending_attempt_id, created_at, updated_at";
 
-pub(super) async fn get(pool: &SqlitePool, host_key: &str) -> Result<Option<Binding>, StoreError> {
+pub(super) async fn get(
+    db: &mut SqliteConnection,
+    host_key: &str,
+) -> Result<Option<Binding>, StoreError> {
     sqlx::query(&format!(
         "SELECT {BINDING_COLUMNS} FROM broker_bindings WHERE host_key = ?"
     ))
     .bind(host_key)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *db)
     .await?
     .as_ref()
     .map(binding_of)
     .transpose()
 }
 
-pub(super) async fn all(pool: &SqlitePool) -> Result<Vec<Binding>, StoreError> {
+pub(super) async fn all(db: &mut SqliteConnection) -> Result<Vec<Binding>, StoreError> {
     sqlx::query(&format!(
         "SELECT {BINDING_COLUMNS} FROM broker_bindings ORDER BY created_at, host_key"
     ))
-    .fetch_all(pool)
+    .fetch_all(&mut *db)
     .await?
     .iter()
     .map(binding_of)
@@ -110,7 +114,7 @@ pub(super) async fn all(pool: &SqlitePool) -> Result<Vec<Binding>, StoreError> {
 
 /// Inserts or replaces the record. An upsert, not `INSERT OR REPLACE`: a replace deletes the
 /// old row first, and that delete would cascade to the binding's grant rows.
-pub(super) async fn put(pool: &SqlitePool, b: &Binding) -> Result<(), StoreError> {
+pub(super) async fn put(db: &mut SqliteConnection, b: &Binding) -> Result<(), StoreError> {
     let pending = b.pending_rebind.as_ref();
     let pending_json = pending.map(|p| secrets_json(&p.secrets)).transpose()?;
     sqlx::query(&format!(
@@ -144,13 +148,13 @@ pub(super) async fn put(pool: &SqlitePool, b: &Binding) -> Result<(), StoreError
     .bind(pending.map(|p| p.attempt_id.to_string()))
     .bind(b.created_at)
     .bind(b.updated_at)
-    .execute(pool)
+    .execute(&mut *db)
     .await?;
     Ok(())
 }
 
 pub(super) async fn set_state(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     host_key: &str,
     state: BindingState,
     now: i64,
@@ -160,7 +164,7 @@ pub(super) async fn set_state(
             .bind(state.as_str())
             .bind(now)
             .bind(host_key)
-            .execute(pool)
+            .execute(&mut *db)
             .await?
             .rows_affected();
     if changed == 0 {
@@ -172,16 +176,16 @@ pub(super) async fn set_state(
 }
 
 /// Drops the record and, by the foreign key, its grant rows. An absent record is no error.
-pub(super) async fn delete(pool: &SqlitePool, host_key: &str) -> Result<(), StoreError> {
+pub(super) async fn delete(db: &mut SqliteConnection, host_key: &str) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM broker_bindings WHERE host_key = ?")
         .bind(host_key)
-        .execute(pool)
+        .execute(&mut *db)
         .await?;
     Ok(())
 }
 
 /// Inserts or replaces a grant row. Its binding must be recorded first (the foreign key).
-pub(super) async fn grant_put(pool: &SqlitePool, g: &Grant) -> Result<(), StoreError> {
+pub(super) async fn grant_put(db: &mut SqliteConnection, g: &Grant) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO broker_grants (host_key, secret, state, preexisted, attempt_id)
          VALUES (?, ?, ?, ?, ?)
@@ -194,7 +198,7 @@ pub(super) async fn grant_put(pool: &SqlitePool, g: &Grant) -> Result<(), StoreE
     .bind(g.state.as_str())
     .bind(g.preexisted)
     .bind(g.attempt_id.to_string())
-    .execute(pool)
+    .execute(&mut *db)
     .await
     .map_err(|e| match &e {
         sqlx::Error::Database(d) if d.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => {
@@ -206,7 +210,7 @@ pub(super) async fn grant_put(pool: &SqlitePool, g: &Grant) -> Result<(), StoreE
 }
 
 pub(super) async fn grant_set_state(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     host_key: &str,
     secret: &str,
     state: GrantState,
@@ -216,7 +220,7 @@ pub(super) async fn grant_set_state(
             .bind(state.as_str())
             .bind(host_key)
             .bind(secret)
-            .execute(pool)
+            .execute(&mut *db)
             .await?
             .rows_affected();
     if changed == 0 {
@@ -227,13 +231,16 @@ pub(super) async fn grant_set_state(
     Ok(())
 }
 
-pub(super) async fn grants_of(pool: &SqlitePool, host_key: &str) -> Result<Vec<Grant>, StoreError> {
+pub(super) async fn grants_of(
+    db: &mut SqliteConnection,
+    host_key: &str,
+) -> Result<Vec<Grant>, StoreError> {
     sqlx::query(
         "SELECT host_key, secret, state, preexisted, attempt_id FROM broker_grants
          WHERE host_key = ? ORDER BY secret",
     )
     .bind(host_key)
-    .fetch_all(pool)
+    .fetch_all(&mut *db)
     .await?
     .iter()
     .map(grant_of)
@@ -242,14 +249,14 @@ pub(super) async fn grants_of(pool: &SqlitePool, host_key: &str) -> Result<Vec<G
 
 /// Drops one grant row. An absent row is no error.
 pub(super) async fn grant_delete(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     host_key: &str,
     secret: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM broker_grants WHERE host_key = ? AND secret = ?")
         .bind(host_key)
         .bind(secret)
-        .execute(pool)
+        .execute(&mut *db)
         .await?;
     Ok(())
 }
@@ -423,7 +430,7 @@ mod tests {
         };
         assert!(refused(
             sqlx::query("UPDATE broker_bindings SET state = 'active' WHERE host_key = 'h'")
-                .execute(&store.pool)
+                .execute(&mut *store.db.hold().await.unwrap())
                 .await
         ));
         assert!(refused(
@@ -431,13 +438,13 @@ mod tests {
                 "INSERT INTO broker_grants (host_key, secret, state, preexisted, attempt_id)
                  VALUES ('h', 's', 'pending', 0, 'a')"
             )
-            .execute(&store.pool)
+            .execute(&mut *store.db.hold().await.unwrap())
             .await
         ));
         // The word a grant takes is not one a binding takes, and the other way round.
         assert!(refused(
             sqlx::query("UPDATE broker_bindings SET state = 'granted' WHERE host_key = 'h'")
-                .execute(&store.pool)
+                .execute(&mut *store.db.hold().await.unwrap())
                 .await
         ));
         assert!(refused(
@@ -445,20 +452,20 @@ mod tests {
                 "INSERT INTO broker_grants (host_key, secret, state, preexisted, attempt_id)
                  VALUES ('h', 's', 'ready', 0, 'a')"
             )
-            .execute(&store.pool)
+            .execute(&mut *store.db.hold().await.unwrap())
             .await
         ));
         // A half-recorded rebind is refused too.
         assert!(refused(
             sqlx::query("UPDATE broker_bindings SET pending_revision = 2 WHERE host_key = 'h'")
-                .execute(&store.pool)
+                .execute(&mut *store.db.hold().await.unwrap())
                 .await
         ));
         // And every known word is accepted.
         for s in BindingState::ALL {
             sqlx::query("UPDATE broker_bindings SET state = ? WHERE host_key = 'h'")
                 .bind(s.as_str())
-                .execute(&store.pool)
+                .execute(&mut *store.db.hold().await.unwrap())
                 .await
                 .unwrap();
         }
@@ -468,10 +475,10 @@ mod tests {
     async fn the_schema_has_no_column_for_a_value() {
         let (_dir, store) = open().await;
         let columns = |table: &'static str| {
-            let pool = store.pool.clone();
+            let db = store.db.clone();
             async move {
                 let rows = sqlx::query(&format!("PRAGMA table_info({table})"))
-                    .fetch_all(&pool)
+                    .fetch_all(&mut *db.hold().await.unwrap())
                     .await
                     .unwrap();
                 rows.iter()

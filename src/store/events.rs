@@ -1,8 +1,9 @@
 //! The `events` table: the trail of hook reports, read by `GET /v1/events/trail`.
 
 use serde::Serialize;
-use sqlx::sqlite::{SqliteExecutor, SqlitePool};
+use sqlx::sqlite::SqliteExecutor;
 use sqlx::Row;
+use sqlx::SqliteConnection;
 
 use super::StoreError;
 
@@ -64,14 +65,14 @@ fn row(r: sqlx::sqlite::SqliteRow) -> Result<TrailEvent, StoreError> {
 
 /// Up to `limit` rows after `after`, oldest first.
 pub(super) async fn after(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     after: i64,
     limit: u32,
 ) -> Result<Vec<TrailEvent>, StoreError> {
     sqlx::query("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?")
         .bind(after)
         .bind(limit)
-        .fetch_all(pool)
+        .fetch_all(&mut *db)
         .await?
         .into_iter()
         .map(row)
@@ -79,10 +80,13 @@ pub(super) async fn after(
 }
 
 /// The newest `limit` rows, oldest first.
-pub(super) async fn latest(pool: &SqlitePool, limit: u32) -> Result<Vec<TrailEvent>, StoreError> {
+pub(super) async fn latest(
+    db: &mut SqliteConnection,
+    limit: u32,
+) -> Result<Vec<TrailEvent>, StoreError> {
     let mut rows: Vec<TrailEvent> = sqlx::query("SELECT * FROM events ORDER BY id DESC LIMIT ?")
         .bind(limit)
-        .fetch_all(pool)
+        .fetch_all(&mut *db)
         .await?
         .into_iter()
         .map(row)

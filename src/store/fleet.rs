@@ -2,8 +2,9 @@
 //! sessions. Columns for later issues (model, effort, target, ...) exist in the schema and are
 //! left at their defaults until those issues write them.
 
-use sqlx::sqlite::{SqliteExecutor, SqlitePool};
+use sqlx::sqlite::SqliteExecutor;
 use sqlx::Row;
+use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -157,7 +158,7 @@ pub(super) async fn set_transcript_path<'e>(
     Ok(())
 }
 
-pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreError> {
+pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>, StoreError> {
     let rows = sqlx::query(
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
@@ -165,7 +166,7 @@ pub(super) async fn load_all(pool: &SqlitePool) -> Result<Vec<FleetRow>, StoreEr
                 remote_boot_id, remote_generation, remote_offset
          FROM fleet ORDER BY created_at, session_id",
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *db)
     .await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {

@@ -1,9 +1,10 @@
 //! The `idempotency` table: claims, completions and the start-up reconciliation of spec §7.
-//! Every statement here runs straight on the pool; the ledger's `KeyLock` actors make sure two
-//! requests under one key never interleave, so the rows need no further locking.
+//! Every statement here runs straight on the store's connection, outside the write queue; the
+//! ledger's `KeyLock` actors make sure two requests under one key never interleave, so the rows
+//! need no further locking.
 
-use sqlx::sqlite::SqlitePool;
 use sqlx::Row;
+use sqlx::SqliteConnection;
 
 use super::StoreError;
 
@@ -73,7 +74,10 @@ pub enum Claim {
     Held(KeyRow),
 }
 
-pub(super) async fn get(pool: &SqlitePool, id: &KeyId) -> Result<Option<KeyRow>, StoreError> {
+pub(super) async fn get(
+    db: &mut SqliteConnection,
+    id: &KeyId,
+) -> Result<Option<KeyRow>, StoreError> {
     let row = sqlx::query(
         "SELECT payload_hash, state, effect_ref, result, effect_target, effect_target_identity
          FROM idempotency
@@ -82,7 +86,7 @@ pub(super) async fn get(pool: &SqlitePool, id: &KeyId) -> Result<Option<KeyRow>,
     .bind(&id.principal)
     .bind(&id.operation)
     .bind(&id.key)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *db)
     .await?;
     row.map(|r| {
         Ok(KeyRow {
@@ -99,7 +103,7 @@ pub(super) async fn get(pool: &SqlitePool, id: &KeyId) -> Result<Option<KeyRow>,
 }
 
 pub(super) async fn claim(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     id: &KeyId,
     payload_hash: &str,
     effect_ref: &str,
@@ -117,20 +121,20 @@ pub(super) async fn claim(
     .bind(effect_ref)
     .bind(now)
     .bind(now)
-    .execute(pool)
+    .execute(&mut *db)
     .await?
     .rows_affected();
     if inserted == 1 {
         return Ok(Claim::Claimed);
     }
-    match get(pool, id).await? {
+    match get(db, id).await? {
         Some(row) => Ok(Claim::Held(row)),
         None => Err(StoreError::Corrupt("a held key vanished".into())),
     }
 }
 
 pub(super) async fn finish(
-    pool: &SqlitePool,
+    db: &mut SqliteConnection,
     id: &KeyId,
     state: KeyState,
     result: Option<&str>,
@@ -150,29 +154,32 @@ pub(super) async fn finish(
     .bind(&id.principal)
     .bind(&id.operation)
     .bind(&id.key)
-    .execute(pool)
+    .execute(&mut *db)
     .await?;
     Ok(())
 }
 
-pub(super) async fn release(pool: &SqlitePool, id: &KeyId) -> Result<(), StoreError> {
+pub(super) async fn release(db: &mut SqliteConnection, id: &KeyId) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM idempotency WHERE principal = ? AND operation = ? AND key = ?")
         .bind(&id.principal)
         .bind(&id.operation)
         .bind(&id.key)
-        .execute(pool)
+        .execute(&mut *db)
         .await?;
     Ok(())
 }
 
 /// Spec §7.5, before serving: claims left in progress by a dead daemon become
 /// outcome_unknown; those whose session row exists are completed after all.
-pub(super) async fn reconcile(pool: &SqlitePool, now: i64) -> Result<(u64, u64), StoreError> {
+pub(super) async fn reconcile(
+    db: &mut SqliteConnection,
+    now: i64,
+) -> Result<(u64, u64), StoreError> {
     let unknown = sqlx::query(
         "UPDATE idempotency SET state = 'outcome_unknown', updated_at = ? WHERE state = 'in_progress'",
     )
     .bind(now)
-    .execute(pool)
+    .execute(&mut *db)
     .await?
     .rows_affected();
     let completed = sqlx::query(
@@ -181,18 +188,18 @@ pub(super) async fn reconcile(pool: &SqlitePool, now: i64) -> Result<(u64, u64),
            AND effect_ref IN (SELECT session_id FROM fleet)",
     )
     .bind(now)
-    .execute(pool)
+    .execute(&mut *db)
     .await?
     .rows_affected();
     Ok((unknown, completed))
 }
 
 /// Deletes completed keys last touched before `cutoff`; outcome_unknown keys stay.
-pub(super) async fn sweep(pool: &SqlitePool, cutoff: i64) -> Result<u64, StoreError> {
+pub(super) async fn sweep(db: &mut SqliteConnection, cutoff: i64) -> Result<u64, StoreError> {
     Ok(
         sqlx::query("DELETE FROM idempotency WHERE state = 'completed' AND updated_at < ?")
             .bind(cutoff)
-            .execute(pool)
+            .execute(&mut *db)
             .await?
             .rows_affected(),
     )

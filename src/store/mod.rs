@@ -1,27 +1,31 @@
 //! `StateStore`: the daemon's SQLite file, through sqlx. All SQL lives here.
 //!
-//! Reads go straight to the pool. Writes go through one queue drained by a single task, a
-//! write at a time, so writes issued by one actor land in the order it issued them and the
-//! database sees one writer (spec §1.1: single connection, all writes serialized). A caller
-//! that must know its write is durable (kill, forget) awaits the returned receiver; others let
-//! it run in the background and the writer logs failures. The idempotency claims and the
-//! broker bindings are written straight on the pool instead and are committed when their
-//! call returns, because each is recorded before the effect it guards is taken; their own
-//! per-key and per-host actors keep those writes in order.
+//! The store has one connection (spec §1.1: single connection, all writes serialized), which
+//! its users take turns on ([`connection`]). Reads go straight to it. Writes go through one
+//! queue drained by a single task ([`writer`]), so writes issued by one actor land in the
+//! order it issued them. A caller that must know its write is durable (kill, forget) awaits
+//! the returned receiver; others let it run in the background and the writer logs failures.
+//! The idempotency claims and the broker bindings are written straight on the connection
+//! instead and are committed when their call returns, because each is recorded before the
+//! effect it guards is taken; their own per-key and per-host actors keep those writes in
+//! order.
 
 mod bindings;
+mod connection;
 mod events;
 mod fleet;
 pub mod idempotency;
+mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
+
+use connection::Db;
+use writer::{Queued, WriteOp, Writer};
 
 use crate::broker::binding::{Binding, BindingState, Grant, GrantState};
 pub use events::TrailEvent;
@@ -55,36 +59,10 @@ pub enum StoreError {
     NotCommitted(String),
 }
 
-/// One queued write.
-enum WriteOp {
-    UpsertSession(Box<FleetRow>),
-    DeleteSession(Uuid),
-    TranscriptPath {
-        id: Uuid,
-        path: String,
-    },
-    TurnResult {
-        id: Uuid,
-        result: String,
-    },
-    SetPref {
-        key: String,
-        value: String,
-    },
-    AppendEvent(Box<TrailEvent>),
-    /// Everything queued before it is written; nothing else happens.
-    Barrier,
-    /// Everything queued before it is written; then the pool closes.
-    Close,
-    /// Everything queued before it is written; then the writer goes on on this arbiter's
-    /// thread (see [`StateStore::move_writer`]).
-    MoveWriter(actix::ArbiterHandle),
-}
-
 /// Handle to the store; cheap to clone, shared by the actors that persist things.
 #[derive(Clone)]
 pub struct StateStore {
-    pool: SqlitePool,
+    db: std::sync::Arc<Db>,
     /// The id of the newest trail row; long-polling readers wait on it.
     newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
     writes: mpsc::UnboundedSender<Queued>,
@@ -139,31 +117,25 @@ impl StateStore {
             // Only a power loss can take back the last few commits.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(std::time::Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            // No ping before each use: the connection is in this process, and a ping only
-            // tells that sqlx's worker thread answers, which the statement after it tells as
-            // well. Each ping is a round trip to that thread (it still pings on release): over
-            // 1,000 spawns and their cleanup the daemon's voluntary context switches went from
-            // 33.9k to 26.3k-28.8k without it (README, "Spawns, 2026-12-04").
-            .test_before_acquire(false)
-            .max_connections(1)
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let newest: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM events")
-            .fetch_one(&pool)
-            .await?;
+        let db = std::sync::Arc::new(Db::open(&options).await?);
+        let newest: i64 = {
+            let mut held = db.hold().await?;
+            sqlx::migrate!("./migrations").run(&mut *held).await?;
+            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM events")
+                .fetch_one(&mut *held)
+                .await?
+        };
         let newest_event = std::sync::Arc::new(tokio::sync::watch::channel(newest).0);
+        let (tx, rx) = mpsc::unbounded_channel();
         let writer = Writer {
-            pool: pool.clone(),
+            db: db.clone(),
             rx,
             newest_event: newest_event.clone(),
             metrics,
         };
         tokio::spawn(writer.run());
         Ok(StateStore {
-            pool,
+            db,
             writes: tx,
             newest_event,
         })
@@ -186,7 +158,7 @@ impl StateStore {
         let id = Uuid::new_v4();
         sqlx::query("INSERT OR IGNORE INTO prefs (key, value) VALUES ('daemon_id', ?)")
             .bind(id.to_string())
-            .execute(&self.pool)
+            .execute(&mut *self.db.hold().await?)
             .await?;
         // Read back: a concurrent first start could have won the insert.
         let v = self.pref("daemon_id").await?.unwrap_or_default();
@@ -197,7 +169,7 @@ impl StateStore {
     pub async fn pref(&self, key: &str) -> Result<Option<String>, StoreError> {
         Ok(sqlx::query_scalar("SELECT value FROM prefs WHERE key = ?")
             .bind(key)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.db.hold().await?)
             .await?)
     }
 
@@ -250,7 +222,7 @@ impl StateStore {
     /// Every fleet row, oldest first, including writes queued before this call.
     pub async fn load_fleet(&self) -> Result<Vec<FleetRow>, StoreError> {
         self.flush().await?;
-        fleet::load_all(&self.pool).await
+        fleet::load_all(&mut *self.db.hold().await?).await
     }
 
     /// Recent spawn directories, most recent first, including writes queued before this call.
@@ -262,14 +234,14 @@ impl StateStore {
         Ok(
             sqlx::query_scalar("SELECT cwd FROM spawn_history ORDER BY last_spawn DESC LIMIT ?")
                 .bind(limit)
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *self.db.hold().await?)
                 .await?,
         )
     }
 
     /// The key's row, if held.
     pub async fn idempotency_get(&self, id: &KeyId) -> Result<Option<KeyRow>, StoreError> {
-        idempotency::get(&self.pool, id).await
+        idempotency::get(&mut *self.db.hold().await?, id).await
     }
 
     /// Inserts an in-progress claim unless the key is held; answers which.
@@ -280,7 +252,14 @@ impl StateStore {
         effect_ref: &str,
         now: i64,
     ) -> Result<Claim, StoreError> {
-        idempotency::claim(&self.pool, id, payload_hash, effect_ref, now).await
+        idempotency::claim(
+            &mut *self.db.hold().await?,
+            id,
+            payload_hash,
+            effect_ref,
+            now,
+        )
+        .await
     }
 
     /// Marks a claim completed (with its result and effect target) or outcome_unknown.
@@ -292,39 +271,47 @@ impl StateStore {
         effect_target: Option<(&str, &str)>,
         now: i64,
     ) -> Result<(), StoreError> {
-        idempotency::finish(&self.pool, id, state, result, effect_target, now).await
+        idempotency::finish(
+            &mut *self.db.hold().await?,
+            id,
+            state,
+            result,
+            effect_target,
+            now,
+        )
+        .await
     }
 
     /// Drops a claim whose effect failed cleanly, so a retry runs fresh.
     pub async fn idempotency_release(&self, id: &KeyId) -> Result<(), StoreError> {
-        idempotency::release(&self.pool, id).await
+        idempotency::release(&mut *self.db.hold().await?, id).await
     }
 
     /// Start-up reconciliation; answers (made outcome_unknown, then completed).
     pub async fn idempotency_reconcile(&self, now: i64) -> Result<(u64, u64), StoreError> {
         self.flush().await?;
-        idempotency::reconcile(&self.pool, now).await
+        idempotency::reconcile(&mut *self.db.hold().await?, now).await
     }
 
     /// Deletes completed keys older than `cutoff`; answers how many.
     pub async fn idempotency_sweep(&self, cutoff: i64) -> Result<u64, StoreError> {
-        idempotency::sweep(&self.pool, cutoff).await
+        idempotency::sweep(&mut *self.db.hold().await?, cutoff).await
     }
 
     /// The binding of `host_key`, if recorded.
     pub async fn binding_get(&self, host_key: &str) -> Result<Option<Binding>, StoreError> {
-        bindings::get(&self.pool, host_key).await
+        bindings::get(&mut *self.db.hold().await?, host_key).await
     }
 
     /// Every binding, oldest first (start-up reconciliation).
     pub async fn bindings_all(&self) -> Result<Vec<Binding>, StoreError> {
-        bindings::all(&self.pool).await
+        bindings::all(&mut *self.db.hold().await?).await
     }
 
     /// Records `binding` whole (inserted, or replacing the host's record; its grant rows stay).
     /// Committed when it returns: the binder records each step before it takes it.
     pub async fn binding_put(&self, binding: &Binding) -> Result<(), StoreError> {
-        bindings::put(&self.pool, binding).await
+        bindings::put(&mut *self.db.hold().await?, binding).await
     }
 
     /// Sets a recorded binding's state; committed when it returns. `Missing` if none.
@@ -334,18 +321,18 @@ impl StateStore {
         state: BindingState,
         now: i64,
     ) -> Result<(), StoreError> {
-        bindings::set_state(&self.pool, host_key, state, now).await
+        bindings::set_state(&mut *self.db.hold().await?, host_key, state, now).await
     }
 
     /// Drops a host's binding and its grant rows; committed when it returns.
     pub async fn binding_delete(&self, host_key: &str) -> Result<(), StoreError> {
-        bindings::delete(&self.pool, host_key).await
+        bindings::delete(&mut *self.db.hold().await?, host_key).await
     }
 
     /// Records a grant row whole; committed when it returns. `Missing` if its binding is not
     /// recorded.
     pub async fn grant_put(&self, grant: &Grant) -> Result<(), StoreError> {
-        bindings::grant_put(&self.pool, grant).await
+        bindings::grant_put(&mut *self.db.hold().await?, grant).await
     }
 
     /// Sets a recorded grant's state; committed when it returns. `Missing` if none.
@@ -355,17 +342,17 @@ impl StateStore {
         secret: &str,
         state: GrantState,
     ) -> Result<(), StoreError> {
-        bindings::grant_set_state(&self.pool, host_key, secret, state).await
+        bindings::grant_set_state(&mut *self.db.hold().await?, host_key, secret, state).await
     }
 
     /// The grant rows of a host's binding, by secret name.
     pub async fn grants_of(&self, host_key: &str) -> Result<Vec<Grant>, StoreError> {
-        bindings::grants_of(&self.pool, host_key).await
+        bindings::grants_of(&mut *self.db.hold().await?, host_key).await
     }
 
     /// Drops one grant row; committed when it returns.
     pub async fn grant_delete(&self, host_key: &str, secret: &str) -> Result<(), StoreError> {
-        bindings::grant_delete(&self.pool, host_key, secret).await
+        bindings::grant_delete(&mut *self.db.hold().await?, host_key, secret).await
     }
 
     /// Queues a trail row.
@@ -394,16 +381,16 @@ impl StateStore {
             .await;
         }
         self.flush().await?;
-        events::after(&self.pool, after, limit).await
+        events::after(&mut *self.db.hold().await?, after, limit).await
     }
 
     /// The newest `limit` trail rows, oldest first.
     pub async fn trail_latest(&self, limit: u32) -> Result<Vec<TrailEvent>, StoreError> {
         self.flush().await?;
-        events::latest(&self.pool, limit).await
+        events::latest(&mut *self.db.hold().await?, limit).await
     }
 
-    /// Writes everything queued, then closes the pool.
+    /// Writes everything queued, then closes the connection.
     pub async fn close(&self) -> Result<(), StoreError> {
         let done = self.enqueue(WriteOp::Close);
         done.await.map_err(|_| StoreError::Closed)?
@@ -423,249 +410,6 @@ impl StateStore {
         // Queued now, not when first polled, so it keeps its place among the writes.
         let done = self.enqueue(WriteOp::MoveWriter(to.clone()));
         async move { done.await.map_err(|_| StoreError::Closed)? }
-    }
-}
-
-/// Most queued writes one transaction carries.
-const MAX_BATCH: usize = 64;
-
-/// A queued write and who hears how it went.
-type Queued = (WriteOp, oneshot::Sender<Result<(), StoreError>>);
-
-/// The task that drains the write queue, and what it drains it into.
-struct Writer {
-    pool: SqlitePool,
-    rx: mpsc::UnboundedReceiver<Queued>,
-    newest_event: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
-    metrics: crate::metrics::Metrics,
-}
-
-/// What a batch asked of the writer once its writes are made.
-enum Then {
-    GoOn,
-    /// Close the pool, then answer.
-    Close(oneshot::Sender<Result<(), StoreError>>),
-    /// Go on on this arbiter's thread, then answer.
-    Move(
-        actix::ArbiterHandle,
-        oneshot::Sender<Result<(), StoreError>>,
-    ),
-}
-
-impl Writer {
-    /// Drains the write queue. The writes waiting when the writer comes round go in one
-    /// transaction (group commit): a spawn storm queues a row or two per spawn, and each commit
-    /// of its own cost a WAL append and a round trip to sqlx's worker thread for the `BEGIN` and
-    /// `COMMIT` it implies. Order is kept, and each caller hears only once its transaction is
-    /// committed, so a durable answer means what it did when every write was its own.
-    ///
-    /// Boxed, because a moved writer runs itself again on the other thread.
-    fn run(mut self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let mut batch = Vec::new();
-            while let Some(first) = self.rx.recv().await {
-                batch.push(first);
-                while batch.len() < MAX_BATCH {
-                    match self.rx.try_recv() {
-                        Ok(next) => batch.push(next),
-                        Err(_) => break,
-                    }
-                }
-                let then = take_then(&mut batch);
-                write_batch(
-                    &self.pool,
-                    std::mem::take(&mut batch),
-                    &self.newest_event,
-                    &self.metrics,
-                )
-                .await;
-                match then {
-                    Then::GoOn => {}
-                    Then::Close(done) => {
-                        self.pool.close().await;
-                        // The caller may have stopped waiting; the pool is closed either way.
-                        let _ = done.send(Ok(()));
-                        return;
-                    }
-                    Then::Move(to, done) => {
-                        let moved = self.move_to(&to);
-                        // The caller may have stopped waiting; the writer is where it is
-                        // either way.
-                        let _ = done.send(Ok(()));
-                        match moved {
-                            Ok(()) => return,
-                            Err(stays) => {
-                                tracing::warn!(
-                                    "the store's writer could not move; it stays where it was"
-                                );
-                                self = *stays;
-                            }
-                        }
-                    }
-                }
-            }
-        })
-    }
-
-    /// Starts this writer again in a task on `to`'s thread; hands it back where that thread
-    /// no longer runs.
-    fn move_to(self, to: &actix::ArbiterHandle) -> Result<(), Box<Writer>> {
-        let (hand, take) = oneshot::channel::<Writer>();
-        let started = to.spawn(async move {
-            if let Ok(writer) = take.await {
-                writer.run().await;
-            }
-        });
-        if !started {
-            return Err(Box::new(self));
-        }
-        // Refused only when the task on `to` was dropped unrun (its thread stopped meanwhile).
-        hand.send(self).map_err(Box::new)
-    }
-}
-
-/// Takes a close or a move out of `batch`, with what must follow it. After a close the writes
-/// queued behind it are not written (their callers hear `Closed` as their senders drop), and
-/// a close wins over any move in the batch. A move's are, in this batch: they were queued
-/// after everything before the move. Of several moves the last is made, which is where the
-/// earlier ones would have led; they are answered with the batch, as barriers are.
-fn take_then(batch: &mut Vec<Queued>) -> Then {
-    if let Some(at) = batch
-        .iter()
-        .position(|(op, _)| matches!(op, WriteOp::Close))
-    {
-        let (_, done) = batch.remove(at);
-        batch.truncate(at);
-        return Then::Close(done);
-    }
-    let last_move = batch
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(at, (op, _))| match op {
-            WriteOp::MoveWriter(to) => Some((at, to.clone())),
-            _ => None,
-        });
-    match last_move {
-        Some((at, to)) => Then::Move(to, batch.remove(at).1),
-        None => Then::GoOn,
-    }
-}
-
-/// Writes `batch` in one transaction (a lone write in its own), then answers each caller
-/// in order: with its own write's result, or with the commit's failure.
-async fn write_batch(
-    pool: &SqlitePool,
-    batch: Vec<Queued>,
-    newest_event: &tokio::sync::watch::Sender<i64>,
-    metrics: &crate::metrics::Metrics,
-) {
-    let writes = batch
-        .iter()
-        .filter(|(op, _)| !matches!(op, WriteOp::Barrier))
-        .count();
-    if writes == 0 {
-        for (_, done) in batch {
-            // A barrier's caller may have stopped waiting.
-            let _ = done.send(Ok(()));
-        }
-        return;
-    }
-    let began = std::time::Instant::now();
-    let mut results = Vec::with_capacity(batch.len());
-    let mut newest = None;
-    let committed = async {
-        let mut db = if writes > 1 {
-            Db::Transaction(pool.begin().await?)
-        } else {
-            Db::Alone(pool.acquire().await?)
-        };
-        for (op, _) in &batch {
-            let db = db.conn();
-            results.push(match op {
-                WriteOp::AppendEvent(e) => events::append(db, e).await.map(|id| {
-                    newest = Some(id);
-                }),
-                op => apply(db, op).await,
-            });
-        }
-        if let Db::Transaction(tx) = db {
-            tx.commit().await?;
-        }
-        Ok::<(), sqlx::Error>(())
-    }
-    .await;
-    // Every write of the batch waited for the commit, so each took its time.
-    for _ in 0..writes {
-        metrics.store_wrote(began.elapsed());
-    }
-    let failed = committed.as_ref().err().map(ToString::to_string);
-    if let Some(e) = &failed {
-        tracing::error!(error = %e, writes, "store transaction failed");
-    } else if let Some(id) = newest {
-        // Trail rows also wake long-polling readers, once they are committed.
-        newest_event.send_replace(id);
-    }
-    let mut results = results.into_iter();
-    for (_, done) in batch {
-        let result = match (&failed, results.next()) {
-            (Some(e), _) => Err(StoreError::NotCommitted(e.clone())),
-            (None, Some(result)) => result,
-            // Only a failed transaction leaves writes without a result.
-            (None, None) => Err(StoreError::NotCommitted("not written".into())),
-        };
-        if let Err(e) = &result {
-            if failed.is_none() {
-                tracing::error!(error = %e, "store write failed");
-            }
-        }
-        // The caller may not be waiting (a background write); that is fine.
-        let _ = done.send(result);
-    }
-}
-
-/// Where a batch is written: a lone write autocommits, several share a transaction.
-enum Db {
-    Alone(sqlx::pool::PoolConnection<sqlx::Sqlite>),
-    Transaction(sqlx::Transaction<'static, sqlx::Sqlite>),
-}
-
-impl Db {
-    fn conn(&mut self) -> &mut sqlx::SqliteConnection {
-        match self {
-            Db::Alone(conn) => conn,
-            Db::Transaction(tx) => tx,
-        }
-    }
-}
-
-async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), StoreError> {
-    match op {
-        WriteOp::UpsertSession(row) => fleet::upsert(db, row).await,
-        WriteOp::DeleteSession(id) => {
-            sqlx::query("DELETE FROM fleet WHERE session_id = ?")
-                .bind(id.to_string())
-                .execute(db)
-                .await?;
-            Ok(())
-        }
-        WriteOp::TranscriptPath { id, path } => fleet::set_transcript_path(db, *id, path).await,
-        WriteOp::TurnResult { id, result } => fleet::set_result(db, *id, result).await,
-        WriteOp::SetPref { key, value } => {
-            sqlx::query(
-                "INSERT INTO prefs (key, value) VALUES (?, ?)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            )
-            .bind(key)
-            .bind(value)
-            .execute(db)
-            .await?;
-            Ok(())
-        }
-        WriteOp::AppendEvent(e) => events::append(db, e).await.map(|_| ()),
-        // None writes anything; a close or a move is taken out of its batch before it is
-        // written.
-        WriteOp::Barrier | WriteOp::Close | WriteOp::MoveWriter(_) => Ok(()),
     }
 }
 
