@@ -155,6 +155,7 @@ impl PtyInput {
         let rest = if queue.is_empty() {
             match open.write_now(&bytes) {
                 Attempt::Done => {
+                    drop(state);
                     super::echo_spin::after_input();
                     return Ok(());
                 }
