@@ -2,12 +2,12 @@
 //!
 //! Linux grows a process's descriptor table by doubling it when a new descriptor does not fit
 //! (64, 128, 256, …). In a process with more than one thread the kernel then waits out an RCU
-//! grace period (`synchronize_rcu` in `expand_fdtable`) before the new table is used, and
-//! every thread opening a descriptor meanwhile waits with it. On the 2-core machine README's
-//! figures come from that wait was 10–25 ms, at each doubling, with the daemon's two
-//! descriptors a session: in a spawn storm every spawn in flight stalled at about 100, 230,
-//! 480 and 1,000 sessions, and those stalls were the whole of the spawn p99 over 20 ms
-//! (README, "Spawn stalls").
+//! grace period (`synchronize_rcu` in `expand_fdtable`) before the new table is used, and every
+//! thread opening a descriptor meanwhile waits with it. On the 2-core machine README's figures
+//! come from that wait was 10–25 ms, at each doubling, with the daemon's two descriptors a
+//! session: in a spawn storm every spawn in flight stalled at about 100, 230, 480 and 1,000
+//! sessions, and those stalls were the whole of the spawn p99 over 20 ms
+//! (docs/performance-log.md, "Spawn stalls").
 //!
 //! So the daemon's start, while it is still one thread, makes the table as large as it will
 //! need: it duplicates a descriptor onto the highest slot wanted and closes it. A table never

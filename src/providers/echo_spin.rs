@@ -1,14 +1,14 @@
 //! A short hot wait after input reaches a PTY, so the echo is picked up without a wake-up.
 //!
-//! Input written to a PTY is usually answered within tens of microseconds (a shell's echo,
-//! an agent's redraw). If the daemon's thread sleeps in `epoll_wait` meanwhile, its CPU may
-//! idle, and waking an idle CPU costs more than the answer itself on a virtual machine: on
-//! the 2-core machine README's figures come from, an echo round trip took about 95 µs with the
-//! CPUs left to idle and 24 µs with them kept busy (README, "Echo, late on 2026-12-04"). So
-//! after each write to a PTY the thread that wrote it keeps polling for [`WINDOW`]: a task
+//! Input written to a PTY is usually answered within tens of microseconds (a shell's echo, an
+//! agent's redraw). If the daemon's thread sleeps in `epoll_wait` meanwhile, its CPU may idle,
+//! and waking an idle CPU costs more than the answer itself on a virtual machine: on the 2-core
+//! machine README's figures come from, an echo round trip took about 95 µs with the CPUs left
+//! to idle and 24 µs with them kept busy (docs/performance-log.md, "Echo, late on 2026-12-04").
+//! So after each write to a PTY the thread that wrote it keeps polling for [`WINDOW`]: a task
 //! yields to the runtime (which then polls epoll without sleeping) and gives the CPU to
-//! anything else runnable (`sched_yield`), so the `cat`, the kernel's workers and the client
-//! it waits for are not held up. A thread without input never spins, so idle sessions cost
+//! anything else runnable (`sched_yield`), so the `cat`, the kernel's workers and the client it
+//! waits for are not held up. A thread without input never spins, so idle sessions cost
 //! nothing; a keystroke costs at most the window of CPU.
 
 use std::cell::Cell;

@@ -1,10 +1,11 @@
 //! Launcher threads: where local children are started, from a descriptor table of their own.
 //!
-//! `posix_spawn`'s child begins with a copy of its parent's descriptor table and closes all
-//! of it above 2 before the exec ([`super::pty_spawn`]). The daemon holds two descriptors a
-//! session, so with a thousand sessions every spawn copied and then closed over two thousand
-//! of them, a cost that grows with each session held (README, "Load tool": `close_range` in
-//! the child was 7 % of all the machine's samples over the spawn phase).
+//! `posix_spawn`'s child begins with a copy of its parent's descriptor table and closes all of
+//! it above 2 before the exec ([`super::pty_spawn`]). The daemon holds two descriptors a
+//! session, so with a thousand sessions every spawn copied and then closed over two thousand of
+//! them, a cost that grows with each session held (docs/performance-log.md, "Spawns and
+//! requests, 2026-12-03": `close_range` in the child was 7 % of all the machine's samples over
+//! the spawn phase).
 //!
 //! A launcher thread unshares its descriptor table when it starts (`unshare(CLONE_FILES)`)
 //! and closes the copies it got, so a child it starts copies a table of four. What it opens
@@ -89,11 +90,11 @@ pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     }
 }
 
-/// Starts the process's launcher threads now, if they are not running yet, rather than on
-/// the first spawn. Made then (with the blocking threads), they held up the first spawns of
-/// a storm: the slowest of the first sixteen took 16–20 ms in four runs, against 11.5–12.3
-/// ms with both started with the daemon, and sixteen slow spawns are enough on their own to
-/// set the p99 of a thousand (README, "Spawn stalls").
+/// Starts the process's launcher threads now, if they are not running yet, rather than on the
+/// first spawn. Made then (with the blocking threads), they held up the first spawns of a
+/// storm: the slowest of the first sixteen took 16–20 ms in four runs, against 11.5–12.3 ms
+/// with both started with the daemon, and sixteen slow spawns are enough on their own to set
+/// the p99 of a thousand (docs/performance-log.md, "Spawn stalls").
 pub fn prestart() {
     let _ = launchers();
 }
@@ -112,11 +113,11 @@ fn launchers() -> Option<&'static Launchers> {
         .as_ref()
 }
 
-/// How many launcher threads the process has: one a core (two at least, so one child slow
-/// to exec does not hold up every start). Two a core, as before 2026-12-04, started no faster
-/// and gave a longer tail: each launcher has a child between fork and exec, and every such
-/// child waits its turn for a core among all the children already running (README, "Spawns,
-/// 2026-12-04").
+/// How many launcher threads the process has: one a core (two at least, so one child slow to
+/// exec does not hold up every start). Two a core, as before 2026-12-04, started no faster and
+/// gave a longer tail: each launcher has a child between fork and exec, and every such child
+/// waits its turn for a core among all the children already running (docs/performance-log.md,
+/// "Spawns, 2026-12-04").
 pub fn count() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.clamp(2, 8)

@@ -1,12 +1,12 @@
 //! The blocking half of a local start: a fresh PTY, sized, with the child started on it.
 //!
-//! `posix_spawn` returns only once the child has exec'd its program (glibc's spawn is a
-//! vfork, and the parent waits while the child loads). Done on the sessions' thread, that
-//! wait held up every session, socket and HTTP request of the daemon during a spawn storm;
-//! it was the largest single cost of a spawn there (README, "Load tool"). So a spawn runs
-//! [`launch`] on a blocking thread and hands what it made, plain descriptors and a pid, to
-//! the harness, which registers them with the sessions' runtime. [`launch`] itself has the
-//! work done on a launcher thread ([`super::launcher`]), whose small descriptor table is
+//! `posix_spawn` returns only once the child has exec'd its program (glibc's spawn is a vfork,
+//! and the parent waits while the child loads). Done on the sessions' thread, that wait held up
+//! every session, socket and HTTP request of the daemon during a spawn storm; it was the
+//! largest single cost of a spawn there (docs/performance-log.md, "Spawns, 2026-12-02"). So a
+//! spawn runs [`launch`] on a blocking thread and hands what it made, plain descriptors and a
+//! pid, to the harness, which registers them with the sessions' runtime. [`launch`] itself has
+//! the work done on a launcher thread ([`super::launcher`]), whose small descriptor table is
 //! what each child copies, and waits for it.
 //!
 //! The parent never opens the terminal's slave side: the child opens it by path
@@ -34,10 +34,10 @@ pub struct Launched {
     pub times: LaunchTimes,
 }
 
-/// Where a start's time went: waiting for a free launcher thread, then the launcher's own
-/// work (the PTY, and the fork, which waits for the child's exec). Counted in the daemon's
-/// metrics: in a spawn storm nearly all of a spawn's time is these two, mostly the wait
-/// (README, "Spawns, later on 2026-12-04").
+/// Where a start's time went: waiting for a free launcher thread, then the launcher's own work
+/// (the PTY, and the fork, which waits for the child's exec). Counted in the daemon's metrics:
+/// in a spawn storm nearly all of a spawn's time is these two, mostly the wait
+/// (docs/performance-log.md, "Spawns, later on 2026-12-04").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchTimes {
     /// From the start being asked for to a launcher taking it; zero on the caller's thread.

@@ -1,16 +1,16 @@
 //! [`PtyOutput`]: the read side of a local PTY's master, registered for readability only.
 //!
 //! pty-process registers a PTY with the runtime for reading and writing at once. Its epoll
-//! registration is edge-triggered, so every time the child reads its input and the master
-//! gains write room, the sessions' thread woke for a write-readiness nobody waited for: once
-//! or twice on every keystroke's round trip (`strace` of `atc-bench --phases echo` showed
-//! `write`, then one or two `epoll_wait`s returning only `EPOLLOUT`, then the echo). Here the
-//! master is registered for `EPOLLIN` alone; [`PtyInput`](super::pty_input::PtyInput) writes
-//! through the same descriptor and registers a duplicate for writability only while input is
-//! backlogged. A trip went from three `epoll_wait`s and two `read`s to two and one; on the
-//! 2-core machine that neither the CPU nor the latency of the echo phase showed beyond its
-//! noise (README, "Spawns and requests, 2026-12-03"), so what this buys is fewer wake-ups
-//! per keystroke for every session, not a measured figure.
+//! registration is edge-triggered, so every time the child reads its input and the master gains
+//! write room, the sessions' thread woke for a write-readiness nobody waited for: once or twice
+//! on every keystroke's round trip (`strace` of `atc-bench --phases echo` showed `write`, then
+//! one or two `epoll_wait`s returning only `EPOLLOUT`, then the echo). Here the master is
+//! registered for `EPOLLIN` alone; [`PtyInput`](super::pty_input::PtyInput) writes through the
+//! same descriptor and registers a duplicate for writability only while input is backlogged. A
+//! trip went from three `epoll_wait`s and two `read`s to two and one; on the 2-core machine
+//! that neither the CPU nor the latency of the echo phase showed beyond its noise
+//! (docs/performance-log.md, "Spawns and requests, 2026-12-03"), so what this buys is fewer
+//! wake-ups per keystroke for every session, not a measured figure.
 //!
 //! A small read (under [`SMALL_READ`]) emptied the line discipline, and the child is printing
 //! a little at a time: a keystroke's echo, a prompt. Readiness is then dropped at once rather

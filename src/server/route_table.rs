@@ -218,10 +218,11 @@ fn template_matches(template: &str, path: &str) -> bool {
 /// Routes gathered as the router registers them: the routes of one path together, and the
 /// paths under one dynamic segment (`/v1/sessions/{id}/...`) under that segment's prefix.
 ///
-/// actix matches a path with a `{name}` segment by running a regex, one per registered
-/// resource it tries, in order; with a resource per route a `POST /v1/sessions/{id}/kill`
-/// ran a dozen before it matched, about a third of such a request's CPU (README, "Load
-/// tool"). Under a scope the prefix's regex runs once and the rest are plain comparisons.
+/// actix matches a path with a `{name}` segment by running a regex, one per registered resource
+/// it tries, in order; with a resource per route a `POST /v1/sessions/{id}/kill` ran a dozen
+/// before it matched, about a third of such a request's CPU (docs/performance-log.md, "Spawns
+/// and requests, 2026-12-03"). Under a scope the prefix's regex runs once and the rest are
+/// plain comparisons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteScope {
     /// The dynamic prefix (`/v1/sessions/{id}`), or `None` for the paths with no `{name}`.

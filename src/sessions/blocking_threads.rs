@@ -6,10 +6,10 @@
 //! stalling the sessions' thread in a spawn storm. The pool keeps its queue and its idle
 //! threads under one `parking_lot` mutex, which the spawning thread takes to hand over a job
 //! and every blocking thread takes as it picks a job up and finishes one. On a saturated
-//! machine a holder is preempted inside it, and the sessions' thread, wanting it next, spun
-//! in `sched_yield` (1,874 calls over 1,000 spawns) and parked until the holder ran again,
-//! with every session, socket and request of the daemon waiting behind it (README, "Spawn
-//! stalls").
+//! machine a holder is preempted inside it, and the sessions' thread, wanting it next, spun in
+//! `sched_yield` (1,874 calls over 1,000 spawns) and parked until the holder ran again, with
+//! every session, socket and request of the daemon waiting behind it (docs/performance-log.md,
+//! "Spawn stalls").
 //!
 //! Here the caller hands a job over through a channel whose sender takes no lock the
 //! threads hold while they work, and hears back on a oneshot. The threads share the
@@ -61,10 +61,10 @@ pub fn prestart() {
     }
 }
 
-/// How many threads there are: twice the launchers, so a launcher never waits for its next
-/// job while the one before writes its files, and eight at least. On 2 cores (two
-/// launchers), 4, 8 and 16 threads gave spawn p99s of 19.3–19.8, 16.7–17.8 and 18.8–19.7 ms
-/// (README, "Spawn stalls").
+/// How many threads there are: twice the launchers, so a launcher never waits for its next job
+/// while the one before writes its files, and eight at least. On 2 cores (two launchers), 4, 8
+/// and 16 threads gave spawn p99s of 19.3–19.8, 16.7–17.8 and 18.8–19.7 ms
+/// (docs/performance-log.md, "Spawn stalls").
 fn count() -> usize {
     (2 * crate::providers::launcher::count()).max(8)
 }

@@ -290,10 +290,11 @@ impl SessionManager {
 }
 
 /// The part of a spawn that blocks its thread, run on the daemon's blocking threads
-/// ([`blocking_threads`]) so the sessions' thread keeps serving everything else meanwhile:
-/// the session's record and settings files (creating a file took a third of that thread's
-/// time in a spawn storm, README "Load tool"), and the provider's launch of the process (a
-/// local fork and exec). `deps` come back with the spec, for the session to be started with.
+/// ([`blocking_threads`]) so the sessions' thread keeps serving everything else meanwhile: the
+/// session's record and settings files (creating a file took a third of that thread's time in a
+/// spawn storm, docs/performance-log.md, "Spawns, 2026-12-02"), and the provider's launch of
+/// the process (a local fork and exec). `deps` come back with the spec, for the session to be
+/// started with.
 async fn launch_off_thread(
     record: SessionRecord,
     plan: LaunchPlan,

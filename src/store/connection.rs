@@ -1,11 +1,11 @@
 //! The store's one SQLite connection, shared by the write queue and every direct read or write.
 //!
 //! The spec asks for a single connection (§1.1). It used to be a sqlx pool of one, and a pool
-//! pings each connection given back to it (`return_to_pool` in sqlx-core 0.8.6), from a task
-//! it spawns: one more round trip to the connection's worker thread on every use, whatever
-//! the use was. A spawn's row is a lone write, so half the worker's wake-ups in a spawn storm
-//! were those pings (README, "The store's one connection"). A fair mutex gives what the pool
-//! gave, one user at a time in the order they asked, without them.
+//! pings each connection given back to it (`return_to_pool` in sqlx-core 0.8.6), from a task it
+//! spawns: one more round trip to the connection's worker thread on every use, whatever the use
+//! was. A spawn's row is a lone write, so half the worker's wake-ups in a spawn storm were
+//! those pings (docs/performance-log.md, "The store's one connection"). A fair mutex gives what
+//! the pool gave, one user at a time in the order they asked, without them.
 
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions as _, Connection as _, SqliteConnection};

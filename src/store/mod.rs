@@ -401,8 +401,8 @@ impl StateStore {
     ///
     /// The daemon moves it to the sessions' thread, whose actors make nearly every write: a
     /// write then crosses to sqlx's worker thread and back, and no longer also to the thread
-    /// the store was opened on and back. That was two of the sixteen or so wake-ups a spawn
-    /// and its cleanup cost (README, "Spawn stalls").
+    /// the store was opened on and back. That was two of the sixteen or so wake-ups a spawn and
+    /// its cleanup cost (docs/performance-log.md, "Spawn stalls").
     pub fn move_writer(
         &self,
         to: &actix::ArbiterHandle,
