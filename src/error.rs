@@ -242,6 +242,9 @@ impl Error {
                         .with("provider", *kind)
                         .with("capability", *capability)
                 }
+                ProviderError::LimitReached { limit, .. } => Wire::new(C::HostUnavailable)
+                    .with("provider", crate::providers::local_pty::KIND)
+                    .with("problem", limit.problem()),
                 ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
                 ProviderError::ProcessGone => Wire::new(C::SessionDead),
                 ProviderError::Host(e) => host_wire(e),
@@ -495,6 +498,25 @@ mod tests {
         assert!(
             !standing.to_string().is_empty(),
             "the message is the inner error's"
+        );
+    }
+
+    /// A start past one of the machine's limits is the host's refusal, named, and its
+    /// message says which limit and what to raise; not `internal`.
+    #[test]
+    fn a_limit_reached_is_the_host_unavailable_with_the_limit_named() {
+        let e = Error::from(ProviderError::LimitReached {
+            limit: crate::providers::host_limit::HostLimit::OpenFiles,
+            detail: "the new terminal did not fit".into(),
+        });
+        let body = e.body();
+        assert_eq!(body.error.code, ErrorCode::HostUnavailable);
+        assert_eq!(body.error.data["provider"], "local-pty");
+        assert_eq!(body.error.data["problem"], "open_files_exhausted");
+        assert!(
+            body.error.message.contains("open-file limit"),
+            "{}",
+            body.error.message
         );
     }
 

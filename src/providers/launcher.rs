@@ -43,6 +43,7 @@ use rustix::net::{
 };
 use rustix::process::Pid;
 
+use super::host_limit::HostLimit;
 use super::local_launch::{self, LaunchTimes, Launched};
 use super::pty_spawn::{Child, Plan};
 use super::ProviderError;
@@ -74,11 +75,24 @@ pub struct Launchers {
     tids: Vec<Pid>,
 }
 
-/// The daemon's end of the socket the launchers send on, and descriptors read from it that
-/// belong to other callers.
+/// The daemon's end of the socket the launchers send on, and what was read from it for
+/// other callers.
 struct Inbox {
     socket: OwnedFd,
-    early: HashMap<u64, [OwnedFd; 2]>,
+    early: HashMap<u64, Delivery>,
+}
+
+/// What the socket carried for one start: its two descriptors, or why they did not arrive.
+type Delivery = Result<[OwnedFd; 2], Undelivered>;
+
+/// Why a start's descriptors did not arrive whole.
+#[derive(Debug)]
+enum Undelivered {
+    /// The kernel cut the descriptors off the message, which it does when the receiving
+    /// table is at the process's open-file limit.
+    TableFull,
+    /// The message held some other number of descriptors than the two a launcher sends.
+    Miscounted(usize),
 }
 
 /// Starts `plan` on a fresh PTY of `size`: on a launcher thread, or on this one where the
@@ -173,12 +187,21 @@ impl Launchers {
                 "a launcher thread stopped during the start",
             ))
         })??;
-        let [master, pidfd] = self.redeem(id)?;
-        Ok(Launched {
-            master,
-            child: Child::adopt(pid, pidfd),
-            times,
-        })
+        match self.redeem(id) {
+            Ok([master, pidfd]) => Ok(Launched {
+                master,
+                child: Child::adopt(pid, pidfd),
+                times,
+            }),
+            Err(e) => {
+                // The child runs, and nothing of the daemon's reaches it: end it and reap it
+                // now, or it would stay a zombie until the daemon exits. Its pid is still
+                // ours until reaped. Both calls fail only if it is gone already.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+                Err(e)
+            }
+        }
     }
 
     /// The thread ids of the launchers, for a look at their tables.
@@ -188,25 +211,34 @@ impl Launchers {
 
     /// The descriptors sent for job `id`, which are on the socket or kept already: a launcher
     /// sends them before it answers.
-    fn redeem(&self, id: u64) -> std::io::Result<[OwnedFd; 2]> {
+    fn redeem(&self, id: u64) -> Result<[OwnedFd; 2], ProviderError> {
         // Nothing panics while the inbox is held, so a poisoned one is whole.
         let mut inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        inbox.take(id)
+        match inbox.take(id)? {
+            Ok(fds) => Ok(fds),
+            Err(Undelivered::TableFull) => Err(ProviderError::LimitReached {
+                limit: HostLimit::OpenFiles,
+                detail: "the new terminal did not fit in the daemon's descriptor table".into(),
+            }),
+            Err(Undelivered::Miscounted(n)) => Err(ProviderError::Os(std::io::Error::other(
+                format!("a launcher sent {n} descriptors, not two"),
+            ))),
+        }
     }
 }
 
 impl Inbox {
-    /// Job `id`'s descriptors: kept already, or read on, keeping the others read on the way.
-    fn take(&mut self, id: u64) -> std::io::Result<[OwnedFd; 2]> {
-        if let Some(fds) = self.early.remove(&id) {
-            return Ok(fds);
+    /// Job `id`'s delivery: kept already, or read on, keeping the others read on the way.
+    fn take(&mut self, id: u64) -> std::io::Result<Delivery> {
+        if let Some(delivery) = self.early.remove(&id) {
+            return Ok(delivery);
         }
         loop {
-            let (tag, fds) = receive_tagged(&self.socket)?;
+            let (tag, delivery) = receive_tagged(&self.socket)?;
             if tag == id {
-                return Ok(fds);
+                return Ok(delivery);
             }
-            self.early.insert(tag, fds);
+            self.early.insert(tag, delivery);
         }
     }
 }
@@ -323,9 +355,10 @@ fn send_tagged(socket: &OwnedFd, tag: u64, fds: [BorrowedFd<'_>; 2]) -> std::io:
     Ok(())
 }
 
-/// Reads one message, which is there already: its tag and its two descriptors, close-on-exec
-/// in this table.
-fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, [OwnedFd; 2])> {
+/// Reads one message, which is there already: its tag, and its two descriptors (close-on-exec
+/// in this table) or why they are not all there. A message whose tag did not arrive is an
+/// error: there is no telling whose it was.
+fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, Delivery)> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut bytes = [0u8; 8];
@@ -341,16 +374,16 @@ fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, [OwnedFd; 2])> {
             fds.extend(received);
         }
     }
-    if got.bytes != bytes.len() || got.flags.contains(ReturnFlags::CTRUNC) {
+    if got.bytes != bytes.len() || got.flags.contains(ReturnFlags::TRUNC) {
         return Err(std::io::Error::other("a launcher's message was cut off"));
     }
-    let fds = <[OwnedFd; 2]>::try_from(fds).map_err(|fds| {
-        std::io::Error::other(format!(
-            "a launcher sent {} descriptors, not two",
-            fds.len()
-        ))
-    })?;
-    Ok((u64::from_ne_bytes(bytes), fds))
+    let tag = u64::from_ne_bytes(bytes);
+    if got.flags.contains(ReturnFlags::CTRUNC) {
+        // Whatever did arrive of them closes here.
+        return Ok((tag, Err(Undelivered::TableFull)));
+    }
+    let delivery = <[OwnedFd; 2]>::try_from(fds).map_err(|fds| Undelivered::Miscounted(fds.len()));
+    Ok((tag, delivery))
 }
 
 #[cfg(test)]
@@ -472,7 +505,7 @@ mod tests {
             early: HashMap::new(),
         };
         for tag in [9u64, 7, 8] {
-            let [a, b] = inbox.take(tag).expect("take");
+            let [a, b] = inbox.take(tag).expect("read").expect("whole");
             assert_eq!(
                 (name(&a), name(&b)),
                 (format!("{tag}-a"), format!("{tag}-b"))
@@ -481,6 +514,52 @@ mod tests {
         assert!(inbox.early.is_empty());
         // Nothing is left to read, and a read does not wait for more.
         assert!(inbox.take(10).is_err());
+    }
+
+    /// A message whose descriptors were cut off (here by sending eight where two fit, which
+    /// the kernel truncates as it does for a table at its limit) or that holds one is that
+    /// start's failure alone: its tag still names it, and the starts around it get theirs.
+    #[test]
+    fn a_start_whose_descriptors_were_cut_off_fails_alone() {
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .expect("socket pair");
+        let file = || -> OwnedFd { tempfile::tempfile().expect("file").into() };
+        let send = |tag: u64, fds: &[OwnedFd]| {
+            let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&borrowed)));
+            rustix::net::sendmsg(
+                &theirs,
+                &[IoSlice::new(&tag.to_ne_bytes())],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .expect("send");
+        };
+        send(7, &std::array::from_fn::<_, 8, _>(|_| file()));
+        send(8, &[file()]);
+        send(9, &[file(), file()]);
+        let mut inbox = Inbox {
+            socket: ours,
+            early: HashMap::new(),
+        };
+        assert!(
+            inbox.take(9).expect("read").is_ok(),
+            "the whole one arrives"
+        );
+        let seven = inbox.take(7).expect("read");
+        assert!(matches!(seven, Err(Undelivered::TableFull)), "{seven:?}");
+        assert!(matches!(
+            inbox.take(8).expect("read"),
+            Err(Undelivered::Miscounted(1))
+        ));
+        assert!(inbox.early.is_empty());
     }
 
     #[test]

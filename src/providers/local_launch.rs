@@ -20,7 +20,8 @@ use atc_protocol::TermSize;
 use rustix::fs::OFlags;
 use rustix::pty::OpenptFlags;
 
-use super::pty_spawn::{Child, Plan};
+use super::host_limit::HostLimit;
+use super::pty_spawn::{Child, Plan, SpawnError};
 use super::ProviderError;
 
 /// A child running on a PTY whose master side is `master` (non-blocking, close-on-exec).
@@ -58,9 +59,32 @@ pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderErro
     let began = Instant::now();
     // As pty-process's error, so a terminal that cannot be opened reads the same whichever
     // opened it ("could not open a terminal", which `atc-proof soak --grow` looks for).
-    let master = open_master(size).map_err(|e| pty_process::Error::Io(e.into()))?;
+    let master = open_master(size).map_err(|e| {
+        let e = std::io::Error::from(e);
+        match HostLimit::opening_a_pty(&e) {
+            Some(limit) => ProviderError::LimitReached {
+                limit,
+                detail: format!("could not open a terminal: {e}"),
+            },
+            None => pty_process::Error::Io(e).into(),
+        }
+    })?;
     let tty = rustix::pty::ptsname(&master, Vec::new()).map_err(std::io::Error::from)?;
-    let child = super::pty_spawn::spawn(plan, &tty)?;
+    let child = super::pty_spawn::spawn(plan, &tty).map_err(|e| {
+        let limit = match &e {
+            SpawnError::Exec { source, .. } => HostLimit::starting_a_process(source),
+            // The pidfd: a descriptor the daemon could not open.
+            SpawnError::Watch(source) => HostLimit::opening_a_descriptor(source),
+            SpawnError::Nul(_) => None,
+        };
+        match limit {
+            Some(limit) => ProviderError::LimitReached {
+                limit,
+                detail: e.to_string(),
+            },
+            None => e.into(),
+        }
+    })?;
     Ok(Launched {
         master,
         child,

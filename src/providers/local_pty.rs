@@ -36,9 +36,12 @@ pub struct LocalPty {
     pub withheld: Vec<String>,
 }
 
+/// The provider's kind, as targets name it.
+pub const KIND: &str = "local-pty";
+
 impl ExecutionProvider for LocalPty {
     fn kind(&self) -> &'static str {
-        "local-pty"
+        KIND
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -14,6 +14,7 @@
 
 pub mod child_fds;
 pub mod echo_spin;
+pub mod host_limit;
 pub mod imp;
 pub mod launcher;
 pub mod local_command;

@@ -8,9 +8,18 @@ pub enum ProviderError {
     /// The working directory is missing or not a directory.
     #[error("working directory {0} does not exist or is not a directory")]
     BadCwd(String),
-    /// The OS refused (no PTYs left, exec failed, ...).
+    /// The OS refused (exec failed, ...).
     #[error("could not start the process: {0}; check the daemon's limits (open files, PTYs) and its log")]
     Os(#[from] std::io::Error),
+    /// The start ran into one of the machine's limits (no PTY left, the daemon's open-file
+    /// limit, ...).
+    #[error("{limit} ({detail})")]
+    LimitReached {
+        /// Which limit.
+        limit: super::host_limit::HostLimit,
+        /// What failed, and the kernel's word for it.
+        detail: String,
+    },
     /// The process could not be started on its terminal.
     #[error("{0}; check the daemon's limits (open files, processes) and its log")]
     Spawn(#[from] super::pty_spawn::SpawnError),

@@ -1,7 +1,8 @@
 //! The soak's short versions, through the real binary: 50 sessions held 20 s with churn and
 //! sampled every 2 s (no error, no session lost, RSS and descriptors flat, every figure and
 //! reading present); and a growth run against a daemon whose open-file limit is lowered to
-//! 256, which must stop at that limit, name it, and leave every held session alive.
+//! 256, which must stop at that limit, name it, leave every held session alive and leave no
+//! child of the refused start behind.
 
 mod support;
 
@@ -76,6 +77,13 @@ fn growth_stops_at_the_daemons_open_file_limit_and_names_it() {
     assert_eq!(report["passed"], true, "{report:#}\n{stderr}");
     let notes = report["notes"].to_string();
     assert!(notes.contains("stopped by open files"), "{report:#}");
+    // Named by the daemon, not guessed from the readings.
+    assert!(
+        notes.contains("host_unavailable, problem open_files_exhausted"),
+        "{report:#}"
+    );
+    assert_eq!(figure(&report, "refusalNamesItsLimit")["value"], 1.0);
+    assert_eq!(figure(&report, "childrenBeyondSessions")["value"], 0.0);
     let grown = figure(&report, "grownSessions")["value"]
         .as_f64()
         .unwrap_or(0.0);

@@ -67,6 +67,8 @@ pub struct Member {
 pub struct SpawnRefused {
     /// The daemon's error code, when it answered with one.
     pub code: Option<String>,
+    /// Its `data.problem`, when it gave one (which limit a `host_unavailable` ran into).
+    pub problem: Option<String>,
     /// The whole message.
     pub message: String,
 }
@@ -157,6 +159,14 @@ impl Fleet {
             Err(e) => Err(SpawnRefused {
                 code: match &e {
                     ClientError::Api(api) => Some(api.code.to_string()),
+                    _ => None,
+                },
+                problem: match &e {
+                    ClientError::Api(api) => api
+                        .data
+                        .get("problem")
+                        .and_then(|p| p.as_str())
+                        .map(str::to_string),
                     _ => None,
                 },
                 message: e.to_string(),

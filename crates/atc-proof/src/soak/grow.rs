@@ -75,10 +75,18 @@ pub struct AtRefusal {
     pub mem_available_kib: Option<u64>,
 }
 
-/// Which limit a refusal with `message` ran into, given the limits read just after it.
-/// The OS error the daemon passes on decides where it names one; the readings decide
-/// otherwise (a limit within a few of its ceiling).
-pub fn classify(message: &str, at: &AtRefusal) -> StopReason {
+/// Which limit a refusal with `problem` and `message` ran into, given the limits read just
+/// after it. The daemon names the limit in `data.problem` (`host_unavailable`); a daemon from
+/// before that is read by the OS error it passes on, and the readings decide otherwise (a
+/// limit within a few of its ceiling).
+pub fn classify(problem: Option<&str>, message: &str, at: &AtRefusal) -> StopReason {
+    match problem {
+        Some("ptys_exhausted") => return StopReason::Ptys,
+        Some("open_files_exhausted") => return StopReason::OpenFiles,
+        Some("processes_exhausted") => return StopReason::Processes,
+        Some("memory_exhausted") => return StopReason::Memory,
+        _ => {}
+    }
     let m = message.to_ascii_lowercase();
     if m.contains("too many open files") {
         return StopReason::OpenFiles;
@@ -117,6 +125,17 @@ pub fn classify(message: &str, at: &AtRefusal) -> StopReason {
         return StopReason::Memory;
     }
     StopReason::Other
+}
+
+/// How many child processes `pid` has, zombies included, from each of its threads'
+/// `/proc/<pid>/task/<tid>/children`.
+fn child_count(pid: u32) -> Option<u64> {
+    let mut n = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let children = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+        n += children.split_whitespace().count() as u64;
+    }
+    Some(n)
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in KiB.
@@ -188,13 +207,28 @@ pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         mem_available_kib: mem_available_kib(),
     };
     let held = fleet.len() as u64;
+    // Read before anything ends: every held session has its one child, and a refused start
+    // must have left none behind (a zombie included).
+    let children = child_count(daemon.pid());
     if let Some(r) = &refused {
-        reason = classify(&r.message, &at);
+        reason = classify(r.problem.as_deref(), &r.message, &at);
         report.note(format!(
-            "the first refused spawn, with {held} held: {} ({})",
+            "the first refused spawn, with {held} held: {} ({}, problem {})",
             r.message,
-            r.code.as_deref().unwrap_or("no error code")
+            r.code.as_deref().unwrap_or("no error code"),
+            r.problem.as_deref().unwrap_or("none")
         ));
+        let named = r.code.as_deref() == Some("host_unavailable") && r.problem.is_some();
+        report.figure(
+            "refusalNamesItsLimit",
+            f64::from(u8::from(named)),
+            "bool",
+            Want::Equal(1.0),
+        );
+    }
+    match children {
+        Some(n) => report.zero("childrenBeyondSessions", n.saturating_sub(held), "count"),
+        None => report.note("the daemon's children could not be counted".to_string()),
     }
     report.note(format!("stopped by {}", reason.as_str()));
     report.info("grownSessions", held as f64, "count");
@@ -290,29 +324,52 @@ mod tests {
         let at = AtRefusal::default();
         let msg = |e: &str| format!("could not open a terminal: {e}; check the daemon's limits");
         assert_eq!(
-            classify(&msg("Too many open files (os error 24)"), &at),
+            classify(None, &msg("Too many open files (os error 24)"), &at),
             StopReason::OpenFiles
         );
         assert_eq!(
-            classify(&msg("No space left on device (os error 28)"), &at),
+            classify(None, &msg("No space left on device (os error 28)"), &at),
             StopReason::Ptys
         );
         assert_eq!(
-            classify(&msg("Cannot allocate memory (os error 12)"), &at),
+            classify(None, &msg("Cannot allocate memory (os error 12)"), &at),
             StopReason::Memory
         );
         assert_eq!(
-            classify(&msg("Resource temporarily unavailable (os error 11)"), &at),
+            classify(
+                None,
+                &msg("Resource temporarily unavailable (os error 11)"),
+                &at
+            ),
             StopReason::Ptys
         );
         assert_eq!(
             classify(
+                None,
                 "could not start the process: Resource temporarily unavailable (os error 11)",
                 &at
             ),
             StopReason::Processes
         );
-        assert_eq!(classify("internal error", &at), StopReason::Other);
+        assert_eq!(classify(None, "internal error", &at), StopReason::Other);
+    }
+
+    /// The daemon's own word for the limit wins over the message and the readings.
+    #[test]
+    fn the_problem_named_decides_first() {
+        let roomy = AtRefusal::default();
+        for (problem, want) in [
+            ("ptys_exhausted", StopReason::Ptys),
+            ("open_files_exhausted", StopReason::OpenFiles),
+            ("processes_exhausted", StopReason::Processes),
+            ("memory_exhausted", StopReason::Memory),
+        ] {
+            assert_eq!(classify(Some(problem), "internal error", &roomy), want);
+        }
+        assert_eq!(
+            classify(Some("not_started"), "internal error", &roomy),
+            StopReason::Other
+        );
     }
 
     #[test]
@@ -321,32 +378,38 @@ mod tests {
             pty: pty(4096, 4093),
             ..AtRefusal::default()
         };
-        assert_eq!(classify("internal error", &full), StopReason::Ptys);
+        assert_eq!(classify(None, "internal error", &full), StopReason::Ptys);
         // A container's devpts instance stops at max - reserve.
         let container = AtRefusal {
             pty: pty(4096, 3072),
             ..AtRefusal::default()
         };
-        assert_eq!(classify("internal error", &container), StopReason::Ptys);
+        assert_eq!(
+            classify(None, "internal error", &container),
+            StopReason::Ptys
+        );
         let fds = AtRefusal {
             pty: pty(4096, 100),
             fds: Some(1020),
             fd_soft: Some(Limit::Count(1024)),
             mem_available_kib: Some(10 << 20),
         };
-        assert_eq!(classify("internal error", &fds), StopReason::OpenFiles);
+        assert_eq!(
+            classify(None, "internal error", &fds),
+            StopReason::OpenFiles
+        );
         let mem = AtRefusal {
             mem_available_kib: Some(1000),
             ..AtRefusal::default()
         };
-        assert_eq!(classify("internal error", &mem), StopReason::Memory);
+        assert_eq!(classify(None, "internal error", &mem), StopReason::Memory);
         let roomy = AtRefusal {
             pty: pty(4096, 100),
             fds: Some(300),
             fd_soft: Some(Limit::Count(1024)),
             mem_available_kib: Some(10 << 20),
         };
-        assert_eq!(classify("internal error", &roomy), StopReason::Other);
+        assert_eq!(classify(None, "internal error", &roomy), StopReason::Other);
     }
 
     #[test]
