@@ -88,54 +88,58 @@ impl std::fmt::Display for HostLimit {
 mod tests {
     use super::*;
 
-    fn errno(n: i32) -> std::io::Error {
-        std::io::Error::from_raw_os_error(n)
-    }
-
+    /// Each step's errno, and the limit it names there (`None`: not a limit).
     #[test]
-    fn a_pty_open_names_the_pty_and_descriptor_limits() {
-        assert_eq!(
-            HostLimit::opening_a_pty(&errno(libc::ENOSPC)),
-            Some(HostLimit::Ptys)
-        );
-        assert_eq!(
-            HostLimit::opening_a_pty(&errno(libc::EAGAIN)),
-            Some(HostLimit::Ptys)
-        );
-        assert_eq!(
-            HostLimit::opening_a_pty(&errno(libc::EMFILE)),
-            Some(HostLimit::OpenFiles)
-        );
-        assert_eq!(HostLimit::opening_a_pty(&errno(libc::EIO)), None);
-        assert_eq!(
-            HostLimit::opening_a_pty(&std::io::Error::other("no errno")),
-            None
-        );
-    }
-
-    #[test]
-    fn a_descriptor_names_only_the_descriptor_limit() {
-        assert_eq!(
-            HostLimit::opening_a_descriptor(&errno(libc::ENFILE)),
-            Some(HostLimit::OpenFiles)
-        );
-        assert_eq!(HostLimit::opening_a_descriptor(&errno(libc::ENOSPC)), None);
-    }
-
-    #[test]
-    fn a_process_start_names_the_process_limit_and_not_a_missing_program() {
-        assert_eq!(
-            HostLimit::starting_a_process(&errno(libc::EAGAIN)),
-            Some(HostLimit::Processes)
-        );
-        assert_eq!(
-            HostLimit::starting_a_process(&errno(libc::ENOMEM)),
-            Some(HostLimit::Memory)
-        );
-        assert_eq!(HostLimit::starting_a_process(&errno(libc::ENOENT)), None);
-        assert_eq!(HostLimit::starting_a_process(&errno(libc::EACCES)), None);
-        // ENOSPC from a start is not the PTY limit.
-        assert_eq!(HostLimit::starting_a_process(&errno(libc::ENOSPC)), None);
+    fn each_step_names_only_the_limits_its_errno_means() {
+        use HostLimit::*;
+        type Step = fn(&std::io::Error) -> Option<HostLimit>;
+        let cases: [(&str, Step, i32, Option<HostLimit>); 13] = [
+            ("pty", HostLimit::opening_a_pty, libc::ENOSPC, Some(Ptys)),
+            ("pty", HostLimit::opening_a_pty, libc::EAGAIN, Some(Ptys)),
+            (
+                "pty",
+                HostLimit::opening_a_pty,
+                libc::EMFILE,
+                Some(OpenFiles),
+            ),
+            ("pty", HostLimit::opening_a_pty, libc::ENOMEM, Some(Memory)),
+            ("pty", HostLimit::opening_a_pty, libc::EIO, None),
+            (
+                "fd",
+                HostLimit::opening_a_descriptor,
+                libc::ENFILE,
+                Some(OpenFiles),
+            ),
+            ("fd", HostLimit::opening_a_descriptor, libc::ENOSPC, None),
+            (
+                "start",
+                HostLimit::starting_a_process,
+                libc::EAGAIN,
+                Some(Processes),
+            ),
+            (
+                "start",
+                HostLimit::starting_a_process,
+                libc::ENOMEM,
+                Some(Memory),
+            ),
+            (
+                "start",
+                HostLimit::starting_a_process,
+                libc::EMFILE,
+                Some(OpenFiles),
+            ),
+            // The exec's own failures, and a PTY's word from a start, name no limit.
+            ("start", HostLimit::starting_a_process, libc::ENOENT, None),
+            ("start", HostLimit::starting_a_process, libc::EACCES, None),
+            ("start", HostLimit::starting_a_process, libc::ENOSPC, None),
+        ];
+        for (step, named, errno, want) in cases {
+            let e = std::io::Error::from_raw_os_error(errno);
+            assert_eq!(named(&e), want, "{step}: {e}");
+        }
+        let no_errno = std::io::Error::other("no errno");
+        assert_eq!(HostLimit::opening_a_pty(&no_errno), None);
     }
 
     #[test]

@@ -473,15 +473,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn each_caller_takes_its_own_descriptors_whatever_order_they_came_in() {
-        let (ours, theirs) = rustix::net::socketpair(
+    /// A socket pair of the kind the launchers send on.
+    fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
+        rustix::net::socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
             SocketFlags::CLOEXEC,
             None,
         )
-        .expect("socket pair");
+        .expect("socket pair")
+    }
+
+    #[test]
+    fn each_caller_takes_its_own_descriptors_whatever_order_they_came_in() {
+        let (ours, theirs) = seqpacket_pair();
         let dir = tempfile::tempdir().expect("dir");
         let open = |name: &str| -> OwnedFd {
             std::fs::File::create(dir.path().join(name))
@@ -521,13 +526,7 @@ mod tests {
     /// start's failure alone: its tag still names it, and the starts around it get theirs.
     #[test]
     fn a_start_whose_descriptors_were_cut_off_fails_alone() {
-        let (ours, theirs) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .expect("socket pair");
+        let (ours, theirs) = seqpacket_pair();
         let file = || -> OwnedFd { tempfile::tempfile().expect("file").into() };
         let send = |tag: u64, fds: &[OwnedFd]| {
             let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
