@@ -93,53 +93,31 @@ mod tests {
     fn each_step_names_only_the_limits_its_errno_means() {
         use HostLimit::*;
         type Step = fn(&std::io::Error) -> Option<HostLimit>;
-        let cases: [(&str, Step, i32, Option<HostLimit>); 13] = [
-            ("pty", HostLimit::opening_a_pty, libc::ENOSPC, Some(Ptys)),
-            ("pty", HostLimit::opening_a_pty, libc::EAGAIN, Some(Ptys)),
-            (
-                "pty",
-                HostLimit::opening_a_pty,
-                libc::EMFILE,
-                Some(OpenFiles),
-            ),
-            ("pty", HostLimit::opening_a_pty, libc::ENOMEM, Some(Memory)),
-            ("pty", HostLimit::opening_a_pty, libc::EIO, None),
-            (
-                "fd",
-                HostLimit::opening_a_descriptor,
-                libc::ENFILE,
-                Some(OpenFiles),
-            ),
-            ("fd", HostLimit::opening_a_descriptor, libc::ENOSPC, None),
-            (
-                "start",
-                HostLimit::starting_a_process,
-                libc::EAGAIN,
-                Some(Processes),
-            ),
-            (
-                "start",
-                HostLimit::starting_a_process,
-                libc::ENOMEM,
-                Some(Memory),
-            ),
-            (
-                "start",
-                HostLimit::starting_a_process,
-                libc::EMFILE,
-                Some(OpenFiles),
-            ),
+        let pty: Step = HostLimit::opening_a_pty;
+        let fd: Step = HostLimit::opening_a_descriptor;
+        let start: Step = HostLimit::starting_a_process;
+        let cases = [
+            (pty, libc::ENOSPC, Some(Ptys)),
+            (pty, libc::EAGAIN, Some(Ptys)),
+            (pty, libc::EMFILE, Some(OpenFiles)),
+            (pty, libc::ENOMEM, Some(Memory)),
+            (pty, libc::EIO, None),
+            (fd, libc::ENFILE, Some(OpenFiles)),
+            (fd, libc::ENOSPC, None),
+            (start, libc::EAGAIN, Some(Processes)),
+            (start, libc::ENOMEM, Some(Memory)),
+            (start, libc::EMFILE, Some(OpenFiles)),
             // The exec's own failures, and a PTY's word from a start, name no limit.
-            ("start", HostLimit::starting_a_process, libc::ENOENT, None),
-            ("start", HostLimit::starting_a_process, libc::EACCES, None),
-            ("start", HostLimit::starting_a_process, libc::ENOSPC, None),
+            (start, libc::ENOENT, None),
+            (start, libc::EACCES, None),
+            (start, libc::ENOSPC, None),
         ];
-        for (step, named, errno, want) in cases {
+        for (i, (named, errno, want)) in cases.into_iter().enumerate() {
             let e = std::io::Error::from_raw_os_error(errno);
-            assert_eq!(named(&e), want, "{step}: {e}");
+            assert_eq!(named(&e), want, "case {i}: {e}");
         }
         let no_errno = std::io::Error::other("no errno");
-        assert_eq!(HostLimit::opening_a_pty(&no_errno), None);
+        assert_eq!(pty(&no_errno), None);
     }
 
     #[test]
