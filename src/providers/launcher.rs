@@ -194,10 +194,11 @@ impl Launchers {
                 times,
             }),
             Err(e) => {
-                // The child runs, and nothing of the daemon's reaches it: end it and reap it
-                // now, or it would stay a zombie until the daemon exits. Its pid is still
-                // ours until reaped. Both calls fail only if it is gone already.
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                // The child runs, and nothing of the daemon's reaches it: end it (with its
+                // group, which it leads, for anything it started meanwhile) and reap it now,
+                // or it would stay a zombie until the daemon exits. Its pid is still ours
+                // until reaped. Both calls fail only if it is gone already.
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
                 Err(e)
             }
