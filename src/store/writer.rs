@@ -187,13 +187,13 @@ async fn write_batch(
     let mut newest = None;
     let committed = async {
         let mut held = db.hold().await?;
-        let mut into = if writes > 1 {
+        let mut sink = if writes > 1 {
             Sink::Transaction(sqlx::Connection::begin(&mut *held).await?)
         } else {
             Sink::Alone(&mut held)
         };
         for (op, _) in &batch {
-            let conn = into.conn();
+            let conn = sink.conn();
             results.push(match op {
                 WriteOp::AppendEvent(e) => events::append(conn, e).await.map(|id| {
                     newest = Some(id);
@@ -201,7 +201,7 @@ async fn write_batch(
                 op => apply(conn, op).await,
             });
         }
-        if let Sink::Transaction(tx) = into {
+        if let Sink::Transaction(tx) = sink {
             tx.commit().await?;
         }
         Ok::<(), StoreError>(())
