@@ -8,7 +8,8 @@ pub enum ProviderError {
     /// The working directory is missing or not a directory.
     #[error("working directory {0} does not exist or is not a directory")]
     BadCwd(String),
-    /// The OS refused (exec failed, ...).
+    /// The OS refused something a start or a command needed that names none of the host's
+    /// limits (a launcher thread gone, a PTY's name unreadable, a command not started, ...).
     #[error("could not start the process: {0}; check the daemon's limits (open files, PTYs) and its log")]
     Os(#[from] std::io::Error),
     /// The start ran into one of the machine's limits (no PTY left, the daemon's open-file
