@@ -10,6 +10,10 @@ use atc::config::AgentConfig;
 use serde_json::{json, Value};
 use support::{agent_shells_daemon as daemon, hook, id_of, test_config, TestDaemon};
 
+/// A Claude session id (Claude Code names its sessions with UUIDs; atc takes nothing else from
+/// a claude-kind agent).
+const CLAUDE_SESSION: &str = "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b";
+
 /// The args of a stand-in agent: a script that execs a plain shell, ignoring its own args.
 fn stand_in_args() -> Vec<String> {
     vec!["-c".into(), "exec /bin/sh".into(), "agent".into()]
@@ -29,11 +33,11 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     hook(
         &d,
         &id,
-        json!({"hook_event_name": "SessionStart", "session_id": "cl-1"}),
+        json!({"hook_event_name": "SessionStart", "session_id": CLAUDE_SESSION}),
     )
     .await;
     d.wait_session(&id, "the agent session id", |s| {
-        s["agentSessionID"] == "cl-1"
+        s["agentSessionID"] == CLAUDE_SESSION
     })
     .await;
     hook(
@@ -68,7 +72,7 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     assert_eq!(
         resume["command"],
         format!(
-            "cd /tmp && /bin/sh --settings {} --resume cl-1",
+            "cd /tmp && /bin/sh --settings {} --resume {CLAUDE_SESSION}",
             settings.display()
         ),
         "{resume}"
@@ -78,7 +82,7 @@ async fn claude_hooks_drive_needs_you_running_and_done() {
     assert_eq!(fleet["fleet"][0]["sessionId"], id.as_str());
     // The turn's result is on the row.
     assert_eq!(fleet["fleet"][0]["result"], "all done");
-    assert_eq!(fleet["fleet"][0]["agentSessionId"], "cl-1");
+    assert_eq!(fleet["fleet"][0]["agentSessionId"], CLAUDE_SESSION);
     d.stop().await;
 }
 
@@ -139,21 +143,32 @@ async fn malformed_lines_and_unknown_sessions_are_dropped_and_counted() {
     let (d, tmp) = daemon().await;
     let id = id_of(&d.spawn("claude").await);
     let socket = tmp.path().join("atc.sock");
+    let other = uuid::Uuid::new_v4();
     let lines = [
         "not json\n".to_string(),
         "{\"atcId\": 5, \"event\": \"Stop\", \"payload\": {}}\n".to_string(),
-        format!("{{\"atcId\": \"{}\", \"event\": \"Stop\", \"payload\": {{}}}}\n", uuid::Uuid::new_v4()),
+        format!("{{\"atcId\": \"{other}\", \"key\": \"00\", \"event\": \"Stop\", \"payload\": {{}}}}\n"),
+        // Well formed, naming the session, but without its key (what any process of the
+        // user's could write).
         format!("{{\"atcId\": \"{id}\", \"event\": \"Notification\", \"payload\": {{\"message\": \"direct\"}}}}\n"),
+        format!("{{\"atcId\": \"{id}\", \"key\": \"0123456789abcdef0123456789abcdef\", \"event\": \"Notification\", \"payload\": {{\"message\": \"direct\"}}}}\n"),
     ];
     for line in &lines {
         let mut conn = std::os::unix::net::UnixStream::connect(&socket).unwrap();
         conn.write_all(line.as_bytes()).unwrap();
     }
-    becomes(&d, &id, "needs_you", true, "direct").await;
+    // The session's own process, with its key, is heard.
+    hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "Notification", "message": "from inside"}),
+    )
+    .await;
+    becomes(&d, &id, "needs_you", true, "from inside").await;
     let deadline = std::time::Instant::now() + support::WITHIN;
     loop {
         let (_, info) = d.call("GET", "/v1/daemon", None).await;
-        if info["reporter"]["dropped"] == 3 && info["reporter"]["accepted"] == 1 {
+        if info["reporter"]["dropped"] == 5 && info["reporter"]["accepted"] == 1 {
             break;
         }
         assert!(
@@ -320,8 +335,7 @@ async fn the_trail_keeps_reports_and_long_polls_for_the_next() {
     // A reader waiting on the cursor is answered by the next report, not by its timeout.
     let waited = std::time::Instant::now();
     let poll_path = format!("/v1/events/trail?cursor={start}&waitMs=20000");
-    let report =
-        json!({"hook_event_name": "Notification", "message": "Allow?", "session_id": "cl-9"});
+    let report = json!({"hook_event_name": "Notification", "message": "Allow?", "session_id": CLAUDE_SESSION});
     let (polled, ()) = tokio::join!(d.call("GET", &poll_path, None), hook(&d, &id, report));
     assert!(
         waited.elapsed() < Duration::from_secs(15),
@@ -337,7 +351,7 @@ async fn the_trail_keeps_reports_and_long_polls_for_the_next() {
         (e["kind"].as_str(), e["message"].as_str()),
         (Some("needs-input"), Some("Allow?"))
     );
-    assert_eq!(e["sessionId"], "cl-9");
+    assert_eq!(e["sessionId"], CLAUDE_SESSION);
     let ts = e["ts"].as_str().unwrap();
     assert!(
         ts.len() == 24 && ts.ends_with('Z') && &ts[10..11] == "T",

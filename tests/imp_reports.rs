@@ -432,3 +432,73 @@ async fn a_report_socket_impd_refuses_ends_the_spawn_with_the_refusal() {
     d.stop().await;
     sim.stop();
 }
+
+/// What a guest says in a hook line (here: a Claude `Notification` naming a transcript) about
+/// a path is never opened on the host: the host file's title never names the session, while
+/// the same report from a local session does (the control).
+#[actix_rt::test]
+async fn a_transcript_path_from_inside_the_imp_is_never_opened_on_the_host() {
+    let s = setup().await;
+    let host_file = s.guest_dir.with_file_name("host-secret.jsonl");
+    std::fs::write(
+        &host_file,
+        format!(
+            "{}\n",
+            json!({"type": "custom-title", "customTitle": "read off the host"})
+        ),
+    )
+    .unwrap();
+    let payload = json!({"message": "from the guest", "transcript_path": host_file});
+    let remote = s.spawn_attached().await;
+    let mut g = s.guest(&remote).await;
+    g.send(&json!({"atcId": remote, "event": "Notification", "payload": payload}))
+        .await;
+    s.d.wait_session(&remote, "the guest's report", |d| {
+        d["lastMsg"] == "from the guest"
+    })
+    .await;
+    // The local control: the same report, from a local session's own hook.
+    let local = id_of(
+        &s.d.spawn_with(json!({"agent": "claude", "cwd": "/tmp", "target": "local"}))
+            .await,
+    );
+    hook(
+        &s.d,
+        &local,
+        json!({"hook_event_name": "Notification", "message": "local",
+               "transcript_path": host_file}),
+    )
+    .await;
+    s.d.wait_session(&local, "named from its transcript", |d| {
+        d["name"] == "read off the host"
+    })
+    .await;
+    // The remote session's report was applied before the local one was sent, and its name
+    // would have been read in the same time: a short window more proves it never comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let session = s.d.session(&remote).await;
+    assert_ne!(session["name"], "read off the host", "{session}");
+    s.stop().await;
+}
+
+/// A guest's report with a value that could end up in an argv is refused, with nothing stored,
+/// and the connection stays open for the next one.
+#[actix_rt::test]
+async fn a_guest_report_with_a_flag_for_an_agent_session_id_is_refused_and_nothing_stored() {
+    let s = setup().await;
+    let id = s.spawn_attached().await;
+    let mut g = s.guest(&id).await;
+    let answer = g
+        .ask(json!({"v": 1, "id": 1, "op": "report", "reportID": "r1",
+                    "payload": {"session_id": "--dangerously-skip-permissions"}}))
+        .await;
+    assert_eq!(answer, json!({"id": 1, "ok": false, "code": "refused"}));
+    // The connection is still served.
+    let status = g.ask(status_read(2)).await;
+    assert_eq!(status["ok"], true, "{status}");
+    let session = s.d.session(&id).await;
+    assert_eq!(session["agentSessionID"], Value::Null, "{session}");
+    let (_, trail) = s.d.call("GET", "/v1/events/trail", None).await;
+    assert_eq!(trail["events"].as_array().map(Vec::len), Some(0), "{trail}");
+    s.stop().await;
+}

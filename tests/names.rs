@@ -109,7 +109,7 @@ async fn a_claude_summary_names_an_auto_named_session_and_the_row_keeps_the_tran
         &d,
         &id,
         json!({"hook_event_name": "UserPromptSubmit", "prompt": "fix it",
-               "session_id": "cl-1", "transcript_path": transcript}),
+               "session_id": "c1a1c1a1-0000-4000-8000-000000000001", "transcript_path": transcript}),
     )
     .await;
     let renamed = next_rename(&mut events, &id).await;
@@ -186,7 +186,7 @@ async fn an_agent_name_and_the_transcript_path_survive_a_restart() {
     hook(
         &d,
         &id,
-        json!({"hook_event_name": "SessionStart", "session_id": "cl-2", "transcript_path": transcript}),
+        json!({"hook_event_name": "SessionStart", "session_id": "c1a1c1a1-0000-4000-8000-000000000002", "transcript_path": transcript}),
     )
     .await;
     next_rename(&mut events, &id).await;
@@ -222,9 +222,9 @@ async fn a_codex_thread_name_from_the_session_index_names_the_session() {
     jsonl(
         &index,
         &[
-            json!({"id": "cx-1", "thread_name": "First name", "updated_at": "2026-01-01T00:00:00Z"}),
-            json!({"id": "cx-other", "thread_name": "Not this one"}),
-            json!({"id": "cx-1", "thread_name": "Refactor the parser", "updated_at": "2026-01-02T00:00:00Z"}),
+            json!({"id": "c0dec0de-0000-4000-8000-000000000001", "thread_name": "First name", "updated_at": "2026-01-01T00:00:00Z"}),
+            json!({"id": "c0dec0de-0000-4000-8000-0000000000ff", "thread_name": "Not this one"}),
+            json!({"id": "c0dec0de-0000-4000-8000-000000000001", "thread_name": "Refactor the parser", "updated_at": "2026-01-02T00:00:00Z"}),
         ],
     );
     let user_named = id_of(
@@ -237,17 +237,17 @@ async fn a_codex_thread_name_from_the_session_index_names_the_session() {
     hook(
         &d,
         &user_named,
-        json!({"hook_event_name": "SessionStart", "session_id": "cx-1"}),
+        json!({"hook_event_name": "SessionStart", "session_id": "c0dec0de-0000-4000-8000-000000000001"}),
     )
     .await;
     d.wait_session(&user_named, "the agent session id", |s| {
-        s["agentSessionID"] == "cx-1"
+        s["agentSessionID"] == "c0dec0de-0000-4000-8000-000000000001"
     })
     .await;
     hook(
         &d,
         &id,
-        json!({"hook_event_name": "SessionStart", "session_id": "cx-1"}),
+        json!({"hook_event_name": "SessionStart", "session_id": "c0dec0de-0000-4000-8000-000000000001"}),
     )
     .await;
     let renamed = events.next_text("session.renamed").await;
@@ -365,7 +365,7 @@ async fn started_writes_last_used_agent_for_spawns_and_revives_but_not_for_a_res
     hook(
         &d,
         &codex,
-        json!({"hook_event_name": "SessionStart", "session_id": "cx-9"}),
+        json!({"hook_event_name": "SessionStart", "session_id": "c0dec0de-0000-4000-8000-000000000009"}),
     )
     .await;
     last_used_agent_becomes(&d, "codex").await;

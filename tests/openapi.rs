@@ -408,8 +408,7 @@ async fn every_route_answers_what_the_document_says() {
         .call(&d, "GET", "/v1/events/trail", "/v1/events/trail", None)
         .await;
     let cursor = page["cursor"].as_str().expect("a cursor").to_string();
-    let report =
-        json!({"hook_event_name": "Notification", "message": "Allow?", "session_id": "cl-1"});
+    let report = json!({"hook_event_name": "Notification", "message": "Allow?", "session_id": "c1a1c1a1-0000-4000-8000-000000000001"});
     hook(&d, &id, report).await;
     let (status, page) = r
         .call(

@@ -1,11 +1,15 @@
 //! What an agent's hook report means (spec §9.5): each agent kind names its hooks differently,
 //! and this module turns a report into one normalized kind the attention state machine reads.
 //! Pure functions over a small per-session memory ([`HookMemory`]); the session applies the
-//! result.
+//! result. A report whose values break [`super::report_check`]'s rules is refused before the
+//! memory changes.
 
 use std::collections::VecDeque;
 
 use serde_json::Value;
+
+use super::agent_session_id::AgentSessionId;
+use super::report_check::{self, ReportRefused, DETAIL_MAX, MESSAGE_MAX, PROMPT_ID_MAX};
 
 /// A hook report, normalized (spec §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,27 +42,29 @@ impl HookKind {
     }
 }
 
-/// What a report carries for the session.
+/// What a report carries for the session, every text cleaned and capped
+/// ([`report_check::one_line`], [`report_check::text_block`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalized {
     /// The kind.
     pub kind: HookKind,
-    /// A message for `lastMsg` (notification text, prompt preview).
+    /// A message for `lastMsg` (notification text, prompt preview): one line, at most
+    /// [`MESSAGE_MAX`] characters.
     pub message: Option<String>,
-    /// The turn's result text (turn-done).
+    /// The turn's result text (turn-done), at most [`DETAIL_MAX`] bytes.
     pub result: Option<String>,
     /// The agent's own session id, when the report names it.
-    pub agent_session_id: Option<String>,
+    pub agent_session_id: Option<AgentSessionId>,
 }
 
 /// `UserPromptSubmit` previews are cut to this many characters (spec §3.4).
 const PROMPT_PREVIEW: usize = 80;
 
-fn text(payload: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|k| payload.get(*k).and_then(Value::as_str))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
+/// Longest tool name quoted in Codex's approval message.
+const TOOL_MAX: usize = 64;
+
+fn line(payload: &Value, keys: &[&str], max: usize) -> Option<String> {
+    report_check::text(payload, keys).map(|s| report_check::one_line(s, max))
 }
 
 /// Grok sessions a [`HookMemory`] remembers the latest prompt of (spec §9.5: "per-session state
@@ -106,15 +112,28 @@ impl HookMemory {
     }
 }
 
-/// Maps one report of an agent of `agent` kind and records it in `memory`.
-pub fn normalize(agent: &str, event: &str, payload: &Value, memory: &mut HookMemory) -> Normalized {
-    let agent_session_id = text(payload, &["session_id", "sessionId"]);
-    let grok_session = agent_session_id.as_deref().unwrap_or("");
-    let prompt_id = text(payload, &["promptId", "prompt_id"]);
-    let stale = agent == "grok" && memory.is_stale(grok_session, prompt_id.as_deref());
+/// Maps one report of an agent of `agent` kind and records it in `memory`. A report with an
+/// event name, an agent session id or a prompt id that breaks the rules is refused, and
+/// `memory` is left as it was.
+pub fn normalize(
+    agent: &str,
+    event: &str,
+    payload: &Value,
+    memory: &mut HookMemory,
+) -> Result<Normalized, ReportRefused> {
+    report_check::event(event)?;
+    let agent_session_id = report_check::text(payload, &["session_id", "sessionId"])
+        .map(|raw| AgentSessionId::parse_for(agent, raw))
+        .transpose()?;
+    let prompt_id = report_check::text(payload, &["promptId", "prompt_id"]);
+    if prompt_id.is_some_and(|p| p.chars().count() > PROMPT_ID_MAX) {
+        return Err(ReportRefused::PromptId);
+    }
+    let grok_session = agent_session_id.as_ref().map_or("", AgentSessionId::as_str);
+    let stale = agent == "grok" && memory.is_stale(grok_session, prompt_id);
     if agent == "grok" && event == "UserPromptSubmit" {
-        if let Some(p) = prompt_id.clone() {
-            memory.submitted(grok_session, p);
+        if let Some(p) = prompt_id {
+            memory.submitted(grok_session, p.to_string());
         }
     }
     let last = memory.last;
@@ -123,17 +142,23 @@ pub fn normalize(agent: &str, event: &str, payload: &Value, memory: &mut HookMem
         (_, "SessionEnd") => (HookKind::Ended, None, None),
         (_, "UserPromptSubmit") => (
             HookKind::PromptSubmitted,
-            text(payload, &["prompt"]).map(|p| p.chars().take(PROMPT_PREVIEW).collect()),
+            line(payload, &["prompt"], PROMPT_PREVIEW),
             None,
         ),
-        ("claude", "Notification") => (HookKind::NeedsInput, text(payload, &["message"]), None),
+        ("claude", "Notification") => (
+            HookKind::NeedsInput,
+            line(payload, &["message"], MESSAGE_MAX),
+            None,
+        ),
         ("claude", "Stop") | ("codex", "Stop") => (
             HookKind::TurnDone,
             None,
-            text(payload, &["last_assistant_message"]),
+            report_check::text(payload, &["last_assistant_message"])
+                .map(|r| report_check::text_block(r, DETAIL_MAX)),
         ),
         ("codex", "PermissionRequest") => {
-            let tool = text(payload, &["tool_name", "tool"]).unwrap_or_else(|| "a tool".into());
+            let tool =
+                line(payload, &["tool_name", "tool"], TOOL_MAX).unwrap_or_else(|| "a tool".into());
             (
                 HookKind::NeedsInput,
                 Some(format!("waiting for approval: {tool}")),
@@ -141,7 +166,11 @@ pub fn normalize(agent: &str, event: &str, payload: &Value, memory: &mut HookMem
             )
         }
         ("grok", "Notification") => match payload.get("type").and_then(Value::as_str) {
-            Some("permission_prompt") => (HookKind::NeedsInput, text(payload, &["message"]), None),
+            Some("permission_prompt") => (
+                HookKind::NeedsInput,
+                line(payload, &["message"], MESSAGE_MAX),
+                None,
+            ),
             Some("idle_prompt") if last == Some(HookKind::NeedsInput) => {
                 (HookKind::Heartbeat, None, None)
             }
@@ -160,12 +189,12 @@ pub fn normalize(agent: &str, event: &str, payload: &Value, memory: &mut HookMem
         _ => (HookKind::Heartbeat, None, None),
     };
     memory.last = Some(kind);
-    Normalized {
+    Ok(Normalized {
         kind,
         message,
         result,
         agent_session_id,
-    }
+    })
 }
 
 /// `session_start` / `sessionStart` / `SessionStart` → `SessionStart`.
@@ -187,8 +216,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const UUID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
     fn kind(agent: &str, event: &str, payload: Value) -> HookKind {
-        normalize(agent, event, &payload, &mut HookMemory::default()).kind
+        normalize(agent, event, &payload, &mut HookMemory::default())
+            .unwrap()
+            .kind
     }
 
     /// Feeds reports to one memory, answering their kinds.
@@ -196,7 +229,7 @@ mod tests {
         let mut memory = HookMemory::default();
         reports
             .iter()
-            .map(|(event, payload)| normalize(agent, event, payload, &mut memory).kind)
+            .map(|(event, payload)| normalize(agent, event, payload, &mut memory).unwrap().kind)
             .collect()
     }
 
@@ -245,25 +278,31 @@ mod tests {
         let n = normalize(
             "codex",
             "PermissionRequest",
-            &json!({"tool_name": "shell", "session_id": "s1"}),
+            &json!({"tool_name": "shell", "session_id": UUID}),
             &mut HookMemory::default(),
-        );
+        )
+        .unwrap();
         assert_eq!(n.message.as_deref(), Some("waiting for approval: shell"));
-        assert_eq!(n.agent_session_id.as_deref(), Some("s1"));
+        assert_eq!(
+            n.agent_session_id.map(|id| id.to_string()).as_deref(),
+            Some(UUID)
+        );
         let long = "x".repeat(200);
         let n = normalize(
             "claude",
             "UserPromptSubmit",
             &json!({"prompt": long}),
             &mut HookMemory::default(),
-        );
+        )
+        .unwrap();
         assert_eq!(n.message.map(|m| m.chars().count()), Some(80));
         let n = normalize(
             "claude",
             "Stop",
             &json!({"last_assistant_message": "all done"}),
             &mut HookMemory::default(),
-        );
+        )
+        .unwrap();
         assert_eq!(n.result.as_deref(), Some("all done"));
     }
 
@@ -373,7 +412,8 @@ mod tests {
                 "UserPromptSubmit",
                 &json!({"promptId": p, "sessionId": format!("s{s}")}),
                 m,
-            );
+            )
+            .unwrap();
         };
         for s in 0..=GROK_PROMPTS_CAP {
             submit(&mut memory, s, "new");
@@ -387,6 +427,7 @@ mod tests {
                 &json!({"promptId": "old", "sessionId": format!("s{s}")}),
                 m,
             )
+            .unwrap()
             .kind
         };
         assert_eq!(stop(&mut memory, 0), HookKind::TurnDone);
@@ -395,6 +436,71 @@ mod tests {
         submit(&mut memory, 1, "newer");
         assert_eq!(memory.prompts.len(), GROK_PROMPTS_CAP);
         assert_eq!(memory.prompts.back().map(|(s, _)| s.as_str()), Some("s1"));
+    }
+
+    #[test]
+    fn reports_with_hostile_values_are_refused_and_leave_the_memory_as_it_was() {
+        use crate::agents::agent_session_id::BadAgentSessionId;
+        let mut memory = HookMemory::default();
+        let refused = |m: &mut HookMemory, agent: &str, event: &str, payload: Value| {
+            normalize(agent, event, &payload, m).unwrap_err()
+        };
+        assert_eq!(
+            refused(
+                &mut memory,
+                "claude",
+                "SessionStart",
+                json!({"session_id": "--dangerously-skip-permissions"})
+            ),
+            ReportRefused::AgentSessionId(BadAgentSessionId::Start)
+        );
+        assert_eq!(
+            refused(
+                &mut memory,
+                "codex",
+                "SessionStart",
+                json!({"session_id": "s1"})
+            ),
+            ReportRefused::AgentSessionId(BadAgentSessionId::NotUuid)
+        );
+        assert_eq!(
+            refused(&mut memory, "grok", "Stop\u{1b}", json!({})),
+            ReportRefused::Event
+        );
+        let long = "p".repeat(PROMPT_ID_MAX + 1);
+        assert_eq!(
+            refused(
+                &mut memory,
+                "grok",
+                "UserPromptSubmit",
+                json!({"promptId": long, "sessionId": "g"})
+            ),
+            ReportRefused::PromptId
+        );
+        assert_eq!(memory.last(), None);
+        assert!(memory.prompts.is_empty());
+    }
+
+    #[test]
+    fn messages_and_results_are_cleaned_and_capped() {
+        let n = normalize(
+            "claude",
+            "Notification",
+            &json!({"message": format!("\u{1b}]0;x\u{7}{}", "m".repeat(500))}),
+            &mut HookMemory::default(),
+        )
+        .unwrap();
+        let message = n.message.unwrap();
+        assert_eq!(message.chars().count(), MESSAGE_MAX);
+        assert!(message.starts_with(" ]0;x m"), "{message}");
+        let n = normalize(
+            "claude",
+            "Stop",
+            &json!({"last_assistant_message": "x".repeat(DETAIL_MAX + 10)}),
+            &mut HookMemory::default(),
+        )
+        .unwrap();
+        assert_eq!(n.result.map(|r| r.len()), Some(DETAIL_MAX));
     }
 
     #[test]

@@ -2,16 +2,21 @@
 //! configured args with its spawn overrides applied; each start (spawn or revive) adds what
 //! belongs to that one start, per agent kind:
 //!
-//! * Claude: `--settings <file>` (atc's hooks and statusline), and `--resume <id>` when the
+//! * Claude: `--settings <file>` (atc's hooks and statusline), and `--resume=<id>` when the
 //!   agent's own session is being resumed.
-//! * Codex: the `resume <id>` subcommand when resuming; its hooks are installed by the user.
+//! * Codex: the `resume -- <id>` subcommand when resuming; its hooks are installed by the user.
 //! * Grok: any configured `--leader` / `--no-leader` replaced by `--no-leader` (a session hosted
-//!   by atc must not take the leader role), and `--resume <id>` when resuming.
+//!   by atc must not take the leader role), and `--resume=<id>` when resuming.
 //! * Anything else runs its args unchanged.
 //!
-//! Nothing here goes through a shell: each flag and value is its own argv element.
+//! Nothing here goes through a shell: each flag and value is its own argv element. The resumed
+//! id came from a hook report; [`AgentSessionId`] already keeps it from starting with `-`, and
+//! it is passed joined to its flag (or after `--`) as well, so that no parser can take it for
+//! a flag of its own.
 
 use std::path::Path;
+
+use super::agent_session_id::AgentSessionId;
 
 /// What one start adds to an agent's args.
 #[derive(Debug, Default, Clone, Copy)]
@@ -19,7 +24,7 @@ pub struct StartExtras<'a> {
     /// Claude's per-session settings file.
     pub settings: Option<&'a Path>,
     /// The agent's own session id to resume.
-    pub resume: Option<&'a str>,
+    pub resume: Option<&'a AgentSessionId>,
 }
 
 /// `args` shaped for one start of an agent of `kind`.
@@ -39,21 +44,18 @@ pub fn shaped_args(kind: Option<&str>, args: &[String], extras: StartExtras<'_>)
                 out.push(file.display().to_string());
             }
             if let Some(id) = extras.resume {
-                out.push("--resume".into());
-                out.push(id.into());
+                out.push(format!("--resume={id}"));
             }
         }
         Some("codex") => {
             if let Some(id) = extras.resume {
-                out.push("resume".into());
-                out.push(id.into());
+                out.extend(["resume".into(), "--".into(), id.to_string()]);
             }
         }
         Some("grok") => {
             out.push("--no-leader".into());
             if let Some(id) = extras.resume {
-                out.push("--resume".into());
-                out.push(id.into());
+                out.push(format!("--resume={id}"));
             }
         }
         _ => {}
@@ -72,13 +74,14 @@ mod tests {
     #[test]
     fn each_kind_gets_its_shape() {
         let settings = Path::new("/state/claude/s.json");
+        let id = AgentSessionId::parse("abc").unwrap();
         let fresh = StartExtras {
             settings: Some(settings),
             resume: None,
         };
         let resumed = StartExtras {
             settings: Some(settings),
-            resume: Some("abc"),
+            resume: Some(&id),
         };
         /// Kind, configured args, extras, expected argv.
         type Case<'a> = (
@@ -98,14 +101,14 @@ mod tests {
                 Some("claude"),
                 &[],
                 resumed,
-                &["--settings", "/state/claude/s.json", "--resume", "abc"],
+                &["--settings", "/state/claude/s.json", "--resume=abc"],
             ),
             (Some("codex"), &["-m", "o3"], fresh, &["-m", "o3"]),
             (
                 Some("codex"),
                 &["-m", "o3"],
                 resumed,
-                &["-m", "o3", "resume", "abc"],
+                &["-m", "o3", "resume", "--", "abc"],
             ),
             (
                 Some("grok"),
@@ -113,12 +116,7 @@ mod tests {
                 fresh,
                 &["-x", "--no-leader"],
             ),
-            (
-                Some("grok"),
-                &[],
-                resumed,
-                &["--no-leader", "--resume", "abc"],
-            ),
+            (Some("grok"), &[], resumed, &["--no-leader", "--resume=abc"]),
             (None, &["-c", "x"], resumed, &["-c", "x"]),
         ];
         for (kind, args, extras, want) in cases {

@@ -7,10 +7,13 @@
 //! (Claude's settings file, Grok's `--no-leader`, resume flags) in [`launch`].
 
 pub mod agent_error;
+pub mod agent_session_id;
 pub mod claude_settings;
 pub mod hooks;
 pub mod launch;
+pub mod named_file;
 pub mod names;
+pub mod report_check;
 pub mod spawn_options;
 
 use std::collections::BTreeMap;

@@ -6,9 +6,9 @@
 //!
 //! Reads are bounded: a transcript can be hundreds of MiB, so only its head and tail are read
 //! (see [`TRANSCRIPT_HEAD`]), and a line is parsed only when it can hold what is looked for.
-//! A file that is missing, unreadable or malformed yields no name.
+//! A file that is missing, unreadable or malformed yields no name; one that is not a regular
+//! file is never opened ([`super::named_file`]).
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -97,17 +97,18 @@ pub struct FoundName {
     pub named_by: NamedBy,
 }
 
-/// The name source a report of an agent of `kind` carries, if any. `agent_session_id` is the
-/// session's (after this report); `codex_home` is where Codex keeps its files (`None`: no
+/// The name source a report of an agent of `kind` carries, if any. `transcript` is the path
+/// the report named, already checked (`report_check::transcript_path`); `agent_session_id` is
+/// the session's (after this report); `codex_home` is where Codex keeps its files (`None`: no
 /// home known, Codex names are not read).
 pub fn source_of(
     kind: &str,
-    payload: &Value,
+    transcript: Option<&Path>,
     agent_session_id: Option<&str>,
     codex_home: Option<&Path>,
 ) -> Option<NameSource> {
     match kind {
-        "claude" => transcript_path(payload).map(NameSource::ClaudeTranscript),
+        "claude" => transcript.map(|p| NameSource::ClaudeTranscript(p.to_path_buf())),
         "codex" => Some(NameSource::CodexIndex {
             index: codex_home?.join("session_index.jsonl"),
             thread: agent_session_id.filter(|s| !s.is_empty())?.to_string(),
@@ -115,23 +116,11 @@ pub fn source_of(
         // Inferred: the spec says Grok "reads summary.json" without saying where; Grok keeps
         // one directory per session, holding its transcript and its summary, so the file is
         // looked for beside the reported transcript.
-        "grok" => {
-            let transcript = transcript_path(payload)?;
-            Some(NameSource::GrokSummary(
-                transcript.parent()?.join("summary.json"),
-            ))
-        }
+        "grok" => Some(NameSource::GrokSummary(
+            transcript?.parent()?.join("summary.json"),
+        )),
         _ => None,
     }
-}
-
-/// The transcript path a report names (`transcript_path`, or Grok's `transcriptPath`).
-pub fn transcript_path(payload: &Value) -> Option<PathBuf> {
-    ["transcript_path", "transcriptPath"]
-        .iter()
-        .find_map(|k| payload.get(*k).and_then(Value::as_str))
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
 }
 
 /// Whether a found name of strength `found` replaces the current name of strength `current`:
@@ -211,7 +200,7 @@ fn read_codex(index: &Path, thread: &str) -> std::io::Result<Option<FoundName>> 
 
 /// `title`, as an agent rename when `title_is_manual` is true.
 fn read_grok(path: &Path) -> std::io::Result<Option<FoundName>> {
-    let file = File::open(path)?;
+    let file = super::named_file::open_regular(path)?;
     if file.metadata()?.len() > SUMMARY_MAX {
         return Ok(None);
     }
@@ -250,7 +239,7 @@ pub fn clean(raw: &str) -> Option<String> {
 /// the last whole line and its last `tail` bytes from the first whole line, joined by a
 /// newline. Cut lines are dropped, so every line returned is one the file holds.
 fn read_head_and_tail(path: &Path, head: u64, tail: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
+    let mut file = super::named_file::open_regular(path)?;
     let len = file.metadata()?.len();
     let mut out = Vec::new();
     if len <= head + tail {
@@ -338,6 +327,7 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+    use std::fs::File;
     use std::io::Write;
 
     fn write(path: &Path, lines: &[Value]) {
@@ -499,31 +489,31 @@ mod tests {
     #[test]
     fn reports_name_their_sources() {
         let home = Path::new("/home/u/.codex");
-        let p = json!({"transcript_path": "/t/s.jsonl", "session_id": "x"});
+        let p = Some(Path::new("/t/s.jsonl"));
         assert_eq!(
-            source_of("claude", &p, None, None),
+            source_of("claude", p, None, None),
             Some(NameSource::ClaudeTranscript("/t/s.jsonl".into()))
         );
-        assert_eq!(source_of("claude", &json!({}), None, None), None);
+        assert_eq!(source_of("claude", None, None, None), None);
         assert_eq!(
-            source_of("codex", &p, Some("x"), Some(home)),
+            source_of("codex", p, Some("x"), Some(home)),
             Some(NameSource::CodexIndex {
                 index: "/home/u/.codex/session_index.jsonl".into(),
                 thread: "x".into()
             })
         );
-        assert_eq!(source_of("codex", &p, None, Some(home)), None);
-        assert_eq!(source_of("codex", &p, Some("x"), None), None);
+        assert_eq!(source_of("codex", p, None, Some(home)), None);
+        assert_eq!(source_of("codex", p, Some("x"), None), None);
         assert_eq!(
             source_of(
                 "grok",
-                &json!({"transcriptPath": "/g/s1/transcript.jsonl"}),
+                Some(Path::new("/g/s1/transcript.jsonl")),
                 None,
                 None
             ),
             Some(NameSource::GrokSummary("/g/s1/summary.json".into()))
         );
-        assert_eq!(source_of("", &p, Some("x"), Some(home)), None);
+        assert_eq!(source_of("", p, Some("x"), Some(home)), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `atc hook-report`: run by an agent's hook inside a session. It reads the hook's JSON on
-//! stdin and drops one line `{"atcId","event","payload"}` on the reporter socket named by
-//! `ATC_SOCKET`, for the session named by `ATC_SESSION_ID`. It always exits 0 within 2 s,
+//! stdin and drops one line `{"atcId","key","event","payload"}` on the reporter socket named by
+//! `ATC_SOCKET`, for the session named by `ATC_SESSION_ID`, with that session's
+//! `ATC_REPORT_KEY` (inside an imp there is none: the socket there is the session's own). It always exits 0 within 2 s,
 //! whatever happens: a hook must never slow down or break the agent that runs it.
 //!
 //! Claude's statusline runs it too (`--event Statusline --status-file <state>/status.json`):
@@ -63,7 +64,8 @@ fn report(event: Option<&str>) -> i32 {
     let Ok(input) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
         return 0;
     };
-    let Some(line) = report_line(&atc_id.to_string_lossy(), event, &input) else {
+    let key = std::env::var(crate::sessions::report_key::ENV).ok();
+    let Some(line) = report_line(&atc_id.to_string_lossy(), key.as_deref(), event, &input) else {
         return 0;
     };
     if let Ok(mut conn) = std::os::unix::net::UnixStream::connect(socket) {
@@ -79,9 +81,14 @@ fn report(event: Option<&str>) -> i32 {
 }
 
 /// The line for a hook's JSON: the event name is `event` when given, else `hook_event_name`
-/// (or `hookEventName`, Grok's spelling), in PascalCase. `None` when the input is not a JSON
-/// object with an event name.
-pub fn report_line(atc_id: &str, event: Option<&str>, input: &[u8]) -> Option<String> {
+/// (or `hookEventName`, Grok's spelling), in PascalCase; `key` goes with it when there is one.
+/// `None` when the input is not a JSON object with an event name.
+pub fn report_line(
+    atc_id: &str,
+    key: Option<&str>,
+    event: Option<&str>,
+    input: &[u8],
+) -> Option<String> {
     let payload: Value = serde_json::from_slice(input).ok()?;
     let event = event
         .or_else(|| {
@@ -95,10 +102,11 @@ pub fn report_line(atc_id: &str, event: Option<&str>, input: &[u8]) -> Option<St
     if !payload.is_object() {
         return None;
     }
-    Some(format!(
-        "{}\n",
-        json!({"atcId": atc_id, "event": event, "payload": payload})
-    ))
+    let mut line = json!({"atcId": atc_id, "event": event, "payload": payload});
+    if let (Some(key), Some(fields)) = (key, line.as_object_mut()) {
+        fields.insert("key".into(), key.into());
+    }
+    Some(format!("{line}\n"))
 }
 
 #[cfg(test)]
@@ -109,19 +117,23 @@ mod tests {
     fn lines_carry_the_id_the_pascal_case_event_and_the_payload() {
         let line = report_line(
             "abc",
+            Some("k1"),
             None,
             br#"{"hook_event_name":"user_prompt_submit","prompt":"hi"}"#,
         )
         .unwrap();
         let v: Value = serde_json::from_str(line.trim_end()).unwrap();
         assert_eq!(v["atcId"], "abc");
+        assert_eq!(v["key"], "k1");
         assert_eq!(v["event"], "UserPromptSubmit");
         assert_eq!(v["payload"]["prompt"], "hi");
-        assert!(report_line("abc", None, br#"{"hookEventName":"Stop"}"#).is_some());
-        assert!(report_line("abc", None, b"[]").is_none());
-        assert!(report_line("abc", None, br#"{"no":"event"}"#).is_none());
-        assert!(report_line("abc", None, b"garbage").is_none());
-        let status = report_line("abc", Some("Statusline"), br#"{"session_id":"s"}"#).unwrap();
+        let keyless = report_line("abc", None, None, br#"{"hookEventName":"Stop"}"#).unwrap();
+        assert!(!keyless.contains("\"key\""), "{keyless}");
+        assert!(report_line("abc", None, None, b"[]").is_none());
+        assert!(report_line("abc", None, None, br#"{"no":"event"}"#).is_none());
+        assert!(report_line("abc", None, None, b"garbage").is_none());
+        let status =
+            report_line("abc", None, Some("Statusline"), br#"{"session_id":"s"}"#).unwrap();
         assert!(status.contains(r#""event":"Statusline""#), "{status}");
     }
 }

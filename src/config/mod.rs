@@ -32,6 +32,17 @@ pub struct Limits {
     pub ring_bytes: usize,
     /// Largest request body (api.md: 1 MiB).
     pub body_cap_bytes: usize,
+    /// Hook reports a session may send per second, on average (see
+    /// `sessions::session::report_budget`).
+    pub reports_per_second: u32,
+    /// Hook reports a session may send at once, after a quiet spell.
+    pub report_burst: u32,
+    /// Trail rows kept per session; older ones are deleted as new ones come.
+    pub trail_per_session: u32,
+    /// Trail rows kept in all.
+    pub trail_rows: u32,
+    /// Days a trail row is kept.
+    pub trail_max_age_days: u32,
 }
 
 impl Default for Limits {
@@ -40,6 +51,11 @@ impl Default for Limits {
             queue_bytes: 2 * 1024 * 1024,
             ring_bytes: 1024 * 1024,
             body_cap_bytes: 1024 * 1024,
+            reports_per_second: 20,
+            report_burst: 200,
+            trail_per_session: 1000,
+            trail_rows: 100_000,
+            trail_max_age_days: 30,
         }
     }
 }
@@ -66,6 +82,9 @@ pub struct Timings {
     /// After sessions are removed, how long the manager waits before handing the heap they
     /// freed back to the kernel (removals within it share one trim).
     pub heap_trim: Duration,
+    /// How often the trail is swept of rows past its age and count
+    /// (`sessions::trail_sweep`).
+    pub trail_sweep: Duration,
     /// Completed idempotency keys older than this are deleted (spec §7.5: 24 h).
     pub idempotency_retention: Duration,
     /// How often the sweep runs (spec: hourly).
@@ -98,6 +117,7 @@ impl Default for Timings {
             shutdown_grace: Duration::from_secs(8),
             status_write: Duration::from_millis(50),
             heap_trim: Duration::from_secs(1),
+            trail_sweep: Duration::from_secs(3600),
             idempotency_retention: Duration::from_secs(24 * 3600),
             idempotency_sweep: Duration::from_secs(3600),
             permission_timeout: Duration::from_secs(60),
@@ -376,6 +396,18 @@ impl Config {
                 .body_cap_bytes
                 .unwrap_or(defaults.body_cap_bytes)
                 .max(1024),
+            reports_per_second: l.reports_per_second.unwrap_or(defaults.reports_per_second),
+            // A burst of one still lets a session report at its rate.
+            report_burst: l.report_burst.unwrap_or(defaults.report_burst).max(1),
+            trail_per_session: l
+                .trail_per_session
+                .unwrap_or(defaults.trail_per_session)
+                .max(1),
+            trail_rows: l.trail_rows.unwrap_or(defaults.trail_rows).max(1),
+            trail_max_age_days: l
+                .trail_max_age_days
+                .unwrap_or(defaults.trail_max_age_days)
+                .max(1),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -487,6 +519,20 @@ mod tests {
         assert_eq!(example.limits.queue_bytes, default.limits.queue_bytes);
         assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
         assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
+        assert_eq!(
+            example.limits.reports_per_second,
+            default.limits.reports_per_second
+        );
+        assert_eq!(example.limits.report_burst, default.limits.report_burst);
+        assert_eq!(
+            example.limits.trail_per_session,
+            default.limits.trail_per_session
+        );
+        assert_eq!(example.limits.trail_rows, default.limits.trail_rows);
+        assert_eq!(
+            example.limits.trail_max_age_days,
+            default.limits.trail_max_age_days
+        );
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,

@@ -66,6 +66,16 @@ pub struct RawLimits {
     pub body_cap_bytes: Option<usize>,
     /// Resize debounce in milliseconds.
     pub resize_debounce_ms: Option<u64>,
+    /// Hook reports a session may send per second, on average.
+    pub reports_per_second: Option<u32>,
+    /// Hook reports a session may send at once.
+    pub report_burst: Option<u32>,
+    /// Trail rows kept per session.
+    pub trail_per_session: Option<u32>,
+    /// Trail rows kept in all.
+    pub trail_rows: Option<u32>,
+    /// Days a trail row is kept.
+    pub trail_max_age_days: Option<u32>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

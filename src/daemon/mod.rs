@@ -95,6 +95,9 @@ pub enum StartError {
     /// A non-loopback address without `--allow-remote`.
     #[error("refusing to listen on non-loopback address {0}: the daemon types into shells; pass --allow-remote if you really mean it")]
     RemoteRefused(SocketAddr),
+    /// The OS gave no randomness for the reporter socket's keys.
+    #[error("could not draw the reporter socket's secret: {0}")]
+    Random(std::io::Error),
 }
 
 /// The reporter socket's path. Spec §1.1 puts sockets in `$XDG_RUNTIME_DIR` (inferred from an
@@ -304,6 +307,10 @@ impl Daemon {
         });
         let reporter_stats = Arc::new(crate::server::reporter::ReporterStats::default());
         let (serve_socket, serve_stats) = (reporter_socket.clone(), reporter_stats.clone());
+        // Drawn at each start: a key dies with the run, as the processes it was given to do.
+        let report_keys =
+            crate::sessions::report_key::ReportKeys::generate().map_err(StartError::Random)?;
+        let serve_keys = report_keys.clone();
         let bound_socket = Arc::new(std::sync::OnceLock::new());
         let worker_bound_socket = bound_socket.clone();
         let targets = Arc::new(config.targets.clone());
@@ -365,6 +372,7 @@ impl Daemon {
                     daemon_id,
                     refusal: deps_refusal,
                     reporter_socket: reporter_socket.clone(),
+                    report_keys,
                     codex_home,
                     permissions,
                     atc_program: atc_program.clone(),
@@ -408,6 +416,7 @@ impl Daemon {
                         &serve_socket,
                         manager.clone(),
                         serve_stats.clone(),
+                        serve_keys.clone(),
                     ) {
                         Ok(bound) => {
                             tracing::info!(socket = %bound.path().display(),

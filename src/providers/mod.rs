@@ -144,15 +144,30 @@ pub struct Hangup {
     pub grace: std::time::Duration,
 }
 
-/// A hook report for one session: from the reporter socket (through the manager), or from a
-/// remote harness's session bridge (spec §5.7), which reaches its session directly.
+/// A hook report for one session: from the reporter socket (the reporter finds the session
+/// through the manager), or from a remote harness's session bridge (spec §5.7), which reaches
+/// its session directly. The session answers whether it took the report: it refuses one whose
+/// values break `agents::report_check`'s rules or that is over its report rate, and stores
+/// nothing of it.
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<(), crate::agents::report_check::ReportRefused>")]
 pub struct HookReported {
     /// The hook's name, PascalCase.
     pub event: String,
     /// The agent's hook JSON.
     pub payload: serde_json::Value,
+    /// Where it came from, which decides whether paths it names may be opened.
+    pub origin: ReportOrigin,
+}
+
+/// Where a hook report came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportOrigin {
+    /// The daemon's reporter socket: a process on this host, whose paths are this host's.
+    Local,
+    /// A remote harness's session bridge: a process inside an imp. The paths it names are the
+    /// guest's, and are never opened on the host.
+    Guest,
 }
 
 /// Asks a session how it stands now. Sent by a remote harness's session bridge before each

@@ -1,7 +1,12 @@
 //! The reporter socket (spec §9.5): a unix socket where processes inside sessions
-//! (`atc hook-report`) drop one JSON line per connection, `{"atcId","event","payload"}`. No
-//! handshake and no answer. A line naming an unknown session, or malformed, is dropped and
-//! counted; nothing a reporter sends can hurt the daemon.
+//! (`atc hook-report`) drop one JSON line per connection, `{"atcId","key","event","payload"}`.
+//! No handshake and no answer. A line is taken only when its `key` is the session's own
+//! (`sessions::report_key`: each start of a session's process gets one in `ATC_REPORT_KEY`),
+//! so one session cannot report as another; the session then checks the report's values and
+//! its rate. Everything else is dropped and counted, and nothing a reporter sends can hurt the
+//! daemon: lines are bounded ([`MAX_LINE`]), connections are read at most
+//! [`CONNECTIONS_AT_ONCE`] at a time and each within [`READ_TIMEOUT`], and accepting backs off
+//! when the daemon is out of descriptors instead of spinning.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,15 +18,25 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::net::UnixListener;
+use uuid::Uuid;
 
+use crate::providers::{HookReported, ReportOrigin};
 use crate::sessions::manager::SessionManager;
-use crate::sessions::messages::{HookReported, RouteReport};
+use crate::sessions::messages::HookRecipient;
+use crate::sessions::report_key::ReportKeys;
 
-/// Longest line accepted; a hook payload is far smaller.
+/// Longest line accepted; a hook payload is far smaller (a turn's last message is its
+/// largest part, and only 16 KiB of that is kept).
 const MAX_LINE: usize = 1024 * 1024;
 
 /// How long one reporter connection may take to send its line.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connections read at once. Each may hold a line of up to [`MAX_LINE`], so this bounds what
+/// the socket can make the daemon buffer (32 MiB); a hook reporter opens one connection per
+/// report and closes it within milliseconds, and further connections wait in the listen
+/// backlog, unread and costing no descriptor, until one is done.
+const CONNECTIONS_AT_ONCE: usize = 32;
 
 /// Counts of what the socket received, shown in `GET /v1/daemon`.
 #[derive(Debug, Default, Serialize)]
@@ -69,6 +84,7 @@ pub fn serve(
     path: &Path,
     manager: Addr<SessionManager>,
     stats: Arc<ReporterStats>,
+    keys: ReportKeys,
 ) -> std::io::Result<BoundSocket> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match std::fs::remove_file(path) {
@@ -87,12 +103,32 @@ pub fn serve(
         dev: meta.dev(),
         ino: meta.ino(),
     };
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_AT_ONCE));
     actix_rt::spawn(async move {
+        let mut backoff = AcceptBackoff::default();
         loop {
-            let Ok((mut conn, _)) = listener.accept().await else {
-                continue;
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                // Never closed; an error would mean it was, and nothing could be read.
+                return;
             };
-            let (manager, stats) = (manager.clone(), stats.clone());
+            let mut conn = match listener.accept().await {
+                Ok((conn, _)) => {
+                    backoff.accepted();
+                    conn
+                }
+                Err(e) => {
+                    // Out of descriptors (or another passing failure): the connection stays in
+                    // the backlog and the listener stays readable, so accepting again at once
+                    // would spin a core until a descriptor frees up.
+                    let wait = backoff.failed();
+                    if backoff.first_failure() {
+                        tracing::warn!(error = %e, "the reporter socket cannot accept; backing off");
+                    }
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            };
+            let (manager, stats, keys) = (manager.clone(), stats.clone(), keys.clone());
             actix_rt::spawn(async move {
                 let mut buf = Vec::new();
                 let read = tokio::time::timeout(
@@ -100,13 +136,13 @@ pub fn serve(
                     (&mut conn).take(MAX_LINE as u64 + 1).read_to_end(&mut buf),
                 )
                 .await;
+                // The slot holds while the line is in memory.
+                drop(conn);
                 let routed = match read {
-                    Ok(Ok(_)) if buf.len() <= MAX_LINE => match parse(&buf) {
-                        Some(msg) => manager.send(msg).await.unwrap_or(false),
-                        None => false,
-                    },
+                    Ok(Ok(_)) if buf.len() <= MAX_LINE => route(&buf, &manager, &keys).await,
                     _ => false,
                 };
+                drop(slot);
                 let counter = if routed {
                     &stats.accepted
                 } else {
@@ -119,16 +155,84 @@ pub fn serve(
     Ok(bound)
 }
 
-/// One line: `atcId` and `event` strings, `payload` an object; anything else is malformed.
-/// Public for the fuzz target and property tests, which feed it what a reporter could send.
-pub fn parse(line: &[u8]) -> Option<RouteReport> {
+/// Hands one line's report to the session it names, if the line carries that session's key.
+/// Answers whether the session took it.
+async fn route(line: &[u8], manager: &Addr<SessionManager>, keys: &ReportKeys) -> bool {
+    let Some(line) = parse(line) else {
+        return false;
+    };
+    if !keys.holds(line.atc_id, &line.key) {
+        tracing::warn!(session = %line.atc_id,
+            "reporter line without the session's key dropped");
+        return false;
+    }
+    let Ok(Some(session)) = manager.send(HookRecipient(line.atc_id)).await else {
+        return false;
+    };
+    let report = HookReported {
+        event: line.event,
+        payload: line.payload,
+        origin: ReportOrigin::Local,
+    };
+    // The session logs its own refusals.
+    matches!(session.send(report).await, Ok(Ok(())))
+}
+
+/// How long accepting waits after failures: 10 ms after the first, doubling to one second,
+/// and nothing once a connection is accepted again.
+#[derive(Debug, Default)]
+struct AcceptBackoff {
+    failures: u32,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MOST: Duration = Duration::from_secs(1);
+
+    fn accepted(&mut self) {
+        self.failures = 0;
+    }
+
+    /// Counts a failure and answers the wait before the next accept.
+    fn failed(&mut self) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        let doublings = self.failures.saturating_sub(1).min(16);
+        Self::FIRST.saturating_mul(1 << doublings).min(Self::MOST)
+    }
+
+    /// The failure just counted is the first of a run (the one worth a log line).
+    fn first_failure(&self) -> bool {
+        self.failures == 1
+    }
+}
+
+/// One reporter line, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReporterLine {
+    /// The session it names (`ATC_SESSION_ID`).
+    pub atc_id: Uuid,
+    /// The key it carries (`ATC_REPORT_KEY`), checked against the session's.
+    pub key: String,
+    /// The hook's name.
+    pub event: String,
+    /// The agent's hook JSON (an object).
+    pub payload: Value,
+}
+
+/// One line: `atcId` a session uuid, `key` and `event` strings, `payload` an object; anything
+/// else is malformed. Public for the fuzz target and property tests, which feed it what a
+/// reporter could send.
+pub fn parse(line: &[u8]) -> Option<ReporterLine> {
     let v: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
-    let atc_id = v.get("atcId")?.as_str()?.to_string();
+    let atc_id = Uuid::try_parse(v.get("atcId")?.as_str()?).ok()?;
+    let key = v.get("key")?.as_str()?.to_string();
     let event = v.get("event")?.as_str()?.to_string();
     let payload = v.get("payload").filter(|p| p.is_object())?.clone();
-    Some(RouteReport {
+    Some(ReporterLine {
         atc_id,
-        report: HookReported { event, payload },
+        key,
+        event,
+        payload,
     })
 }
 
@@ -137,11 +241,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_must_have_string_ids_and_an_object_payload() {
-        assert!(parse(br#"{"atcId":"x","event":"Stop","payload":{}}"#).is_some());
-        assert!(parse(br#"{"atcId":1,"event":"Stop","payload":{}}"#).is_none());
-        assert!(parse(br#"{"atcId":"x","event":"Stop","payload":[]}"#).is_none());
-        assert!(parse(br#"{"atcId":"x","payload":{}}"#).is_none());
+    fn lines_must_have_a_session_id_a_key_and_an_object_payload() {
+        let id = "0f8fad5b-d9cb-469f-a165-70867728950e";
+        let line = |atc: &str, rest: &str| format!(r#"{{"atcId":{atc},{rest}}}"#).into_bytes();
+        let ok = parse(&line(
+            &format!("\"{id}\""),
+            r#""key":"k","event":"Stop","payload":{}"#,
+        ))
+        .unwrap();
+        assert_eq!((ok.atc_id.to_string(), ok.key.as_str()), (id.into(), "k"));
+        let good = format!("\"{id}\"");
+        for (atc, rest) in [
+            ("\"x\"", r#""key":"k","event":"Stop","payload":{}"#),
+            ("1", r#""key":"k","event":"Stop","payload":{}"#),
+            (good.as_str(), r#""event":"Stop","payload":{}"#),
+            (good.as_str(), r#""key":"k","event":"Stop","payload":[]"#),
+            (good.as_str(), r#""key":"k","payload":{}"#),
+        ] {
+            assert!(parse(&line(atc, rest)).is_none(), "{atc} {rest}");
+        }
         assert!(parse(b"not json").is_none());
+    }
+
+    #[test]
+    fn accepting_backs_off_from_10_ms_to_a_second_and_starts_over_after_a_success() {
+        let mut b = AcceptBackoff::default();
+        let waits: Vec<u128> = (0..10).map(|_| b.failed().as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        for _ in 0..100 {
+            assert_eq!(b.failed(), AcceptBackoff::MOST);
+        }
+        b.accepted();
+        assert_eq!(b.failed(), AcceptBackoff::FIRST);
+        assert!(b.first_failure());
     }
 }

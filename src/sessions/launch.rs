@@ -7,19 +7,20 @@
 //! and must not stop a session from starting. (A Claude session without its settings file
 //! runs without atc's hooks; its attention state then only follows exits.)
 
+use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::launch::{shaped_args, StartExtras};
 use crate::agents::LaunchPlan;
 
 use super::session::{now_ms, SessionDeps, SessionRecord};
 
 /// Readies `plan` for one start of `record`'s harness; `resume` is the agent's own session id
-/// when this start resumes it. Sets `ATC_SESSION_RECORD` and `ATC_SOCKET` (`ATC_SESSION_ID` is
-/// set by the provider).
+/// when this start resumes it. Sets `ATC_SESSION_RECORD`, `ATC_SOCKET` and `ATC_REPORT_KEY`
+/// (`ATC_SESSION_ID` is set by the provider).
 pub fn prepare(
     record: &SessionRecord,
     deps: &SessionDeps,
     plan: &mut LaunchPlan,
-    resume: Option<&str>,
+    resume: Option<&AgentSessionId>,
 ) {
     let session = serde_json::json!({
         "id": record.id,
@@ -42,6 +43,10 @@ pub fn prepare(
     plan.env.insert(
         "ATC_SOCKET".into(),
         deps.reporter_socket.display().to_string(),
+    );
+    plan.env.insert(
+        super::report_key::ENV.into(),
+        deps.report_keys.key_for(record.id),
     );
     let agent = deps.catalog.get(&record.agent);
     let kind = agent.and_then(|a| a.kind.as_deref());

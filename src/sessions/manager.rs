@@ -341,6 +341,22 @@ impl Actor for SessionManager {
             tracing::info!(sessions = self.sessions.len(), "fleet loaded");
         }
         self.schedule_status(ctx);
+        self.sweep_trail(ctx);
+        ctx.run_interval(self.deps.timings.trail_sweep, |act, ctx| {
+            act.sweep_trail(ctx)
+        });
+    }
+}
+
+impl SessionManager {
+    /// Sweeps the trail of what its limits no longer keep, without holding up the mailbox.
+    fn sweep_trail(&self, ctx: &mut Context<Self>) {
+        let sweep = super::trail_sweep::sweep(
+            self.deps.store.clone(),
+            self.deps.limits.clone(),
+            super::session::now_ms(),
+        );
+        ctx.spawn(sweep.into_actor(self));
     }
 }
 
@@ -447,20 +463,13 @@ impl Handler<FleetNotice> for SessionManager {
     }
 }
 
-impl Handler<RouteReport> for SessionManager {
-    type Result = bool;
+impl Handler<HookRecipient> for SessionManager {
+    type Result = Option<Recipient<HookReported>>;
 
-    fn handle(&mut self, msg: RouteReport, _: &mut Self::Context) -> bool {
-        let Ok(id) = Uuid::parse_str(&msg.atc_id) else {
-            return false;
-        };
-        match self.sessions.get(&id) {
-            Some(e) => {
-                e.addr.do_send(msg.report);
-                true
-            }
-            None => false,
-        }
+    fn handle(&mut self, msg: HookRecipient, _: &mut Self::Context) -> Self::Result {
+        self.sessions
+            .get(&msg.0)
+            .map(|e| e.addr.clone().recipient())
     }
 }
 

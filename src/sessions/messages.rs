@@ -292,15 +292,11 @@ pub struct Unsubscribe {
 /// it too).
 pub use crate::providers::HookReported;
 
-/// A reporter line: route it to the session named `atc_id`. Answers whether it was known.
+/// From the reporter socket, for a line whose key was the session's: where that session takes
+/// hook reports (`None`: no such session).
 #[derive(Message)]
-#[rtype(result = "bool")]
-pub struct RouteReport {
-    /// `ATC_SESSION_ID` of the reporting process.
-    pub atc_id: String,
-    /// The report.
-    pub report: HookReported,
-}
+#[rtype(result = "Option<actix::Recipient<HookReported>>")]
+pub struct HookRecipient(pub uuid::Uuid);
 
 /// Stop every session and flush the store (daemon shutdown).
 #[derive(Message)]

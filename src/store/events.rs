@@ -1,4 +1,10 @@
 //! The `events` table: the trail of hook reports, read by `GET /v1/events/trail`.
+//!
+//! The trail is kept under a retention rule ([`TrailKeep`]), since its rows come from inside
+//! sessions: each append deletes what its session has beyond its share, every
+//! [`PRUNE_EVERY`]th append (and the daemon's hourly sweep) what the trail has beyond its
+//! whole, and the sweep also what is older than its age. Forgetting a session deletes its
+//! rows. Cursors point at row ids, which only grow, so a deleted row never moves a cursor.
 
 use serde::Serialize;
 use sqlx::sqlite::SqliteExecutor;
@@ -29,9 +35,25 @@ pub struct TrailEvent {
     pub detail: Option<String>,
 }
 
-pub(super) async fn append<'e>(
-    db: impl SqliteExecutor<'e>,
+/// How much of the trail is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrailKeep {
+    /// Rows kept per session.
+    pub per_session: u32,
+    /// Rows kept in all.
+    pub rows: u32,
+}
+
+/// Appends between two prunes of the whole trail down to [`TrailKeep::rows`]; a prune walks
+/// the rows it keeps, so it is not made on every append.
+pub const PRUNE_EVERY: i64 = 1024;
+
+/// Appends `e`, then deletes its session's rows beyond `keep.per_session` and, on every
+/// [`PRUNE_EVERY`]th row, the trail's beyond `keep.rows`. Answers the new row's id.
+pub(super) async fn append(
+    db: &mut SqliteConnection,
     e: &TrailEvent,
+    keep: TrailKeep,
 ) -> Result<i64, StoreError> {
     let id = sqlx::query(
         "INSERT INTO events (ts, atc_id, event, message, session_id, kind, detail)
@@ -44,10 +66,56 @@ pub(super) async fn append<'e>(
     .bind(&e.session_id)
     .bind(&e.kind)
     .bind(&e.detail)
-    .execute(db)
+    .execute(&mut *db)
     .await?
     .last_insert_rowid();
+    // The newest `per_session` rows of the session stay; the one after them and every older
+    // one go (the index on (atc_id, id) makes this a walk of `per_session` entries).
+    sqlx::query(
+        "DELETE FROM events WHERE atc_id = ?1 AND id <= (
+             SELECT id FROM events WHERE atc_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+    )
+    .bind(&e.atc_id)
+    .bind(keep.per_session)
+    .execute(&mut *db)
+    .await?;
+    if id % PRUNE_EVERY == 0 {
+        keep_newest(db, keep.rows).await?;
+    }
     Ok(id)
+}
+
+/// Deletes every row but the newest `rows`; answers how many went.
+pub(super) async fn keep_newest(db: impl SqliteExecutor<'_>, rows: u32) -> Result<u64, StoreError> {
+    let done = sqlx::query(
+        "DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)",
+    )
+    .bind(rows)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Deletes the rows stamped before `cutoff` (RFC 3339 UTC, as rows are stamped, so the text
+/// order is the time order); answers how many went.
+pub(super) async fn drop_before(
+    db: impl SqliteExecutor<'_>,
+    cutoff: &str,
+) -> Result<u64, StoreError> {
+    let done = sqlx::query("DELETE FROM events WHERE ts < ?")
+        .bind(cutoff)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Deletes every row of session `atc_id` (it is being forgotten).
+pub(super) async fn forget(db: impl SqliteExecutor<'_>, atc_id: &str) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM events WHERE atc_id = ?")
+        .bind(atc_id)
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 fn row(r: sqlx::sqlite::SqliteRow) -> Result<TrailEvent, StoreError> {

@@ -28,7 +28,7 @@ use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
 use crate::broker::binding::{Binding, BindingState, Grant, GrantState};
-pub use events::TrailEvent;
+pub use events::{TrailEvent, TrailKeep};
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
 
@@ -355,9 +355,22 @@ impl StateStore {
         bindings::grant_delete(&mut *self.db.hold().await?, host_key, secret).await
     }
 
-    /// Queues a trail row.
-    pub fn append_event(&self, event: TrailEvent) -> oneshot::Receiver<Result<(), StoreError>> {
-        self.enqueue(WriteOp::AppendEvent(Box::new(event)))
+    /// Queues a trail row, to be kept as `keep` says (see [`events`]).
+    pub fn append_event(
+        &self,
+        event: TrailEvent,
+        keep: TrailKeep,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
+        self.enqueue(WriteOp::AppendEvent(Box::new(event), keep))
+    }
+
+    /// Deletes trail rows beyond the newest `keep.rows` and those stamped before `cutoff`
+    /// (RFC 3339 UTC), after the writes queued before this call; answers how many went.
+    pub async fn sweep_trail(&self, keep: TrailKeep, cutoff: &str) -> Result<u64, StoreError> {
+        self.flush().await?;
+        let mut held = self.db.hold().await?;
+        let old = events::drop_before(&mut *held, cutoff).await?;
+        Ok(old + events::keep_newest(&mut *held, keep.rows).await?)
     }
 
     /// Trail rows after `after` (at most `limit`), waiting up to `wait` for one to arrive when
@@ -616,6 +629,98 @@ mod tests {
         store.upsert_session(full);
         let rows = store.load_fleet().await.unwrap();
         assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/two.jsonl"));
+    }
+
+    fn trail_row(atc_id: &str, ts: &str, message: &str) -> TrailEvent {
+        TrailEvent {
+            id: 0,
+            ts: ts.into(),
+            atc_id: atc_id.into(),
+            event: "Notification".into(),
+            message: Some(message.into()),
+            session_id: None,
+            kind: None,
+            detail: None,
+        }
+    }
+
+    fn messages(rows: &[TrailEvent]) -> Vec<&str> {
+        rows.iter().filter_map(|r| r.message.as_deref()).collect()
+    }
+
+    #[tokio::test]
+    async fn the_trail_keeps_each_sessions_share_and_a_sweep_its_age_and_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let keep = TrailKeep {
+            per_session: 2,
+            rows: 100,
+        };
+        for (n, ts) in ["2026-01-01", "2026-02-01", "2026-03-01"]
+            .iter()
+            .enumerate()
+        {
+            let ts = format!("{ts}T00:00:00.000Z");
+            store.append_event(trail_row("a", &ts, &format!("a{n}")), keep);
+            store.append_event(trail_row("b", &ts, &format!("b{n}")), keep);
+        }
+        let rows = store.trail_latest(100).await.unwrap();
+        assert_eq!(messages(&rows), ["a1", "b1", "a2", "b2"]);
+        // Rows stamped before the cutoff go; then all but the newest `rows`.
+        let keep = TrailKeep {
+            per_session: 2,
+            rows: 1,
+        };
+        let gone = store
+            .sweep_trail(keep, "2026-03-01T00:00:00.000Z")
+            .await
+            .unwrap();
+        assert_eq!(gone, 3);
+        assert_eq!(messages(&store.trail_latest(100).await.unwrap()), ["b2"]);
+    }
+
+    #[tokio::test]
+    async fn every_1024th_append_cuts_the_trail_to_its_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let keep = TrailKeep {
+            per_session: 10_000,
+            rows: 10,
+        };
+        let ts = "2026-01-01T00:00:00.000Z";
+        for n in 1..events::PRUNE_EVERY {
+            store.append_event(trail_row("a", ts, &n.to_string()), keep);
+        }
+        assert_eq!(
+            store.trail_latest(2000).await.unwrap().len() as i64,
+            events::PRUNE_EVERY - 1
+        );
+        store.append_event(trail_row("a", ts, "last"), keep);
+        let rows = store.trail_latest(2000).await.unwrap();
+        assert_eq!(rows.len(), 10);
+        assert_eq!(rows.last().and_then(|r| r.message.as_deref()), Some("last"));
+    }
+
+    #[tokio::test]
+    async fn forgetting_a_session_deletes_its_trail() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
+        let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
+        let keep = TrailKeep {
+            per_session: 10,
+            rows: 10,
+        };
+        for id in [gone, kept] {
+            store.upsert_session(row(id, "s"));
+            store.append_event(
+                trail_row(&id.to_string(), "2026-01-01T00:00:00.000Z", "m"),
+                keep,
+            );
+        }
+        store.delete_session(gone).await.unwrap().unwrap();
+        let rows = store.trail_latest(10).await.unwrap();
+        let owners: Vec<&str> = rows.iter().map(|r| r.atc_id.as_str()).collect();
+        assert_eq!(owners, [kept.to_string()]);
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use uuid::Uuid;
 
 use super::connection::Db;
+use super::events::TrailKeep;
 use super::{events, fleet, FleetRow, StoreError, TrailEvent};
 
 /// One queued write.
@@ -26,7 +27,7 @@ pub(super) enum WriteOp {
         key: String,
         value: String,
     },
-    AppendEvent(Box<TrailEvent>),
+    AppendEvent(Box<TrailEvent>, TrailKeep),
     /// Everything queued before it is written; nothing else happens.
     Barrier,
     /// Everything queued before it is written; then the connection closes.
@@ -195,7 +196,7 @@ async fn write_batch(
         for (op, _) in &batch {
             let conn = sink.conn();
             results.push(match op {
-                WriteOp::AppendEvent(e) => events::append(conn, e).await.map(|id| {
+                WriteOp::AppendEvent(e, keep) => events::append(conn, e, *keep).await.map(|id| {
                     newest = Some(id);
                 }),
                 op => apply(conn, op).await,
@@ -255,6 +256,9 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
     match op {
         WriteOp::UpsertSession(row) => fleet::upsert(db, row).await,
         WriteOp::DeleteSession(id) => {
+            // The trail first: a failure between the two leaves the row, so the forget can
+            // be made again, and never a trail without its session.
+            events::forget(&mut *db, &id.to_string()).await?;
             sqlx::query("DELETE FROM fleet WHERE session_id = ?")
                 .bind(id.to_string())
                 .execute(db)
@@ -274,7 +278,7 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
             .await?;
             Ok(())
         }
-        WriteOp::AppendEvent(e) => events::append(db, e).await.map(|_| ()),
+        WriteOp::AppendEvent(e, keep) => events::append(db, e, *keep).await.map(|_| ()),
         // None writes anything; a close or a move is taken out of its batch before it is
         // written.
         WriteOp::Barrier | WriteOp::Close | WriteOp::MoveWriter(_) => Ok(()),

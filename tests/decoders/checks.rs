@@ -167,23 +167,25 @@ pub fn ws_round_trip(messages: &[(bool, Vec<u8>)], cap: usize) {
     assert_eq!(inbound(&bytes, &[], cap), expected);
 }
 
-/// The reporter socket's line parser: an accepted line has string ids and an object payload,
-/// and the line written back from them is read the same.
+/// The reporter socket's line parser: an accepted line has a session id, a key and an object
+/// payload, and the line written back from them is read the same.
 pub fn reporter_line(line: &[u8]) {
     let Some(report) = reporter::parse(line) else {
         return;
     };
-    assert!(report.report.payload.is_object());
+    assert!(report.payload.is_object());
     let again = json!({
-        "atcId": report.atc_id,
-        "event": report.report.event,
-        "payload": report.report.payload,
+        "atcId": report.atc_id.to_string(),
+        "key": report.key,
+        "event": report.event,
+        "payload": report.payload,
     })
     .to_string();
     let back = reporter::parse(again.as_bytes()).expect("a line written from a report parses");
     assert_eq!(back.atc_id, report.atc_id);
-    assert_eq!(back.report.event, report.report.event);
-    assert!(same_json(&back.report.payload, &report.report.payload));
+    assert_eq!(back.key, report.key);
+    assert_eq!(back.event, report.event);
+    assert!(same_json(&back.payload, &report.payload));
 }
 
 /// Equal JSON, with floats compared to their last bits: serde_json reads floats to within an

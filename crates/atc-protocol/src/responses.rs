@@ -62,7 +62,7 @@ pub struct DaemonInfo {
     pub reporter: ReporterCounts,
 }
 
-/// The daemon's sizes, in bytes.
+/// The daemon's limits: sizes in bytes, the hook reports' rate and the trail's retention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -72,6 +72,16 @@ pub struct Limits {
     pub ring_bytes: u64,
     /// Largest request body.
     pub body_cap_bytes: u64,
+    /// Hook reports a session may send per second, on average.
+    pub reports_per_second: u32,
+    /// Hook reports a session may send at once.
+    pub report_burst: u32,
+    /// Trail rows kept per session.
+    pub trail_per_session: u32,
+    /// Trail rows kept in all.
+    pub trail_rows: u32,
+    /// Days a trail row is kept.
+    pub trail_max_age_days: u32,
 }
 
 /// A problem of the config file.

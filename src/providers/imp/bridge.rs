@@ -57,6 +57,9 @@ pub enum BridgeCode {
     StaleBinding,
     /// An op atc does not build (inbox taps); the connection stays.
     Unsupported,
+    /// The session refused the report (a bad value, or over its report rate); nothing of it
+    /// was stored, and the connection stays.
+    Refused,
 }
 
 impl BridgeCode {
@@ -66,6 +69,7 @@ impl BridgeCode {
             BridgeCode::Forbidden => "forbidden",
             BridgeCode::StaleBinding => "stale_binding",
             BridgeCode::Unsupported => "unsupported",
+            BridgeCode::Refused => "refused",
         }
     }
 }

@@ -128,9 +128,10 @@ impl ImpHarness {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         // The agent's own variables and atc's, minus the ones that name daemon-side paths
-        // (the report socket inside the imp is a forward of its own).
+        // (the report socket inside the imp is a forward of its own) and the key of the
+        // daemon's reporter socket, which the bridge does not need and an imp never gets.
         for (k, v) in plan.env {
-            if k != "ATC_SOCKET" && k != "ATC_SESSION_RECORD" {
+            if !["ATC_SOCKET", "ATC_SESSION_RECORD", "ATC_REPORT_KEY"].contains(&k.as_str()) {
                 env.insert(k, v);
             }
         }

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::bridge::{self, Binding, BridgeCode, Bridges, Line, Op};
 use super::host_error::HostError;
 use super::settings::ImpSettings;
-use crate::providers::{HookReported, ReadSessionView};
+use crate::providers::{HookReported, ReadSessionView, ReportOrigin};
 use impd_client::{ImpPortError, Relay, RelayWriter, ReverseForward};
 
 /// Listen on the guest socket unless already listening. Answers once impd listens, or with
@@ -185,18 +185,33 @@ impl Handler<CloseForward> for ReportForward {
     }
 }
 
+/// Guest connections one harness serves at once. Each may buffer a line of up to
+/// [`bridge::MAX_LINE`], so the bound is what one imp can make the daemon hold; a hook
+/// reporter opens one connection per report and closes it, so a few are plenty.
+const CONNECTIONS_AT_ONCE: usize = 8;
+
 /// Accepts every guest connection until the listener ends, and returns why it ended. Accepts
-/// run one at a time (each is one round trip, bounded by the client's call timeout); impd
-/// queues the connections announced meanwhile.
+/// run one at a time (each is one round trip, bounded by the client's call timeout), and only
+/// while fewer than [`CONNECTIONS_AT_ONCE`] are served; impd queues the connections announced
+/// meanwhile.
 async fn accept_all(mut forward: ReverseForward, served: Rc<Served>) -> ImpPortError {
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_AT_ONCE));
     while let Some(next) = forward.next().await {
         let id = match next {
             Ok(id) => id,
             Err(e) => return e,
         };
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            // The semaphore is never closed; an error here would mean it was.
+            return ImpPortError::closed(None, "the listener ended");
+        };
         match forward.accept(id).await {
             Ok(relay) => {
-                actix_rt::spawn(serve(relay, served.clone()));
+                let served = served.clone();
+                actix_rt::spawn(async move {
+                    serve(relay, served).await;
+                    drop(slot);
+                });
             }
             // That one guest client is lost (its reporter resends); the listener goes on.
             Err(e) => tracing::warn!(session = %served.binding.session, connection = id,
@@ -325,10 +340,12 @@ async fn serve_line(line: &[u8], served: &Served) -> Step {
                     "report socket hook line for another session");
                 return refuse(served, None, BridgeCode::Forbidden);
             }
-            if !deliver(served, event, payload).await {
-                return refuse(served, None, BridgeCode::StaleBinding);
+            match deliver(served, event, payload).await {
+                Delivery::Taken => Step::Continue(None),
+                // A hook line has no answer; the refusal is counted and logged.
+                Delivery::Refused => Step::Continue(None),
+                Delivery::Gone => refuse(served, None, BridgeCode::StaleBinding),
             }
-            Step::Continue(None)
         }
         Line::Request { id, op } => match op {
             Op::Report { report_id, payload } => {
@@ -339,10 +356,13 @@ async fn serve_line(line: &[u8], served: &Served) -> Step {
                     extra.insert("duplicate".into(), Value::Bool(true));
                     return Step::Continue(Some(bridge::ok(&id, extra)));
                 }
-                if !deliver(served, "Report".into(), payload).await {
-                    return refuse(served, Some(&id), BridgeCode::StaleBinding);
+                match deliver(served, "Report".into(), payload).await {
+                    Delivery::Taken => Step::Continue(Some(bridge::ok(&id, Map::new()))),
+                    Delivery::Refused => {
+                        Step::Continue(Some(bridge::refusal(Some(&id), BridgeCode::Refused)))
+                    }
+                    Delivery::Gone => refuse(served, Some(&id), BridgeCode::StaleBinding),
                 }
-                Step::Continue(Some(bridge::ok(&id, Map::new())))
             }
             Op::StatusRead => Step::Continue(Some(bridge::status(&id, &view))),
             Op::TapOpen | Op::TapAck => {
@@ -352,20 +372,42 @@ async fn serve_line(line: &[u8], served: &Served) -> Step {
     }
 }
 
+/// What became of a report handed to the session.
+enum Delivery {
+    /// Applied.
+    Taken,
+    /// Refused by the session (a bad value, or over its report rate); counted and logged.
+    Refused,
+    /// The session is gone.
+    Gone,
+}
+
 /// Hands a hook to the session and waits until it took it, so an answer written after it (or
-/// a `status.read` that follows) sees it applied. `false`: the session is gone.
-async fn deliver(served: &Served, event: String, payload: Value) -> bool {
-    let taken = served
+/// a `status.read` that follows) sees it applied.
+async fn deliver(served: &Served, event: String, payload: Value) -> Delivery {
+    let sent = served
         .link
         .hook
-        .send(HookReported { event, payload })
-        .await
-        .is_ok();
-    if taken {
-        let stats = served.bridges.stats();
-        stats.accepted.fetch_add(1, Ordering::Relaxed);
+        .send(HookReported {
+            event,
+            payload,
+            origin: ReportOrigin::Guest,
+        })
+        .await;
+    let stats = served.bridges.stats();
+    match sent {
+        Ok(Ok(())) => {
+            stats.accepted.fetch_add(1, Ordering::Relaxed);
+            Delivery::Taken
+        }
+        Ok(Err(e)) => {
+            stats.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(session = %served.binding.session, reason = e.reason(),
+                "report socket report refused");
+            Delivery::Refused
+        }
+        Err(_) => Delivery::Gone,
     }
-    taken
 }
 
 /// Counts a refused line; `forbidden` and `stale_binding` close the connection.

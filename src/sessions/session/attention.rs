@@ -8,9 +8,13 @@
 
 use actix::prelude::*;
 
-use super::record::{cap_result, rfc3339_now};
+use super::record::rfc3339_now;
+use super::report_budget::Admission;
 use super::Session;
-use crate::agents::hooks::HookKind;
+use crate::agents::agent_session_id::AgentSessionId;
+use crate::agents::hooks::{normalize, HookKind};
+use crate::agents::report_check::{self, ReportRefused};
+use crate::providers::{HookReported, ReportOrigin};
 use atc_protocol::SessionState;
 
 /// What the permission registry is to be told after a transition.
@@ -161,24 +165,48 @@ impl Session {
             .do_send(crate::permissions::registry::DismissSession(self.record.id));
     }
 
-    /// Applies one hook report (spec §3.4).
+    /// Applies one hook report (spec §3.4), or refuses it: over the session's report rate
+    /// (the trail says so once per flood), or carrying a value that breaks
+    /// `agents::report_check`'s rules. Nothing of a refused report is stored.
     pub(super) fn apply_hook(
         &mut self,
-        event: &str,
-        payload: &serde_json::Value,
+        report: HookReported,
         ctx: &mut Context<Self>,
-    ) {
+    ) -> Result<(), ReportRefused> {
+        let HookReported {
+            event,
+            payload,
+            origin,
+        } = report;
+        match self.reports.take(std::time::Instant::now()) {
+            Admission::Taken => {}
+            Admission::Refused { first } => {
+                if first {
+                    self.trail_flood();
+                }
+                return Err(ReportRefused::RateLimited);
+            }
+        }
+        let checked = report_check::transcript_path(&payload).and_then(|transcript| {
+            let n = normalize(&self.agent_kind(), &event, &payload, &mut self.hooks)?;
+            Ok((transcript, n))
+        });
+        let (transcript, mut n) = checked.inspect_err(|e| {
+            tracing::warn!(session = %self.record.id, reason = e.reason(), error = %e,
+                "hook report refused");
+        })?;
         let kind = self.agent_kind();
-        let mut n = crate::agents::hooks::normalize(&kind, event, payload, &mut self.hooks);
         let mut persist = false;
         if let Some(id) = n
             .agent_session_id
+            .take()
             .filter(|id| Some(id) != self.record.agent_session_id.as_ref())
         {
             self.record.agent_session_id = Some(id);
             persist = true;
         }
-        if let Some(path) = crate::agents::names::transcript_path(payload)
+        if let Some(path) = transcript
+            .as_ref()
             .map(|p| p.display().to_string())
             .filter(|p| Some(p) != self.record.transcript_path.as_ref())
         {
@@ -188,12 +216,17 @@ impl Session {
             }
             self.record.transcript_path = Some(path);
         }
-        // Statusline pings come several times a second and carry nothing new to name.
-        if event != "Statusline" {
+        // Statusline pings come several times a second and carry nothing new to name. A guest's
+        // paths name files inside its imp: they are never opened on this host, and neither is
+        // this host's Codex index read for a session that runs elsewhere.
+        if event != "Statusline" && origin == ReportOrigin::Local {
             if let Some(source) = crate::agents::names::source_of(
                 &kind,
-                payload,
-                self.record.agent_session_id.as_deref(),
+                transcript.as_deref(),
+                self.record
+                    .agent_session_id
+                    .as_ref()
+                    .map(AgentSessionId::as_str),
                 self.deps.codex_home.as_deref(),
             ) {
                 self.refresh_name(source, ctx);
@@ -206,23 +239,17 @@ impl Session {
         self.permit(change);
         if n.kind == HookKind::TurnDone {
             if let Some(result) = &n.result {
-                self.deps
-                    .store
-                    .set_result(self.record.id, cap_result(result));
+                self.deps.store.set_result(self.record.id, result);
             }
         }
         if event != "Statusline" {
             // The trail (spec §9.5): every report but statusline pings.
-            self.deps.store.append_event(crate::store::TrailEvent {
-                id: 0,
-                ts: rfc3339_now(),
-                atc_id: self.record.id.to_string(),
-                event: event.to_string(),
+            self.trail(TrailRow {
+                event,
                 message: (n.kind == HookKind::NeedsInput || n.kind == HookKind::PromptSubmitted)
                     .then(|| self.attention.last_msg().to_string()),
-                session_id: self.record.agent_session_id.clone(),
-                kind: Some(n.kind.as_str().to_string()),
-                detail: n.result.clone(),
+                kind: Some(n.kind.as_str()),
+                detail: n.result,
             });
         }
         if persist {
@@ -231,7 +258,55 @@ impl Session {
         if n.kind != HookKind::Heartbeat || persist {
             self.notify_state();
         }
+        Ok(())
     }
+
+    /// The trail row that tells a flood of reports began to be refused.
+    fn trail_flood(&self) {
+        tracing::warn!(session = %self.record.id, "hook reports over the session's rate refused");
+        let limits = &self.deps.limits;
+        self.trail(TrailRow {
+            event: "ReportsRefused".into(),
+            message: Some(format!(
+                "reports over {} a second (bursts of {}) are refused",
+                limits.reports_per_second, limits.report_burst
+            )),
+            kind: None,
+            detail: None,
+        });
+    }
+
+    /// Appends a row to the session's trail, keeping at most `limits.trailPerSession` of them.
+    fn trail(&self, row: TrailRow) {
+        self.deps.store.append_event(
+            crate::store::TrailEvent {
+                id: 0,
+                ts: rfc3339_now(),
+                atc_id: self.record.id.to_string(),
+                event: row.event,
+                message: row.message,
+                session_id: self
+                    .record
+                    .agent_session_id
+                    .as_ref()
+                    .map(ToString::to_string),
+                kind: row.kind.map(str::to_string),
+                detail: row.detail,
+            },
+            crate::store::TrailKeep {
+                per_session: self.deps.limits.trail_per_session,
+                rows: self.deps.limits.trail_rows,
+            },
+        );
+    }
+}
+
+/// What one trail row says, besides the session and the time.
+struct TrailRow {
+    event: String,
+    message: Option<String>,
+    kind: Option<&'static str>,
+    detail: Option<String>,
 }
 
 #[cfg(test)]

@@ -20,10 +20,11 @@ mod host_ops;
 mod input;
 mod naming;
 mod record;
+mod report_budget;
 mod screen_link;
 mod start;
 
-pub use record::{now_ms, rfc3339_now, ExitInfo, SessionRecord};
+pub use record::{now_ms, rfc3339_at, rfc3339_now, ExitInfo, SessionRecord};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,6 +83,8 @@ pub struct SessionDeps {
     pub refusal: Refusal,
     /// The reporter socket harnesses report to (`ATC_SOCKET`).
     pub reporter_socket: std::path::PathBuf,
+    /// The keys each session's process reports with (`ATC_REPORT_KEY`).
+    pub report_keys: crate::sessions::report_key::ReportKeys,
     /// Where Codex keeps `session_index.jsonl` (its names); `None`: Codex names are not read.
     pub codex_home: Option<std::path::PathBuf>,
     /// Where `needs_you` opens permission requests.
@@ -122,6 +125,8 @@ pub struct Session {
     attention: Attention,
     /// What the hook mapping remembers between reports (spec §9.5).
     hooks: HookMemory,
+    /// How many more hook reports the session may send now.
+    reports: report_budget::ReportBudget,
     /// Reading the name the agent keeps in its files.
     names: naming::NameRefresh,
     /// The current process was started on purpose (a spawn or a client's revive), not by a
@@ -158,6 +163,11 @@ impl Session {
             forget_token: ForgetConfirmation::default(),
             attention: Attention::new(),
             hooks: HookMemory::default(),
+            reports: report_budget::ReportBudget::new(
+                deps.limits.reports_per_second,
+                deps.limits.report_burst,
+                std::time::Instant::now(),
+            ),
             names: naming::NameRefresh::default(),
             // Spawns are deliberate; each revive says whether it is.
             deliberate_start: true,
@@ -219,7 +229,11 @@ impl Session {
                 target_id: self.record.target.clone(),
             },
             target_identity: self.record.target_identity.clone(),
-            agent_session_id: self.record.agent_session_id.clone(),
+            agent_session_id: self
+                .record
+                .agent_session_id
+                .as_ref()
+                .map(ToString::to_string),
             lifecycle: self.lifecycle(),
             auth: self.auth,
         }
@@ -395,10 +409,10 @@ impl Session {
 }
 
 impl Handler<HookReported> for Session {
-    type Result = ();
+    type Result = Result<(), crate::agents::report_check::ReportRefused>;
 
-    fn handle(&mut self, msg: HookReported, ctx: &mut Self::Context) {
-        self.apply_hook(&msg.event, &msg.payload, ctx);
+    fn handle(&mut self, msg: HookReported, ctx: &mut Self::Context) -> Self::Result {
+        self.apply_hook(msg, ctx)
     }
 }
 

@@ -5,6 +5,7 @@
 
 use uuid::Uuid;
 
+use crate::agents::agent_session_id::AgentSessionId;
 use crate::store::FleetRow;
 use atc_protocol::{ExitReason, NamedBy, TermSize};
 
@@ -34,7 +35,7 @@ pub struct SessionRecord {
     /// That target's identity when the session was spawned.
     pub target_identity: String,
     /// The agent's own session id, once a hook reported it.
-    pub agent_session_id: Option<String>,
+    pub agent_session_id: Option<AgentSessionId>,
     /// The agent's transcript, as its hooks last reported it.
     pub transcript_path: Option<String>,
     /// Where a remote process was when its harness last let go of it (or last attached).
@@ -100,7 +101,16 @@ impl SessionRecord {
             target_identity: row
                 .target_identity
                 .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
-            agent_session_id: row.agent_session_id,
+            agent_session_id: row.agent_session_id.and_then(|raw| {
+                // Rows written before ids were checked may hold anything a report sent: such
+                // an id is dropped (the next revive starts the agent afresh), never resumed.
+                AgentSessionId::parse(&raw)
+                    .inspect_err(|e| {
+                        tracing::warn!(session = %row.session_id, error = %e,
+                            "stored agent session id dropped")
+                    })
+                    .ok()
+            }),
             transcript_path: row.transcript_path,
             remote: match (row.remote_boot_id, row.remote_generation) {
                 (Some(boot_id), Some(generation)) => Some(crate::providers::RemotePosition {
@@ -144,7 +154,7 @@ impl SessionRecord {
             created_at: self.created_at,
             target: Some(self.target.clone()),
             target_identity: Some(self.target_identity.clone()),
-            agent_session_id: self.agent_session_id.clone(),
+            agent_session_id: self.agent_session_id.as_ref().map(ToString::to_string),
             model: self.model.clone(),
             effort: self.effort.clone(),
             transcript_path: self.transcript_path.clone(),
@@ -156,22 +166,14 @@ impl SessionRecord {
     }
 }
 
-/// A turn's result as the row keeps it: at most 16 KiB, cut on a character boundary.
-pub(super) fn cap_result(result: &str) -> &str {
-    const MAX: usize = 16 * 1024;
-    if result.len() <= MAX {
-        return result;
-    }
-    let mut end = MAX;
-    while !result.is_char_boundary(end) {
-        end -= 1;
-    }
-    &result[..end]
-}
-
 /// Now as RFC 3339 UTC with milliseconds (`2026-11-30T06:04:05.123Z`), for trail rows.
 pub fn rfc3339_now() -> String {
-    let ms = now_ms();
+    rfc3339_at(now_ms())
+}
+
+/// Epoch milliseconds `ms` as RFC 3339 UTC with milliseconds; the text order of two stamps is
+/// their time order (for years 0 to 9999).
+pub fn rfc3339_at(ms: i64) -> String {
     let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -244,6 +246,16 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_agent_session_id_that_could_be_a_flag_is_dropped() {
+        let record = SessionRecord::from_row(FleetRow {
+            agent_session_id: Some("--dangerously-skip-permissions".into()),
+            ..row()
+        });
+        assert_eq!(record.agent_session_id, None);
+        assert_eq!(record.to_row().agent_session_id, None);
+    }
+
+    #[test]
     fn a_row_left_alive_reads_as_stopped_with_the_daemon() {
         let record = SessionRecord::from_row(FleetRow {
             exited: false,
@@ -278,15 +290,10 @@ mod tests {
     }
 
     #[test]
-    fn a_result_is_capped_on_a_character_boundary() {
-        let long = "é".repeat(10_000);
-        let capped = cap_result(&long);
-        assert!(capped.len() <= 16 * 1024 && capped.len() >= 16 * 1024 - 1);
-        assert_eq!(cap_result("short"), "short");
-    }
-
-    #[test]
     fn timestamps_are_rfc3339_utc_with_milliseconds() {
+        assert_eq!(rfc3339_at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_at(1_796_018_645_123), "2026-11-30T06:04:05.123Z");
+        assert!(rfc3339_at(1_796_018_645_123) < rfc3339_at(1_796_018_645_124));
         let ts = rfc3339_now();
         assert_eq!(ts.len(), "2026-11-30T06:04:05.123Z".len(), "{ts}");
         assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{ts}");

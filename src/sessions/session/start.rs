@@ -281,7 +281,7 @@ impl Session {
         plan.args = self.record.args.clone();
         // An agent that reported its own session id resumes it (spec §3.8); others start anew.
         let resume = self.record.agent_session_id.clone();
-        crate::sessions::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_deref());
+        crate::sessions::launch::prepare(&self.record, &self.deps, &mut plan, resume.as_ref());
         if let Some(size) = size {
             self.record.size = size;
             self.screen.worker().do_send(ResizeScreen(size));
