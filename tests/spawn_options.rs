@@ -157,7 +157,7 @@ printf 'argv:'; printf ' [%s]' "$@"; echo
 while [ $# -gt 0 ]; do case "$1" in --settings) f="$2"; shift;; esac; shift; done
 hook=$(grep -o '"command": "[^"]*hook-report"' "$f" | head -n 1 | sed 's/^"command": "//; s/"$//')
 status=$(grep -o '"command": "[^"]*status-file [^"]*"' "$f" | sed 's/^"command": "//; s/"$//')
-echo '{"hook_event_name":"Notification","message":"asked via settings","session_id":"agent-77"}' | eval "$hook"
+echo '{"hook_event_name":"Notification","message":"asked via settings","session_id":"a9e7c0de-0000-4000-8000-000000000077"}' | eval "$hook"
 # status.json follows fleet changes after a debounce: poll the statusline until it does.
 i=0; while [ $i -lt 100 ]; do
   line=$(echo '{}' | eval "$status")
@@ -212,7 +212,8 @@ async fn claude_gets_a_settings_file_whose_hooks_report_and_a_revive_resumes() {
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
         .await;
     assert_eq!(status, 200, "{body}");
-    d.wait_screen(&id, "[--resume] [agent-77]").await;
+    d.wait_screen(&id, "[--resume=a9e7c0de-0000-4000-8000-000000000077]")
+        .await;
     d.stop().await;
 }
 
