@@ -32,6 +32,10 @@ pub struct Limits {
     pub ring_bytes: usize,
     /// Largest request body (api.md: 1 MiB).
     pub body_cap_bytes: usize,
+    /// HTTP connections from one peer address that have not shown the token (the oldest is
+    /// closed to make room for another); all peers together hold at most a quarter of the
+    /// descriptor limit (`server::conn_registry`).
+    pub tokenless_connections: usize,
 }
 
 impl Default for Limits {
@@ -40,6 +44,7 @@ impl Default for Limits {
             queue_bytes: 2 * 1024 * 1024,
             ring_bytes: 1024 * 1024,
             body_cap_bytes: 1024 * 1024,
+            tokenless_connections: 64,
         }
     }
 }
@@ -85,6 +90,9 @@ pub struct Timings {
     /// (1 MiB) needs only 100 KiB/s to make it; a client trickling one byte a second would
     /// otherwise hold its connection and its handler for as long as it likes.
     pub body_read: Duration,
+    /// The longest a request head may take: from the accept for a connection's first request,
+    /// from its first byte for each later one (the wait between requests is the keep-alive).
+    pub head_read: Duration,
 }
 
 impl Default for Timings {
@@ -109,6 +117,7 @@ impl Default for Timings {
                 .map(Duration::from_millis)
                 .collect(),
             body_read: Duration::from_secs(10),
+            head_read: Duration::from_secs(5),
         }
     }
 }
@@ -376,6 +385,10 @@ impl Config {
                 .body_cap_bytes
                 .unwrap_or(defaults.body_cap_bytes)
                 .max(1024),
+            tokenless_connections: l
+                .tokenless_connections
+                .unwrap_or(defaults.tokenless_connections)
+                .max(1),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -487,6 +500,10 @@ mod tests {
         assert_eq!(example.limits.queue_bytes, default.limits.queue_bytes);
         assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
         assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
+        assert_eq!(
+            example.limits.tokenless_connections,
+            default.limits.tokenless_connections
+        );
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,

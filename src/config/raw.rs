@@ -66,6 +66,8 @@ pub struct RawLimits {
     pub body_cap_bytes: Option<usize>,
     /// Resize debounce in milliseconds.
     pub resize_debounce_ms: Option<u64>,
+    /// Tokenless HTTP connections allowed from one peer address.
+    pub tokenless_connections: Option<usize>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map
