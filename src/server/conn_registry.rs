@@ -8,6 +8,12 @@
 //! shows the token on every request. On loopback the owner and an attacker share one address,
 //! which is why the cap is on tokenless connections and not on the address.
 //!
+//! A connection accepted but not yet read has had no chance to show the token: under a flood
+//! of connects a worker may accept dozens before it first reads any of them, and the owner's
+//! request, sent whole right after its connect, would be closed unread. So the oldest
+//! connection that has been read goes first; one not yet read goes only when every other
+//! tokenless connection there is unread too.
+//!
 //! The descriptor budget, with the session cap's: live sessions take at most half the table
 //! (two descriptors each), tokenless connections a quarter (one each: the connection's own
 //! socket, see `conn_socket`), and the last quarter is the owner's reserve (the listener, the
@@ -78,9 +84,30 @@ struct Table {
 struct Entry {
     peer: Option<IpAddr>,
     socket: ConnSocket,
+    chance: Chance,
+}
+
+/// Whether a tokenless connection has had its chance to show the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chance {
+    /// Accepted, not read yet.
+    NotYet,
+    /// Read at least once: what it sent so far showed no token.
+    Had,
 }
 
 impl Table {
+    /// The one of `ids` (oldest first) to close to make room: the oldest that has had its
+    /// chance, else the oldest.
+    fn victim<'a>(&self, mut ids: impl Iterator<Item = &'a u64> + Clone) -> Option<u64> {
+        let had = |id: &&u64| {
+            self.tokenless
+                .get(id)
+                .is_some_and(|e| e.chance == Chance::Had)
+        };
+        ids.clone().find(had).or_else(|| ids.next()).copied()
+    }
+
     fn remove(&mut self, id: u64) -> Option<Entry> {
         let entry = self.tokenless.remove(&id)?;
         if let Some(ids) = self.by_peer.get_mut(&entry.peer) {
@@ -132,21 +159,28 @@ impl ConnRegistry {
         let mut t = self.table();
         let id = t.next;
         t.next += 1;
-        while let Some(oldest) = t
+        while let Some(victim) = t
             .by_peer
             .get(&peer)
             .filter(|ids| ids.len() >= self.caps.per_peer)
-            .and_then(|ids| ids.first().copied())
+            .and_then(|ids| t.victim(ids.iter()))
         {
-            t.evict(oldest);
+            t.evict(victim);
         }
         while t.tokenless.len() >= self.caps.total {
-            let Some(oldest) = t.tokenless.keys().next().copied() else {
+            let Some(victim) = t.victim(t.tokenless.keys()) else {
                 break;
             };
-            t.evict(oldest);
+            t.evict(victim);
         }
-        t.tokenless.insert(id, Entry { peer, socket });
+        t.tokenless.insert(
+            id,
+            Entry {
+                peer,
+                socket,
+                chance: Chance::NotYet,
+            },
+        );
         t.by_peer.entry(peer).or_default().insert(id);
         Registration {
             id,
@@ -171,6 +205,14 @@ pub struct Registration {
 }
 
 impl Registration {
+    /// The connection is being read for the first time: from now on it may be closed to make
+    /// room before connections that have not been read yet.
+    pub fn first_read(&self) {
+        if let Some(entry) = self.registry.table().tokenless.get_mut(&self.id) {
+            entry.chance = Chance::Had;
+        }
+    }
+
     /// The handle the auth middleware marks the connection with, kept in its data.
     pub fn mark(&self) -> ConnMark {
         ConnMark {
@@ -211,9 +253,12 @@ mod tests {
         Some(s.parse().unwrap())
     }
 
+    /// A connection from `peer`, read once.
     fn open(reg: &Arc<ConnRegistry>, peer: &str) -> (Registration, ConnSocket) {
         let socket = ConnSocket::new();
-        (reg.admit(ip(peer), socket.clone()), socket)
+        let registration = reg.admit(ip(peer), socket.clone());
+        registration.first_read();
+        (registration, socket)
     }
 
     fn ending(s: &ConnSocket) -> Ending {
@@ -272,6 +317,33 @@ mod tests {
         let (_fourth, _) = open(&reg, "10.0.0.4");
         assert_eq!(ending(&second), Ending::Closed);
         assert_eq!(reg.counts(), (2, 1));
+    }
+
+    #[test]
+    fn a_connection_not_read_yet_goes_last() {
+        let reg = ConnRegistry::new(Caps {
+            per_peer: 2,
+            total: 10,
+        });
+        let unread = |reg: &Arc<ConnRegistry>| {
+            let s = ConnSocket::new();
+            (reg.admit(ip("127.0.0.1"), s.clone()), s)
+        };
+        let (_u, u) = unread(&reg);
+        let (_a, a) = open(&reg, "127.0.0.1");
+        let (_b, _) = open(&reg, "127.0.0.1");
+        assert_eq!(ending(&u), Ending::Open, "older, but never read");
+        assert_eq!(ending(&a), Ending::Closed);
+        // With only unread connections there, the oldest goes all the same.
+        let reg = ConnRegistry::new(Caps {
+            per_peer: 2,
+            total: 10,
+        });
+        let (_first, first) = unread(&reg);
+        let (_second, second) = unread(&reg);
+        let (_third, _) = unread(&reg);
+        assert_eq!(ending(&first), Ending::Closed);
+        assert_eq!(ending(&second), Ending::Open);
     }
 
     #[test]

@@ -401,6 +401,8 @@ pub struct HeadGuard<T> {
     socket: ConnSocket,
     /// The connection's place among the tokenless ones; it leaves with the stream.
     registration: Registration,
+    /// The connection has been read from (so has had its chance to show the token).
+    read_once: bool,
 }
 
 impl<T> HeadGuard<T> {
@@ -424,6 +426,7 @@ impl<T> HeadGuard<T> {
             deadlines,
             socket,
             registration,
+            read_once: false,
         }
     }
 
@@ -516,6 +519,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadGuard<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.read_once {
+            this.read_once = true;
+            this.registration.first_read();
+        }
         loop {
             if this.ended(cx, Ending::ReadStopped) {
                 return Poll::Ready(Ok(()));
