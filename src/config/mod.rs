@@ -34,7 +34,9 @@ pub struct Limits {
     pub body_cap_bytes: usize,
     /// HTTP connections from one peer address that have not shown the token (the oldest is
     /// closed to make room for another); all peers together hold at most a quarter of the
-    /// descriptor limit (`server::conn_registry`).
+    /// descriptor limit (`server::conn_registry`). Not in `GET /v1/daemon`'s `limits`, which
+    /// the wire type keeps to sizes in bytes.
+    #[serde(skip)]
     pub tokenless_connections: usize,
 }
 
