@@ -23,7 +23,7 @@
 //! the first head, and its keep-alive timer restarts whenever the connection wakes, so without
 //! this a client trickling a second head a byte at a time held its connection for ever. A
 //! request body the guard is still following twice `timings.body_read` after its head (a
-//! route that reads it answers 408 at once `body_read`; a chunked body nobody reads is drained
+//! route that reads it has answered 408 after `body_read`; a chunked body nobody reads is drained
 //! by the dispatcher for as long as it comes) ends the connection without an answer.
 //!
 //! The guard also obeys the connection's [`ConnSocket`]: asked to stop reading, it reports end
@@ -756,6 +756,7 @@ mod tests {
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.1 400 "), "{head}");
         assert!(head.contains("x-request-id: r7"), "{head}");
+        assert!(head.contains("x-content-type-options: nosniff"), "{head}");
         assert!(
             head.contains(&format!("content-length: {}", body.len())),
             "{head}"
