@@ -128,6 +128,9 @@ impl Error {
                     let w = bad_args(head_field(*p));
                     match p {
                         HeadProblem::TooLarge { .. } => w.status(HEADER_FIELDS_TOO_LARGE),
+                        HeadProblem::TooSlow { within_ms } => {
+                            w.with("withinMs", *within_ms).status(REQUEST_TIMEOUT)
+                        }
                         HeadProblem::Method
                         | HeadProblem::Uri
                         | HeadProblem::Version
@@ -147,6 +150,7 @@ impl Error {
                 RequestError::BadQuery(_) => bad_args("query"),
                 RequestError::NotUpgrade(_) => bad_args("upgrade"),
                 RequestError::WrongType { field, .. } => bad_args(field),
+                RequestError::DuplicateKey { field } => bad_args(field),
                 RequestError::Missing { field, .. }
                 | RequestError::Empty { field }
                 | RequestError::Unpaired { field, .. }
@@ -340,6 +344,7 @@ fn head_field(p: HeadProblem) -> &'static str {
         HeadProblem::Method => "method",
         HeadProblem::Uri => "uri",
         HeadProblem::Version => "version",
+        HeadProblem::TooSlow { .. } => "head",
     }
 }
 
@@ -480,6 +485,12 @@ mod tests {
         assert_eq!(
             (head.status, &head.data["field"]),
             (431, &Value::from("headers"))
+        );
+        let late = Error::from(RequestError::Head(HeadProblem::TooSlow { within_ms: 9 })).wire();
+        assert_eq!((late.code, late.status), (ErrorCode::BadArgs, 408));
+        assert_eq!(
+            (&late.data["field"], &late.data["withinMs"]),
+            (&Value::from("head"), &Value::from(9))
         );
         let slow = Error::from(RequestError::BodyTooSlow { within_ms: 7 }).wire();
         assert_eq!((slow.code, slow.status), (ErrorCode::BadArgs, 408));

@@ -43,6 +43,10 @@ pub struct Limits {
     pub trail_rows: u32,
     /// Days a trail row is kept.
     pub trail_max_age_days: u32,
+    /// HTTP connections from one peer address that have not shown the token (the oldest is
+    /// closed to make room for another); all peers together hold at most a quarter of the
+    /// descriptor limit (`server::conn_registry`).
+    pub tokenless_connections: usize,
 }
 
 impl Default for Limits {
@@ -56,6 +60,7 @@ impl Default for Limits {
             trail_per_session: 1000,
             trail_rows: 100_000,
             trail_max_age_days: 30,
+            tokenless_connections: 64,
         }
     }
 }
@@ -104,6 +109,9 @@ pub struct Timings {
     /// (1 MiB) needs only 100 KiB/s to make it; a client trickling one byte a second would
     /// otherwise hold its connection and its handler for as long as it likes.
     pub body_read: Duration,
+    /// The longest a request head may take: from the accept for a connection's first request,
+    /// from its first byte for each later one (the wait between requests is the keep-alive).
+    pub head_read: Duration,
 }
 
 impl Default for Timings {
@@ -129,6 +137,7 @@ impl Default for Timings {
                 .map(Duration::from_millis)
                 .collect(),
             body_read: Duration::from_secs(10),
+            head_read: Duration::from_secs(5),
         }
     }
 }
@@ -408,6 +417,10 @@ impl Config {
                 .trail_max_age_days
                 .unwrap_or(defaults.trail_max_age_days)
                 .max(1),
+            tokenless_connections: l
+                .tokenless_connections
+                .unwrap_or(defaults.tokenless_connections)
+                .max(1),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -532,6 +545,10 @@ mod tests {
         assert_eq!(
             example.limits.trail_max_age_days,
             default.limits.trail_max_age_days
+        );
+        assert_eq!(
+            example.limits.tokenless_connections,
+            default.limits.tokenless_connections
         );
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(

@@ -76,6 +76,8 @@ pub struct RawLimits {
     pub trail_rows: Option<u32>,
     /// Days a trail row is kept.
     pub trail_max_age_days: Option<u32>,
+    /// Tokenless HTTP connections allowed from one peer address.
+    pub tokenless_connections: Option<usize>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use atc_protocol::{TermSize, DIM_RANGE};
 
+use super::strict_json::{self, StrictJsonError};
 use super::RequestError;
 
 /// The fields of one request body (or query string), read with field-naming validation.
@@ -23,10 +24,11 @@ impl Params {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Params::default());
         }
-        match serde_json::from_slice::<Value>(bytes) {
+        match strict_json::parse(bytes) {
             Ok(Value::Object(fields)) => Ok(Params { fields }),
             Ok(_) => Err(RequestError::BodyNotObject),
-            Err(e) => Err(RequestError::BodyNotJson(e.to_string())),
+            Err(StrictJsonError::Syntax(e)) => Err(RequestError::BodyNotJson(e)),
+            Err(StrictJsonError::DuplicateKey(field)) => Err(RequestError::DuplicateKey { field }),
         }
     }
 
@@ -142,6 +144,12 @@ mod tests {
         assert_eq!(field_of(e), "body");
         let e = Params::from_body(b"[1]").unwrap_err();
         assert_eq!(field_of(e), "body");
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_by_name_not_resolved() {
+        let e = Params::from_body(br#"{"agent":"sh","agent":"cat"}"#).unwrap_err();
+        assert_eq!(field_of(e), "agent");
     }
 
     #[test]

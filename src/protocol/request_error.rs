@@ -14,6 +14,13 @@ pub enum RequestError {
     /// The body is not JSON.
     #[error("request body is not valid JSON ({0})")]
     BodyNotJson(String),
+    /// A key given twice in one object of a body or frame (`field` is its path); refused, since
+    /// readers that keep the first and the last would disagree about what was asked.
+    #[error("'{field}' is given more than once; give each key once")]
+    DuplicateKey {
+        /// The key's path: nested keys joined with `.`, array items as `[i]`.
+        field: String,
+    },
     /// The connection failed while the body was read.
     #[error("could not read the body: {0}")]
     BodyUnreadable(String),
@@ -132,4 +139,11 @@ pub enum HeadProblem {
          Transfer-Encoding other than chunked, or a missing or repeated Host"
     )]
     Headers,
+    /// The head was not complete in time (408): from the accept for a connection's first
+    /// request, from its first byte for each later one.
+    #[error("the request head did not arrive within {within_ms} ms; send a request's head whole")]
+    TooSlow {
+        /// The bound, in milliseconds.
+        within_ms: u64,
+    },
 }

@@ -19,6 +19,7 @@ use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
 use crate::error::Error;
 use crate::protocol::params::Params;
+use crate::protocol::strict_json::{self, StrictJsonError};
 use crate::protocol::RequestError;
 use crate::server::auth::AuthError;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
@@ -151,8 +152,12 @@ struct ControlFrame {
 /// error frame's cause. Public so the fuzz targets and property tests drive the very decoder
 /// the socket uses.
 pub fn control_frame(text: &[u8]) -> Result<TermSize, RequestError> {
+    let value = strict_json::parse(text).map_err(|e| match e {
+        StrictJsonError::DuplicateKey(field) => RequestError::DuplicateKey { field },
+        StrictJsonError::Syntax(_) => RequestError::FrameNotJson,
+    })?;
     let frame =
-        serde_json::from_slice::<ControlFrame>(text).map_err(|_| RequestError::FrameNotJson)?;
+        serde_json::from_value::<ControlFrame>(value).map_err(|_| RequestError::FrameNotJson)?;
     if frame.kind != "resize" {
         return Err(RequestError::UnknownFrame(frame.kind));
     }

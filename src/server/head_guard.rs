@@ -16,10 +16,24 @@
 //! without copying it; after a head that turns the connection into a stream (a WebSocket
 //! upgrade, `CONNECT`) or a chunk framing it cannot follow, it steps aside for the rest of the
 //! connection, as the dispatcher then stops parsing heads too.
+//!
+//! Every head has a deadline, on every connection: the first from the accept, each later one
+//! from its first byte (the time between requests is actix-http's keep-alive). A head still
+//! incomplete then is refused with 408, as a bad head is. actix-http's own timer covers only
+//! the first head, and its keep-alive timer restarts whenever the connection wakes, so without
+//! this a client trickling a second head a byte at a time held its connection for ever. A
+//! request body the guard is still following twice `timings.body_read` after its head (a
+//! route that reads it has answered 408 after `body_read`; a chunked body nobody reads is drained
+//! by the dispatcher for as long as it comes) ends the connection without an answer.
+//!
+//! The guard also obeys the connection's [`ConnSocket`]: asked to stop reading, it reports end
+//! of input; asked to close, it fails writes too.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use actix_codec::Decoder;
 use actix_http::error::ParseError;
@@ -29,7 +43,10 @@ use actix_http::HttpMessage;
 use actix_http::{ServiceConfig, StatusCode};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
 
+use super::conn_registry::Registration;
+use super::conn_socket::{ConnSocket, Ending};
 use crate::error::Error;
 use crate::protocol::request_error::{HeadProblem, RequestError};
 
@@ -118,7 +135,7 @@ impl Refusal {
         let status = StatusCode::from_u16(error.wire().status).unwrap_or(StatusCode::BAD_REQUEST);
         let reason = status.canonical_reason().unwrap_or("Bad Request");
         format!(
-            "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
+            "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-content-type-options: nosniff\r\nx-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
             status.as_u16(),
             body.len()
         )
@@ -316,6 +333,55 @@ enum Answer {
     Sent,
 }
 
+/// How long a connection may take over the parts of a request the guard follows (from
+/// `config::Timings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// A request head must be complete this long after the accept (the first head) or after its
+    /// first byte (each later one); else 408.
+    pub head: Duration,
+    /// A request body still arriving this long after its head ends the connection.
+    pub body: Duration,
+}
+
+/// The deadline running on a connection now.
+enum Clock {
+    /// Nothing is due: between requests (actix-http's keep-alive counts), or a stream.
+    Idle,
+    /// The head being read is due then.
+    Head(Pin<Box<Sleep>>),
+    /// The body being read is due then.
+    Body(Pin<Box<Sleep>>),
+}
+
+/// What is due, to compare clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    Nothing,
+    Head,
+    Body,
+}
+
+impl Clock {
+    fn due(&self) -> Due {
+        match self {
+            Clock::Idle => Due::Nothing,
+            Clock::Head(_) => Due::Head,
+            Clock::Body(_) => Due::Body,
+        }
+    }
+
+    /// Whether the running deadline has passed; registers the task to be woken when it does.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Option<Due> {
+        let (due, timer) = match self {
+            Clock::Idle => return None,
+            Clock::Head(t) => (Due::Head, t),
+            Clock::Body(t) => (Due::Body, t),
+        };
+        timer.as_mut().poll(cx).is_ready().then_some(due)
+    }
+}
+
 /// A connection's byte stream as the dispatcher reads it: complete, judged heads only.
 pub struct HeadGuard<T> {
     io: T,
@@ -328,11 +394,27 @@ pub struct HeadGuard<T> {
     answer: Answer,
     /// The connection's end of input was read.
     eof: bool,
+    deadlines: Deadlines,
+    /// Runs while a head or body is due: from the accept, a head's first byte or a head's end.
+    clock: Clock,
+    /// How the connection is ended from outside (a WebSocket's clean close, the registry).
+    socket: ConnSocket,
+    /// The connection's place among the tokenless ones; it leaves with the stream.
+    registration: Registration,
+    /// The connection has been read from (so has had its chance to show the token).
+    read_once: bool,
 }
 
 impl<T> HeadGuard<T> {
-    /// Guards `io`; `config` is the dispatcher's, so both decode heads alike.
-    pub fn new(io: T, config: ServiceConfig) -> HeadGuard<T> {
+    /// Guards `io`, accepted just now; `config` is the dispatcher's, so both decode heads
+    /// alike. The first head's deadline starts now.
+    pub fn new(
+        io: T,
+        config: ServiceConfig,
+        deadlines: Deadlines,
+        socket: ConnSocket,
+        registration: Registration,
+    ) -> HeadGuard<T> {
         HeadGuard {
             io,
             judge: Judge::new(config),
@@ -340,12 +422,22 @@ impl<T> HeadGuard<T> {
             release: BytesMut::new(),
             answer: Answer::None,
             eof: false,
+            clock: Clock::Head(Box::pin(tokio::time::sleep(deadlines.head))),
+            deadlines,
+            socket,
+            registration,
+            read_once: false,
         }
     }
 
-    /// The guarded stream, for hooks that need the socket itself (`conn_socket`).
-    pub fn get_ref(&self) -> &T {
-        &self.io
+    /// The handle that ends this connection, for its data.
+    pub fn socket(&self) -> &ConnSocket {
+        &self.socket
+    }
+
+    /// The handle that marks this connection as the owner's, for its data.
+    pub fn mark(&self) -> super::conn_registry::ConnMark {
+        self.registration.mark()
     }
 
     fn refuse(&mut self, refusal: Refusal) {
@@ -354,10 +446,54 @@ impl<T> HeadGuard<T> {
         tracing::warn!(id = %id, status = error.wire().status, problem = %error,
             "malformed request refused");
         self.held.clear();
+        self.clock = Clock::Idle;
         self.answer = Answer::Owed {
             bytes: refusal.response(&id),
             written: 0,
         };
+    }
+
+    /// Starts or stops the clock for what the judge now waits for: a head started and not
+    /// complete, or a body not yet at its end.
+    fn retime(&mut self) {
+        let due = match self.judge.framing {
+            Framing::Head if !self.held.is_empty() => Due::Head,
+            Framing::Head | Framing::Stream => Due::Nothing,
+            Framing::Body(_) | Framing::Chunked(_) => Due::Body,
+        };
+        if due == self.clock.due() {
+            return;
+        }
+        self.clock = match due {
+            Due::Nothing => Clock::Idle,
+            Due::Head => Clock::Head(Box::pin(tokio::time::sleep(self.deadlines.head))),
+            Due::Body => Clock::Body(Box::pin(tokio::time::sleep(self.deadlines.body))),
+        };
+    }
+
+    /// Acts on a deadline that passed: a late head is refused with 408; a late body ends the
+    /// connection (a route reading it answered 408 long before).
+    fn expire(&mut self, due: Due) {
+        match due {
+            Due::Head => self.refuse(Refusal(HeadProblem::TooSlow {
+                within_ms: u64::try_from(self.deadlines.head.as_millis()).unwrap_or(u64::MAX),
+            })),
+            Due::Body => {
+                tracing::warn!(
+                    within_ms = self.deadlines.body.as_millis() as u64,
+                    "request body still arriving past its deadline; connection closed"
+                );
+                self.clock = Clock::Idle;
+                self.socket.close();
+            }
+            Due::Nothing => {}
+        }
+    }
+
+    /// Whether the connection was ended from outside as far as `at_least`; registers the task
+    /// to be woken when it is.
+    fn ended(&self, cx: &Context<'_>, at_least: Ending) -> bool {
+        self.socket.watch(cx.waker()) >= at_least
     }
 }
 
@@ -383,7 +519,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadGuard<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.read_once {
+            this.read_once = true;
+            this.registration.first_read();
+        }
         loop {
+            if this.ended(cx, Ending::ReadStopped) {
+                return Poll::Ready(Ok(()));
+            }
             if !this.release.is_empty() {
                 let n = this.release.len().min(buf.remaining());
                 buf.put_slice(&this.release.split_to(n));
@@ -391,6 +534,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadGuard<T> {
             }
             if this.eof || !matches!(this.answer, Answer::None) {
                 return Poll::Ready(Ok(()));
+            }
+            if let Some(due) = this.clock.poll_expired(cx) {
+                this.expire(due);
+                continue;
             }
             if !this.held.is_empty() {
                 if !ready!(this.poll_more_head(cx))? {
@@ -405,8 +552,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadGuard<T> {
                     Verdict::RefuseFrom(n, refusal) => {
                         this.release = this.held.split_to(n);
                         this.refuse(refusal);
+                        continue;
                     }
                 }
+                this.retime();
                 continue;
             }
             // The common case, a head that arrives whole: judged where it lies in the
@@ -418,10 +567,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadGuard<T> {
                 return Poll::Ready(Ok(()));
             }
             match this.judge.read(&buf.filled()[before..]) {
-                Verdict::Pass => return Poll::Ready(Ok(())),
+                Verdict::Pass => {
+                    this.retime();
+                    return Poll::Ready(Ok(()));
+                }
                 Verdict::HoldFrom(n) => {
                     this.held.extend_from_slice(&buf.filled()[before + n..]);
                     buf.set_filled(before + n);
+                    this.retime();
                     if n > 0 {
                         return Poll::Ready(Ok(()));
                     }
@@ -442,7 +595,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for HeadGuard<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let this = self.get_mut();
+        if this.ended(cx, Ending::Closed) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
+        }
+        Pin::new(&mut this.io).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -450,7 +607,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for HeadGuard<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        if this.ended(cx, Ending::Closed) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
+        }
+        Pin::new(&mut this.io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -458,13 +619,21 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for HeadGuard<T> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+        let this = self.get_mut();
+        if this.ended(cx, Ending::Closed) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
+        }
+        Pin::new(&mut this.io).poll_flush(cx)
     }
 
     /// The dispatcher shuts down after the end of input we reported for a refused head, once it
     /// has answered everything before it: the refusal's answer goes out last, as it should.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.ended(cx, Ending::Closed) {
+            // Closed from outside: nothing more goes out; dropping the stream closes it.
+            return Poll::Ready(Ok(()));
+        }
         if let Answer::Owed { bytes, written } = &mut this.answer {
             while *written < bytes.len() {
                 let n = ready!(Pin::new(&mut this.io).poll_write(cx, &bytes[*written..]))?;
@@ -587,6 +756,7 @@ mod tests {
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.1 400 "), "{head}");
         assert!(head.contains("x-request-id: r7"), "{head}");
+        assert!(head.contains("x-content-type-options: nosniff"), "{head}");
         assert!(
             head.contains(&format!("content-length: {}", body.len())),
             "{head}"

@@ -87,6 +87,11 @@ async fn metrics_only(scraper: web::Data<Scraper>) -> Result<HttpResponse, Error
 pub fn serve_metrics_only(listener: TcpListener, scraper: Scraper) -> std::io::Result<Server> {
     let server = HttpServer::new(move || {
         App::new()
+            // As on the main listener: no answer here is for a browser to sniff.
+            .wrap(
+                actix_web::middleware::DefaultHeaders::new()
+                    .add((actix_web::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff")),
+            )
             .app_data(web::Data::new(scraper.clone()))
             .route("/metrics", web::get().to(metrics_only))
             .default_service(web::to(super::routes::not_found))

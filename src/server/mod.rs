@@ -3,6 +3,7 @@
 
 mod attach;
 pub mod auth;
+mod conn_registry;
 mod conn_socket;
 mod error_response;
 mod events;
@@ -137,8 +138,10 @@ pub async fn lookup(state: &AppState, key: &str) -> Result<Found, Error> {
 /// `make_state` runs once per worker, on the worker's thread.
 ///
 /// This is what `actix_web::HttpServer` does for a TCP listener, with the same settings, except
-/// that each connection's stream is wrapped in a [`head_guard::HeadGuard`], so malformed heads
-/// get our error body instead of the dispatcher's empty answer.
+/// that each connection's stream is wrapped in a [`head_guard::HeadGuard`], so malformed and
+/// late heads get our error body instead of the dispatcher's empty answer (or none), and that
+/// each connection is counted in one [`conn_registry::ConnRegistry`] shared by the workers,
+/// as tokenless until a request on it shows the token.
 pub fn serve(
     listener: TcpListener,
     make_state: impl Fn() -> AppState + Send + Clone + 'static,
@@ -148,11 +151,27 @@ pub fn serve(
     let addr = listener.local_addr()?;
     let builder = actix_server::Server::build();
     let shutdown = builder.graceful_shutdown_signal();
+    // Built by the first worker, from the limits its state carries (the state can only be
+    // made on a worker's thread).
+    let registry = Arc::new(std::sync::OnceLock::<Arc<conn_registry::ConnRegistry>>::new());
     let server = builder
         .workers(workers)
         .disable_signals()
         .shutdown_timeout(2)
         .listen("atc-http", listener, move || {
+            let state = make_state();
+            let registry = registry
+                .get_or_init(|| {
+                    conn_registry::ConnRegistry::new(conn_registry::Caps::for_this_process(
+                        state.limits.tokenless_connections,
+                    ))
+                })
+                .clone();
+            let deadlines = head_guard::Deadlines {
+                head: state.timings.head_read,
+                // Twice a route's own bound, so a route reading the body answers 408 first.
+                body: state.timings.body_read.saturating_mul(2),
+            };
             let shutdown = shutdown.clone();
             let http = actix_http::HttpService::build()
                 .graceful_shutdown_signal(move || {
@@ -160,28 +179,32 @@ pub fn serve(
                     async move { signal.notified().await }
                 })
                 .keep_alive(atc_protocol::HTTP_KEEP_ALIVE)
+                // Every head's deadline is the guard's (actix-http's covers only the first).
+                .client_request_timeout(std::time::Duration::ZERO)
                 .client_disconnect_timeout(std::time::Duration::from_secs(1))
                 .local_addr(addr)
                 .on_connect_ext(
                     |io: &head_guard::HeadGuard<actix_rt::net::TcpStream>, data| {
-                        conn_socket::on_connect(io.get_ref(), data)
+                        data.insert(io.socket().clone());
+                        data.insert(io.mark());
                     },
                 );
             // The guard judges heads with a codec built from the dispatcher's own settings.
             let config = actix_http::ServiceConfig::new(
                 actix_http::KeepAlive::Timeout(atc_protocol::HTTP_KEEP_ALIVE),
-                std::time::Duration::from_secs(5),
+                std::time::Duration::ZERO,
                 std::time::Duration::from_secs(1),
                 false,
                 Some(addr),
             );
             // The host only feeds URL generation, which no route uses.
-            let app = map_config(app(make_state.clone()), |_| {
-                actix_web::dev::AppConfig::default()
-            });
+            let app = map_config(app(state), |_| actix_web::dev::AppConfig::default());
             fn_service(move |io: actix_rt::net::TcpStream| {
                 let peer = io.peer_addr().ok();
-                let guarded = head_guard::HeadGuard::new(io, config.clone());
+                let socket = conn_socket::ConnSocket::new();
+                let registration = registry.admit(peer.map(|p| p.ip()), socket.clone());
+                let guarded =
+                    head_guard::HeadGuard::new(io, config.clone(), deadlines, socket, registration);
                 std::future::ready(Ok((guarded, actix_http::Protocol::Http1, peer)))
             })
             .and_then(http.finish(app))
@@ -192,7 +215,7 @@ pub fn serve(
 
 /// The application one worker serves.
 fn app(
-    make_state: impl Fn() -> AppState,
+    state: AppState,
 ) -> App<
     impl actix_web::dev::ServiceFactory<
         actix_web::dev::ServiceRequest,
@@ -202,7 +225,7 @@ fn app(
         InitError = (),
     >,
 > {
-    let state = web::Data::new(make_state());
+    let state = web::Data::new(state);
     App::new()
         .app_data(state.clone())
         .app_data(
@@ -223,6 +246,11 @@ fn app(
                 match auth::check_token(&req, &state.tokens, &state.tickets) {
                     Ok(admitted) => {
                         auth::admit(&req, admitted);
+                        // The connection is the owner's from now on: never closed to make
+                        // room for tokenless ones.
+                        if let Some(mark) = req.conn_data::<conn_registry::ConnMark>() {
+                            mark.token_shown();
+                        }
                         None
                     }
                     Err(e) => Some(Error::from(e).error_response()),
@@ -279,13 +307,19 @@ fn declared_body_too_large(
     Some(Error::from(RequestError::DeclaredTooLarge { declared, cap }).error_response())
 }
 
+/// Adds what every answer carries: its `X-Request-Id`, and `X-Content-Type-Options:
+/// nosniff`, so no browser takes a JSON error (which may quote what a client sent) for a page.
 fn with_request_id<B>(
     mut resp: ServiceResponse<EitherBody<B, BoxBody>>,
     id: &str,
 ) -> ServiceResponse<EitherBody<B, BoxBody>> {
+    let headers = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(id) {
-        resp.headers_mut()
-            .insert(HeaderName::from_static("x-request-id"), v);
+        headers.insert(HeaderName::from_static("x-request-id"), v);
     }
+    headers.insert(
+        actix_web::http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     resp
 }

@@ -296,9 +296,10 @@ fn error_responses(public: bool) -> Vec<(u16, String)> {
             .or_default()
             .push(code.as_str());
     }
-    // `bad_args` answers two statuses of its own on any route (crate::error's mapping): a
-    // declared body past the cap (413) and a request head past the limits (431).
-    for status in [413, 431] {
+    // `bad_args` answers three statuses of its own on any route (crate::error's mapping): a
+    // request head or body that did not arrive in time (408), a declared body past the cap
+    // (413) and a request head past the limits (431).
+    for status in [408, 413, 431] {
         by_status
             .entry(status)
             .or_default()

@@ -223,7 +223,9 @@ pub struct ReporterLine {
 /// else is malformed. Public for the fuzz target and property tests, which feed it what a
 /// reporter could send.
 pub fn parse(line: &[u8]) -> Option<ReporterLine> {
-    let v: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
+    // A key given twice is malformed here as in a request body: what the line names must not
+    // depend on which reader kept which copy.
+    let v: Value = crate::protocol::strict_json::parse(line.trim_ascii()).ok()?;
     let atc_id = Uuid::try_parse(v.get("atcId")?.as_str()?).ok()?;
     let key = v.get("key")?.as_str()?.to_string();
     let event = v.get("event")?.as_str()?.to_string();
@@ -261,6 +263,10 @@ mod tests {
             assert!(parse(&line(atc, rest)).is_none(), "{atc} {rest}");
         }
         assert!(parse(b"not json").is_none());
+        let twice = format!(
+            r#"{{"atcId":"{id}","key":"k","event":"Stop","event":"Notification","payload":{{}}}}"#
+        );
+        assert!(parse(twice.as_bytes()).is_none());
     }
 
     #[test]

@@ -665,7 +665,7 @@ fn decode_cursor(cursor: &str) -> Result<i64, RequestError> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor.trim_end_matches('='))
         .map_err(|_| bad())?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let v = crate::protocol::strict_json::parse(&bytes).map_err(|_| bad())?;
     match (v["k"].as_str(), v["i"].as_i64()) {
         (Some("ev"), Some(i)) if i >= 0 => Ok(i),
         _ => Err(bad()),

@@ -40,6 +40,8 @@ pub fn attach_control(text: &[u8]) {
             assert_eq!(ClientFrame::from_text(&again).ok(), Some(wire));
         }
         Err(RequestError::FrameNotJson) => {}
+        // A key given twice is refused, never resolved to one of its values.
+        Err(RequestError::DuplicateKey { field }) => assert!(!field.is_empty()),
         Err(RequestError::UnknownFrame(kind)) => assert_ne!(kind, "resize"),
         Err(RequestError::OutOfRange { field, .. }) => {
             assert!(field == "cols" || field == "rows", "{field}")

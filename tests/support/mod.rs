@@ -593,8 +593,13 @@ impl Ws {
 
     /// Sends a JSON text frame.
     pub async fn send_json(&mut self, v: Value) {
+        self.send_text(&v.to_string()).await;
+    }
+
+    /// Sends a text frame as written (JSON a `Value` cannot hold, such as a key given twice).
+    pub async fn send_text(&mut self, text: &str) {
         self.framed
-            .send(ws::Message::Text(v.to_string().into()))
+            .send(ws::Message::Text(text.to_string().into()))
             .await
             .expect("send text");
     }

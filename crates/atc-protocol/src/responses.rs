@@ -82,6 +82,8 @@ pub struct Limits {
     pub trail_rows: u32,
     /// Days a trail row is kept.
     pub trail_max_age_days: u32,
+    /// HTTP connections from one peer address that have not shown the token.
+    pub tokenless_connections: u64,
 }
 
 /// A problem of the config file.

@@ -131,7 +131,9 @@ pub fn request_id(v: &Value) -> Option<Value> {
 /// Parses one line (without its newline). Anything but a JSON object that is a complete hook
 /// line or a known, well-formed request is [`Malformed`].
 pub fn parse(line: &[u8]) -> Result<Line, Malformed> {
-    let v: Value = serde_json::from_slice(line.trim_ascii()).map_err(|_| Malformed { id: None })?;
+    // A key given twice is malformed, as in a request body.
+    let v: Value = crate::protocol::strict_json::parse(line.trim_ascii())
+        .map_err(|_| Malformed { id: None })?;
     let id = request_id(&v);
     let malformed = || Malformed { id: id.clone() };
     let obj = v.as_object().ok_or_else(malformed)?;
