@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::child_daemon::ChildDaemon;
+use support::raw_answer::RawAnswer;
 use support::{id_of, test_config, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -20,29 +21,10 @@ use tokio::net::TcpStream;
 /// How long a connection that should stay open is watched for a close that must not come.
 const QUIET: Duration = Duration::from_millis(300);
 
-/// An answer read off a raw connection.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    head: String,
-    body: Value,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_string())
-        })
-    }
-}
-
 /// What reading a raw connection came to.
 #[derive(Debug)]
 enum Read {
-    Answer(Answer),
+    Answer(RawAnswer),
     /// The daemon closed the connection; these bytes came before (no whole answer).
     Closed(Vec<u8>),
     /// Nothing whole yet.
@@ -86,14 +68,14 @@ impl Conn {
         }
     }
 
-    async fn answer(&mut self, within: Duration) -> Answer {
+    async fn answer(&mut self, within: Duration) -> RawAnswer {
         match self.read(within).await {
             Read::Answer(a) => a,
             other => panic!("no answer within {within:?}: {other:?}"),
         }
     }
 
-    fn take_answer(&mut self) -> Option<Answer> {
+    fn take_answer(&mut self) -> Option<RawAnswer> {
         let end = self.got.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
         let head = String::from_utf8_lossy(&self.got[..end]).to_string();
         let len = head
@@ -110,7 +92,7 @@ impl Conn {
         }
         let body: Vec<u8> = self.got.drain(..end + len).skip(end).collect();
         let status = head.split(' ').nth(1)?.parse().ok()?;
-        Some(Answer {
+        Some(RawAnswer {
             status,
             head,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
@@ -133,7 +115,7 @@ fn get(path: &str, token: Option<&str>) -> Vec<u8> {
 }
 
 #[track_caller]
-fn assert_head_too_slow(a: &Answer, within_ms: u64) {
+fn assert_head_too_slow(a: &RawAnswer, within_ms: u64) {
     assert_eq!(a.status, 408, "{a:?}");
     assert_eq!(a.body["error"]["code"], "bad_args", "{a:?}");
     assert_eq!(a.body["error"]["data"]["field"], "head", "{a:?}");

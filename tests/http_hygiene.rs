@@ -10,31 +10,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::raw_answer::RawAnswer;
 use support::{id_of, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// An answer read off a raw connection.
-#[derive(Debug)]
-struct Raw {
-    status: u16,
-    head: String,
-    body: Value,
-}
-
-impl Raw {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_string())
-        })
-    }
-}
-
 /// Writes `bytes` on a fresh connection and reads the first answer (the daemon closes the
 /// connection after each refusal tested here).
-async fn raw(d: &TestDaemon, bytes: &[u8], within: Duration) -> Raw {
+async fn raw(d: &TestDaemon, bytes: &[u8], within: Duration) -> RawAnswer {
     let addr = d.url.trim_start_matches("http://");
     let mut conn = tokio::net::TcpStream::connect(addr).await.expect("connect");
     conn.write_all(bytes).await.expect("write the request");
@@ -66,7 +48,7 @@ async fn raw(d: &TestDaemon, bytes: &[u8], within: Duration) -> Raw {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status in {head:?}"));
-    Raw {
+    RawAnswer {
         status,
         head: head.to_string(),
         body: serde_json::from_str(body).unwrap_or(Value::Null),
@@ -92,7 +74,7 @@ fn complete(got: &[u8]) -> bool {
 }
 
 #[track_caller]
-fn assert_refused(r: &Raw, status: u16, field: &str) {
+fn assert_refused(r: &RawAnswer, status: u16, field: &str) {
     assert_eq!(r.status, status, "{r:?}");
     assert_eq!(r.body["error"]["code"], "bad_args", "{r:?}");
     assert_eq!(r.body["error"]["data"]["field"], field, "{r:?}");

@@ -11,6 +11,7 @@ pub use impd_sim;
 pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
+pub mod raw_answer;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
