@@ -10,6 +10,7 @@ pub mod fd_table;
 pub mod json_log;
 pub mod state_dir;
 pub mod systemd;
+pub mod token_file;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -19,14 +20,14 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use actix_web::dev::ServerHandle;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::AgentCatalog;
 use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::permissions::registry::PermissionRegistry;
 use crate::providers::local_pty::LocalPty;
-use crate::server::tokens::{TokenFileError, TokenPublisher, TokenState};
+use crate::server::tokens::{TokenFileError, TokenPublisher, TokenSet, TokenState};
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
 use crate::sessions::messages::ShutdownAll;
@@ -576,11 +577,16 @@ impl DaemonHandle {
 
     /// Serves until SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops; each SIGHUP
     /// reloads the token file. Without `signals` (they could not be installed) only quit stops it.
+    ///
+    /// A reload runs beside this loop, never in it: whatever sits at the token file's path, a
+    /// stop is answered at once. A SIGHUP during a reload asks for one more after it.
     pub async fn run_until_stopped(mut self, signals: Option<DaemonSignals>) {
         let Some(mut signals) = signals else {
             self.quit_rx.recv().await;
             return self.stop().await;
         };
+        let mut reload: Option<oneshot::Receiver<Result<TokenSet, TokenFileError>>> = None;
+        let mut again = false;
         loop {
             tokio::select! {
                 _ = signals.term.recv() => {
@@ -593,7 +599,23 @@ impl DaemonHandle {
                 }
                 _ = signals.hup.recv() => {
                     tracing::info!("SIGHUP: re-reading the token file");
-                    self.reload_tokens().await;
+                    match reload {
+                        Some(_) => again = true,
+                        None => reload = Some(self.read_tokens_aside()),
+                    }
+                }
+                read = async { reload.as_mut().expect("guarded by the branch's condition").await },
+                    if reload.is_some() =>
+                {
+                    reload = None;
+                    self.publish_tokens(read.unwrap_or_else(|_| {
+                        Err(TokenFileError::Unreadable {
+                            reason: "the read ended without an answer".into(),
+                        })
+                    }));
+                    if std::mem::take(&mut again) {
+                        reload = Some(self.read_tokens_aside());
+                    }
                 }
                 _ = self.quit_rx.recv() => {
                     tracing::info!("quit requested: shutting down");
@@ -604,19 +626,29 @@ impl DaemonHandle {
         self.stop().await;
     }
 
-    /// Re-reads the token file and makes what it holds the accepted set: sockets opened on a
-    /// token that is gone are closed. A file it cannot use fails closed (nothing is accepted
-    /// until a later reload reads a good one) and the log says why, never what it holds.
-    pub async fn reload_tokens(&self) {
-        let path = self.dir.token_path();
-        let read_path = path.clone();
-        let read = tokio::task::spawn_blocking(move || state_dir::read_tokens(&read_path))
-            .await
-            .unwrap_or_else(|e| {
-                Err(TokenFileError::Unreadable {
-                    reason: e.to_string(),
-                })
+    /// Reads the token file on a thread of its own and answers through the receiver. Not the
+    /// runtime's blocking pool: a read that never returns (a file on a hung network mount)
+    /// would hold up the runtime's shutdown, and with it the daemon's exit.
+    fn read_tokens_aside(&self) -> oneshot::Receiver<Result<TokenSet, TokenFileError>> {
+        let (tx, rx) = oneshot::channel();
+        let (dir, path) = (self.dir.path().to_path_buf(), self.dir.token_path());
+        let spawned = std::thread::Builder::new()
+            .name("atc-token-read".into())
+            .spawn(move || {
+                // The loop stopped waiting only if the daemon is stopping.
+                let _ = tx.send(state_dir::read_tokens(&dir, &path));
             });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "could not start a thread to re-read the token file");
+        }
+        rx
+    }
+
+    /// Makes what a read of the token file found the accepted set: sockets opened on a token
+    /// that is gone are closed. A file it cannot use fails closed (nothing is accepted until a
+    /// later reload reads a good one) and the log says why, never what it holds.
+    fn publish_tokens(&self, read: Result<TokenSet, TokenFileError>) {
+        let path = self.dir.token_path();
         let state = match read {
             Ok(set) => {
                 tracing::info!(file = %path.display(), tokens = set.len(), "token file reloaded");
