@@ -267,6 +267,9 @@ impl Error {
                 SessionError::BadName => bad_args("name"),
                 SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
                 SessionError::RestoreRunning => bad_args("fleet"),
+                SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
+                    .with("problem", "session_cap")
+                    .with("limit", *cap),
                 SessionError::EndedBeforeStart => {
                     Wire::new(C::HostUnavailable).with("problem", "not_started")
                 }

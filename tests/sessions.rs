@@ -529,3 +529,132 @@ async fn every_change_shows_in_the_very_next_listing() {
     assert_eq!(listed(&d, &a).await, Some(d.session(&a).await));
     d.stop().await;
 }
+
+/// Asserts `(status, body)` is the refusal of a start past the session cap of `cap`.
+fn assert_session_cap(status: u16, body: &serde_json::Value, cap: u64) {
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "host_unavailable", "{body}");
+    assert_eq!(body["error"]["data"]["problem"], "session_cap", "{body}");
+    assert_eq!(body["error"]["data"]["limit"], cap, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("limits.maxSessions"), "{body}");
+}
+
+/// Issue 31: nothing capped sessions, so one script could take every PTY of the machine. A
+/// configured cap on sessions with a running process refuses the spawn and the revive past
+/// it with `host_unavailable`, `problem: session_cap`; a kill frees a slot; a restore stops
+/// at the cap; `GET /v1/daemon` shows the cap.
+#[actix_rt::test]
+async fn spawns_and_revives_past_the_session_cap_are_host_unavailable_and_a_kill_frees_a_slot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = support::test_config();
+    config.limits.max_sessions = Some(2);
+    let d = TestDaemon::start_on(tmp.path(), config.clone()).await;
+    let (_, info) = d.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["limits"]["maxSessions"], 2, "{info}");
+
+    let first = id_of(&d.spawn("cat").await);
+    d.spawn("cat").await;
+    let body = json!({"agent": "cat", "cwd": "/tmp"});
+    let (status, refused) = d.call("POST", "/v1/sessions", Some(body.clone())).await;
+    assert_session_cap(status, &refused, 2);
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(2), "{list}");
+
+    let (status, killed) = d
+        .call("POST", &format!("/v1/sessions/{first}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{killed}");
+    d.spawn("cat").await;
+    // The killed session's revive is a start too: past the cap while two run.
+    let (status, refused) = d
+        .call("POST", &format!("/v1/sessions/{first}/revive"), None)
+        .await;
+    assert_session_cap(status, &refused, 2);
+    assert_eq!(d.session(&first).await["alive"], false);
+
+    d.stop().await;
+
+    // Three sessions die with a daemon; under a cap of two a restore revives two (newest
+    // first) and leaves the third without a process.
+    let tmp = tempfile::tempdir().unwrap();
+    config.limits.max_sessions = Some(3);
+    let d = TestDaemon::start_on(tmp.path(), config.clone()).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(id_of(&d.spawn("cat").await));
+    }
+    d.stop().await;
+    config.limits.max_sessions = Some(2);
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let (status, restored) = d.call("POST", "/v1/fleet/restore", None).await;
+    assert_eq!(status, 200, "{restored}");
+    assert_eq!(restored["restored"], 2, "{restored}");
+    let mut alive = Vec::new();
+    for id in &ids {
+        alive.push(d.session(id).await["alive"] == true);
+    }
+    assert_eq!(alive, vec![false, true, true], "the two newest run");
+    d.stop().await;
+}
+
+/// Issue 31's probe at 512 descriptors: spawns ran until the descriptor table was full, and
+/// then a fresh connection to the daemon timed out. With the cap worked out from the host
+/// (null `maxSessions`: a quarter of the open-file limit here), spawns stop at the cap with
+/// `session_cap`, and a fresh connection is still served.
+#[actix_rt::test]
+async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still_connects() {
+    use std::os::unix::process::CommandExt;
+    const OPEN_FILES: u64 = 256;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    let log = tmp.path().join("daemon.log");
+    let config = json!({"agents": {"cat": {"bin": "cat"}}, "limits": {"maxSessions": null}});
+    let mut cmd = support::child_daemon::ChildDaemon::command(&dir, &config, &log);
+    // SAFETY: setrlimit is async-signal-safe; the hook touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: OPEN_FILES,
+                rlim_max: OPEN_FILES,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = support::child_daemon::ChildDaemon::spawn(cmd, &dir, &log).await;
+    let cap = OPEN_FILES / 4;
+    let (_, info) = child.client.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["limits"]["maxSessions"], cap, "{info}");
+    let body = json!({"agent": "cat", "cwd": "/tmp"});
+    let mut spawned = 0;
+    let refusal = loop {
+        let (status, answer) = child
+            .client
+            .call("POST", "/v1/sessions", Some(body.clone()))
+            .await;
+        if status != 201 {
+            break (status, answer);
+        }
+        spawned += 1;
+        assert!(spawned <= cap, "more than {cap} sessions spawned");
+    };
+    assert_eq!(spawned, cap, "{refusal:?}");
+    assert_session_cap(refusal.0, &refusal.1, cap);
+    // A new connection, not one from the pool, is answered.
+    let fresh = TestDaemon::connect(&child.client.url, &child.client.token, &dir);
+    let (status, list) = fresh.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(
+        list["sessions"].as_array().map(Vec::len),
+        Some(cap as usize)
+    );
+    assert!(
+        child.log().contains("session cap worked out from the host"),
+        "{}",
+        child.log()
+    );
+    child.stop().await;
+}

@@ -32,6 +32,10 @@ pub struct Limits {
     pub ring_bytes: usize,
     /// Largest request body (api.md: 1 MiB).
     pub body_cap_bytes: usize,
+    /// The most sessions with a running process at once. `None` (the default) is worked out
+    /// from the host at start (`daemon::session_cap`); the daemon's own copy, from there on,
+    /// holds the number it works to, which `GET /v1/daemon` shows.
+    pub max_sessions: Option<usize>,
 }
 
 impl Default for Limits {
@@ -40,6 +44,7 @@ impl Default for Limits {
             queue_bytes: 2 * 1024 * 1024,
             ring_bytes: 1024 * 1024,
             body_cap_bytes: 1024 * 1024,
+            max_sessions: None,
         }
     }
 }
@@ -376,6 +381,8 @@ impl Config {
                 .body_cap_bytes
                 .unwrap_or(defaults.body_cap_bytes)
                 .max(1024),
+            // A cap of none would refuse every start; one is the least that means anything.
+            max_sessions: l.max_sessions.or(defaults.max_sessions).map(|n| n.max(1)),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -487,6 +494,7 @@ mod tests {
         assert_eq!(example.limits.queue_bytes, default.limits.queue_bytes);
         assert_eq!(example.limits.ring_bytes, default.limits.ring_bytes);
         assert_eq!(example.limits.body_cap_bytes, default.limits.body_cap_bytes);
+        assert_eq!(example.limits.max_sessions, default.limits.max_sessions);
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,
@@ -495,6 +503,17 @@ mod tests {
         assert!(example.agents.contains_key("cat"));
         // An explicit `local` target over no options is the implicit one.
         assert_eq!(example.targets.revision(), default.targets.revision());
+    }
+
+    #[test]
+    fn max_sessions_is_a_number_or_null_for_the_hosts_own_and_at_least_one() {
+        let cap = |text: &str| Config::from_json(text.as_bytes()).limits.max_sessions;
+        assert_eq!(cap(r#"{"limits": {"maxSessions": 40}}"#), Some(40));
+        assert_eq!(cap(r#"{"limits": {"maxSessions": null}}"#), None);
+        assert_eq!(cap(r#"{"limits": {}}"#), None);
+        assert_eq!(cap(r#"{"limits": {"maxSessions": 0}}"#), Some(1));
+        let c = Config::from_json(br#"{"limits": {"maxSessions": -3}}"#);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
     }
 
     #[test]

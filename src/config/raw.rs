@@ -66,6 +66,8 @@ pub struct RawLimits {
     pub body_cap_bytes: Option<usize>,
     /// Resize debounce in milliseconds.
     pub resize_debounce_ms: Option<u64>,
+    /// Cap on sessions with a running process; absent or `null`: worked out at start.
+    pub max_sessions: Option<usize>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

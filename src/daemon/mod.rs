@@ -8,6 +8,7 @@
 pub mod command;
 pub mod fd_table;
 pub mod json_log;
+pub mod session_cap;
 pub mod state_dir;
 pub mod systemd;
 pub mod token_file;
@@ -214,7 +215,15 @@ impl Daemon {
         }
         crate::ledger::idempotency_ledger::sweep(&store, opts.config.timings.idempotency_retention)
             .await;
-        let config = opts.config;
+        let mut config = opts.config;
+        let cap = session_cap::SessionCap::resolve(
+            config.limits.max_sessions,
+            session_cap::HostLimits::read(),
+        );
+        cap.log();
+        // From here on the limits hold the number worked to, which `GET /v1/daemon` shows.
+        config.limits.max_sessions = Some(cap.sessions);
+        let slots = crate::sessions::live_slots::LiveSlots::new(cap.sessions);
         for p in &config.problems {
             tracing::error!(scope = %p.scope, problem = p.problem, detail = %p.detail,
                 path = ?p.path, "config problem; running on defaults for this part");
@@ -370,6 +379,7 @@ impl Daemon {
                     permissions,
                     atc_program: atc_program.clone(),
                     metrics: deps_metrics.clone(),
+                    slots,
                 },
                 catalog: deps_catalog,
                 rows,

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::blocking_threads;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::fleet::{Entry, Fleet};
+use super::live_slots::LiveSlot;
 use super::messages::*;
 use super::session::{
     now_ms, wait_started, wait_written, RowWritten, Session, SessionDeps, SessionRecord, StartWait,
@@ -238,9 +239,10 @@ impl SessionManager {
         record: SessionRecord,
         spec: StartSpec,
         deps: SessionDeps,
+        slot: LiveSlot,
     ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
         // Its first row write also puts its directory in the spawn history (store).
-        let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps)?;
+        let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps, slot)?;
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.sessions.insert(addr, descriptor.clone());
         Ok((descriptor, ready, written))
@@ -360,7 +362,12 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
-        let (record, plan) = match self.plan_spawn(msg) {
+        // The place under the cap is taken here, before the launch leaves this thread, so
+        // spawns in flight count against it; a spawn that fails gives it back.
+        let planned = self
+            .plan_spawn(msg)
+            .and_then(|planned| Ok((planned, self.deps.slots.take()?)));
+        let ((record, plan), slot) = match planned {
             Ok(planned) => planned,
             Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
         };
@@ -368,8 +375,9 @@ impl Handler<Spawn> for SessionManager {
             launch_off_thread(record, plan, self.deps.clone())
                 .into_actor(self)
                 .then(move |launched, act, _| {
-                    let started = launched
-                        .and_then(|(record, spec, deps)| act.start_session(record, spec, deps));
+                    let started = launched.and_then(|(record, spec, deps)| {
+                        act.start_session(record, spec, deps, slot)
+                    });
                     match started {
                         Ok((descriptor, ready, written)) => {
                             act.answer_spawn(descriptor, ready, written)

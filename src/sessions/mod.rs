@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod heap_trim;
 pub mod input_port;
 pub mod launch;
+pub mod live_slots;
 pub mod manager;
 pub mod messages;
 pub mod record_file;

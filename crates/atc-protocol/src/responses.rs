@@ -62,7 +62,7 @@ pub struct DaemonInfo {
     pub reporter: ReporterCounts,
 }
 
-/// The daemon's sizes, in bytes.
+/// The daemon's sizes, in bytes, and its cap on running sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -72,6 +72,10 @@ pub struct Limits {
     pub ring_bytes: u64,
     /// Largest request body.
     pub body_cap_bytes: u64,
+    /// The most sessions with a running process at once (`limits.maxSessions`, or the number
+    /// the daemon worked out from its host at start); absent from daemons older than it.
+    #[serde(default)]
+    pub max_sessions: Option<u64>,
 }
 
 /// A problem of the config file.

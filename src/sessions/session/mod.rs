@@ -90,6 +90,8 @@ pub struct SessionDeps {
     pub atc_program: std::path::PathBuf,
     /// This daemon's metrics.
     pub metrics: crate::metrics::Metrics,
+    /// The cap on sessions with a running process: each start takes a slot.
+    pub slots: crate::sessions::live_slots::LiveSlots,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -108,6 +110,9 @@ pub struct Session {
     /// The output stream and the attached clients.
     clients: Clients,
     harness: Option<HarnessHandle>,
+    /// The harness's place under the cap on running sessions: held exactly while `harness`
+    /// is (given back when the exit is recorded, or with the actor).
+    slot: Option<crate::sessions::live_slots::LiveSlot>,
     ending: Option<Ending>,
     /// The harness's connection (remote harnesses report changes).
     attachment: Attachment,
@@ -148,6 +153,7 @@ impl Session {
             }),
             clients: Clients::new(deps.limits.ring_bytes, deps.metrics.clone()),
             harness: None,
+            slot: None,
             ending: None,
             attachment: Attachment::Detached,
             remote: deps
