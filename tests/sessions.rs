@@ -658,3 +658,97 @@ async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still
     );
     child.stop().await;
 }
+
+/// Asserts `(status, body)` refuses a name with `reason`.
+fn assert_bad_name(status: u16, body: &serde_json::Value, reason: &str) {
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "bad_args", "{body}");
+    assert_eq!(body["error"]["data"]["field"], "name", "{body}");
+    assert_eq!(body["error"]["data"]["reason"], reason, "{body}");
+}
+
+/// Issue 31: a session could be named like another session's id, so `atc kill NAME` (which
+/// looks a key up by id and by name) could end the wrong one; and a name could hold
+/// bidirectional overrides that show a listing in another order. Both are refused, at spawn
+/// and at a rename, and nothing changes.
+#[actix_rt::test]
+async fn a_name_that_is_another_sessions_id_or_holds_bidi_overrides_is_refused() {
+    let d = TestDaemon::start().await;
+    let victim = id_of(&d.spawn("cat").await);
+    let short = &victim[..8];
+    let me = id_of(
+        &d.spawn_with(json!({"agent": "cat", "cwd": "/tmp", "name": "mine"}))
+            .await,
+    );
+    let shadows = [
+        victim.clone(),
+        victim.to_uppercase(),
+        victim.replace('-', ""),
+        format!("urn:uuid:{victim}"),
+        short.to_string(),
+        short.to_uppercase(),
+    ];
+    for name in &shadows {
+        let (status, body) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": "cat", "cwd": "/tmp", "name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "shadows_id");
+        let (status, body) = d
+            .call(
+                "PATCH",
+                &format!("/v1/sessions/{me}"),
+                Some(json!({"name": name, "pinned": true})),
+            )
+            .await;
+        assert_bad_name(status, &body, "shadows_id");
+    }
+    for name in ["invoice\u{202E}fdp.exe", "a\u{2066}b\u{2069}", "\u{202A}x"] {
+        let (status, body) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": "cat", "cwd": "/tmp", "name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "bidi_override");
+        let (status, body) = d
+            .call(
+                "PATCH",
+                &format!("/v1/sessions/{me}"),
+                Some(json!({"name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "bidi_override");
+    }
+    // Nothing was spawned, renamed or pinned by the refusals.
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(2), "{list}");
+    let mine = d.session(&me).await;
+    assert_eq!(
+        (mine["name"].as_str(), mine["pinned"].as_bool()),
+        (Some("mine"), Some(false))
+    );
+    // No session answers to the victim's short id by name, so the CLI finds the victim by it.
+    let (status, found) = d.call("GET", &format!("/v1/sessions/{short}"), None).await;
+    assert_eq!(
+        (status, found["session"]["id"].as_str()),
+        (404, None),
+        "{found}"
+    );
+    // A session may carry its own id as its name: that shadows nothing.
+    let own_short = &me[..8];
+    let (status, body) = d
+        .call(
+            "PATCH",
+            &format!("/v1/sessions/{me}"),
+            Some(json!({"name": own_short})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["session"]["name"], own_short);
+    d.stop().await;
+}

@@ -361,13 +361,14 @@ impl Daemon {
         // domain state.
         let permission_timeout = config.timings.permission_timeout;
         let (deps_metrics, registry_metrics) = (metrics.clone(), metrics.clone());
-        let parts = Arc::new(std::sync::Mutex::new(Some(move |me, permissions| {
-            ManagerParts {
+        let parts = Arc::new(std::sync::Mutex::new(Some(
+            move |me: Addr<SessionManager>, permissions| ManagerParts {
                 deps: SessionDeps {
                     store: deps_store,
                     providers,
                     catalog: deps_catalog.clone(),
-                    manager: me,
+                    manager: me.clone().recipient(),
+                    names: me.recipient(),
                     limits,
                     timings,
                     screen_arbiter: screen_handle,
@@ -383,8 +384,8 @@ impl Daemon {
                 },
                 catalog: deps_catalog,
                 rows,
-            }
-        })));
+            },
+        )));
         let started = Arc::new(std::sync::OnceLock::<(
             Addr<SessionManager>,
             Addr<IdempotencyLedger>,
@@ -406,7 +407,7 @@ impl Daemon {
                         // The registry broadcasts through the manager, which fans events out.
                         let r = PermissionRegistry::new(
                             permission_timeout,
-                            me.clone(),
+                            me.clone().recipient(),
                             registry_metrics.clone(),
                         )
                         .start();

@@ -20,4 +20,5 @@ pub mod screen_worker;
 pub mod sequence_tracker;
 pub mod session;
 pub mod session_error;
+pub mod session_name;
 pub mod status_file;

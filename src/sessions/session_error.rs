@@ -43,9 +43,9 @@ pub enum SessionError {
     /// A destroying forget's confirmation token that does not hold.
     #[error("{}; ask again with DELETE and no confirm to get a new token", .0.what())]
     BadConfirmation(ConfirmProblem),
-    /// A session name that is empty, too long or has control characters.
-    #[error("name must be 1-200 characters without control characters")]
-    BadName,
+    /// A session name that cannot be one (`session_name`).
+    #[error("{}; choose another name", .0.what())]
+    BadName(super::session_name::NameProblem),
     /// A spawn's cwd that is not absolute.
     #[error("cwd must be an absolute path")]
     CwdNotAbsolute,

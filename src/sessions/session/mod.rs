@@ -49,7 +49,7 @@ use crate::sessions::session_error::SessionError;
 use crate::store::StateStore;
 use atc_protocol::TermSize;
 use atc_protocol::{
-    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, SessionState,
 };
 use attention::Attention;
 use clients::{counted_size, Clients, Newcomer, Opened};
@@ -68,6 +68,8 @@ pub struct SessionDeps {
     pub catalog: Arc<AgentCatalog>,
     /// Where notices go.
     pub manager: Recipient<FleetNotice>,
+    /// Who says whether a name would shadow another session's id (the manager).
+    pub names: Recipient<ShadowedId>,
     /// Sizes.
     pub limits: Limits,
     /// Durations.
@@ -557,24 +559,10 @@ impl Handler<Ack> for Session {
 }
 
 impl Handler<Update> for Session {
-    type Result = Result<Descriptor, Error>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
-        if let Some(name) = msg.name {
-            let name = name.trim().to_string();
-            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-                return Err(SessionError::BadName.into());
-            }
-            if name != self.record.name {
-                self.set_name(name, NamedBy::User);
-            }
-        }
-        if let Some(pinned) = msg.pinned {
-            self.record.pinned = pinned;
-        }
-        self.persist();
-        self.notify_state();
-        Ok(self.descriptor())
+        self.update(msg)
     }
 }
 
