@@ -1,6 +1,7 @@
 //! Starting and stopping the daemon: the order of spec §1.3 and §1.4.
 //!
-//! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, binds the
+//! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, ends what a
+//! daemon killed without a stop left running in its sessions ([`survivors`]), binds the
 //! listener, starts the actors and the HTTP server, then writes `daemon.json`. It returns a
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
@@ -10,6 +11,7 @@ pub mod fd_table;
 pub mod json_log;
 pub mod session_cap;
 pub mod state_dir;
+pub mod survivors;
 pub mod systemd;
 pub mod token_file;
 
@@ -201,6 +203,9 @@ impl Daemon {
         let store = StateStore::open_counted(&dir.db_path(), metrics.clone()).await?;
         let daemon_id = store.daemon_id().await?;
         let rows = store.load_fleet().await?;
+        // Before anything is restored, re-attached or served: what a daemon killed without a
+        // stop left running in its sessions' groups ends now (see `survivors`).
+        survivors::end(&rows, opts.config.timings.kill_grace).await;
         // Spec §7.5, before serving: claims a dead daemon left in progress become
         // outcome_unknown (or completed, when their session row exists); old keys go.
         let (unknown, completed) = store

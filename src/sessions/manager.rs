@@ -256,6 +256,7 @@ impl SessionManager {
             effort: msg.effort,
             size: msg.size,
             exit: None,
+            leader: None,
         };
         Ok((record, plan))
     }

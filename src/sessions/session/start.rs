@@ -163,6 +163,7 @@ impl Session {
         session.attachment = initial_attachment(started.ready.is_some());
         session.harness = Some(started.handle);
         session.slot = Some(slot);
+        session.record.leader = started.leader;
         session.attention.say("started");
         let descriptor = session.descriptor();
         let written = session.persist();
@@ -222,6 +223,7 @@ impl Session {
     pub(super) fn on_exited(&mut self, status: HarnessExited) {
         self.harness = None;
         self.slot = None;
+        self.record.leader = None;
         // Without a process the session is exited, and no longer waits for anyone.
         let change = self.attention.ended();
         self.permit(change);
@@ -320,6 +322,7 @@ impl Session {
         self.attachment = initial_attachment(started.ready.is_some());
         self.harness = Some(started.handle);
         self.slot = Some(slot);
+        self.record.leader = started.leader;
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
@@ -544,6 +547,7 @@ mod tests {
                 signal: None,
                 reason,
             }),
+            leader: None,
         }
     }
 
