@@ -739,6 +739,22 @@ async fn a_name_that_is_another_sessions_id_or_holds_bidi_overrides_is_refused()
         (404, None),
         "{found}"
     );
+    // A spawn without a name in a directory named like another session's short id, or with
+    // a bidi override in its name, is not named after it.
+    let dirs = tempfile::tempdir().unwrap();
+    for (base, want_own_short) in [(short.to_string(), true), ("a\u{202E}b".to_string(), false)] {
+        let cwd = dirs.path().join(&base);
+        std::fs::create_dir(&cwd).unwrap();
+        let s = d
+            .spawn_with(json!({"agent": "cat", "cwd": cwd.to_str().unwrap()}))
+            .await;
+        let name = s["name"].as_str().unwrap().to_string();
+        if want_own_short {
+            assert_eq!(name, id_of(&s)[..8], "{s}");
+        } else {
+            assert_eq!(name, "ab", "{s}");
+        }
+    }
     // A session may carry its own id as its name: that shadows nothing.
     let own_short = &me[..8];
     let (status, body) = d
