@@ -156,7 +156,9 @@ pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
     let deadline = started + plan.limit;
     let cap = plan.count_or(DEFAULT_CAP);
     let before = PtyCount::read();
-    let daemon = start_daemon(plan, "grow", 4096).await?;
+    // The daemon's own cap stays: past it, a limit of the machine is the one to find, and the
+    // cap is the daemon's answer to it (`StopReason::SessionCap`).
+    let daemon = start_daemon(plan, "grow", 4096, None).await?;
     let probe = Probe::new(daemon.pid(), daemon.state_dir());
     if let Some(n) = opts.grow_fd_limit {
         let pid = rustix::process::Pid::from_raw(daemon.pid() as i32)
