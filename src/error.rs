@@ -268,9 +268,12 @@ impl Error {
                     Wire::new(C::ConfirmationRequired).with("session", id.clone())
                 }
                 SessionError::BadConfirmation(p) => bad_args("confirm").with("reason", p.as_str()),
-                SessionError::BadName => bad_args("name"),
+                SessionError::BadName(p) => bad_args("name").with("reason", p.as_str()),
                 SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
                 SessionError::RestoreRunning => bad_args("fleet"),
+                SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
+                    .with("problem", "session_cap")
+                    .with("limit", *cap),
                 SessionError::EndedBeforeStart => {
                     Wire::new(C::HostUnavailable).with("problem", "not_started")
                 }

@@ -628,3 +628,123 @@ async fn last_used_agent_comes_from_prefs_and_defaults_to_claude() {
     assert_eq!(info["lastUsedAgent"], "codex", "{info}");
     d.stop().await;
 }
+
+/// The running processes (zombies left out) whose command line holds `marker`.
+fn running_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie
+                && cmdline
+                    .split(|b| *b == 0)
+                    .any(|arg| arg == marker.as_bytes())
+        })
+        .collect()
+}
+
+/// Issue 31: after a `kill -9` of a daemon run by hand, a harness that ignores SIGHUP
+/// survived with its parent gone, and `atc restore` then started a second agent beside it.
+/// The next daemon ends the survivor's group before it serves (so before any restore), logs
+/// it, and the restore runs the one agent.
+#[actix_rt::test]
+async fn a_harness_that_survived_a_sigkilled_daemon_is_ended_before_the_restore() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    let marker = format!("atc-survivor-{}", uuid::Uuid::new_v4());
+    let config = json!({
+        "agents": {"stubborn": {
+            "bin": "/bin/sh",
+            // The marker is the script's $0, so it names the agent's shell in /proc.
+            "args": ["-c", "trap '' HUP; echo ready; while :; do sleep 1; done", marker],
+        }},
+        "limits": {"killGraceMs": GRACE.as_millis() as u64},
+    });
+    let first = ChildDaemon::start(&dir, &config, &tmp.path().join("first.log")).await;
+    let id = id_of(&first.client.spawn("stubborn").await);
+    first.client.wait_screen(&id, "ready").await;
+    let agent = running_with(&marker);
+    assert_eq!(agent.len(), 1, "{agent:?}");
+    first.kill();
+    // The hangup of the closed PTY did not end it: it runs on, its parent gone.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent[0])).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("PPid:") && !l.contains(&std::process::id().to_string())),
+        "{status}"
+    );
+    assert_eq!(
+        running_with(&marker),
+        agent,
+        "the harness did not survive the kill -9"
+    );
+
+    // The next daemon's start, once daemon.json names it, has ended the survivor.
+    let second = ChildDaemon::start(&dir, &config, &tmp.path().join("second.log")).await;
+    assert_eq!(
+        running_with(&marker),
+        Vec::<u32>::new(),
+        "the survivor still runs"
+    );
+    let log = second.log();
+    assert!(
+        log.contains("ended the processes the last daemon left running") && log.contains(&id),
+        "log:\n{log}"
+    );
+    let (status, restored) = second.client.call("POST", "/v1/fleet/restore", None).await;
+    assert_eq!(
+        (status, restored["restored"].as_u64()),
+        (200, Some(1)),
+        "{restored}"
+    );
+    second.client.wait_screen(&id, "ready").await;
+    let now = running_with(&marker);
+    assert_eq!(now.len(), 1, "one agent runs after the restore: {now:?}");
+    assert_ne!(now, agent);
+    second.stop().await;
+    wait_process_gone(now[0]).await;
+}
+
+/// A recorded leader whose pid now names another process is left alone: the next daemon
+/// signals only a process whose start time and boot still match.
+#[actix_rt::test]
+async fn a_recorded_leader_whose_pid_was_reused_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    let d = TestDaemon::start_on(&dir, test_config()).await;
+    let id = id_of(&d.spawn("cat").await);
+    d.stop().await;
+    // A process of this test takes the role of the pid's new owner: the row claims it, with a
+    // start time it does not have.
+    let mut stranger = Command::new("/bin/sleep").arg("600").spawn().unwrap();
+    let db = dir.join("atc.db");
+    let store = atc::store::StateStore::open(&db).await.unwrap();
+    let mut rows = store.load_fleet().await.unwrap();
+    let row = rows
+        .iter_mut()
+        .find(|r| r.session_id.to_string() == id)
+        .unwrap();
+    let real =
+        atc::providers::group_leader::GroupLeader::of(rustix::process::Pid::from_child(&stranger))
+            .unwrap();
+    row.leader_pid = Some(real.pid);
+    row.leader_start_ticks = Some(real.start_ticks as i64 + 1);
+    row.leader_boot_id = Some(real.boot_id);
+    store.upsert_session(row.clone()).await.unwrap().unwrap();
+    store.close().await.unwrap();
+
+    let d = TestDaemon::start_on(&dir, test_config()).await;
+    assert!(
+        stranger.try_wait().unwrap().is_none(),
+        "a stranger was signalled"
+    );
+    d.stop().await;
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+}

@@ -412,3 +412,54 @@ async fn started_writes_last_used_agent_for_spawns_and_revives_but_not_for_a_res
     last_used_agent_becomes(&d, "grok").await;
     d.stop().await;
 }
+
+/// Issue 31: a name an agent sets is held to the rule a client's is: one that is another
+/// session's id (full or short) or that holds bidirectional overrides is not applied (and is
+/// logged), while the agent's next good name is. Reads run in report order, so a bad name
+/// taken from the first report would be renamed before the good one of the second.
+#[actix_rt::test]
+async fn an_agent_set_name_that_shadows_an_id_or_holds_bidi_overrides_is_not_applied() {
+    let (d, tmp) = agent_shells_daemon().await;
+    let mut events = d.ws("/v1/events").await;
+    let victim = id_of(&d.spawn("cat").await);
+    let bad_titles = [
+        victim[..8].to_string(),
+        victim.clone(),
+        "report\u{202E}txt.exe".to_string(),
+        "a\u{2067}b".to_string(),
+    ];
+    for (i, bad) in bad_titles.iter().enumerate() {
+        let id = id_of(&d.spawn("claude").await);
+        let bad_file = tmp.path().join(format!("claude/bad-{i}.jsonl"));
+        jsonl(
+            &bad_file,
+            &[json!({"type": "custom-title", "customTitle": bad})],
+        );
+        let good_file = tmp.path().join(format!("claude/good-{i}.jsonl"));
+        let good = format!("good title {i}");
+        jsonl(
+            &good_file,
+            &[json!({"type": "custom-title", "customTitle": good})],
+        );
+        for transcript in [&bad_file, &good_file] {
+            hook(
+                &d,
+                &id,
+                json!({"hook_event_name": "Notification", "message": "?", "transcript_path": transcript}),
+            )
+            .await;
+        }
+        let renamed = next_rename(&mut events, &id).await;
+        assert_eq!(
+            (renamed["name"].as_str(), renamed["namedBy"].as_str()),
+            (Some(good.as_str()), Some("agent")),
+            "after {bad:?}: {renamed}"
+        );
+    }
+    // The victim's short id still reaches only the victim.
+    let (status, _) = d
+        .call("GET", &format!("/v1/sessions/{}", &victim[..8]), None)
+        .await;
+    assert_eq!(status, 404);
+    d.stop().await;
+}

@@ -28,7 +28,9 @@ async fn wait_exists(p: &Path) {
 
 #[actix_rt::test]
 async fn a_fresh_state_dir_keeps_the_token_database_and_sockets_private() {
-    let d = TestDaemon::start().await;
+    // Fresh: the daemon makes the dir (an existing one keeps its mode, see below).
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(&tmp.path().join("state"), support::test_config()).await;
     // A spawn writes the database, so its WAL files exist.
     let id = support::id_of(&d.spawn("cat").await);
     let dir = d.state_dir.clone();
@@ -179,4 +181,135 @@ async fn a_local_session_does_not_inherit_an_impd_token_given_by_environment() {
         .await;
     assert_eq!(status, 200, "{body}");
     d.stop().await;
+}
+
+/// The probe of issue 31: `--state-dir` on an existing directory changed its mode to 0700, so
+/// a shared 1777 dir became `drwx------` (as root, `--state-dir /tmp` would break `/tmp`). A
+/// dir others can write to is now refused, with the reason, and left exactly as it was.
+#[actix_rt::test]
+async fn a_state_dir_others_can_write_to_is_refused_and_left_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    match TestDaemon::try_start_on(&shared, support::test_config()).await {
+        Err(e) => {
+            let said = e.to_string();
+            assert!(said.contains("1777") && said.contains("others"), "{said}");
+        }
+        Ok(d) => {
+            d.stop().await;
+            panic!("a daemon started on a 1777 state dir");
+        }
+    }
+    assert_eq!(mode(&shared), 0o1777, "the shared dir's mode changed");
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "the daemon left files in a dir it refused"
+    );
+    // The binary says so and exits 1.
+    let out = tokio::task::spawn_blocking({
+        let dir = shared.clone();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_atc"))
+                .arg("daemon")
+                .arg("--state-dir")
+                .arg(&dir)
+                .args(["--listen", "127.0.0.1:0"])
+                .env("ATC_CONFIG", "/nonexistent/atc-config.json")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run the atc binary")
+        }
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("lets others write into it"), "{stderr}");
+    assert_eq!(mode(&shared), 0o1777);
+    // A private dir the user made keeps its own mode too.
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let d = TestDaemon::start_on(&mine, support::test_config()).await;
+    assert_eq!(mode(&mine), 0o750);
+    assert_eq!(mode(&mine.join("token")), 0o600);
+    d.stop().await;
+}
+
+/// What a start refuses at the token file's path, each with its reason, before it serves: a
+/// file others can read (its mode named, as ssh names a key's), a symlink out of the state
+/// dir, a FIFO (which once held the start until a writer came) and a file too large to be
+/// one. The file is left for the operator to fix.
+#[actix_rt::test]
+async fn a_start_refuses_a_token_file_that_is_not_private_regular_and_inside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    let first = TestDaemon::start_on(&dir, support::test_config()).await;
+    first.stop().await;
+    let token = dir.join("token");
+    let refused = |what: &'static str| {
+        let dir = dir.clone();
+        async move {
+            let began = Instant::now();
+            match TestDaemon::try_start_on(&dir, support::test_config()).await {
+                Err(e) => {
+                    assert!(
+                        began.elapsed() < WITHIN,
+                        "{what}: the start took {:?}",
+                        began.elapsed()
+                    );
+                    e.to_string()
+                }
+                Ok(d) => {
+                    d.stop().await;
+                    panic!("{what}: the daemon started");
+                }
+            }
+        }
+    };
+
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let said = refused("group-readable").await;
+    assert!(
+        said.contains("mode 0640") && said.contains("chmod 600"),
+        "{said}"
+    );
+    assert_eq!(mode(&token), 0o640, "the file was changed");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let outside = tmp.path().join("elsewhere");
+    std::fs::rename(&token, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &token).unwrap();
+    let said = refused("a symlink out").await;
+    assert!(said.contains("leading out of the state dir"), "{said}");
+    std::fs::remove_file(&token).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &token).unwrap();
+    let said = refused("a symlink to /dev/zero").await;
+    assert!(said.contains("leading out of the state dir"), "{said}");
+    std::fs::remove_file(&token).unwrap();
+
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &token,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let said = refused("a FIFO").await;
+    assert!(said.contains("a FIFO"), "{said}");
+    std::fs::remove_file(&token).unwrap();
+
+    std::fs::rename(&outside, &token).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&token)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let said = refused("a gigabyte").await;
+    assert!(said.contains("1073741824 bytes"), "{said}");
 }

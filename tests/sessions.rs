@@ -529,3 +529,242 @@ async fn every_change_shows_in_the_very_next_listing() {
     assert_eq!(listed(&d, &a).await, Some(d.session(&a).await));
     d.stop().await;
 }
+
+/// Asserts `(status, body)` is the refusal of a start past the session cap of `cap`.
+fn assert_session_cap(status: u16, body: &serde_json::Value, cap: u64) {
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "host_unavailable", "{body}");
+    assert_eq!(body["error"]["data"]["problem"], "session_cap", "{body}");
+    assert_eq!(body["error"]["data"]["limit"], cap, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("limits.maxSessions"), "{body}");
+}
+
+/// Issue 31: nothing capped sessions, so one script could take every PTY of the machine. A
+/// configured cap on sessions with a running process refuses the spawn and the revive past
+/// it with `host_unavailable`, `problem: session_cap`; a kill frees a slot; a restore stops
+/// at the cap; `GET /v1/daemon` shows the cap.
+#[actix_rt::test]
+async fn spawns_and_revives_past_the_session_cap_are_host_unavailable_and_a_kill_frees_a_slot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = support::test_config();
+    config.limits.max_sessions = Some(2);
+    let d = TestDaemon::start_on(tmp.path(), config.clone()).await;
+    let (_, info) = d.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["limits"]["maxSessions"], 2, "{info}");
+
+    let first = id_of(&d.spawn("cat").await);
+    d.spawn("cat").await;
+    let body = json!({"agent": "cat", "cwd": "/tmp"});
+    let (status, refused) = d.call("POST", "/v1/sessions", Some(body.clone())).await;
+    assert_session_cap(status, &refused, 2);
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(2), "{list}");
+
+    let (status, killed) = d
+        .call("POST", &format!("/v1/sessions/{first}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{killed}");
+    d.spawn("cat").await;
+    // The killed session's revive is a start too: past the cap while two run.
+    let (status, refused) = d
+        .call("POST", &format!("/v1/sessions/{first}/revive"), None)
+        .await;
+    assert_session_cap(status, &refused, 2);
+    assert_eq!(d.session(&first).await["alive"], false);
+
+    d.stop().await;
+
+    // Three sessions die with a daemon; under a cap of two a restore revives two (newest
+    // first) and leaves the third without a process.
+    let tmp = tempfile::tempdir().unwrap();
+    config.limits.max_sessions = Some(3);
+    let d = TestDaemon::start_on(tmp.path(), config.clone()).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(id_of(&d.spawn("cat").await));
+    }
+    d.stop().await;
+    config.limits.max_sessions = Some(2);
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let (status, restored) = d.call("POST", "/v1/fleet/restore", None).await;
+    assert_eq!(status, 200, "{restored}");
+    assert_eq!(restored["restored"], 2, "{restored}");
+    let mut alive = Vec::new();
+    for id in &ids {
+        alive.push(d.session(id).await["alive"] == true);
+    }
+    assert_eq!(alive, vec![false, true, true], "the two newest run");
+    d.stop().await;
+}
+
+/// Issue 31's probe at 512 descriptors: spawns ran until the descriptor table was full, and
+/// then a fresh connection to the daemon timed out. With the cap worked out from the host
+/// (null `maxSessions`: a quarter of the open-file limit here), spawns stop at the cap with
+/// `session_cap`, and a fresh connection is still served.
+#[actix_rt::test]
+async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still_connects() {
+    use std::os::unix::process::CommandExt;
+    const OPEN_FILES: u64 = 256;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    let log = tmp.path().join("daemon.log");
+    let config = json!({"agents": {"cat": {"bin": "cat"}}, "limits": {"maxSessions": null}});
+    let mut cmd = support::child_daemon::ChildDaemon::command(&dir, &config, &log);
+    // SAFETY: setrlimit is async-signal-safe; the hook touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: OPEN_FILES,
+                rlim_max: OPEN_FILES,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = support::child_daemon::ChildDaemon::spawn(cmd, &dir, &log).await;
+    let cap = OPEN_FILES / 4;
+    let (_, info) = child.client.call("GET", "/v1/daemon", None).await;
+    assert_eq!(info["limits"]["maxSessions"], cap, "{info}");
+    let body = json!({"agent": "cat", "cwd": "/tmp"});
+    let mut spawned = 0;
+    let refusal = loop {
+        let (status, answer) = child
+            .client
+            .call("POST", "/v1/sessions", Some(body.clone()))
+            .await;
+        if status != 201 {
+            break (status, answer);
+        }
+        spawned += 1;
+        assert!(spawned <= cap, "more than {cap} sessions spawned");
+    };
+    assert_eq!(spawned, cap, "{refusal:?}");
+    assert_session_cap(refusal.0, &refusal.1, cap);
+    // A new connection, not one from the pool, is answered.
+    let fresh = TestDaemon::connect(&child.client.url, &child.client.token, &dir);
+    let (status, list) = fresh.call("GET", "/v1/sessions", None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(
+        list["sessions"].as_array().map(Vec::len),
+        Some(cap as usize)
+    );
+    assert!(
+        child.log().contains("session cap worked out from the host"),
+        "{}",
+        child.log()
+    );
+    child.stop().await;
+}
+
+/// Asserts `(status, body)` refuses a name with `reason`.
+fn assert_bad_name(status: u16, body: &serde_json::Value, reason: &str) {
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "bad_args", "{body}");
+    assert_eq!(body["error"]["data"]["field"], "name", "{body}");
+    assert_eq!(body["error"]["data"]["reason"], reason, "{body}");
+}
+
+/// Issue 31: a session could be named like another session's id, so `atc kill NAME` (which
+/// looks a key up by id and by name) could end the wrong one; and a name could hold
+/// bidirectional overrides that show a listing in another order. Both are refused, at spawn
+/// and at a rename, and nothing changes.
+#[actix_rt::test]
+async fn a_name_that_is_another_sessions_id_or_holds_bidi_overrides_is_refused() {
+    let d = TestDaemon::start().await;
+    let victim = id_of(&d.spawn("cat").await);
+    let short = &victim[..8];
+    let me = id_of(
+        &d.spawn_with(json!({"agent": "cat", "cwd": "/tmp", "name": "mine"}))
+            .await,
+    );
+    let shadows = [
+        victim.clone(),
+        victim.to_uppercase(),
+        victim.replace('-', ""),
+        format!("urn:uuid:{victim}"),
+        short.to_string(),
+        short.to_uppercase(),
+    ];
+    for name in &shadows {
+        let (status, body) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": "cat", "cwd": "/tmp", "name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "shadows_id");
+        let (status, body) = d
+            .call(
+                "PATCH",
+                &format!("/v1/sessions/{me}"),
+                Some(json!({"name": name, "pinned": true})),
+            )
+            .await;
+        assert_bad_name(status, &body, "shadows_id");
+    }
+    for name in ["invoice\u{202E}fdp.exe", "a\u{2066}b\u{2069}", "\u{202A}x"] {
+        let (status, body) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": "cat", "cwd": "/tmp", "name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "bidi_override");
+        let (status, body) = d
+            .call(
+                "PATCH",
+                &format!("/v1/sessions/{me}"),
+                Some(json!({"name": name})),
+            )
+            .await;
+        assert_bad_name(status, &body, "bidi_override");
+    }
+    // Nothing was spawned, renamed or pinned by the refusals.
+    let (_, list) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(2), "{list}");
+    let mine = d.session(&me).await;
+    assert_eq!(
+        (mine["name"].as_str(), mine["pinned"].as_bool()),
+        (Some("mine"), Some(false))
+    );
+    // No session answers to the victim's short id by name, so the CLI finds the victim by it.
+    let (status, found) = d.call("GET", &format!("/v1/sessions/{short}"), None).await;
+    assert_eq!(
+        (status, found["session"]["id"].as_str()),
+        (404, None),
+        "{found}"
+    );
+    // A spawn without a name in a directory named like another session's short id, or with
+    // a bidi override in its name, is not named after it.
+    let dirs = tempfile::tempdir().unwrap();
+    for (base, want_own_short) in [(short.to_string(), true), ("a\u{202E}b".to_string(), false)] {
+        let cwd = dirs.path().join(&base);
+        std::fs::create_dir(&cwd).unwrap();
+        let s = d
+            .spawn_with(json!({"agent": "cat", "cwd": cwd.to_str().unwrap()}))
+            .await;
+        let name = s["name"].as_str().unwrap().to_string();
+        if want_own_short {
+            assert_eq!(name, id_of(&s)[..8], "{s}");
+        } else {
+            assert_eq!(name, "ab", "{s}");
+        }
+    }
+    // A session may carry its own id as its name: that shadows nothing.
+    let own_short = &me[..8];
+    let (status, body) = d
+        .call(
+            "PATCH",
+            &format!("/v1/sessions/{me}"),
+            Some(json!({"name": own_short})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["session"]["name"], own_short);
+    d.stop().await;
+}

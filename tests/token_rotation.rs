@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -401,5 +402,141 @@ async fn the_bearer_scheme_is_accepted_in_any_case() {
         .connect()
         .await;
     assert!(upgraded.is_ok(), "{:?}", upgraded.err());
+    d.stop().await;
+}
+
+/// The daemon's peak resident memory in KiB (`VmHWM`).
+fn peak_rss_kib(d: &ChildDaemon) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/<pid>/status")
+}
+
+/// Replaces the token file with a FIFO no one writes to.
+fn fifo_at(path: &Path) {
+    std::fs::remove_file(path).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+/// The probe of issue 31: a FIFO at the token file's path held a reload (and with it SIGTERM
+/// and quit) until a writer came, and a symlink to `/dev/zero` would have grown the daemon
+/// until it died. Each is now refused at once, with the reason, failing closed; a good file
+/// brings service back, and quit and SIGTERM still stop the daemon promptly.
+#[actix_rt::test]
+async fn a_fifo_a_device_or_a_huge_token_file_fails_a_reload_at_once_and_stops_stay_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ChildDaemon::start(tmp.path()).await;
+    let token = d.minted_token();
+    let before = peak_rss_kib(&d);
+    let good = |d: &ChildDaemon| {
+        let _ = std::fs::remove_file(d.token_file());
+        std::fs::write(d.token_file(), format!("{NEW}\n")).unwrap();
+        std::fs::set_permissions(d.token_file(), std::fs::Permissions::from_mode(0o600)).unwrap();
+        d.signal(rustix::process::Signal::HUP);
+    };
+
+    fifo_at(&d.token_file());
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, &token, 401).await;
+    d.assert_running();
+    good(&d);
+    wait_status(&d, NEW, 200).await;
+
+    std::fs::remove_file(d.token_file()).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.token_file()).unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, NEW, 401).await;
+    good(&d);
+    wait_status(&d, NEW, 200).await;
+
+    // A sparse gigabyte: refused by its size, not read.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.token_file())
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, NEW, 401).await;
+    let grown = peak_rss_kib(&d).saturating_sub(before);
+    assert!(grown < 64 * 1024, "the daemon grew by {grown} KiB");
+    let log = d.log();
+    for reason in [
+        "the token file is a FIFO",
+        "a symlink leading out of the state dir",
+        "the token file is 1073741824 bytes",
+    ] {
+        assert!(log.contains(reason), "no {reason:?} in the log:\n{log}");
+    }
+
+    // With a good file read again, quit answers and the daemon exits.
+    good(&d);
+    wait_status(&d, NEW, 200).await;
+    let (status, body) = d.client(NEW).call("POST", "/v1/daemon/quit", None).await;
+    assert_eq!(status, 200, "{body}");
+    let deadline = Instant::now() + WITHIN;
+    let exited = loop {
+        if let Some(status) = d.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no exit after quit; log:\n{}",
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(exited.code(), Some(0), "log:\n{}", d.log());
+}
+
+/// SIGTERM sent right behind a SIGHUP that meets a FIFO stops the daemon: no reload stands
+/// between a stop and the daemon.
+#[actix_rt::test]
+async fn sigterm_right_after_a_sighup_on_a_fifo_stops_the_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = ChildDaemon::start(tmp.path()).await;
+    fifo_at(&d.token_file());
+    d.signal(rustix::process::Signal::HUP);
+    d.stop().await;
+}
+
+/// A token file others may read, or a symlink out of the state dir, is refused at a reload
+/// with the reason (as ssh refuses such a key), and the daemon fails closed.
+#[actix_rt::test]
+async fn a_token_file_others_can_read_or_one_outside_the_state_dir_is_refused_at_a_reload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ChildDaemon::start(tmp.path()).await;
+    let token = d.minted_token();
+    std::fs::set_permissions(d.token_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, &token, 401).await;
+    d.assert_running();
+    std::fs::set_permissions(d.token_file(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, &token, 200).await;
+
+    // A private file with a good token, but outside the state dir.
+    let outside = tmp.path().join("token-elsewhere");
+    std::fs::write(&outside, format!("{NEW}\n")).unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(d.token_file()).unwrap();
+    std::os::unix::fs::symlink(&outside, d.token_file()).unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, &token, 401).await;
+    assert_eq!(d.client(NEW).call("GET", "/v1/sessions", None).await.0, 401);
+    let log = d.log();
+    assert!(log.contains("mode 0644"), "log:\n{log}");
+    assert!(log.contains("chmod 600"), "log:\n{log}");
+    assert!(log.contains("leading out of the state dir"), "log:\n{log}");
     d.stop().await;
 }

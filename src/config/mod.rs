@@ -47,6 +47,10 @@ pub struct Limits {
     /// closed to make room for another); all peers together hold at most a quarter of the
     /// descriptor limit (`server::conn_registry`).
     pub tokenless_connections: usize,
+    /// The most sessions with a running process at once. `None` (the default) is worked out
+    /// from the host at start (`daemon::session_cap`); the daemon's own copy, from there on,
+    /// holds the number it works to, which `GET /v1/daemon` shows.
+    pub max_sessions: Option<usize>,
 }
 
 impl Default for Limits {
@@ -61,6 +65,7 @@ impl Default for Limits {
             trail_rows: 100_000,
             trail_max_age_days: 30,
             tokenless_connections: 64,
+            max_sessions: None,
         }
     }
 }
@@ -421,6 +426,8 @@ impl Config {
                 .tokenless_connections
                 .unwrap_or(defaults.tokenless_connections)
                 .max(1),
+            // A cap of none would refuse every start; one is the least that means anything.
+            max_sessions: l.max_sessions.or(defaults.max_sessions).map(|n| n.max(1)),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -550,6 +557,7 @@ mod tests {
             example.limits.tokenless_connections,
             default.limits.tokenless_connections
         );
+        assert_eq!(example.limits.max_sessions, default.limits.max_sessions);
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,
@@ -558,6 +566,17 @@ mod tests {
         assert!(example.agents.contains_key("cat"));
         // An explicit `local` target over no options is the implicit one.
         assert_eq!(example.targets.revision(), default.targets.revision());
+    }
+
+    #[test]
+    fn max_sessions_is_a_number_or_null_for_the_hosts_own_and_at_least_one() {
+        let cap = |text: &str| Config::from_json(text.as_bytes()).limits.max_sessions;
+        assert_eq!(cap(r#"{"limits": {"maxSessions": 40}}"#), Some(40));
+        assert_eq!(cap(r#"{"limits": {"maxSessions": null}}"#), None);
+        assert_eq!(cap(r#"{"limits": {}}"#), None);
+        assert_eq!(cap(r#"{"limits": {"maxSessions": 0}}"#), Some(1));
+        let c = Config::from_json(br#"{"limits": {"maxSessions": -3}}"#);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub struct RawLimits {
     pub trail_max_age_days: Option<u32>,
     /// Tokenless HTTP connections allowed from one peer address.
     pub tokenless_connections: Option<usize>,
+    /// Cap on sessions with a running process; absent or `null`: worked out at start.
+    pub max_sessions: Option<usize>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

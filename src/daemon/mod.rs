@@ -1,6 +1,7 @@
 //! Starting and stopping the daemon: the order of spec §1.3 and §1.4.
 //!
-//! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, binds the
+//! [`Daemon::start`] takes the state dir's lock, opens the store, loads the fleet, ends what a
+//! daemon killed without a stop left running in its sessions ([`survivors`]), binds the
 //! listener, starts the actors and the HTTP server, then writes `daemon.json`. It returns a
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
@@ -8,8 +9,11 @@
 pub mod command;
 pub mod fd_table;
 pub mod json_log;
+pub mod session_cap;
 pub mod state_dir;
+pub mod survivors;
 pub mod systemd;
+pub mod token_file;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -19,14 +23,14 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use actix_web::dev::ServerHandle;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::AgentCatalog;
 use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::permissions::registry::PermissionRegistry;
 use crate::providers::local_pty::LocalPty;
-use crate::server::tokens::{TokenFileError, TokenPublisher, TokenState};
+use crate::server::tokens::{TokenFileError, TokenPublisher, TokenSet, TokenState};
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
 use crate::sessions::messages::ShutdownAll;
@@ -202,6 +206,9 @@ impl Daemon {
         let store = StateStore::open_counted(&dir.db_path(), metrics.clone()).await?;
         let daemon_id = store.daemon_id().await?;
         let rows = store.load_fleet().await?;
+        // Before anything is restored, re-attached or served: what a daemon killed without a
+        // stop left running in its sessions' groups ends now (see `survivors`).
+        survivors::end(&rows, opts.config.timings.kill_grace).await;
         // Spec §7.5, before serving: claims a dead daemon left in progress become
         // outcome_unknown (or completed, when their session row exists); old keys go.
         let (unknown, completed) = store
@@ -216,7 +223,15 @@ impl Daemon {
         }
         crate::ledger::idempotency_ledger::sweep(&store, opts.config.timings.idempotency_retention)
             .await;
-        let config = opts.config;
+        let mut config = opts.config;
+        let cap = session_cap::SessionCap::resolve(
+            config.limits.max_sessions,
+            session_cap::HostLimits::read(),
+        );
+        cap.log();
+        // From here on the limits hold the number worked to, which `GET /v1/daemon` shows.
+        config.limits.max_sessions = Some(cap.sessions);
+        let slots = crate::sessions::live_slots::LiveSlots::new(cap.sessions);
         for p in &config.problems {
             tracing::error!(scope = %p.scope, problem = p.problem, detail = %p.detail,
                 path = ?p.path, "config problem; running on defaults for this part");
@@ -358,13 +373,14 @@ impl Daemon {
         // domain state.
         let permission_timeout = config.timings.permission_timeout;
         let (deps_metrics, registry_metrics) = (metrics.clone(), metrics.clone());
-        let parts = Arc::new(std::sync::Mutex::new(Some(move |me, permissions| {
-            ManagerParts {
+        let parts = Arc::new(std::sync::Mutex::new(Some(
+            move |me: Addr<SessionManager>, permissions| ManagerParts {
                 deps: SessionDeps {
                     store: deps_store,
                     providers,
                     catalog: deps_catalog.clone(),
-                    manager: me,
+                    manager: me.clone().recipient(),
+                    names: me.recipient(),
                     limits,
                     timings,
                     screen_arbiter: screen_handle,
@@ -377,11 +393,12 @@ impl Daemon {
                     permissions,
                     atc_program: atc_program.clone(),
                     metrics: deps_metrics.clone(),
+                    slots,
                 },
                 catalog: deps_catalog,
                 rows,
-            }
-        })));
+            },
+        )));
         let started = Arc::new(std::sync::OnceLock::<(
             Addr<SessionManager>,
             Addr<IdempotencyLedger>,
@@ -403,7 +420,7 @@ impl Daemon {
                         // The registry broadcasts through the manager, which fans events out.
                         let r = PermissionRegistry::new(
                             permission_timeout,
-                            me.clone(),
+                            me.clone().recipient(),
                             registry_metrics.clone(),
                         )
                         .start();
@@ -585,11 +602,16 @@ impl DaemonHandle {
 
     /// Serves until SIGTERM, SIGINT or `POST /v1/daemon/quit`, then stops; each SIGHUP
     /// reloads the token file. Without `signals` (they could not be installed) only quit stops it.
+    ///
+    /// A reload runs beside this loop, never in it: whatever sits at the token file's path, a
+    /// stop is answered at once. A SIGHUP during a reload asks for one more after it.
     pub async fn run_until_stopped(mut self, signals: Option<DaemonSignals>) {
         let Some(mut signals) = signals else {
             self.quit_rx.recv().await;
             return self.stop().await;
         };
+        let mut reload: Option<oneshot::Receiver<Result<TokenSet, TokenFileError>>> = None;
+        let mut again = false;
         loop {
             tokio::select! {
                 _ = signals.term.recv() => {
@@ -602,7 +624,23 @@ impl DaemonHandle {
                 }
                 _ = signals.hup.recv() => {
                     tracing::info!("SIGHUP: re-reading the token file");
-                    self.reload_tokens().await;
+                    match reload {
+                        Some(_) => again = true,
+                        None => reload = Some(self.read_tokens_aside()),
+                    }
+                }
+                read = async { reload.as_mut().expect("guarded by the branch's condition").await },
+                    if reload.is_some() =>
+                {
+                    reload = None;
+                    self.publish_tokens(read.unwrap_or_else(|_| {
+                        Err(TokenFileError::Unreadable {
+                            reason: "the read ended without an answer".into(),
+                        })
+                    }));
+                    if std::mem::take(&mut again) {
+                        reload = Some(self.read_tokens_aside());
+                    }
                 }
                 _ = self.quit_rx.recv() => {
                     tracing::info!("quit requested: shutting down");
@@ -613,19 +651,29 @@ impl DaemonHandle {
         self.stop().await;
     }
 
-    /// Re-reads the token file and makes what it holds the accepted set: sockets opened on a
-    /// token that is gone are closed. A file it cannot use fails closed (nothing is accepted
-    /// until a later reload reads a good one) and the log says why, never what it holds.
-    pub async fn reload_tokens(&self) {
-        let path = self.dir.token_path();
-        let read_path = path.clone();
-        let read = tokio::task::spawn_blocking(move || state_dir::read_tokens(&read_path))
-            .await
-            .unwrap_or_else(|e| {
-                Err(TokenFileError::Unreadable {
-                    reason: e.to_string(),
-                })
+    /// Reads the token file on a thread of its own and answers through the receiver. Not the
+    /// runtime's blocking pool: a read that never returns (a file on a hung network mount)
+    /// would hold up the runtime's shutdown, and with it the daemon's exit.
+    fn read_tokens_aside(&self) -> oneshot::Receiver<Result<TokenSet, TokenFileError>> {
+        let (tx, rx) = oneshot::channel();
+        let (dir, path) = (self.dir.path().to_path_buf(), self.dir.token_path());
+        let spawned = std::thread::Builder::new()
+            .name("atc-token-read".into())
+            .spawn(move || {
+                // The loop stopped waiting only if the daemon is stopping.
+                let _ = tx.send(state_dir::read_tokens(&dir, &path));
             });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "could not start a thread to re-read the token file");
+        }
+        rx
+    }
+
+    /// Makes what a read of the token file found the accepted set: sockets opened on a token
+    /// that is gone are closed. A file it cannot use fails closed (nothing is accepted until a
+    /// later reload reads a good one) and the log says why, never what it holds.
+    fn publish_tokens(&self, read: Result<TokenSet, TokenFileError>) {
+        let path = self.dir.token_path();
         let state = match read {
             Ok(set) => {
                 tracing::info!(file = %path.display(), tokens = set.len(), "token file reloaded");

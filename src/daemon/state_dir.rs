@@ -3,10 +3,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::token_file;
 use crate::server::tokens::{TokenFileError, TokenSet};
 
 /// The default state dir: `$XDG_STATE_HOME/atc`, else `~/.local/state/atc`.
@@ -37,6 +38,14 @@ pub enum StateDirError {
         /// What is wrong (never the content).
         problem: TokenFileError,
     },
+    /// An existing dir the daemon will not use as its own (it is left as it is).
+    #[error("state dir {dir}: {problem}")]
+    Unsafe {
+        /// The dir.
+        dir: String,
+        /// Why.
+        problem: DirProblem,
+    },
     /// Filesystem trouble.
     #[error("state dir {dir}: {source}")]
     Io {
@@ -45,6 +54,72 @@ pub enum StateDirError {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+/// Why an existing directory cannot be the state dir. The daemon keeps its token, its lock
+/// and its sockets there: a dir others can write to would let them put their own in place
+/// (or take the lock), so it is refused rather than changed. Changing the mode of a dir the
+/// daemon did not make would break whatever else uses it (`--state-dir /tmp`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DirProblem {
+    /// Something other than a directory is there.
+    #[error("it is not a directory")]
+    NotADirectory,
+    /// It belongs to another user.
+    #[error("it belongs to uid {uid}, not to the daemon's user (uid {owner}); pass a --state-dir of your own")]
+    NotOwned {
+        /// The dir's owner.
+        uid: u32,
+        /// The daemon's effective uid.
+        owner: u32,
+    },
+    /// Group or others may write into it.
+    #[error("its mode {mode:04o} lets others write into it; pass a --state-dir only you can write to (the daemon makes one with mode 0700 when the path does not exist)")]
+    WritableByOthers {
+        /// The dir's permission bits.
+        mode: u32,
+    },
+}
+
+/// Makes `dir` ready to be the state dir: a missing one is created with mode 0700 (its
+/// parents as the umask says); an existing one is used as it is if it is a directory of the
+/// daemon's user that no one else can write to, and refused otherwise ([`DirProblem`]).
+pub fn prepare(dir: &Path) -> Result<(), StateDirError> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io(dir))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        // Ours: exactly 0700, whatever the umask took off.
+        Ok(()) => {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io(dir))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::metadata(dir).map_err(io(dir))?;
+            let owner = rustix::process::geteuid().as_raw();
+            existing_dir_problem(meta.is_dir(), meta.uid(), owner, meta.mode()).map_or(
+                Ok(()),
+                |problem| {
+                    Err(StateDirError::Unsafe {
+                        dir: dir.display().to_string(),
+                        problem,
+                    })
+                },
+            )
+        }
+        Err(e) => Err(io(dir)(e)),
+    }
+}
+
+/// What keeps an existing path from being the state dir, from its type, owner and mode.
+fn existing_dir_problem(is_dir: bool, uid: u32, owner: u32, mode: u32) -> Option<DirProblem> {
+    if !is_dir {
+        return Some(DirProblem::NotADirectory);
+    }
+    if uid != owner {
+        return Some(DirProblem::NotOwned { uid, owner });
+    }
+    let mode = mode & 0o7777;
+    (mode & 0o022 != 0).then_some(DirProblem::WritableByOthers { mode })
 }
 
 fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> StateDirError + '_ {
@@ -62,11 +137,10 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// Creates the dir (0700) and takes the exclusive lock, waiting up to `wait` for a daemon
-    /// that is stopping.
+    /// Makes the dir ready ([`prepare`]) and takes the exclusive lock, waiting up to `wait`
+    /// for a daemon that is stopping.
     pub fn take(dir: &Path, wait: Duration) -> Result<StateDir, StateDirError> {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io(dir))?;
+        prepare(dir)?;
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -112,34 +186,33 @@ impl StateDir {
         self.dir.join("token")
     }
 
-    /// Reads the token file, creating it (one token of 32 random bytes as hex, mode 0600) on
-    /// first start, or when it holds nothing but whitespace. A file that holds something it
-    /// cannot use is an error: the daemon does not start on a token it would refuse.
+    /// Reads the token file ([`token_file::read`]), creating it (one token of 32 random bytes
+    /// as hex, mode 0600) on first start, or when it holds nothing but whitespace. A file that
+    /// holds something it cannot use, or that is not a private regular file of this user in
+    /// this dir, is an error: the daemon does not start on a token it would refuse.
     pub fn tokens(&self) -> Result<TokenSet, StateDirError> {
         let path = self.token_path();
-        match std::fs::read(&path) {
-            Ok(bytes) => match TokenSet::parse(&bytes) {
-                Ok(set) => return Ok(set),
-                Err(TokenFileError::Empty) => {}
-                Err(problem) => {
-                    return Err(StateDirError::Token {
-                        path: path.display().to_string(),
-                        problem,
-                    })
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&self.dir)(e)),
+        match token_file::read(&self.dir, &path) {
+            Ok(Some(set)) => return Ok(set),
+            Ok(None) | Err(TokenFileError::Empty) => {}
+            Err(problem) => {
+                return Err(StateDirError::Token {
+                    path: path.display().to_string(),
+                    problem,
+                })
+            }
         }
         let mut raw = [0u8; 32];
         getrandom::fill(&mut raw)
             .map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        // Never through a symlink: only a file in this dir is written.
         let mut f = OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(io(&self.dir))?;
         f.write_all(format!("{token}\n").as_bytes())
@@ -177,13 +250,13 @@ impl StateDir {
     }
 }
 
-/// Re-reads a token file (on SIGHUP). Unlike [`StateDir::tokens`] it never mints: a missing
-/// or empty file is an error, and the caller fails closed on it.
-pub fn read_tokens(path: &Path) -> Result<TokenSet, TokenFileError> {
-    let bytes = std::fs::read(path).map_err(|e| TokenFileError::Unreadable {
-        reason: e.to_string(),
-    })?;
-    TokenSet::parse(&bytes)
+/// Re-reads the token file `path` of the state dir `dir` (on SIGHUP), under the rules of
+/// [`token_file`]. Unlike [`StateDir::tokens`] it never mints: a missing or empty file is an
+/// error, and the caller fails closed on it.
+pub fn read_tokens(dir: &Path, path: &Path) -> Result<TokenSet, TokenFileError> {
+    token_file::read(dir, path)?.ok_or_else(|| TokenFileError::Unreadable {
+        reason: "there is no token file".into(),
+    })
 }
 
 /// Reads `daemon.json` from a state dir.
@@ -218,6 +291,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sd = StateDir::take(dir.path(), Duration::ZERO).unwrap();
         std::fs::write(sd.token_path(), "short\n").unwrap();
+        std::fs::set_permissions(sd.token_path(), std::fs::Permissions::from_mode(0o600)).unwrap();
         match sd.tokens() {
             Err(StateDirError::Token { problem, .. }) => {
                 assert_eq!(problem, TokenFileError::TooShort { line: 1, len: 5 })
@@ -227,13 +301,67 @@ mod tests {
         // Left as it was for the operator to fix.
         assert_eq!(std::fs::read_to_string(sd.token_path()).unwrap(), "short\n");
         std::fs::write(sd.token_path(), "").unwrap();
-        assert_eq!(read_tokens(&sd.token_path()), Err(TokenFileError::Empty));
+        assert_eq!(
+            read_tokens(sd.path(), &sd.token_path()),
+            Err(TokenFileError::Empty)
+        );
         std::fs::remove_file(sd.token_path()).unwrap();
         assert!(matches!(
-            read_tokens(&sd.token_path()),
+            read_tokens(sd.path(), &sd.token_path()),
             Err(TokenFileError::Unreadable { .. })
         ));
         assert!(!sd.token_path().exists());
+    }
+
+    #[test]
+    fn an_existing_dir_is_used_as_it_is_unless_others_can_write_to_it() {
+        let root = tempfile::tempdir().unwrap();
+        let made = root.path().join("a").join("state");
+        StateDir::take(&made, Duration::ZERO).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&made), 0o700, "a dir the daemon made is private");
+        // An existing readable dir keeps its mode.
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        StateDir::take(&open, Duration::ZERO).unwrap();
+        assert_eq!(mode(&open), 0o755);
+        // One others can write to is refused, and left as it was.
+        for shared in [0o1777, 0o775, 0o757] {
+            std::fs::set_permissions(&open, std::fs::Permissions::from_mode(shared)).unwrap();
+            match StateDir::take(&open, Duration::ZERO) {
+                Err(StateDirError::Unsafe { problem, .. }) => {
+                    assert_eq!(problem, DirProblem::WritableByOthers { mode: shared })
+                }
+                other => panic!("expected Unsafe, got {:?}", other.err()),
+            }
+            assert_eq!(mode(&open), shared);
+        }
+        let file = root.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(
+            StateDir::take(&file, Duration::ZERO),
+            Err(StateDirError::Unsafe {
+                problem: DirProblem::NotADirectory,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_dir_of_another_user_is_refused() {
+        assert_eq!(
+            existing_dir_problem(true, 0, 1000, 0o700),
+            Some(DirProblem::NotOwned {
+                uid: 0,
+                owner: 1000
+            })
+        );
+        assert_eq!(existing_dir_problem(true, 1000, 1000, 0o40700), None);
+        assert_eq!(
+            existing_dir_problem(true, 0, 0, 0o41777),
+            Some(DirProblem::WritableByOthers { mode: 0o1777 })
+        );
     }
 
     #[test]

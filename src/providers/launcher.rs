@@ -192,6 +192,7 @@ impl Launchers {
                 master,
                 child: Child::adopt(pid, pidfd),
                 times,
+                leader: None,
             }),
             Err(e) => {
                 // The child runs, and nothing of the daemon's reaches it: end it (with its

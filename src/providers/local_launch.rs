@@ -33,6 +33,9 @@ pub struct Launched {
     pub child: Child,
     /// How long the start took, in its two parts.
     pub times: LaunchTimes,
+    /// The child as the leader of its group, read by [`launch`] (`None` from
+    /// [`launch_here`], or when it was gone before it could be read).
+    pub leader: Option<super::group_leader::GroupLeader>,
 }
 
 /// Where a start's time went: waiting for a free launcher thread, then the launcher's own work
@@ -50,7 +53,14 @@ pub struct LaunchTimes {
 /// Opens a PTY of `size` and starts `plan` on it, on a launcher thread ([`super::launcher`]).
 /// Blocks until the child has exec'd; any thread will do.
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
-    super::launcher::launch(plan, size)
+    let mut launched = super::launcher::launch(plan, size)?;
+    // Read here, off the sessions' thread: a few bytes of procfs, but a read all the same.
+    launched.leader = super::group_leader::GroupLeader::of(launched.child.pid())
+        .map_err(|e| {
+            tracing::debug!(error = %e, "the new process's start time is unreadable; a kill -9 of the daemon would leave it unrecognised")
+        })
+        .ok();
+    Ok(launched)
 }
 
 /// [`launch`] on the calling thread, whose descriptor table the child copies; public for
@@ -92,6 +102,7 @@ pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderErro
             waited: Duration::ZERO,
             ran: began.elapsed(),
         },
+        leader: None,
     })
 }
 

@@ -95,6 +95,7 @@ impl ExecutionProvider for LocalPty {
             // A revive starts here, on the sessions' thread: rare enough not to hand off.
             None => launch(&spawn_plan(&spec, &self.withheld), spec.size)?,
         };
+        let leader = launched.leader.clone();
         let (addr, input) = LocalPtyHarness::adopt(launched, events, self.exit_drain)?;
         Ok(StartedHarness {
             handle: HarnessHandle {
@@ -105,6 +106,7 @@ impl ExecutionProvider for LocalPty {
                 direct_input: Some(input),
             },
             ready: None,
+            leader,
         })
     }
 }

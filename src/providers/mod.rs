@@ -14,6 +14,7 @@
 
 pub mod child_fds;
 pub mod echo_spin;
+pub mod group_leader;
 pub mod host_limit;
 pub mod imp;
 pub mod launcher;
@@ -229,6 +230,9 @@ pub struct StartedHarness {
     /// attach succeeded, or with the refusal that ended the harness first (spec §5.6
     /// `waitForStart`). A spawn answers only after it.
     pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), crate::error::Error>>>,
+    /// The leader of the local process's group, to be recorded with the session
+    /// ([`group_leader`]); `None` for a process elsewhere, or one gone before it was read.
+    pub leader: Option<group_leader::GroupLeader>,
 }
 
 /// What a harness is started with.

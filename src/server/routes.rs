@@ -227,12 +227,13 @@ async fn spawn(
             field: "cwd",
             hint: ": an absolute directory",
         })?;
-    let name = match p.opt_str("name")? {
-        Some(n) if n.trim().is_empty() => None,
-        Some(n) if n.len() > 200 || n.chars().any(char::is_control) => {
-            return Err(SessionError::BadName.into())
+    // Whether the name shadows another session's id is the manager's to say (it has the ids).
+    let name = match p.opt_str("name")?.map(str::trim) {
+        Some("") | None => None,
+        Some(n) => {
+            crate::sessions::session_name::check(n).map_err(SessionError::BadName)?;
+            Some(n.to_string())
         }
-        other => other.map(|n| n.trim().to_string()),
     };
     let size = p.size_or(TermSize::DEFAULT)?;
     let target_param = p.opt_str("target")?;

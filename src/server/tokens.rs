@@ -9,7 +9,7 @@
 //! non-text) makes the file invalid, and an invalid file accepts nothing: the daemon fails
 //! closed until a good file is in place and it is told to re-read it (SIGHUP).
 //!
-//! Reading the file is the daemon's job (`daemon/state_dir.rs`); this module only parses it
+//! Reading the file is the daemon's job (`daemon/token_file.rs`); this module only parses it
 //! and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
 //! [`TokenFileError`] names lines and lengths, never content.
 
@@ -35,6 +35,39 @@ pub enum TokenFileError {
     Unreadable {
         /// The I/O error's text (it names no content).
         reason: String,
+    },
+    /// Something other than a regular file is at the path (a FIFO would block the read, a
+    /// device would never end it).
+    #[error("the token file is {kind}; it must be a regular file")]
+    NotRegular {
+        /// What is there instead, e.g. "a FIFO".
+        kind: &'static str,
+    },
+    /// A symlink at the path leads out of the state dir (or nowhere).
+    #[error("the token file is a symlink leading out of the state dir; put the file itself there")]
+    LeadsOutside,
+    /// The file belongs to another user.
+    #[error("the token file belongs to uid {uid}, not to the daemon's user (uid {owner})")]
+    NotOwned {
+        /// The file's owner.
+        uid: u32,
+        /// The daemon's effective uid.
+        owner: u32,
+    },
+    /// Group or others have some permission on the file, so others may read the token (or
+    /// write one).
+    #[error("the token file has mode {mode:04o}, which lets others read or change it; make it private (chmod 600)")]
+    OpenToOthers {
+        /// The file's permission bits.
+        mode: u32,
+    },
+    /// Larger than any token set.
+    #[error("the token file is {len} bytes; a token file holds at most {cap}")]
+    TooLarge {
+        /// Its size (or what was read of it).
+        len: u64,
+        /// The largest read.
+        cap: u64,
     },
     /// The file is not UTF-8 text.
     #[error("the token file is not text")]

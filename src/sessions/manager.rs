@@ -14,11 +14,13 @@ use uuid::Uuid;
 use super::blocking_threads;
 use super::client_queue::{ClientQueue, Outgoing};
 use super::fleet::{Entry, Fleet};
+use super::live_slots::LiveSlot;
 use super::messages::*;
 use super::session::{
     now_ms, wait_started, wait_written, RowWritten, Session, SessionDeps, SessionRecord, StartWait,
 };
 use super::session_error::SessionError;
+use super::session_name::{self, NameProblem};
 use crate::agents::AgentCatalog;
 use crate::agents::LaunchPlan;
 use crate::error::Error;
@@ -58,12 +60,12 @@ pub struct ManagerParts {
 }
 
 impl SessionManager {
-    /// Starts the manager; `build` gets the manager's own recipient to put in session deps.
+    /// Starts the manager; `build` gets the manager's own address to put in session deps.
     pub fn start_with(
-        build: impl FnOnce(Recipient<FleetNotice>) -> ManagerParts,
+        build: impl FnOnce(Addr<SessionManager>) -> ManagerParts,
     ) -> Addr<SessionManager> {
         SessionManager::create(|ctx| {
-            let parts = build(ctx.address().recipient());
+            let parts = build(ctx.address());
             let subscriber_cap = parts.deps.limits.queue_bytes;
             SessionManager {
                 sessions: Fleet::default(),
@@ -163,6 +165,33 @@ impl SessionManager {
         }
     }
 
+    /// The other session whose id `name` would shadow (see `session_name`).
+    fn shadowed_id(&self, name: &str, own: Uuid) -> Option<Uuid> {
+        session_name::shadowed_id(
+            name,
+            own,
+            self.sessions.entries().map(|e| &e.descriptor().id),
+        )
+    }
+
+    /// The name a spawn without one gets: its cwd's basename, without characters a name
+    /// cannot hold; the session's own short id where that leaves nothing or would shadow
+    /// another session's id.
+    fn auto_name(&self, cwd: &Path, own: Uuid) -> String {
+        let base: String = cwd
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".into())
+            .chars()
+            .filter(|c| !c.is_control() && !session_name::is_bidi_override(*c))
+            .collect();
+        let base = base.trim();
+        match session_name::check(base) {
+            Ok(()) if self.shadowed_id(base, own).is_none() => base.to_string(),
+            _ => own.simple().to_string().chars().take(8).collect(),
+        }
+    }
+
     /// Checks a spawn and makes its record and launch plan; nothing is written or run yet.
     fn plan_spawn(&self, msg: Spawn) -> Result<(SessionRecord, LaunchPlan), Error> {
         let cwd = Path::new(&msg.cwd);
@@ -197,18 +226,19 @@ impl SessionManager {
         if let Some(e) = &msg.effort {
             plan.args = apply(kind.as_deref(), &plan.args, SpawnOption::Effort, e);
         }
+        let id = msg.id.unwrap_or_else(Uuid::new_v4);
         let (name, named_by) = match msg.name {
-            Some(n) => (n, NamedBy::User),
-            None => (
-                cwd.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "/".into()),
-                NamedBy::Auto,
-            ),
+            Some(n) => {
+                if self.shadowed_id(&n, id).is_some() {
+                    return Err(SessionError::BadName(NameProblem::ShadowsId).into());
+                }
+                (n, NamedBy::User)
+            }
+            None => (self.auto_name(cwd, id), NamedBy::Auto),
         };
         let created_at = now_ms();
         let record = SessionRecord {
-            id: msg.id.unwrap_or_else(Uuid::new_v4),
+            id,
             name,
             named_by,
             agent: msg.agent,
@@ -226,6 +256,7 @@ impl SessionManager {
             effort: msg.effort,
             size: msg.size,
             exit: None,
+            leader: None,
         };
         Ok((record, plan))
     }
@@ -238,9 +269,10 @@ impl SessionManager {
         record: SessionRecord,
         spec: StartSpec,
         deps: SessionDeps,
+        slot: LiveSlot,
     ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
         // Its first row write also puts its directory in the spawn history (store).
-        let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps)?;
+        let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps, slot)?;
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
         self.sessions.insert(addr, descriptor.clone());
         Ok((descriptor, ready, written))
@@ -376,7 +408,12 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
-        let (record, plan) = match self.plan_spawn(msg) {
+        // The place under the cap is taken here, before the launch leaves this thread, so
+        // spawns in flight count against it; a spawn that fails gives it back.
+        let planned = self
+            .plan_spawn(msg)
+            .and_then(|planned| Ok((planned, self.deps.slots.take()?)));
+        let ((record, plan), slot) = match planned {
             Ok(planned) => planned,
             Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
         };
@@ -384,8 +421,9 @@ impl Handler<Spawn> for SessionManager {
             launch_off_thread(record, plan, self.deps.clone())
                 .into_actor(self)
                 .then(move |launched, act, _| {
-                    let started = launched
-                        .and_then(|(record, spec, deps)| act.start_session(record, spec, deps));
+                    let started = launched.and_then(|(record, spec, deps)| {
+                        act.start_session(record, spec, deps, slot)
+                    });
                     match started {
                         Ok((descriptor, ready, written)) => {
                             act.answer_spawn(descriptor, ready, written)
@@ -395,6 +433,14 @@ impl Handler<Spawn> for SessionManager {
                 })
                 .map(move |answer, _, _| counted(answer)),
         )
+    }
+}
+
+impl Handler<ShadowedId> for SessionManager {
+    type Result = Option<Uuid>;
+
+    fn handle(&mut self, msg: ShadowedId, _: &mut Self::Context) -> Self::Result {
+        self.shadowed_id(&msg.name, msg.own)
     }
 }
 

@@ -265,6 +265,17 @@ pub struct Spawn {
     pub effort: Option<String>,
 }
 
+/// Which other session's id a name would shadow, if any (sent by a session before it takes a
+/// name from a client or its agent; see `session_name`).
+#[derive(Message)]
+#[rtype(result = "Option<uuid::Uuid>")]
+pub struct ShadowedId {
+    /// The name.
+    pub name: String,
+    /// The asking session, whose own id a name may spell.
+    pub own: uuid::Uuid,
+}
+
 /// Revive every session that died with an old daemon, one at a time, newest first.
 #[derive(Message)]
 #[rtype(result = "Result<usize, Error>")]

@@ -1,5 +1,6 @@
 //! Why a session cannot take what was asked: it is unknown or ambiguous, has no process (or
-//! still has one), a forget needs its confirmation, or a field of the request does not fit.
+//! still has one), a forget needs its confirmation, a start would pass the cap on running
+//! sessions, or a field of the request does not fit.
 
 /// A refusal from the session manager or a session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,9 +43,9 @@ pub enum SessionError {
     /// A destroying forget's confirmation token that does not hold.
     #[error("{}; ask again with DELETE and no confirm to get a new token", .0.what())]
     BadConfirmation(ConfirmProblem),
-    /// A session name that is empty, too long or has control characters.
-    #[error("name must be 1-200 characters without control characters")]
-    BadName,
+    /// A session name that cannot be one (`session_name`).
+    #[error("{}; choose another name", .0.what())]
+    BadName(super::session_name::NameProblem),
     /// A spawn's cwd that is not absolute.
     #[error("cwd must be an absolute path")]
     CwdNotAbsolute,
@@ -54,6 +55,14 @@ pub enum SessionError {
     /// A fleet restore while one runs.
     #[error("a fleet restore is already running; wait for it to finish")]
     RestoreRunning,
+    /// A start past the cap on sessions with a running process (`limits.maxSessions`).
+    #[error("{live} sessions run, the daemon's cap (limits.maxSessions {cap}); kill or suspend one first, or raise the cap")]
+    CapReached {
+        /// The cap.
+        cap: usize,
+        /// Sessions with a running process when the start was refused.
+        live: usize,
+    },
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,

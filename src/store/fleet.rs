@@ -63,9 +63,34 @@ pub struct FleetRow {
     pub remote_generation: Option<String>,
     /// See `remote_boot_id`.
     pub remote_offset: Option<i64>,
+    /// The running local process's group leader: pid (migration 0008).
+    pub leader_pid: Option<i32>,
+    /// See `leader_pid`: its start time in clock ticks since boot.
+    pub leader_start_ticks: Option<i64>,
+    /// See `leader_pid`: the boot it started in.
+    pub leader_boot_id: Option<String>,
 }
 
 impl FleetRow {
+    /// The group leader of the local process that ran when the row was written last, if one
+    /// did (see [`crate::providers::group_leader`]).
+    pub fn leader(&self) -> Option<crate::providers::group_leader::GroupLeader> {
+        match (
+            self.leader_pid,
+            self.leader_start_ticks,
+            &self.leader_boot_id,
+        ) {
+            (Some(pid), Some(ticks), Some(boot)) if pid > 0 && ticks >= 0 => {
+                Some(crate::providers::group_leader::GroupLeader {
+                    pid,
+                    start_ticks: ticks as u64,
+                    boot_id: boot.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// The host key the row's session uses on a remote host its process has run on: its own
     /// id (sessions joining a parent's host are not stored yet, spec §4.5). `None` when no
     /// process of it ever ran there (no remote position is recorded): the row is then a spawn
@@ -86,8 +111,9 @@ pub(super) async fn upsert<'e>(
         "INSERT INTO fleet (session_id, name, named_by, cwd, pinned, last_attached, agent, args,
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
                             target, target_identity, agent_session_id, model, effort,
-                            transcript_path, remote_boot_id, remote_generation, remote_offset)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            transcript_path, remote_boot_id, remote_generation, remote_offset,
+                            leader_pid, leader_start_ticks, leader_boot_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -99,7 +125,10 @@ pub(super) async fn upsert<'e>(
             effort = excluded.effort, transcript_path = excluded.transcript_path,
             remote_boot_id = excluded.remote_boot_id,
             remote_generation = excluded.remote_generation,
-            remote_offset = excluded.remote_offset",
+            remote_offset = excluded.remote_offset,
+            leader_pid = excluded.leader_pid,
+            leader_start_ticks = excluded.leader_start_ticks,
+            leader_boot_id = excluded.leader_boot_id",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -125,6 +154,9 @@ pub(super) async fn upsert<'e>(
     .bind(&row.remote_boot_id)
     .bind(&row.remote_generation)
     .bind(row.remote_offset)
+    .bind(row.leader_pid)
+    .bind(row.leader_start_ticks)
+    .bind(&row.leader_boot_id)
     .execute(db)
     .await?;
     Ok(())
@@ -163,7 +195,8 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
         "SELECT session_id, name, named_by, cwd, pinned, last_attached, agent, args, exited,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
                 agent_session_id, model, effort, transcript_path, result,
-                remote_boot_id, remote_generation, remote_offset
+                remote_boot_id, remote_generation, remote_offset,
+                leader_pid, leader_start_ticks, leader_boot_id
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(&mut *db)
@@ -202,6 +235,9 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
             remote_boot_id: r.try_get("remote_boot_id")?,
             remote_generation: r.try_get("remote_generation")?,
             remote_offset: r.try_get("remote_offset")?,
+            leader_pid: r.try_get("leader_pid")?,
+            leader_start_ticks: r.try_get("leader_start_ticks")?,
+            leader_boot_id: r.try_get("leader_boot_id")?,
         });
     }
     Ok(out)

@@ -457,6 +457,9 @@ mod tests {
             remote_boot_id: None,
             remote_generation: None,
             remote_offset: None,
+            leader_pid: None,
+            leader_start_ticks: None,
+            leader_boot_id: None,
         }
     }
 
@@ -480,12 +483,30 @@ mod tests {
         second.exited = true;
         second.exit_code = Some(3);
         second.exit_reason = Some("exited".into());
-        store.upsert_session(second).await.unwrap().unwrap();
+        store.upsert_session(second.clone()).await.unwrap().unwrap();
         let rows = store.load_fleet().await.unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].name, "second");
         assert_eq!(rows[0].exit_code, Some(3));
         assert_eq!(rows[0].args, vec!["-i".to_string()]);
+        assert_eq!(rows[0].leader(), None);
+        let mut running = row(id, "running");
+        running.leader_pid = Some(4242);
+        running.leader_start_ticks = Some(987_654);
+        running.leader_boot_id = Some("boot".into());
+        store.upsert_session(running).await.unwrap().unwrap();
+        let rows = store.load_fleet().await.unwrap();
+        assert_eq!(
+            rows[0].leader(),
+            Some(crate::providers::group_leader::GroupLeader {
+                pid: 4242,
+                start_ticks: 987_654,
+                boot_id: "boot".into()
+            })
+        );
+        // The exit written clears it.
+        store.upsert_session(second).await.unwrap().unwrap();
+        assert_eq!(store.load_fleet().await.unwrap()[0].leader(), None);
         store.delete_session(id).await.unwrap().unwrap();
         assert!(store.load_fleet().await.unwrap().is_empty());
     }

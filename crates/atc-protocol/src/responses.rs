@@ -62,7 +62,8 @@ pub struct DaemonInfo {
     pub reporter: ReporterCounts,
 }
 
-/// The daemon's limits: sizes in bytes, the hook reports' rate and the trail's retention.
+/// The daemon's limits: sizes in bytes, its cap on running sessions, the hook reports' rate
+/// and the trail's retention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -84,6 +85,10 @@ pub struct Limits {
     pub trail_max_age_days: u32,
     /// HTTP connections from one peer address that have not shown the token.
     pub tokenless_connections: u64,
+    /// The most sessions with a running process at once (`limits.maxSessions`, or the number
+    /// the daemon worked out from its host at start); absent from daemons older than it.
+    #[serde(default)]
+    pub max_sessions: Option<u64>,
 }
 
 /// A problem of the config file.

@@ -346,6 +346,8 @@ impl ExecutionProvider for ImpProvider {
                 direct_input: None,
             },
             ready: Some(rx),
+            // Its process runs on its host, where no later daemon here could end it.
+            leader: None,
         })
     }
 

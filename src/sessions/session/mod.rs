@@ -50,7 +50,7 @@ use crate::sessions::session_error::SessionError;
 use crate::store::StateStore;
 use atc_protocol::TermSize;
 use atc_protocol::{
-    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, NamedBy, SessionState,
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, Lifecycle, SessionState,
 };
 use attention::Attention;
 use clients::{counted_size, Clients, Newcomer, Opened};
@@ -69,6 +69,8 @@ pub struct SessionDeps {
     pub catalog: Arc<AgentCatalog>,
     /// Where notices go.
     pub manager: Recipient<FleetNotice>,
+    /// Who says whether a name would shadow another session's id (the manager).
+    pub names: Recipient<ShadowedId>,
     /// Sizes.
     pub limits: Limits,
     /// Durations.
@@ -93,6 +95,8 @@ pub struct SessionDeps {
     pub atc_program: std::path::PathBuf,
     /// This daemon's metrics.
     pub metrics: crate::metrics::Metrics,
+    /// The cap on sessions with a running process: each start takes a slot.
+    pub slots: crate::sessions::live_slots::LiveSlots,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -111,6 +115,9 @@ pub struct Session {
     /// The output stream and the attached clients.
     clients: Clients,
     harness: Option<HarnessHandle>,
+    /// The harness's place under the cap on running sessions: held exactly while `harness`
+    /// is (given back when the exit is recorded, or with the actor).
+    slot: Option<crate::sessions::live_slots::LiveSlot>,
     ending: Option<Ending>,
     /// The harness's connection (remote harnesses report changes).
     attachment: Attachment,
@@ -153,6 +160,7 @@ impl Session {
             }),
             clients: Clients::new(deps.limits.ring_bytes, deps.metrics.clone()),
             harness: None,
+            slot: None,
             ending: None,
             attachment: Attachment::Detached,
             remote: deps
@@ -565,24 +573,10 @@ impl Handler<Ack> for Session {
 }
 
 impl Handler<Update> for Session {
-    type Result = Result<Descriptor, Error>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
 
     fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
-        if let Some(name) = msg.name {
-            let name = name.trim().to_string();
-            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-                return Err(SessionError::BadName.into());
-            }
-            if name != self.record.name {
-                self.set_name(name, NamedBy::User);
-            }
-        }
-        if let Some(pinned) = msg.pinned {
-            self.record.pinned = pinned;
-        }
-        self.persist();
-        self.notify_state();
-        Ok(self.descriptor())
+        self.update(msg)
     }
 }
 

@@ -48,6 +48,9 @@ pub struct SessionRecord {
     pub size: TermSize,
     /// Exit of the last process, when there is none now.
     pub exit: Option<ExitInfo>,
+    /// The group leader of the local process running now (kept on the row so the next daemon
+    /// can end it after a `kill -9` of this one, see `daemon::survivors`).
+    pub leader: Option<crate::providers::group_leader::GroupLeader>,
 }
 
 /// How the last process ended.
@@ -127,6 +130,8 @@ impl SessionRecord {
                 rows: row.rows.clamp(1, 4096),
             },
             exit: Some(exit),
+            // A loaded row's process was the last daemon's: ended by now, or not ours.
+            leader: None,
         }
     }
 
@@ -162,6 +167,12 @@ impl SessionRecord {
             remote_generation: self.remote.as_ref().map(|p| p.generation.clone()),
             remote_offset: self.remote.as_ref().map(|p| p.offset as i64),
             result: None,
+            leader_pid: self.leader.as_ref().map(|l| l.pid),
+            leader_start_ticks: self
+                .leader
+                .as_ref()
+                .map(|l| i64::try_from(l.start_ticks).unwrap_or(i64::MAX)),
+            leader_boot_id: self.leader.as_ref().map(|l| l.boot_id.clone()),
         }
     }
 }
@@ -233,6 +244,9 @@ mod tests {
             remote_boot_id: Some("boot".into()),
             remote_generation: Some("g1".into()),
             remote_offset: Some(42),
+            leader_pid: None,
+            leader_start_ticks: None,
+            leader_boot_id: None,
         }
     }
 

@@ -20,6 +20,7 @@ use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, HostUse, StartSpec,
 };
+use crate::sessions::live_slots::LiveSlot;
 use crate::sessions::screen_worker::ResizeScreen;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{
@@ -147,12 +148,13 @@ impl Session {
     }
 
     /// Starts a session with a fresh harness from `spec` (see [`Session::spawn_spec`]), whose
-    /// process may be launched already. Nothing is started (and no actor exists) when the
-    /// harness cannot start.
+    /// process may be launched already, in the place under the cap its spawn took (`slot`).
+    /// Nothing is started (and no actor exists) when the harness cannot start.
     pub fn spawn(
         record: SessionRecord,
         spec: StartSpec,
         deps: SessionDeps,
+        slot: LiveSlot,
     ) -> Result<(Addr<Session>, Descriptor, StartWait, RowWritten), Error> {
         let ctx = Context::new();
         let started =
@@ -160,6 +162,8 @@ impl Session {
         let mut session = Session::new(record, deps);
         session.attachment = initial_attachment(started.ready.is_some());
         session.harness = Some(started.handle);
+        session.slot = Some(slot);
+        session.record.leader = started.leader;
         session.attention.say("started");
         let descriptor = session.descriptor();
         let written = session.persist();
@@ -174,14 +178,26 @@ impl Session {
     /// A remote session that ran when the daemon stopped is re-attached instead (spec §5.6,
     /// issue 4): its process kept running in its imp. A sleeping imp answers the attach with
     /// `INVALID_STATE`, which leaves the session suspended until a revive wakes it.
+    ///
+    /// A re-attach takes a place under the cap on running sessions like any start; past the
+    /// cap the session is left without a process, and the log says so.
     pub fn restore(record: SessionRecord, deps: SessionDeps) -> (Addr<Session>, Descriptor) {
-        if reattachable(&record, &deps) {
+        let slot = reattachable(&record, &deps)
+            .then(|| {
+                deps.slots.take().map_err(|e| {
+                    tracing::warn!(session = %record.id, error = %e,
+                        "not re-attached: the session cap is reached");
+                })
+            })
+            .and_then(Result::ok);
+        if let Some(slot) = slot {
             let ctx = Context::new();
             match start_reattach(&record, &deps, &ctx.address()) {
                 Ok(started) => {
                     let mut session = Session::new(record, deps);
                     session.attachment = Attachment::Reattaching;
                     session.harness = Some(started.handle);
+                    session.slot = Some(slot);
                     session.record.exit = None;
                     session.attention.say("reattaching");
                     session.persist();
@@ -206,6 +222,8 @@ impl Session {
 
     pub(super) fn on_exited(&mut self, status: HarnessExited) {
         self.harness = None;
+        self.slot = None;
+        self.record.leader = None;
         // Without a process the session is exited, and no longer waits for anyone.
         let change = self.attention.ended();
         self.permit(change);
@@ -274,6 +292,8 @@ impl Session {
             }
             .into());
         }
+        // Given back if the start fails below.
+        let slot = self.deps.slots.take()?;
         let mut plan = self
             .deps
             .catalog
@@ -301,6 +321,8 @@ impl Session {
         )?;
         self.attachment = initial_attachment(started.ready.is_some());
         self.harness = Some(started.handle);
+        self.slot = Some(slot);
+        self.record.leader = started.leader;
         self.ending = None;
         self.record.exit = None;
         self.set_attention(SessionState::Running);
@@ -525,6 +547,7 @@ mod tests {
                 signal: None,
                 reason,
             }),
+            leader: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! quiet `cat` sessions in steps until the daemon refuses one (or the count's cap or the time
 //! limit comes first), then reads the limits at that moment and names the one that was hit:
 //! PTYs (`kernel.pty.nr` against `kernel.pty.max`), descriptors (the daemon's against its
-//! `RLIMIT_NOFILE`), memory (`MemAvailable`), or processes. The daemon's refusal is the
+//! `RLIMIT_NOFILE`), memory (`MemAvailable`), processes, or the daemon's own session cap. The daemon's refusal is the
 //! evidence; the limits only say which one it ran into. Then it checks that the daemon took
 //! the refusal in its stride: it still answers, and every session it held is still alive.
 //!
@@ -44,6 +44,8 @@ pub enum StopReason {
     Memory,
     /// No more processes could be made.
     Processes,
+    /// The daemon's own cap on running sessions (`limits.maxSessions`).
+    SessionCap,
     /// A refusal none of the limits explains.
     Other,
     /// The cap (`--count`) was reached with nothing refused.
@@ -59,6 +61,7 @@ impl StopReason {
             StopReason::OpenFiles => "open files",
             StopReason::Memory => "memory",
             StopReason::Processes => "processes",
+            StopReason::SessionCap => "the daemon's session cap (limits.maxSessions)",
             StopReason::Other => "something else (see the refusal)",
             StopReason::Cap => "the cap (--count)",
             StopReason::Time => "the time limit (--seconds)",
@@ -85,6 +88,7 @@ pub fn classify(problem: Option<&str>, message: &str, at: &AtRefusal) -> StopRea
         Some("open_files_exhausted") => return StopReason::OpenFiles,
         Some("processes_exhausted") => return StopReason::Processes,
         Some("memory_exhausted") => return StopReason::Memory,
+        Some("session_cap") => return StopReason::SessionCap,
         _ => {}
     }
     let m = message.to_ascii_lowercase();
@@ -152,7 +156,9 @@ pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
     let deadline = started + plan.limit;
     let cap = plan.count_or(DEFAULT_CAP);
     let before = PtyCount::read();
-    let daemon = start_daemon(plan, "grow", 4096).await?;
+    // The daemon's own cap stays: past it, a limit of the machine is the one to find, and the
+    // cap is the daemon's answer to it (`StopReason::SessionCap`).
+    let daemon = start_daemon(plan, "grow", 4096, None).await?;
     let probe = Probe::new(daemon.pid(), daemon.state_dir());
     if let Some(n) = opts.grow_fd_limit {
         let pid = rustix::process::Pid::from_raw(daemon.pid() as i32)
@@ -363,6 +369,7 @@ mod tests {
             ("open_files_exhausted", StopReason::OpenFiles),
             ("processes_exhausted", StopReason::Processes),
             ("memory_exhausted", StopReason::Memory),
+            ("session_cap", StopReason::SessionCap),
         ] {
             assert_eq!(classify(Some(problem), "internal error", &roomy), want);
         }

@@ -127,8 +127,14 @@ fn ticker_bytes_per_sec(hold: Duration) -> u64 {
     ((RING_BYTES as f64 / fill_secs) as u64).clamp(1024, 64 * 1024)
 }
 
-/// Starts the soak's daemon on `<work>/<name>/state`.
-async fn start_daemon(plan: &Plan, name: &str, ticker_rate: u64) -> anyhow::Result<ChildDaemon> {
+/// Starts the soak's daemon on `<work>/<name>/state`, with its cap on running sessions at
+/// `max_sessions` (`None`: the one the daemon works out from the host).
+async fn start_daemon(
+    plan: &Plan,
+    name: &str,
+    ticker_rate: u64,
+    max_sessions: Option<u64>,
+) -> anyhow::Result<ChildDaemon> {
     let dir = plan.work_dir.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let config = serde_json::json!({
@@ -139,7 +145,7 @@ async fn start_daemon(plan: &Plan, name: &str, ticker_rate: u64) -> anyhow::Resu
                 "args": ["ticker", "--bytes-per-sec", ticker_rate.to_string()],
             },
         },
-        "limits": {"ringBytes": RING_BYTES},
+        "limits": {"ringBytes": RING_BYTES, "maxSessions": max_sessions},
     });
     let mut spec = DaemonSpec::new(plan.daemon_bin.clone(), config);
     spec.start_limit = Duration::from_secs(60);
@@ -253,7 +259,9 @@ async fn hold(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         report.note(why);
     }
 
-    let daemon = start_daemon(plan, "soak", ticker_bytes_per_sec(opts.hold)).await?;
+    // The fleet asked for, past the cap the daemon would work out (half of kernel.pty.max):
+    // the PTY check above already keeps it within what the machine has.
+    let daemon = start_daemon(plan, "soak", ticker_bytes_per_sec(opts.hold), Some(n)).await?;
     let probe = Probe::new(daemon.pid(), daemon.state_dir());
     let client = daemon.client();
     let fleet = Fleet::new(plan.work_dir.display().to_string());
