@@ -171,6 +171,13 @@ fn a_token_env_name_holding_another_value_is_not_a_leak() {
     ));
 }
 
+/// Found by `cargo fuzz run attach_control` in CI: an empty key given twice, in text that is
+/// no JSON after it, was refused naming an empty field.
+#[test]
+fn a_repeated_empty_key_is_refused_by_a_name() {
+    checks::attach_control(b"{\"\":80,\"\":2\x1blty\x1b\x1b\x1b4}");
+}
+
 /// The defect the auth property found first (`9f690dd`): serde's text for a wrong type quotes
 /// the value, so a token pasted into `secrets` as a string came back in the problem. Kept as a
 /// fixed case, since random cases reach it only now and then.

@@ -117,9 +117,11 @@ impl<'de> Visitor<'de> for Strict<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut fields = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            // The empty key is named `""`, so a refusal never names an empty path.
+            let name = if key.is_empty() { "\"\"" } else { key.as_str() };
             let path = match self.path.is_empty() {
-                true => self.child(&key),
-                false => self.child(&format!(".{key}")),
+                true => self.child(name),
+                false => self.child(&format!(".{name}")),
             };
             if fields.contains_key(&key) {
                 *self.repeated.borrow_mut() = Some(path);
@@ -150,6 +152,9 @@ mod tests {
         assert_eq!(dup(r#"{"env":{"A":1,"B":2,"A":3}}"#), "env.A");
         assert_eq!(dup(r#"[{"x":1},{"y":1,"y":1}]"#), "[1].y");
         assert_eq!(dup(r#"{"a":[{"b":{"c":0,"c":0}}]}"#), "a[0].b.c");
+        // Found by `cargo fuzz run attach_control`: the empty key, repeated, named nothing.
+        assert_eq!(dup(r#"{"":80,"":2}"#), "\"\"");
+        assert_eq!(dup(r#"{"a":{"":1,"":2}}"#), "a.\"\"");
         // The same key in sibling objects is no repetition.
         assert_eq!(
             parse(br#"{"a":{"k":1},"b":{"k":2}}"#).unwrap(),
