@@ -130,7 +130,9 @@ pub fn serve(
             };
             let (manager, stats, keys) = (manager.clone(), stats.clone(), keys.clone());
             actix_rt::spawn(async move {
-                let mut buf = Vec::new();
+                // Room for the longest line at once: grown by doubling, a line just under the
+                // cap would take twice its size. Pages never written cost no memory.
+                let mut buf = Vec::with_capacity(MAX_LINE + 1);
                 let read = tokio::time::timeout(
                     READ_TIMEOUT,
                     (&mut conn).take(MAX_LINE as u64 + 1).read_to_end(&mut buf),

@@ -2,7 +2,9 @@
 //! refilled at `limits.reportsPerSecond`. Agents report a few times per turn, and Claude's
 //! statusline a few times a second at most; a process that reports faster is flooding the
 //! store and the fleet's events, and what is over the rate is refused. The session's trail
-//! says so once per flood: the first refusal after an accepted report asks for a trail row.
+//! says so once per flood: the first refusal asks for a trail row, and the flood is over only
+//! once the session has been quiet long enough to fill its bucket again. (Ending it at the
+//! next report taken would write a row for every refill in a flood that goes on.)
 //!
 //! Plain state over an injected instant; the session owns one and asks it for each report.
 
@@ -19,7 +21,7 @@ pub struct ReportBudget {
     tokens: f64,
     /// When `tokens` was last brought up to date.
     at: Instant,
-    /// A report was refused since the last one was taken, so the flood was told already.
+    /// A report was refused since the bucket was last full, so the flood was told already.
     refusing: bool,
 }
 
@@ -30,7 +32,7 @@ pub enum Admission {
     Taken,
     /// Over the rate; `first` for the first refusal of this flood (the one the trail tells).
     Refused {
-        /// The first refusal since a report was last taken.
+        /// The first refusal since the bucket was last full.
         first: bool,
     },
 }
@@ -52,9 +54,11 @@ impl ReportBudget {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
         self.at = now;
+        if self.tokens >= self.burst {
+            self.refusing = false;
+        }
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
-            self.refusing = false;
             return Admission::Taken;
         }
         let first = !self.refusing;
@@ -77,10 +81,16 @@ mod tests {
         }
         assert_eq!(b.take(t0), Admission::Refused { first: true });
         assert_eq!(b.take(t0), Admission::Refused { first: false });
-        // A tenth of a second refills one report.
+        // A tenth of a second refills one report; the flood goes on, told already.
         let t1 = t0 + Duration::from_millis(100);
         assert_eq!(b.take(t1), Admission::Taken);
-        assert_eq!(b.take(t1), Admission::Refused { first: true });
+        assert_eq!(b.take(t1), Admission::Refused { first: false });
+        // Half a second of quiet fills the bucket: the next flood is told again.
+        let t2 = t1 + Duration::from_millis(500);
+        for _ in 0..5 {
+            assert_eq!(b.take(t2), Admission::Taken);
+        }
+        assert_eq!(b.take(t2), Admission::Refused { first: true });
     }
 
     #[test]
