@@ -115,8 +115,9 @@ pub fn text_block(raw: &str, max: usize) -> String {
     out
 }
 
-/// The characters that reorder text around them (U+202A–U+202E, U+2066–U+2069), which can make
-/// a message read as something else.
+/// The characters that reorder text around them (U+202A–U+202E, U+2066–U+2069: the
+/// embeddings, overrides and isolates of Unicode's bidirectional algorithm), which can make a
+/// message or a name read as something else. Session names refuse them by this same test.
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }

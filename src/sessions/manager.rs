@@ -183,7 +183,7 @@ impl SessionManager {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "/".into())
             .chars()
-            .filter(|c| !c.is_control() && !session_name::is_bidi_override(*c))
+            .filter(|c| !c.is_control() && !crate::agents::report_check::is_bidi_control(*c))
             .collect();
         let base = base.trim();
         match session_name::check(base) {

@@ -17,6 +17,8 @@
 
 use uuid::Uuid;
 
+use crate::agents::report_check::is_bidi_control;
+
 use atc_client::session::SHORT_ID_LEN;
 
 /// The longest name, in characters (what an agent's name is cut to as well,
@@ -66,12 +68,6 @@ impl NameProblem {
     }
 }
 
-/// Whether `c` reorders the text around it when shown: the embeddings, overrides and
-/// isolates of Unicode's bidirectional algorithm.
-pub fn is_bidi_override(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
 /// Checks a name's own text (already trimmed); the fleet's ids are [`shadowed_id`]'s.
 pub fn check(name: &str) -> Result<(), NameProblem> {
     if name.is_empty() {
@@ -83,7 +79,7 @@ pub fn check(name: &str) -> Result<(), NameProblem> {
     if name.chars().any(char::is_control) {
         return Err(NameProblem::Control);
     }
-    if name.chars().any(is_bidi_override) {
+    if name.chars().any(is_bidi_control) {
         return Err(NameProblem::Bidi);
     }
     Ok(())

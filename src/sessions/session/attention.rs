@@ -293,10 +293,7 @@ impl Session {
                 kind: row.kind.map(str::to_string),
                 detail: row.detail,
             },
-            crate::store::TrailKeep {
-                per_session: self.deps.limits.trail_per_session,
-                rows: self.deps.limits.trail_rows,
-            },
+            crate::sessions::trail_sweep::keep(&self.deps.limits),
         );
     }
 }
