@@ -165,18 +165,7 @@ async fn malformed_lines_and_unknown_sessions_are_dropped_and_counted() {
     )
     .await;
     becomes(&d, &id, "needs_you", true, "from inside").await;
-    let deadline = std::time::Instant::now() + support::WITHIN;
-    loop {
-        let (_, info) = d.call("GET", "/v1/daemon", None).await;
-        if info["reporter"]["dropped"] == 5 && info["reporter"]["accepted"] == 1 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "counts never settled: {info}"
-        );
-        actix_rt::time::sleep(Duration::from_millis(20)).await;
-    }
+    d.wait_reporter(1, 5).await;
     assert_eq!(
         d.session(&id).await["alive"],
         true,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::child_daemon::ChildDaemon;
-use support::raw_answer::RawAnswer;
+use support::raw_answer::{content_length, RawAnswer};
 use support::{id_of, test_config, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -78,15 +78,7 @@ impl Conn {
     fn take_answer(&mut self) -> Option<RawAnswer> {
         let end = self.got.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
         let head = String::from_utf8_lossy(&self.got[..end]).to_string();
-        let len = head
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse::<usize>().ok())?
-            })
-            .unwrap_or(0);
+        let len = content_length(&head);
         if self.got.len() < end + len {
             return None;
         }

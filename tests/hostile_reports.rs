@@ -45,48 +45,6 @@ async fn hook_from_file(d: &TestDaemon, id: &str, dir: &Path, payload: &Value) {
     d.submit(id, &cmd).await;
 }
 
-/// The trail rows of session `id`, oldest first, once `pred` holds for them.
-async fn trail_of(
-    d: &TestDaemon,
-    id: &str,
-    what: &str,
-    pred: impl Fn(&[Value]) -> bool,
-) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
-        let rows: Vec<Value> = trail["events"]
-            .as_array()
-            .map(|rows| rows.iter().filter(|r| r["atcId"] == id).cloned().collect())
-            .unwrap_or_default();
-        if pred(&rows) {
-            return rows;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the trail of {id} never showed {what}: {trail}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Polls `GET /v1/daemon` until the reporter's counts are `(accepted, dropped)`.
-async fn reporter_counts(d: &TestDaemon, accepted: u64, dropped: u64) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let (_, info) = d.call("GET", "/v1/daemon", None).await;
-        let r = &info["reporter"];
-        if r["accepted"] == accepted && r["dropped"] == dropped {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "reporter counts never became {accepted}/{dropped}: {r}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Kills `id`, waits until it is dead, and revives it.
 async fn kill_and_revive(d: &TestDaemon, id: &str) {
     let (status, body) = d
@@ -142,14 +100,16 @@ async fn an_injected_agent_session_id_is_refused_and_never_reaches_an_argv() {
         .wait_session(&id, "the report after", |s| s["lastMsg"] == "after")
         .await;
     assert_eq!(s["agentSessionID"], Value::Null, "{s}");
-    let rows = trail_of(&d, &id, "the notification", |r| !r.is_empty()).await;
+    let rows = d
+        .wait_trail(&id, "the notification", |r| !r.is_empty())
+        .await;
     let events: Vec<&Value> = rows.iter().map(|r| &r["event"]).collect();
     assert_eq!(
         events,
         [&json!("Notification")],
         "nothing of the refused one"
     );
-    reporter_counts(&d, 1, 1).await;
+    d.wait_reporter(1, 1).await;
     // A revive starts the agent afresh: no resume flag, and no injected flag.
     kill_and_revive(&d, &id).await;
     let screen = screen_with(&d, &id, "AGENT-START", 2).await;
@@ -197,7 +157,7 @@ async fn a_session_cannot_report_as_another() {
     d.wait_session(&thief, "its own report", |s| s["lastMsg"] == "its own")
         .await;
     // The reports are sent in order: once the second is in, the first was counted.
-    reporter_counts(&d, 1, 1).await;
+    d.wait_reporter(1, 1).await;
     let v = d.session(&victim).await;
     assert_eq!(v["state"], "running", "{v}");
     assert_ne!(v["lastMsg"], "stolen", "{v}");
@@ -234,7 +194,7 @@ async fn report_fields_are_capped_and_cleaned_of_control_characters() {
     )
     .await;
     d.wait_session(&id, "done", |s| s["state"] == "done").await;
-    let rows = trail_of(&d, &id, "both reports", |r| r.len() == 2).await;
+    let rows = d.wait_trail(&id, "both reports", |r| r.len() == 2).await;
     assert_eq!(
         rows[0]["message"].as_str().map(|m| m.chars().count()),
         Some(200)
@@ -265,8 +225,10 @@ async fn reports_over_the_rate_are_refused_and_the_trail_says_so_once() {
         )
         .await;
     }
-    reporter_counts(&d, 3, 3).await;
-    let rows = trail_of(&d, &id, "three reports and one refusal", |r| r.len() >= 4).await;
+    d.wait_reporter(3, 3).await;
+    let rows = d
+        .wait_trail(&id, "three reports and one refusal", |r| r.len() >= 4)
+        .await;
     let events: Vec<&str> = rows.iter().filter_map(|r| r["event"].as_str()).collect();
     assert_eq!(
         events,
@@ -308,10 +270,11 @@ async fn the_trail_keeps_its_share_per_session_its_total_and_forget_removes_a_tr
     .await;
     d.wait_session(&other, "its prompt", |s| s["lastMsg"] == "o1")
         .await;
-    let rows = trail_of(&d, &id, "the newest three", |r| {
-        r.last().is_some_and(|r| r["message"] == "p5")
-    })
-    .await;
+    let rows = d
+        .wait_trail(&id, "the newest three", |r| {
+            r.last().is_some_and(|r| r["message"] == "p5")
+        })
+        .await;
     let kept: Vec<&str> = rows.iter().filter_map(|r| r["message"].as_str()).collect();
     assert_eq!(kept, ["p3", "p4", "p5"]);
     d.stop().await;
@@ -441,7 +404,7 @@ async fn reporters_that_hold_their_lines_cannot_grow_the_daemon() {
         let written = w.join().expect("a writer thread");
         assert!(written.is_ok(), "{written:?}");
     }
-    reporter_counts(&d.client, 0, 200).await;
+    d.client.wait_reporter(0, 200).await;
     let grew_mib = peak_rss_kib(d.pid()).saturating_sub(before) / 1024;
     assert!(
         grew_mib < 80,
@@ -498,6 +461,6 @@ async fn out_of_descriptors_the_reporter_backs_off_instead_of_spinning() {
         .expect("restore the daemon's limit");
     // With descriptors back, the waiting reporters are read (and dropped: they send nothing).
     drop(held);
-    reporter_counts(&d.client, 0, 10).await;
+    d.client.wait_reporter(0, 10).await;
     d.stop().await;
 }

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::raw_answer::RawAnswer;
+use support::raw_answer::{content_length, RawAnswer};
 use support::{id_of, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -61,15 +61,7 @@ fn complete(got: &[u8]) -> bool {
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
         return false;
     };
-    let len = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
+    let len = content_length(head);
     body.len() >= len
 }
 

@@ -50,30 +50,20 @@ async fn fleet_row(d: &TestDaemon, id: &str, what: &str, pred: impl Fn(&Value) -
     }
 }
 
-/// Polls the trail until it holds an `event` report of session `id`; answers those rows,
+/// Polls the trail until it holds `count` `event` reports of session `id`; answers those rows,
 /// oldest first. Reading the trail flushes every store write queued before those rows.
 async fn trail_rows(d: &TestDaemon, id: &str, event: &str, count: usize) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
-        let rows: Vec<Value> = trail["events"]
-            .as_array()
-            .map(|rows| {
-                rows.iter()
-                    .filter(|r| r["atcId"] == id && r["event"] == event)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        if rows.len() >= count {
-            return rows;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the trail never held {count} {event} of {id}: {trail}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let of_event = |rows: &[Value]| -> Vec<Value> {
+        rows.iter()
+            .filter(|r| r["event"] == event)
+            .cloned()
+            .collect()
+    };
+    let what = format!("{count} {event}");
+    of_event(
+        &d.wait_trail(id, &what, |rows| of_event(rows).len() >= count)
+            .await,
+    )
 }
 
 /// Polls `/v1/daemon` until `lastUsedAgent` is `agent`.

@@ -387,6 +387,50 @@ impl TestDaemon {
         }
     }
 
+    /// Polls the trail until `pred` holds for session `id`'s rows (oldest first, among the
+    /// newest 200), and answers them; panics with the trail after [`WITHIN`]. Reading the
+    /// trail flushes every store write queued before its rows.
+    pub async fn wait_trail(
+        &self,
+        id: &str,
+        what: &str,
+        pred: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let (_, trail) = self.call("GET", "/v1/events/trail?limit=200", None).await;
+            let rows: Vec<Value> = trail["events"]
+                .as_array()
+                .map(|rows| rows.iter().filter(|r| r["atcId"] == id).cloned().collect())
+                .unwrap_or_default();
+            if pred(&rows) {
+                return rows;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the trail of {id} never showed {what}: {trail}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Polls `GET /v1/daemon` until the reporter socket's counts are `(accepted, dropped)`.
+    pub async fn wait_reporter(&self, accepted: u64, dropped: u64) {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let (_, info) = self.call("GET", "/v1/daemon", None).await;
+            let r = &info["reporter"];
+            if r["accepted"] == accepted && r["dropped"] == dropped {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "reporter counts never became {accepted}/{dropped}: {r}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Polls the screen until its text contains `needle`.
     pub async fn wait_screen(&self, id: &str, needle: &str) -> Value {
         let deadline = tokio::time::Instant::now() + WITHIN;

@@ -25,3 +25,15 @@ impl RawAnswer {
         })
     }
 }
+
+/// The body length a head announces (`content-length`, any case); 0 without one.
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0)
+}
