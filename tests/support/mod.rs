@@ -12,6 +12,7 @@ pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
 pub mod raw_answer;
+pub mod real_agents;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
