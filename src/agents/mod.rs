@@ -344,24 +344,29 @@ impl AgentCatalog {
 /// How `submit` types a line into an agent (spec §3.6). Each element is one write; all of one
 /// submit are issued together so no other client's input lands between them.
 ///
-/// Claude takes the text and a newline in one write. Codex and Grok get the text as a
-/// bracketed paste when the terminal has asked for one (DEC mode 2004), with any paste markers
-/// inside the text removed so it cannot end the paste early, then Enter as a separate write.
-/// Every other agent (shells, configured commands) gets the text and a carriage return, which
-/// is what a terminal sends for Enter.
+/// Claude, Codex and Grok get the text as a bracketed paste when the terminal has asked for one
+/// (DEC mode 2004), with any paste markers inside the text removed so it cannot end the paste
+/// early, then Enter (`\r`) as a separate write; without the mode, the bare text and then `\r`.
+/// Every other agent (shells, configured commands) gets the text and a carriage return in one
+/// write, which is what a terminal sends for Enter.
+///
+/// The spec's plan for Claude, the text and `\n` in one write, leaves the text in Claude Code
+/// 2.1's input box: it takes a `\n` inside a read as a newline of the prompt, not as Enter.
+/// Checked against the real binaries, as `tests/real_claude.rs` and `tests/real_codex.rs` run
+/// them: Claude Code 2.1.332 and Codex 0.171.0 (README, "What submit types"). Grok's plan is
+/// the same shape but has not been checked against a real Grok.
 pub fn line_plan(agent: &str, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>> {
     const PASTE_START: &str = "\x1b[200~";
     const PASTE_END: &str = "\x1b[201~";
     match agent {
-        "claude" => vec![format!("{text}\n").into_bytes()],
-        "codex" | "grok" if bracketed_paste => {
+        "claude" | "codex" | "grok" if bracketed_paste => {
             let clean = text.replace(PASTE_START, "").replace(PASTE_END, "");
             vec![
                 format!("{PASTE_START}{clean}{PASTE_END}").into_bytes(),
                 b"\r".to_vec(),
             ]
         }
-        "codex" | "grok" => vec![text.as_bytes().to_vec(), b"\r".to_vec()],
+        "claude" | "codex" | "grok" => vec![text.as_bytes().to_vec(), b"\r".to_vec()],
         _ => vec![format!("{text}\r").into_bytes()],
     }
 }
@@ -415,7 +420,7 @@ pub fn shell_quote(word: &str) -> String {
 
 /// Whether `line_plan` for this agent depends on the terminal's bracketed-paste mode.
 pub fn line_plan_reads_paste_mode(agent: &str) -> bool {
-    matches!(agent, "codex" | "grok")
+    matches!(agent, "claude" | "codex" | "grok")
 }
 
 /// Resolves a program name the way a shell would: a name with a slash is taken as a path,
@@ -492,7 +497,14 @@ mod tests {
 
     #[test]
     fn line_plans_follow_each_agent() {
-        assert_eq!(line_plan("claude", "hi", true), vec![b"hi\n".to_vec()]);
+        assert_eq!(
+            line_plan("claude", "hi", true),
+            vec![b"\x1b[200~hi\x1b[201~".to_vec(), b"\r".to_vec()]
+        );
+        assert_eq!(
+            line_plan("claude", "hi", false),
+            vec![b"hi".to_vec(), b"\r".to_vec()]
+        );
         assert_eq!(line_plan("shell", "hi", true), vec![b"hi\r".to_vec()]);
         assert_eq!(
             line_plan("codex", "hi", false),
@@ -503,7 +515,8 @@ mod tests {
             vec![b"\x1b[200~ab\x1b[201~".to_vec(), b"\r".to_vec()]
         );
         assert!(line_plan_reads_paste_mode("codex"));
-        assert!(!line_plan_reads_paste_mode("claude"));
+        assert!(line_plan_reads_paste_mode("claude"));
+        assert!(!line_plan_reads_paste_mode("shell"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub use impd_sim;
 pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
+pub mod fake_anthropic;
 pub mod fake_model;
 pub mod raw_answer;
 pub mod real_agents;
@@ -376,7 +377,18 @@ impl TestDaemon {
 
     /// Polls the descriptor until `pred` holds, or panics with the last one seen.
     pub async fn wait_session(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + WITHIN;
+        self.wait_session_within(id, what, WITHIN, pred).await
+    }
+
+    /// [`Self::wait_session`] with its own deadline (a real agent's turn takes longer).
+    pub async fn wait_session_within(
+        &self,
+        id: &str,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
             let d = self.session(id).await;
             if pred(&d) {
@@ -435,7 +447,12 @@ impl TestDaemon {
 
     /// Polls the screen until its text contains `needle`.
     pub async fn wait_screen(&self, id: &str, needle: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + WITHIN;
+        self.wait_screen_within(id, needle, WITHIN).await
+    }
+
+    /// [`Self::wait_screen`] with its own deadline (a real agent starts slower).
+    pub async fn wait_screen_within(&self, id: &str, needle: &str, within: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
             let (_, s) = self
                 .call("GET", &format!("/v1/sessions/{id}/screen"), None)

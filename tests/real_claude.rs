@@ -1,0 +1,298 @@
+//! The real Claude Code under atc, against Anthropic's Messages API faked on loopback
+//! (`support::fake_anthropic`): spawn, submit and the turn's result, a second turn, the model
+//! and effort overrides, kill and revive, a daemon restart, a permission prompt, and what a
+//! fresh client's repaint carries of the terminal modes Claude turns on.
+//!
+//! The binary comes from `npm ci --prefix tests/agents` at the version its lock file pins;
+//! without it each test says it skipped and how to get it (`support::real_agents`).
+
+mod support;
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use support::fake_anthropic::{self, user_texts};
+use support::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
+use support::{id_of, real_agents::real_bin, test_config, TestDaemon};
+
+/// One test's world: the daemon, the fake API and its script, Claude's private home and the
+/// folder it works in.
+struct World {
+    d: TestDaemon,
+    model: FakeModel,
+    _fake: Served,
+    config: atc::config::Config,
+    work: PathBuf,
+    state: PathBuf,
+    _root: tempfile::TempDir,
+}
+
+/// A world whose model answers the conversation's turns with `script`; `None` (the test
+/// skips) when the real Claude is not installed.
+async fn world(script: Vec<Reply>) -> Option<World> {
+    let bin = real_bin("claude")?;
+    let root = tempfile::tempdir().expect("temp dir");
+    let work = root.path().join("work");
+    let state = root.path().join("state");
+    std::fs::create_dir_all(&work).expect("work dir");
+    std::fs::create_dir_all(&state).expect("state dir");
+    let model = FakeModel::new(script);
+    let fake = fake_anthropic::start(&model);
+    let home = fake_anthropic::prepare_home(root.path(), &work);
+    let mut config = test_config();
+    config.agents.insert(
+        "claude".into(),
+        fake_anthropic::agent(&bin, &home, &fake.url),
+    );
+    let d = TestDaemon::start_on(&state, config.clone()).await;
+    Some(World {
+        d,
+        model,
+        _fake: fake,
+        config,
+        work,
+        state,
+        _root: root,
+    })
+}
+
+impl World {
+    /// Spawns Claude in the work folder with `extra` fields in the body, and waits until it
+    /// takes input.
+    async fn spawn(&self, extra: Value) -> String {
+        let mut body = json!({"agent": "claude", "cwd": self.work, "cols": 120, "rows": 40});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(e.clone());
+        }
+        let id = id_of(&self.d.spawn_with(body).await);
+        self.ready(&id).await;
+        id
+    }
+
+    /// Waits until Claude's session has started (its `SessionStart` hook named its own
+    /// session) and its prompt box is on the screen.
+    async fn ready(&self, id: &str) {
+        self.d
+            .wait_session_within(id, "started", AGENT_WITHIN, |s| {
+                s["agentSessionID"].is_string()
+            })
+            .await;
+        self.d.wait_screen_within(id, "❯", AGENT_WITHIN).await;
+    }
+
+    /// Submits `text` and waits until the fake got the turn that carries it.
+    async fn submit_turn(&self, id: &str, text: &str) -> Vec<String> {
+        let turns_before = self.model.turns().len();
+        self.d.submit(id, text).await;
+        let asked = self
+            .model
+            .wait_asked(&format!("a turn with {text:?}"), |asked| {
+                asked.iter().filter(|a| a.turn).count() > turns_before
+                    && asked
+                        .iter()
+                        .rev()
+                        .find(|a| a.turn)
+                        .is_some_and(|a| user_texts(a).last().map(String::as_str) == Some(text))
+            })
+            .await;
+        asked
+            .iter()
+            .rev()
+            .find(|a| a.turn)
+            .map(user_texts)
+            .unwrap_or_default()
+    }
+
+    /// Waits until the session is `done` with `result` as its turn's result.
+    async fn done_with(&self, id: &str, result: &str) -> Value {
+        let s = self
+            .d
+            .wait_session_within(id, &format!("done with {result:?}"), AGENT_WITHIN, |s| {
+                s["state"] == "done"
+            })
+            .await;
+        let (_, fleet) = self.d.call("GET", "/v1/fleet", None).await;
+        let row = fleet["fleet"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
+            .cloned()
+            .unwrap_or(Value::Null);
+        assert_eq!(row["result"], result, "{row}");
+        s
+    }
+}
+
+#[actix_rt::test]
+async fn a_submit_runs_a_turn_whose_reply_becomes_the_result_and_a_second_submit_another() {
+    let Some(w) = world(vec![
+        Reply::Text("Hello from the fake model.".into()),
+        Reply::Text("Second answer.".into()),
+    ])
+    .await
+    else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    let texts = w.submit_turn(&id, "say hello").await;
+    assert_eq!(texts, vec!["say hello"]);
+    w.d.wait_trail(&id, "prompt-submitted", |rows| {
+        rows.iter().any(|r| r["kind"] == "prompt-submitted")
+    })
+    .await;
+    w.done_with(&id, "Hello from the fake model.").await;
+    w.d.wait_screen(&id, "Hello from the fake model.").await;
+
+    let texts = w.submit_turn(&id, "and once more").await;
+    assert_eq!(
+        texts,
+        vec!["say hello", "and once more"],
+        "the conversation goes on"
+    );
+    w.done_with(&id, "Second answer.").await;
+    w.d.stop().await;
+}
+
+#[actix_rt::test]
+async fn model_and_effort_overrides_are_accepted_by_claude_and_reach_the_model() {
+    let Some(w) = world(vec![Reply::Text("as you like".into())]).await else {
+        return;
+    };
+    let id = w
+        .spawn(json!({"model": "claude-opus-4-5", "effort": "high"}))
+        .await;
+    w.submit_turn(&id, "which model").await;
+    let turn = w.model.turns().pop().expect("a turn");
+    assert_eq!(turn.model, "claude-opus-4-5");
+    assert_eq!(turn.effort.as_deref(), Some("high"));
+    w.done_with(&id, "as you like").await;
+    w.d.stop().await;
+}
+
+#[actix_rt::test]
+async fn kill_and_revive_resume_the_same_conversation() {
+    let Some(w) = world(vec![
+        Reply::Text("first answer".into()),
+        Reply::Text("after the revive".into()),
+    ])
+    .await
+    else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    w.submit_turn(&id, "remember this").await;
+    let before = w.done_with(&id, "first answer").await;
+    let (status, body) =
+        w.d.call("POST", &format!("/v1/sessions/{id}/kill"), None)
+            .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        w.d.call("POST", &format!("/v1/sessions/{id}/revive"), None)
+            .await;
+    assert_eq!(status, 200, "{body}");
+    w.ready(&id).await;
+    let texts = w.submit_turn(&id, "what did I say").await;
+    assert_eq!(texts, vec!["remember this", "what did I say"]);
+    let after = w.done_with(&id, "after the revive").await;
+    assert_eq!(after["agentSessionID"], before["agentSessionID"]);
+    w.d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_daemon_restart_restores_the_session_and_its_conversation() {
+    let Some(mut w) = world(vec![
+        Reply::Text("before the restart".into()),
+        Reply::Text("after the restart".into()),
+    ])
+    .await
+    else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    w.submit_turn(&id, "keep this").await;
+    w.done_with(&id, "before the restart").await;
+    w.d.stop().await;
+
+    w.d = TestDaemon::start_on(&w.state, w.config.clone()).await;
+    let (status, body) = w.d.call("POST", "/v1/fleet/restore", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"restored": 1}));
+    w.ready(&id).await;
+    let texts = w.submit_turn(&id, "still there?").await;
+    assert_eq!(texts, vec!["keep this", "still there?"]);
+    w.done_with(&id, "after the restart").await;
+    w.d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_tool_call_that_asks_permission_needs_you_and_answering_by_input_runs_it() {
+    let Some(w) = world(vec![
+        // Claude Code runs read-only commands such as a bare `echo` without asking.
+        Reply::Bash("touch made-by-claude && echo atc-permission-$((6*7))".into()),
+        Reply::Text("the command ran".into()),
+    ])
+    .await
+    else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    w.submit_turn(&id, "run the command").await;
+    w.d.wait_session_within(&id, "needs_you", AGENT_WITHIN, |s| {
+        s["state"] == "needs_you"
+    })
+    .await;
+    w.d.wait_screen(&id, "touch made-by-claude").await;
+    assert!(
+        !w.work.join("made-by-claude").exists(),
+        "ran before it was allowed"
+    );
+    // Enter picks the prompt's first choice, "Yes".
+    let (status, body) =
+        w.d.call(
+            "POST",
+            &format!("/v1/sessions/{id}/input"),
+            Some(json!({"data": "\r"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    w.d.wait_session_within(&id, "running again", AGENT_WITHIN, |s| {
+        s["state"] != "needs_you"
+    })
+    .await;
+    // The command ran: its output went back to the model as the tool's result.
+    w.model
+        .wait_asked("the tool's result", |asked| {
+            asked
+                .iter()
+                .any(|a| a.turn && a.body.to_string().contains("atc-permission-42"))
+        })
+        .await;
+    w.done_with(&id, "the command ran").await;
+    assert!(w.work.join("made-by-claude").exists());
+    w.d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_fresh_client_gets_the_terminal_modes_claude_turned_on() {
+    let Some(w) = world(vec![]).await else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    let (ws, _, prelude) = w.d.attach(&id, "cols=120&rows=40").await;
+    let size = |n| std::num::NonZeroU16::new(n).expect("a size");
+    let mut term = vt100::Parser::new(size(40), size(120), 0);
+    term.process(&prelude);
+    let screen = term.screen();
+    assert!(screen.alternate_screen(), "Claude's full-screen UI");
+    assert!(screen.bracketed_paste());
+    assert_eq!(
+        screen.mouse_protocol_mode(),
+        vt100::MouseProtocolMode::AnyMotion
+    );
+    assert_eq!(
+        screen.mouse_protocol_encoding(),
+        vt100::MouseProtocolEncoding::Sgr
+    );
+    assert!(screen.contents().contains('❯'), "{}", screen.contents());
+    ws.close().await;
+    w.d.stop().await;
+}
