@@ -1,7 +1,8 @@
 //! The browser page at `/` in real headless Chromium: the daemon runs in-process on an
 //! ephemeral port, and `tests/page/page.test.mjs` (Playwright driving Debian's
 //! `/usr/bin/chromium`) checks the page against it. Its output is relayed; its exit status
-//! decides; a second script checks a remote session's link state on the impd simulator.
+//! decides; a second script checks a remote session's link state on the impd simulator, and a
+//! third types a prompt into a real Claude Code (`support::claude_world`) and sees its reply.
 //! Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
 //! What the page's files and headers are is checked without a browser here too.
@@ -197,4 +198,36 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
     .await;
     sim.faults().cancel_connection_drops();
     d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium, tests/page/node_modules and tests/agents/node_modules; .ci/run installs them"]
+async fn a_prompt_typed_in_the_page_reaches_a_real_claude_and_its_reply_shows() {
+    use support::fake_model::Reply;
+    const PROMPT: &str = "typed in the page";
+    const REPLY: &str = "Hello from the fake model, in the page.";
+    let Some(w) = support::claude_world::world(vec![Reply::Text(REPLY.into())]).await else {
+        return;
+    };
+    let id = w.spawn(serde_json::json!({})).await;
+    run_page_script(
+        &w.d,
+        "claude.test.mjs",
+        &[
+            ("ATC_CLAUDE", &id),
+            ("ATC_PROMPT", PROMPT),
+            ("ATC_REPLY", REPLY),
+        ],
+    )
+    .await;
+    // The browser's keys, not a submit, carried the prompt to the model.
+    let turn = w.model.turns().pop().expect("the page's turn");
+    assert_eq!(
+        support::fake_anthropic::user_texts(&turn)
+            .last()
+            .map(String::as_str),
+        Some(PROMPT)
+    );
+    w.done_with(&id, REPLY).await;
+    w.d.stop().await;
 }

@@ -11,6 +11,7 @@ pub use impd_sim;
 pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
+pub mod claude_world;
 pub mod fake_anthropic;
 pub mod fake_model;
 pub mod raw_answer;
