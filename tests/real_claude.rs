@@ -187,3 +187,58 @@ async fn a_fresh_client_gets_the_terminal_modes_claude_turned_on() {
     ws.close().await;
     w.d.stop().await;
 }
+
+/// The bytes of one real Claude session as atc streamed them: its start, one prompt, the
+/// reply. They are a payload of the load tool and part of the screen model's fidelity corpus
+/// (`tests/agents/recordings/`); `ATC_RECORD=1` writes them there again.
+#[actix_rt::test]
+async fn a_real_session_is_recorded_whole_through_a_resume_from_offset_zero() {
+    const REPLY: &str = "That is all: the recording ends here.";
+    // What agents print: markdown with a heading, a list, a highlighted code block, a line
+    // long enough to wrap, and wide characters.
+    let long = format!(
+        "## What the daemon does\n\n\
+         - hosts agents in **pseudo-terminals**\n\
+         - serves them over `HTTP` and *WebSocket*\n\n\
+         ```rust\nfn main() {{\n    let answer = 6 * 7;\n    println!(\"{{answer}}\");\n}}\n```\n\n\
+         {}\n\n端末の中のエージェント、幅の広い文字。\n\n{REPLY}",
+        "A line long enough to wrap at the terminal's right margin. ".repeat(6)
+    );
+    let Some(w) = world(vec![
+        Reply::Text("A first, short answer.".into()),
+        Reply::Text(long),
+    ])
+    .await
+    else {
+        return;
+    };
+    let id = w.spawn(json!({})).await;
+    w.submit_turn(&id, "say something to record").await;
+    w.done_with(&id, "A first, short answer.").await;
+    w.submit_turn(&id, "now something longer, with code").await;
+    w.d.wait_screen_within(&id, REPLY, AGENT_WITHIN).await;
+    let (ws, attached, _) = w.d.attach(&id, "cols=120&rows=40&mode=watch").await;
+    ws.close().await;
+    let end = attached["offset"].as_u64().expect("the live offset") as usize;
+    let query = format!(
+        "cols=120&rows=40&mode=watch&stream={}&from=0",
+        attached["stream"].as_str().expect("the stream id")
+    );
+    let (mut ws, resumed, _) = w.d.attach(&id, &query).await;
+    assert_eq!(resumed["replay"], "resume", "{resumed}");
+    let bytes = ws.read_exact(end).await;
+    ws.close().await;
+    let (rows, _) = support::rendered_rows(&bytes, 120, 40);
+    assert!(
+        rows.iter().any(|r| r.contains(REPLY)),
+        "the recording replays to the reply: {rows:#?}"
+    );
+    if std::env::var("ATC_RECORD").as_deref() == Ok("1") {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/agents/recordings/claude-2.1.332.bin");
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("recordings folder");
+        std::fs::write(&path, &bytes).expect("write the recording");
+        println!("recorded {} bytes to {}", bytes.len(), path.display());
+    }
+    w.d.stop().await;
+}
