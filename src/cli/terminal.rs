@@ -126,13 +126,13 @@ fn install_panic_hook() {
 }
 
 /// Turns off the terminal modes a session's program may have left on and that would make the
-/// user's shell unusable after a detach: mouse reporting, focus events, bracketed paste,
-/// application cursor/keypad keys, the kitty keyboard protocol; shows the cursor and resets
-/// colours. Each is a "set to default" sequence, harmless when the mode was already off.
+/// user's shell unusable after a detach: mouse reporting, focus events, colour-scheme reports
+/// (Claude Code 2.1 sets 2031), bracketed paste, application cursor/keypad keys, the kitty
+/// keyboard protocol; shows the cursor and resets colours. Each is a "set to default" sequence, harmless when the mode was already off.
 /// Leaving the alternate screen is separate ([`LEAVE_ALT_SCREEN`]) because on a terminal not
 /// in it, xterm's `?1049l` also moves the cursor to a stale saved position.
-pub const RESET_INPUT_MODES: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\
-\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[<u\x1b[?25h\x1b[0m";
+pub const RESET_INPUT_MODES: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\
+\x1b[?1015l\x1b[?1004l\x1b[?2031l\x1b[?2004l\x1b[?1l\x1b>\x1b[<u\x1b[?25h\x1b[0m";
 
 /// Leaves the alternate screen, showing what was on the terminal before `attach`.
 pub const LEAVE_ALT_SCREEN: &[u8] = b"\x1b[?1049l";

@@ -23,4 +23,5 @@ pub mod session;
 pub mod session_error;
 pub mod session_name;
 pub mod status_file;
+pub mod terminal_modes;
 pub mod trail_sweep;

@@ -199,7 +199,7 @@ pub trait Parser {
     fn alternate_screen(&self) -> bool;
 }
 
-impl Parser for vt100::Parser {
+impl<CB: vt100::Callbacks> Parser for vt100::Parser<CB> {
     fn feed(&mut self, bytes: &[u8]) {
         self.process(bytes);
     }

@@ -138,7 +138,8 @@ mod tests {
     use crate::sessions::screen_fast_path::tests::Rng;
 
     /// A random mix of what terminals get: text, line ends, colors, cursor moves, saved
-    /// cursors, scroll regions, the alternate screen, bracketed paste, REP and UTF-8.
+    /// cursors, scroll regions, the alternate screen, bracketed paste, mouse tracking, focus
+    /// events, colour-scheme reports, full resets, REP and UTF-8.
     fn mixed_chunk(rng: &mut Rng) -> Vec<u8> {
         const PIECES: &[&[u8]] = &[
             b"hello ",
@@ -161,6 +162,13 @@ mod tests {
             b"\x1b[J",
             b"\x1b[3",
             b"8;2;10;20;30m",
+            // The modes Claude Code sets, some of them split, which the repaint carries.
+            b"\x1b[?1000;1002;1003;1006h",
+            b"\x1b[?1004h\x1b[?20",
+            b"31h",
+            b"\x1b[?1004;1003l",
+            b"\x1b",
+            b"c",
         ];
         let mut out = Vec::new();
         for _ in 0..1 + rng.below(8) {
@@ -236,6 +244,29 @@ mod tests {
         screen.process(after);
         model.process(after);
         assert_eq!(screen.look(seen), seen(&model));
+    }
+
+    #[test]
+    fn the_modes_a_log_set_survive_its_replay_and_into_the_model() {
+        let size = TermSize { cols: 20, rows: 4 };
+        let mut screen = Screen::new(size);
+        // Claude Code's modes, the one vt100 does not keep split across two reads.
+        screen.process(b"\x1b[?1049h\x1b[?1003h\x1b[?1006h\x1b[?2004h\x1b[?10");
+        screen.process(b"04h\x1b[?2031h> ");
+        assert!(screen.is_log());
+        let says = |screen: &Screen, what: &[u8]| {
+            let repaint = screen.look(ScreenModel::repaint);
+            memchr::memmem::find(&repaint, what).is_some()
+        };
+        for mode in [b"\x1b[?1003h".as_slice(), b"\x1b[?1004h", b"\x1b[?2031h"] {
+            assert!(says(&screen, mode), "{}", mode.escape_ascii());
+        }
+        // Turned off while a log, then past the limit into a model.
+        screen.process(b"\x1b[?1004l");
+        screen.process(&[b'x'; LOG_LIMIT]);
+        assert!(!screen.is_log());
+        assert!(says(&screen, b"\x1b[?1004l") && !says(&screen, b"\x1b[?1004h"));
+        assert!(says(&screen, b"\x1b[?2031h") && says(&screen, b"\x1b[?1003h"));
     }
 
     #[test]
