@@ -11,7 +11,9 @@ pub use impd_sim;
 pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
+pub mod codex_home;
 pub mod fake_model;
+pub mod fake_openai;
 pub mod raw_answer;
 pub mod real_agents;
 
@@ -376,7 +378,18 @@ impl TestDaemon {
 
     /// Polls the descriptor until `pred` holds, or panics with the last one seen.
     pub async fn wait_session(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + WITHIN;
+        self.wait_session_within(id, what, WITHIN, pred).await
+    }
+
+    /// [`TestDaemon::wait_session`] for at most `within`.
+    pub async fn wait_session_within(
+        &self,
+        id: &str,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
             let d = self.session(id).await;
             if pred(&d) {
@@ -435,7 +448,13 @@ impl TestDaemon {
 
     /// Polls the screen until its text contains `needle`.
     pub async fn wait_screen(&self, id: &str, needle: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + WITHIN;
+        self.wait_screen_within(id, needle, WITHIN).await
+    }
+
+    /// Polls the screen until its text contains `needle`, for at most `within` (a real agent
+    /// gets `fake_model::AGENT_WITHIN`).
+    pub async fn wait_screen_within(&self, id: &str, needle: &str, within: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
             let (_, s) = self
                 .call("GET", &format!("/v1/sessions/{id}/screen"), None)
