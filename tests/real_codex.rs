@@ -377,3 +377,48 @@ fn the_hook_trust_hash_is_the_one_codex_records() {
         "9bdbf3be75103abe81efada048bc2994f1fddb8ed659b341d46e81ff2991c8fb"
     );
 }
+
+/// Where the recording of one real Codex session lives (the screen work's corpus and the load
+/// tool's payloads read it).
+fn recording_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/recordings/codex-0.171.0.bin")
+}
+
+/// Re-records `tests/agents/recordings/codex-0.171.0.bin`: every byte Codex wrote in a spawn,
+/// one submitted prompt, its reply and the idle prompt after it, read back from offset 0 of
+/// the session's stream. Run with `cargo test --test real_codex -- --ignored`.
+#[actix_rt::test]
+#[ignore = "re-records tests/agents/recordings/codex-0.171.0.bin"]
+async fn record_a_codex_session() {
+    let reply = "Recorded reply: the quick brown fox jumps over the lazy dog.";
+    let Some(r) = rig(vec![Reply::Text(reply.into())], AppServer::InProcess).await else {
+        return;
+    };
+    let id = r.spawn(json!({})).await;
+    r.turn(&id, "Say a pangram").await;
+    r.d.wait_screen_within(&id, reply, AGENT_WITHIN).await;
+    r.done(&id, reply).await;
+    let size = format!("cols={COLS}&rows={ROWS}&mode=watch");
+    let (ws, attached, _) = r.d.attach(&id, &size).await;
+    ws.close().await;
+    let stream = attached["stream"].as_str().expect("a stream id");
+    let end = attached["offset"].as_u64().expect("an offset");
+    // A resume from offset 0 replays the stream, as long as the ring holds it all.
+    let mut ws =
+        r.d.ws(&format!(
+            "/v1/sessions/{id}/attach?{size}&stream={stream}&from=0"
+        ))
+        .await;
+    let again = ws.next_text("attached").await;
+    assert_eq!(again["replay"], "resume", "{again}");
+    let mut bytes = ws.read_at_least(end as usize).await;
+    ws.close().await;
+    bytes.truncate(end as usize);
+    // Codex paints changed cells only: words arrive apart, joined by cursor moves.
+    assert!(String::from_utf8_lossy(&bytes).contains("Recorded"));
+    let path = recording_path();
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("recordings dir");
+    std::fs::write(&path, &bytes).expect("write the recording");
+    eprintln!("recorded {} bytes to {}", bytes.len(), path.display());
+    r.d.stop().await;
+}
