@@ -114,8 +114,8 @@ pub fn last_user_text(body: &Value) -> Option<String> {
         .get("content")?
         .as_array()?
         .iter()
-        .filter_map(|c| c["text"].as_str())
-        .last()
+        .rev()
+        .find_map(|c| c["text"].as_str())
         .map(str::to_string)
 }
 
