@@ -12,8 +12,10 @@ pub mod broker;
 pub mod caps_provider;
 pub mod child_daemon;
 pub mod claude_world;
+pub mod codex_home;
 pub mod fake_anthropic;
 pub mod fake_model;
+pub mod fake_openai;
 pub mod raw_answer;
 pub mod real_agents;
 
