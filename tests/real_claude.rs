@@ -72,6 +72,7 @@ async fn kill_and_revive_resume_the_same_conversation() {
     let id = w.spawn(json!({})).await;
     w.submit_turn(&id, "remember this").await;
     let before = w.done_with(&id, "first answer").await;
+    let since = w.d.stream_end(&id).await;
     let (status, body) =
         w.d.call("POST", &format!("/v1/sessions/{id}/kill"), None)
             .await;
@@ -81,6 +82,8 @@ async fn kill_and_revive_resume_the_same_conversation() {
             .await;
     assert_eq!(status, 200, "{body}");
     w.ready(&id).await;
+    // The screen model still shows the killed Claude's modes: wait for the new one's.
+    w.d.wait_output_since(&id, &since, b"\x1b[?2004h").await;
     let texts = w.submit_turn(&id, "what did I say").await;
     assert_eq!(texts, vec!["remember this", "what did I say"]);
     let after = w.done_with(&id, "after the revive").await;

@@ -98,6 +98,7 @@ impl Rig {
     /// Waits until Codex's prompt takes input.
     async fn ready(&self, id: &str) {
         self.d.wait_screen_within(id, READY, AGENT_WITHIN).await;
+        self.d.wait_paste_mode(id, AGENT_WITHIN).await;
     }
 
     /// The screen's text now.
@@ -274,6 +275,7 @@ async fn kill_and_revive_resume_the_same_codex_conversation() {
         .unwrap_or_default()
         .to_string();
     let before = r.screen(&id).await;
+    let since = r.d.stream_end(&id).await;
     r.kill(&id).await;
     let (status, body) =
         r.d.call("POST", &format!("/v1/sessions/{id}/revive"), None)
@@ -281,6 +283,10 @@ async fn kill_and_revive_resume_the_same_codex_conversation() {
     assert_eq!(status, 200, "revive: {body}");
     // The revive ran `codex resume -- <id>`: the earlier turn is on the new screen again.
     r.ready_after(&id, &before, "First reply KIWI-1").await;
+    // The screen model still has the killed Codex's modes; a submit before the new one turns
+    // bracketed paste on types the text bare, and Codex takes the `\r` right behind it for
+    // part of a paste.
+    r.d.wait_output_since(&id, &since, b"\x1b[?2004h").await;
     let argv = r.home.processes().into_iter().map(|(_, cmd)| cmd);
     let resumed = format!("codex resume -- {agent_session}");
     assert!(

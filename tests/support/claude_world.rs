@@ -73,6 +73,7 @@ impl World {
             })
             .await;
         self.d.wait_screen_within(id, "❯", AGENT_WITHIN).await;
+        self.d.wait_paste_mode(id, AGENT_WITHIN).await;
     }
 
     /// Submits `text` and waits until the fake got the turn that carries it.

@@ -470,6 +470,51 @@ impl TestDaemon {
         }
     }
 
+    /// Waits until the program in session `id` has turned bracketed paste on (DEC 2004), as a
+    /// watch-only client's repaint says: from then on a submit reaches an agent as a paste.
+    /// Real agents turn it on a moment after they draw their prompt.
+    pub async fn wait_paste_mode(&self, id: &str, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let (ws, _, prelude) = self.attach(id, "cols=120&rows=40&mode=watch").await;
+            ws.close().await;
+            let size = |n| std::num::NonZeroU16::new(n).expect("a size");
+            let mut term = vt100::Parser::new(size(40), size(120), 0);
+            term.process(&prelude);
+            if term.screen().bracketed_paste() {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "session {id} never turned bracketed paste on"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Where session `id`'s output stream stands now: its id, and the offset its next byte
+    /// will have (offsets go on across revives).
+    pub async fn stream_end(&self, id: &str) -> (String, u64) {
+        let (ws, attached, _) = self.attach(id, "cols=120&rows=40&mode=watch").await;
+        ws.close().await;
+        (
+            attached["stream"].as_str().expect("a stream id").to_string(),
+            attached["offset"].as_u64().expect("an offset"),
+        )
+    }
+
+    /// Waits until session `id` printed `needle` after `since` (from [`Self::stream_end`]),
+    /// reading the stream itself: what a revived program prints, apart from what the screen
+    /// model still shows of the one before it.
+    pub async fn wait_output_since(&self, id: &str, since: &(String, u64), needle: &[u8]) {
+        let (stream, from) = since;
+        let query = format!("cols=120&rows=40&mode=watch&stream={stream}&from={from}");
+        let (mut ws, attached, _) = self.attach(id, &query).await;
+        assert_eq!(attached["replay"], "resume", "{attached}");
+        ws.read_until(needle).await;
+        ws.close().await;
+    }
+
     /// Opens a WebSocket on `path_and_query` with the token header.
     pub async fn ws(&self, path_and_query: &str) -> Ws {
         self.try_ws(path_and_query, None)
