@@ -498,7 +498,10 @@ impl TestDaemon {
         let (ws, attached, _) = self.attach(id, "cols=120&rows=40&mode=watch").await;
         ws.close().await;
         (
-            attached["stream"].as_str().expect("a stream id").to_string(),
+            attached["stream"]
+                .as_str()
+                .expect("a stream id")
+                .to_string(),
             attached["offset"].as_u64().expect("an offset"),
         )
     }

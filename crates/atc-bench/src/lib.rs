@@ -150,6 +150,10 @@ pub struct BenchArgs {
     /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub payload_mib: u32,
+    /// What the payload is: `lines` of printable text, or a real agent's session replayed
+    /// (`claude`, `codex`; recorded by the real-agent tests).
+    #[arg(long, value_enum, default_value_t = payload::Shape::Lines)]
+    pub payload: payload::Shape,
     /// Echo round trips timed.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
     pub echo_count: u32,
@@ -265,6 +269,7 @@ impl Plan {
                 .unwrap_or_else(floor::default_shell),
             payload: Payload {
                 bytes: u64::from(args.payload_mib) << 20,
+                shape: args.payload,
             },
             echo_count: args.echo_count,
             fanout_clients: args.fanout_clients,
@@ -455,6 +460,10 @@ fn run_from_state_dir(
 /// Runs every phase the arguments ask for against the daemon at `url`.
 pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<Report> {
     let plan = Plan::from_args(&args)?;
+    plan.payload
+        .shape
+        .prepare()
+        .context("writing the replayed payload's file")?;
     let api = DaemonApi::new(&url, &token);
     let needs_daemon = plan.needs_daemon();
     let pid = if needs_daemon {

@@ -44,6 +44,8 @@ pub struct Settings {
     pub concurrency: usize,
     /// Payload of the throughput-type phases.
     pub payload_bytes: u64,
+    /// What the payload is.
+    pub payload: crate::payload::Shape,
     /// Echo round trips.
     pub echo_count: u32,
     /// Fan-out clients.
@@ -153,6 +155,7 @@ impl Report {
                 sessions: p.sessions,
                 concurrency: p.concurrency,
                 payload_bytes: p.payload.bytes,
+                payload: p.payload.shape,
                 echo_count: p.echo_count,
                 fanout_clients: p.fanout_clients,
                 slow_rate_mib_per_sec: p.slow_rate_mib,
@@ -278,6 +281,7 @@ mod tests {
             sessions: 1000,
             concurrency: 16,
             payload_bytes: 256 << 20,
+            payload: crate::payload::Shape::Lines,
             echo_count: 2000,
             fanout_clients: 8,
             slow_rate_mib_per_sec: 1.0,

@@ -77,11 +77,12 @@ impl Report {
                 ));
             }
             _ => h.push_str(&format!(
-                ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
+                ": {} sessions of {:?} at concurrency {}, payload {} of {:?}, {} echo trips\n",
                 s.sessions,
                 s.agent,
                 s.concurrency,
                 bytes(s.payload_bytes),
+                s.payload,
                 s.echo_count
             )),
         }
