@@ -134,14 +134,40 @@ impl Rig {
     /// Submits `prompt` and waits until the fake has seen it as a turn; answers that turn.
     /// Fails with what the fake saw and the session's screen.
     async fn turn(&self, id: &str, prompt: &str) -> support::fake_model::Asked {
+        self.turn_pressing_again(id, prompt, None).await
+    }
+
+    /// [`Self::turn`], pressing Enter once more if the turn has not come `after` the submit
+    /// while the prompt still sits in Codex's input box. A resumed Codex 0.171 can drop the
+    /// Enter of a submit that lands while its thread is still loading (CI saw it once in
+    /// about ten runs; the text stays in the box): what a person would do is press it again.
+    async fn turn_pressing_again(
+        &self,
+        id: &str,
+        prompt: &str,
+        again_after: Option<Duration>,
+    ) -> support::fake_model::Asked {
         self.d.submit(id, prompt).await;
         let seen = |a: &support::fake_model::Asked| {
             a.turn && fake_openai::last_user_text(&a.body).as_deref() == Some(prompt)
         };
         let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
+        let mut again_at = again_after.map(|after| tokio::time::Instant::now() + after);
         loop {
             if let Some(asked) = self.fake.asked().into_iter().find(seen) {
                 return asked;
+            }
+            if again_at.is_some_and(|at| tokio::time::Instant::now() > at)
+                && self.screen(id).await.contains(&format!("› {prompt}"))
+            {
+                again_at = None;
+                eprintln!("the resumed Codex kept {prompt:?} in its box; pressing Enter again");
+                let path = format!("/v1/sessions/{id}/input");
+                let (status, body) = self
+                    .d
+                    .call("POST", &path, Some(json!({"data": "\r"})))
+                    .await;
+                assert_eq!(status, 200, "{body}");
             }
             if tokio::time::Instant::now() > deadline {
                 let asked: Vec<(bool, Option<String>)> = self
@@ -299,7 +325,13 @@ async fn kill_and_revive_resume_the_same_codex_conversation() {
         s["lastMsg"], "adopting…",
         "no report until the first prompt: {s}"
     );
-    let asked = r.turn(&id, "What did I ask you to remember?").await;
+    let asked = r
+        .turn_pressing_again(
+            &id,
+            "What did I ask you to remember?",
+            Some(Duration::from_secs(5)),
+        )
+        .await;
     let texts = fake_openai::user_texts(&asked.body);
     assert!(
         texts.iter().any(|t| t == "Remember KIWI"),
