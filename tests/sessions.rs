@@ -283,13 +283,14 @@ async fn submit_types_the_line_the_way_each_agent_expects() {
     let mut config = support::test_config();
     config.agents.insert("codex".into(), raw_cat(true));
     config.agents.insert("grok".into(), raw_cat(false));
-    config.agents.insert("claude".into(), raw_cat(false));
+    config.agents.insert("claude".into(), raw_cat(true));
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), config).await;
     for (agent, typed) in [
         ("codex", "^[[200~say hi^[[201~^M"),
         ("grok", "say hi^M"),
-        ("claude", "say hi$"),
+        // Claude Code 2.1 keeps a `\n` in its input box: Claude gets Codex's plan.
+        ("claude", "^[[200~say hi^[[201~^M"),
     ] {
         let id = id_of(&d.spawn(agent).await);
         d.wait_screen(&id, "ready").await;
