@@ -172,9 +172,7 @@ async fn a_fresh_client_gets_the_terminal_modes_claude_turned_on() {
     };
     let id = w.spawn(json!({})).await;
     let (ws, _, prelude) = w.d.attach(&id, "cols=120&rows=40").await;
-    let size = |n| std::num::NonZeroU16::new(n).expect("a size");
-    let mut term = vt100::Parser::new(size(40), size(120), 0);
-    term.process(&prelude);
+    let term = support::terminal_after(&prelude, 120, 40);
     let screen = term.screen();
     assert!(screen.alternate_screen(), "Claude's full-screen UI");
     assert!(screen.bracketed_paste());

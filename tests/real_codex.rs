@@ -187,19 +187,7 @@ impl Rig {
 
     /// Waits until the session is `done` with `result` (Codex's Stop hook).
     async fn done(&self, id: &str, result: &str) -> Value {
-        self.d
-            .wait_session_within(id, &format!("done with {result:?}"), AGENT_WITHIN, |s| {
-                s["state"] == "done"
-            })
-            .await;
-        let (_, fleet) = self.d.call("GET", "/v1/fleet", None).await;
-        let row = fleet["fleet"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
-            .cloned()
-            .unwrap_or(Value::Null);
-        assert_eq!(row["result"], result, "the turn's result: {row}");
-        row
+        self.d.wait_done_with(id, result, AGENT_WITHIN).await.1
     }
 
     /// The session's trail kinds, oldest first, once `pred` holds for them.

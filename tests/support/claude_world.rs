@@ -101,19 +101,6 @@ impl World {
 
     /// Waits until the session is `done` with `result` as its turn's result.
     pub async fn done_with(&self, id: &str, result: &str) -> Value {
-        let s = self
-            .d
-            .wait_session_within(id, &format!("done with {result:?}"), AGENT_WITHIN, |s| {
-                s["state"] == "done"
-            })
-            .await;
-        let (_, fleet) = self.d.call("GET", "/v1/fleet", None).await;
-        let row = fleet["fleet"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
-            .cloned()
-            .unwrap_or(Value::Null);
-        assert_eq!(row["result"], result, "{row}");
-        s
+        self.d.wait_done_with(id, result, AGENT_WITHIN).await.0
     }
 }

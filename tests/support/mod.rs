@@ -404,6 +404,24 @@ impl TestDaemon {
         }
     }
 
+    /// Waits until session `id` is `done` (its agent's Stop hook) and checks that the fleet row
+    /// carries `result` as the turn's result; answers the descriptor and the row.
+    pub async fn wait_done_with(&self, id: &str, result: &str, within: Duration) -> (Value, Value) {
+        let descriptor = self
+            .wait_session_within(id, &format!("done with {result:?}"), within, |s| {
+                s["state"] == "done"
+            })
+            .await;
+        let (_, fleet) = self.call("GET", "/v1/fleet", None).await;
+        let row = fleet["fleet"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
+            .cloned()
+            .unwrap_or(Value::Null);
+        assert_eq!(row["result"], result, "the turn's result: {row}");
+        (descriptor, row)
+    }
+
     /// Polls the trail until `pred` holds for session `id`'s rows (oldest first, among the
     /// newest 200), and answers them; panics with the trail after [`WITHIN`]. Reading the
     /// trail flushes every store write queued before its rows.
@@ -478,10 +496,7 @@ impl TestDaemon {
         loop {
             let (ws, _, prelude) = self.attach(id, "cols=120&rows=40&mode=watch").await;
             ws.close().await;
-            let size = |n| std::num::NonZeroU16::new(n).expect("a size");
-            let mut term = vt100::Parser::new(size(40), size(120), 0);
-            term.process(&prelude);
-            if term.screen().bracketed_paste() {
+            if terminal_after(&prelude, 120, 40).screen().bracketed_paste() {
                 return;
             }
             assert!(
@@ -910,15 +925,18 @@ fn repainted_text_to_cursor(prelude: &[u8], cols: u16, rows: u16) -> String {
     lines[..=cursor_row].join("\n")
 }
 
+/// A `cols`×`rows` terminal (vt100, no scrollback) after `bytes`: what a client would show.
+pub fn terminal_after(bytes: &[u8], cols: u16, rows: u16) -> vt100::Parser {
+    let size = |n| std::num::NonZeroU16::new(n).expect("a terminal size above zero");
+    let mut parser = vt100::Parser::new(size(rows), size(cols), 0);
+    parser.process(bytes);
+    parser
+}
+
 /// `bytes` rendered on a fresh vt100 screen of `cols`×`rows`: its rows as text, each with its
 /// trailing blanks trimmed, and the cursor's row.
 pub fn rendered_rows(bytes: &[u8], cols: u16, rows: u16) -> (Vec<String>, usize) {
-    let mut p = vt100::Parser::new(
-        std::num::NonZeroU16::new(rows).unwrap(),
-        std::num::NonZeroU16::new(cols).unwrap(),
-        0,
-    );
-    p.process(bytes);
+    let p = terminal_after(bytes, cols, rows);
     let screen = p.screen();
     let lines = screen
         .rows(0, cols)
