@@ -1,5 +1,5 @@
 //! Measures what a local start costs while the process holds many descriptors, started on
-//! the calling thread against started on a launcher thread (`providers/launcher.rs`):
+//! the calling thread against started on a launcher thread (`providers/local/launcher.rs`):
 //!
 //! ```text
 //! cargo run --release --example launch_cost [-- <descriptors held> <starts>]
@@ -15,9 +15,9 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use atc::providers::launcher::Launchers;
-use atc::providers::local_launch::launch_here;
-use atc::providers::pty_spawn::Plan;
+use atc::providers::local::launch::launch_here;
+use atc::providers::local::launcher::Launchers;
+use atc::providers::local::pty_spawn::Plan;
 use atc_protocol::TermSize;
 
 fn main() -> anyhow::Result<()> {

@@ -247,7 +247,7 @@ impl Error {
                         .with("capability", *capability)
                 }
                 ProviderError::LimitReached { limit, .. } => Wire::new(C::HostUnavailable)
-                    .with("provider", crate::providers::local_pty::KIND)
+                    .with("provider", crate::providers::local::KIND)
                     .with("problem", limit.problem()),
                 ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
                 ProviderError::ProcessGone => Wire::new(C::SessionDead),
@@ -520,7 +520,7 @@ mod tests {
     #[test]
     fn a_limit_reached_is_the_host_unavailable_with_the_limit_named() {
         let e = Error::from(ProviderError::LimitReached {
-            limit: crate::providers::host_limit::HostLimit::OpenFiles,
+            limit: crate::providers::local::host_limit::HostLimit::OpenFiles,
             detail: "the new terminal did not fit".into(),
         });
         let body = e.body();

@@ -28,6 +28,7 @@
 pub mod agents;
 pub mod broker;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod error;

@@ -137,7 +137,7 @@ async fn a_broker_target_is_listed_and_a_start_env_setting_a_broker_variable_is_
     // A target whose provider claims a broker: a test double, real processes behind it.
     let broker = CapsProvider {
         kind: "broker-pty",
-        inner: Arc::new(atc::providers::local_pty::LocalPty {
+        inner: Arc::new(atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
         }),

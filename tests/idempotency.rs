@@ -198,7 +198,7 @@ async fn claims_a_dead_daemon_left_in_progress_are_outcome_unknown_or_completed_
 async fn completed_keys_older_than_the_retention_are_swept_and_unknown_ones_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let store = StateStore::open(&tmp.path().join("atc.db")).await.unwrap();
-    let day_and_more = atc::sessions::session::now_ms() - 25 * 3600 * 1000;
+    let day_and_more = atc::clock::now_ms() - 25 * 3600 * 1000;
     for (k, state) in [
         ("old-done", KeyState::Completed),
         ("old-unknown", KeyState::OutcomeUnknown),

@@ -730,9 +730,10 @@ async fn a_recorded_leader_whose_pid_was_reused_is_left_alone() {
         .iter_mut()
         .find(|r| r.session_id.to_string() == id)
         .unwrap();
-    let real =
-        atc::providers::group_leader::GroupLeader::of(rustix::process::Pid::from_child(&stranger))
-            .unwrap();
+    let real = atc::providers::local::group_leader::GroupLeader::of(
+        rustix::process::Pid::from_child(&stranger),
+    )
+    .unwrap();
     row.leader_pid = Some(real.pid);
     row.leader_start_ticks = Some(real.start_ticks as i64 + 1);
     row.leader_boot_id = Some(real.boot_id);

@@ -1,4 +1,4 @@
-//! `providers::pty_spawn` on real PTYs: the child leads its own session with the PTY as its
+//! `providers::local::pty_spawn` on real PTYs: the child leads its own session with the PTY as its
 //! controlling terminal and standard streams, gets its cwd and environment and no other fd,
 //! and its exit (a code or a signal) is reported; a missing program is a clear error.
 //!
@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use atc::providers::pty_spawn::{spawn, ExitStatus, Plan, SpawnError};
+use atc::providers::local::pty_spawn::{spawn, ExitStatus, Plan, SpawnError};
 use rustix::process::{Pid, Signal};
 
 /// Bounds a failure only; a passing test is done long before.
@@ -59,7 +59,7 @@ async fn read_to_end(master: OwnedFd) -> String {
         .unwrap()
 }
 
-async fn wait(child: &mut atc::providers::pty_spawn::Child) -> ExitStatus {
+async fn wait(child: &mut atc::providers::local::pty_spawn::Child) -> ExitStatus {
     tokio::time::timeout(WITHIN, child.wait())
         .await
         .expect("the child was not reaped")

@@ -346,7 +346,7 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
 /// for `stall`: that thread is the sessions' one, so for that long the arbiter the session
 /// manager lives on is wedged, as a runaway handler would wedge it.
 struct StallingProvider {
-    inner: atc::providers::local_pty::LocalPty,
+    inner: atc::providers::local::LocalPty,
     stall: Duration,
 }
 
@@ -405,7 +405,7 @@ async fn a_wedged_sessions_thread_stops_the_watchdog_pings() {
     };
     let stall = Duration::from_millis(1200);
     let provider = StallingProvider {
-        inner: atc::providers::local_pty::LocalPty {
+        inner: atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
         },

@@ -224,7 +224,7 @@ async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_a
     // The local PTY provider without the `input` capability, behind the provider trait.
     let mute = support::caps_provider::CapsProvider {
         kind: "mute-pty",
-        inner: Arc::new(atc::providers::local_pty::LocalPty {
+        inner: Arc::new(atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
         }),

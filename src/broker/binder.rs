@@ -11,10 +11,10 @@ use impd_client::{CreateImp, ImpdClient};
 
 use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
 use super::{gate, AgentAuth, BrokerError};
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError;
-use crate::sessions::session::now_ms;
 use crate::store::{StateStore, StoreError};
 
 mod rebind;

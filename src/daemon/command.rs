@@ -61,7 +61,7 @@ fn init_logging(format: LogFormat) {
 /// `--state-dir`.
 pub fn run(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
     // Before anything else opens an fd: what the daemon inherited must not reach sessions.
-    let inherited = crate::providers::child_fds::close_on_exec_beyond_stdio();
+    let inherited = crate::providers::local::child_fds::close_on_exec_beyond_stdio();
     init_logging(args.log_format);
     if let Err(e) = inherited {
         tracing::warn!(error = %e, "could not mark inherited fds close-on-exec; each spawn tries again");

@@ -29,7 +29,7 @@ use crate::agents::AgentCatalog;
 use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::permissions::registry::PermissionRegistry;
-use crate::providers::local_pty::LocalPty;
+use crate::providers::local::LocalPty;
 use crate::server::tokens::{TokenFileError, TokenPublisher, TokenSet, TokenState};
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
@@ -211,9 +211,7 @@ impl Daemon {
         survivors::end(&rows, opts.config.timings.kill_grace).await;
         // Spec §7.5, before serving: claims a dead daemon left in progress become
         // outcome_unknown (or completed, when their session row exists); old keys go.
-        let (unknown, completed) = store
-            .idempotency_reconcile(crate::sessions::session::now_ms())
-            .await?;
+        let (unknown, completed) = store.idempotency_reconcile(crate::clock::now_ms()).await?;
         if unknown + completed > 0 {
             tracing::warn!(
                 unknown,
@@ -477,7 +475,7 @@ impl Daemon {
         // The sessions' actors make nearly every queued write; see `move_writer`.
         store.move_writer(&sessions_arbiter).await?;
         // Before the first spawn, which would otherwise wait for them.
-        crate::providers::launcher::prestart();
+        crate::providers::local::launcher::prestart();
         crate::sessions::blocking_threads::prestart();
         let (metrics_addr, metrics_server) = match metrics_listener {
             Some((listener, metrics_addr)) => {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use rustix::process::{Pid, PidfdFlags, Signal};
 use uuid::Uuid;
 
-use crate::providers::group_leader::{GroupLeader, LeaderNow, Stat};
+use crate::providers::local::group_leader::{GroupLeader, LeaderNow, Stat};
 use crate::store::FleetRow;
 
 /// What was found of one session's recorded leader.

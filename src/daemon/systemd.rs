@@ -123,7 +123,7 @@ impl SystemdEnv {
 
     /// The handed-over HTTP listener (fd 3), when there is one. Takes ownership of fd 3, so
     /// call it at most once; sockets past the first are left alone (they are close-on-exec
-    /// like every inherited fd, see [`crate::providers::child_fds`]).
+    /// like every inherited fd, see [`crate::providers::local::child_fds`]).
     pub fn take_listener(&self) -> Result<Option<TcpListener>, SystemdEnvError> {
         if self.listen_fds == 0 {
             return Ok(None);

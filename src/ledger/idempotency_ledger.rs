@@ -11,8 +11,8 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::key_lock::KeyLock;
+use crate::clock::now_ms;
 use crate::sessions::manager::SessionManager;
-use crate::sessions::session::now_ms;
 use crate::store::{KeyId, StateStore};
 
 /// Hold the lock of a key. Answers the lock's address.

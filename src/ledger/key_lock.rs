@@ -7,10 +7,10 @@ use actix::prelude::*;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{Lookup, Spawn};
-use crate::sessions::session::now_ms;
 use crate::store::{Claim, KeyId, KeyRow, KeyState, StateStore};
 
 /// Run a keyed spawn. Sent by the spawn route through the key's lock.

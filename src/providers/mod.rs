@@ -12,20 +12,9 @@
 //! a provider by kind, and the refusal chain (`config::targets`) asks the provider's
 //! [`Capabilities`] whether it can do what a request needs.
 
-pub mod child_fds;
-pub mod echo_spin;
-pub mod group_leader;
-pub mod host_limit;
 pub mod imp;
-pub mod launcher;
-pub mod local_command;
-pub mod local_launch;
-pub mod local_pty;
+pub mod local;
 pub mod provider_error;
-pub mod pty_input;
-pub mod pty_output;
-pub mod pty_reader;
-pub mod pty_spawn;
 pub mod refusal;
 pub mod registry;
 
@@ -219,7 +208,7 @@ pub struct HarnessHandle {
     pub detach: Recipient<DetachHarness>,
     /// The PTY's input itself, where the process runs on this machine: an attach socket
     /// types into it without a hop through the session and the harness.
-    pub direct_input: Option<pty_input::PtyInput>,
+    pub direct_input: Option<local::pty_input::PtyInput>,
 }
 
 /// A harness that was handed to its session, and whether its process is known to run yet.
@@ -232,7 +221,7 @@ pub struct StartedHarness {
     pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), crate::error::Error>>>,
     /// The leader of the local process's group, to be recorded with the session
     /// ([`group_leader`]); `None` for a process elsewhere, or one gone before it was read.
-    pub leader: Option<group_leader::GroupLeader>,
+    pub leader: Option<local::group_leader::GroupLeader>,
 }
 
 /// What a harness is started with.
@@ -256,12 +245,12 @@ pub struct StartSpec {
     pub host: HostUse,
     /// The process already started by the provider's [`ExecutionProvider::launcher`] off the
     /// sessions' thread (a spawn's); the start adopts it instead of starting one.
-    pub launched: Option<local_launch::Launched>,
+    pub launched: Option<local::launch::Launched>,
 }
 
 /// The blocking half of a start, to run on a blocking thread before
-/// [`ExecutionProvider::start`] (see [`local_launch`]).
-pub type Launcher = Box<dyn FnOnce() -> Result<local_launch::Launched, ProviderError> + Send>;
+/// [`ExecutionProvider::start`] (see [`local::launch`]).
+pub type Launcher = Box<dyn FnOnce() -> Result<local::launch::Launched, ProviderError> + Send>;
 
 /// Whether a start makes the host it runs on (see [`StartSpec::host`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

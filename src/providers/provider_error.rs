@@ -17,13 +17,13 @@ pub enum ProviderError {
     #[error("{limit} ({detail})")]
     LimitReached {
         /// Which limit.
-        limit: super::host_limit::HostLimit,
+        limit: super::local::host_limit::HostLimit,
         /// What failed, and the kernel's word for it.
         detail: String,
     },
     /// The process could not be started on its terminal.
     #[error("{0}; check the daemon's limits (open files, processes) and its log")]
-    Spawn(#[from] super::pty_spawn::SpawnError),
+    Spawn(#[from] super::local::pty_spawn::SpawnError),
     /// pty-process failed.
     #[error(
         "could not open a terminal: {0}; check the daemon's limits (open files, PTYs) and its log"

@@ -618,7 +618,7 @@ async fn ticket(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResp
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(atc_protocol::responses::Ticket {
             ticket: issued.ticket,
-            expires_at: crate::sessions::session::now_ms() + left.as_millis() as i64,
+            expires_at: crate::clock::now_ms() + left.as_millis() as i64,
         }))
 }
 

@@ -1,7 +1,7 @@
 //! The threads a session's start and end block on, in place of the runtime's blocking pool.
 //!
 //! A spawn writes its files and waits for a launcher to start its process
-//! ([`crate::providers::launcher`]); a forget removes a file. Neither may block the sessions'
+//! ([`crate::providers::local::launcher`]); a forget removes a file. Neither may block the sessions'
 //! thread, and both ran on tokio's blocking pool (`spawn_blocking`) until that pool was seen
 //! stalling the sessions' thread in a spawn storm. The pool keeps its queue and its idle
 //! threads under one `parking_lot` mutex, which the spawning thread takes to hand over a job
@@ -54,7 +54,7 @@ where
 }
 
 /// Starts the threads now, if they are not running yet, rather than on the first job (see
-/// [`crate::providers::launcher::prestart`], which is why).
+/// [`crate::providers::local::launcher::prestart`], which is why).
 pub fn prestart() {
     if let Err(e) = threads() {
         tracing::error!(error = %e, "no blocking thread; spawns and forgets will fail");
@@ -66,7 +66,7 @@ pub fn prestart() {
 /// and 16 threads gave spawn p99s of 19.3–19.8, 16.7–17.8 and 18.8–19.7 ms
 /// (docs/performance-log.md, "Spawn stalls").
 fn count() -> usize {
-    (2 * crate::providers::launcher::count()).max(8)
+    (2 * crate::providers::local::launcher::count()).max(8)
 }
 
 /// The senders of the process's threads, started on first use; `Err` if none could start.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::providers::pty_input::PtyInput;
+use crate::providers::local::pty_input::PtyInput;
 
 /// The PTY input of one session, for one attached client.
 pub struct InputPort {

@@ -11,7 +11,8 @@ use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::launch::{shaped_args, StartExtras};
 use crate::agents::LaunchPlan;
 
-use super::session::{now_ms, SessionDeps, SessionRecord};
+use super::session::{SessionDeps, SessionRecord};
+use crate::clock::now_ms;
 
 /// Readies `plan` for one start of `record`'s harness; `resume` is the agent's own session id
 /// when this start resumes it. Sets `ATC_SESSION_RECORD`, `ATC_SOCKET` and `ATC_REPORT_KEY`

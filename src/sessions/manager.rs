@@ -17,12 +17,13 @@ use super::fleet::{Entry, Fleet};
 use super::live_slots::LiveSlot;
 use super::messages::*;
 use super::session::{
-    now_ms, wait_started, wait_written, RowWritten, Session, SessionDeps, SessionRecord, StartWait,
+    wait_started, wait_written, RowWritten, Session, SessionDeps, SessionRecord, StartWait,
 };
 use super::session_error::SessionError;
 use super::session_name::{self, NameProblem};
 use crate::agents::AgentCatalog;
 use crate::agents::LaunchPlan;
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::StartSpec;
@@ -386,7 +387,7 @@ impl SessionManager {
         let sweep = super::trail_sweep::sweep(
             self.deps.store.clone(),
             self.deps.limits.clone(),
-            super::session::now_ms(),
+            crate::clock::now_ms(),
         );
         ctx.spawn(sweep.into_actor(self));
     }

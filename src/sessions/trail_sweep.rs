@@ -17,7 +17,7 @@ pub fn keep(limits: &Limits) -> TrailKeep {
 /// Deletes what `limits` no longer keeps, as of `now_ms`; logs how many rows went.
 pub async fn sweep(store: StateStore, limits: Limits, now_ms: i64) {
     let max_age_ms = i64::from(limits.trail_max_age_days) * 86_400_000;
-    let cutoff = super::session::rfc3339_at(now_ms.saturating_sub(max_age_ms));
+    let cutoff = crate::clock::rfc3339_at(now_ms.saturating_sub(max_age_ms));
     match store.sweep_trail(keep(&limits), &cutoff).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, "old trail rows deleted"),

@@ -73,15 +73,15 @@ pub struct FleetRow {
 
 impl FleetRow {
     /// The group leader of the local process that ran when the row was written last, if one
-    /// did (see [`crate::providers::group_leader`]).
-    pub fn leader(&self) -> Option<crate::providers::group_leader::GroupLeader> {
+    /// did (see [`crate::providers::local::group_leader`]).
+    pub fn leader(&self) -> Option<crate::providers::local::group_leader::GroupLeader> {
         match (
             self.leader_pid,
             self.leader_start_ticks,
             &self.leader_boot_id,
         ) {
             (Some(pid), Some(ticks), Some(boot)) if pid > 0 && ticks >= 0 => {
-                Some(crate::providers::group_leader::GroupLeader {
+                Some(crate::providers::local::group_leader::GroupLeader {
                     pid,
                     start_ticks: ticks as u64,
                     boot_id: boot.clone(),

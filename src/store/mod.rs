@@ -498,7 +498,7 @@ mod tests {
         let rows = store.load_fleet().await.unwrap();
         assert_eq!(
             rows[0].leader(),
-            Some(crate::providers::group_leader::GroupLeader {
+            Some(crate::providers::local::group_leader::GroupLeader {
                 pid: 4242,
                 start_ticks: 987_654,
                 boot_id: "boot".into()

@@ -8,8 +8,8 @@ use crate::broker::binding::{
     plan_rebind, Binding, BindingState, Grant, GrantState, PendingRebind,
 };
 use crate::broker::BrokerError;
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::sessions::session::now_ms;
 
 impl HostContext {
     /// Rebinds the host to `who`'s `auth` as configured now (spec §6.3): allowed from

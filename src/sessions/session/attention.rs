@@ -8,12 +8,12 @@
 
 use actix::prelude::*;
 
-use super::record::rfc3339_now;
 use super::report_budget::Admission;
 use super::Session;
 use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::hooks::{normalize, HookKind};
 use crate::agents::report_check::{self, ReportRefused};
+use crate::clock::rfc3339_now;
 use crate::providers::{HookReported, ReportOrigin};
 use atc_protocol::SessionState;
 

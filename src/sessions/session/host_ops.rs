@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::record::now_ms;
 use super::{provider_of, Ending, Session};
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::DetachHarness;

@@ -1,7 +1,7 @@
 //! Input: how bytes reach the session's process. `POST .../input` and `POST .../submit` come
 //! through the session, which writes through its harness; an interactive attach socket of a
 //! local process gets an [`InputPort`] at attach and types through that, past the session.
-//! Both end in the same ordered queue of the PTY (`providers::pty_input`).
+//! Both end in the same ordered queue of the PTY (`providers::local::pty_input`).
 
 use actix::prelude::*;
 use bytes::Bytes;

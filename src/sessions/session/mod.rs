@@ -24,7 +24,7 @@ mod report_budget;
 mod screen_link;
 mod start;
 
-pub use record::{now_ms, rfc3339_at, rfc3339_now, ExitInfo, SessionRecord};
+pub use record::{ExitInfo, SessionRecord};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +40,7 @@ use super::screen::ScreenText;
 use super::screen_worker::{ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
 use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
+use crate::clock::now_ms;
 use crate::config::{Limits, Timings};
 use crate::error::Error;
 use crate::providers::refusal::{Operation, Refusal};

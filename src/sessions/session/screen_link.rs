@@ -11,7 +11,7 @@
 //! writers have had their turn (the session yields to the runtime once in between).
 //!
 //! Why gather small ones. Typing makes a chunk of a few bytes per keystroke, and a flood one of
-//! about 4 KiB per PTY read (`providers/pty_reader.rs` says why it reads no more at once).
+//! about 4 KiB per PTY read (`providers/local/pty_reader.rs` says why it reads no more at once).
 //! Waking the screen thread for each cost more than parsing it, and the screen model's fast
 //! path only skips the text that scrolls off within one chunk, so it needs large ones. Chunks
 //! are gathered until [`GATHER_BYTES`] are held, and only then handed on; until then the

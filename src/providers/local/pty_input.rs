@@ -26,7 +26,7 @@ use tokio::io::Interest;
 use tokio::sync::Notify;
 
 use super::pty_output::PtyOutput;
-use super::{ProviderError, INPUT_BACKLOG_BYTES};
+use crate::providers::{ProviderError, INPUT_BACKLOG_BYTES};
 use atc_protocol::TermSize;
 
 /// A handle on one PTY's input. Clones share the queue.

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 
-use super::{ProviderError, RunOutput, RunRequest};
+use crate::providers::{ProviderError, RunOutput, RunRequest};
 
 /// Runs `req` to completion, without the daemon's `withheld` variables.
 pub async fn run(req: RunRequest, withheld: Vec<String>) -> Result<RunOutput, ProviderError> {

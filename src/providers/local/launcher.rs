@@ -44,9 +44,9 @@ use rustix::net::{
 use rustix::process::Pid;
 
 use super::host_limit::HostLimit;
-use super::local_launch::{self, LaunchTimes, Launched};
+use super::launch::{self, LaunchTimes, Launched};
 use super::pty_spawn::{Child, Plan};
-use super::ProviderError;
+use crate::providers::ProviderError;
 
 /// A start a launcher is asked for, and where its answer goes.
 struct Job {
@@ -100,7 +100,7 @@ enum Undelivered {
 pub fn launch(plan: &Plan, size: TermSize) -> Result<Launched, ProviderError> {
     match launchers() {
         Some(l) => l.launch(plan, size),
-        None => local_launch::launch_here(plan, size),
+        None => launch::launch_here(plan, size),
     }
 }
 
@@ -180,7 +180,7 @@ impl Launchers {
         };
         if self.jobs.send(job).is_err() {
             tracing::error!("the launcher threads stopped; starting the child on this thread");
-            return local_launch::launch_here(plan, size);
+            return launch::launch_here(plan, size);
         }
         let (pid, times) = answer.recv().map_err(|_| {
             ProviderError::Os(std::io::Error::other(
@@ -315,7 +315,7 @@ fn serve(socket: &OwnedFd, queue: &Mutex<mpsc::Receiver<Job>>) {
         let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(job) = next else { return };
         let picked = Instant::now();
-        let reply = local_launch::launch_here(&job.plan, job.size).and_then(|launched| {
+        let reply = launch::launch_here(&job.plan, job.size).and_then(|launched| {
             // The launch timed itself; what it waited for is this launcher's pick.
             let times = LaunchTimes {
                 waited: picked.saturating_duration_since(job.asked),
@@ -391,7 +391,7 @@ fn receive_tagged(socket: &OwnedFd) -> std::io::Result<(u64, Delivery)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::local_launch::tests::{plan, read_until};
+    use crate::providers::local::launch::tests::{plan, read_until};
 
     /// The descriptors open in a thread's table.
     fn table_of(tid: Pid) -> Vec<String> {

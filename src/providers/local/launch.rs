@@ -22,7 +22,7 @@ use rustix::pty::OpenptFlags;
 
 use super::host_limit::HostLimit;
 use super::pty_spawn::{Child, Plan, SpawnError};
-use super::ProviderError;
+use crate::providers::ProviderError;
 
 /// A child running on a PTY whose master side is `master` (non-blocking, close-on-exec).
 #[derive(Debug)]

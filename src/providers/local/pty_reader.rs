@@ -27,7 +27,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::MAX_OUTPUT_CHUNK;
+use crate::providers::MAX_OUTPUT_CHUNK;
 
 thread_local! {
     static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; MAX_OUTPUT_CHUNK].into_boxed_slice());

@@ -72,8 +72,8 @@ mod tests {
         // `runCommand` is not reachable over the API yet, so its spawn path is checked here.
         let plain_again = rustix::io::dup(&file).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let out = super::super::local_command::run(
-            super::super::RunRequest {
+        let out = super::super::command::run(
+            crate::providers::RunRequest {
                 // The shell lists its own fds; `ls` itself opens the directory it reads.
                 argv: vec!["sh".into(), "-c".into(), "ls /proc/$$/fd".into()],
                 cwd: dir.path().to_path_buf(),
