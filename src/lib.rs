@@ -10,7 +10,6 @@
 //! - [`providers`]: where processes run. `local-pty` owns a child and its PTY in one actor.
 //! - [`store`]: SQLite through sqlx; the only module that names a table.
 //! - [`ledger`]: the idempotency ledger, so a retried spawn never runs twice.
-//! - [`broker`]: broker authentication, for agents whose credential stays in impd.
 //! - [`agents`], [`config`], [`protocol`]: what can run, how it is configured, and what a
 //!   request must look like.
 //! - [`error`]: the daemon's one error type; each module's error enum, and the one mapping
@@ -26,7 +25,6 @@
 //! how the integration tests run the real thing on port 0.
 
 pub mod agents;
-pub mod broker;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -9,9 +9,9 @@ mod support;
 use std::time::Duration;
 
 use actix::Actor;
-use atc::broker::binder::{HostContext, Launcher};
-use atc::broker::binding::{BindingState, GrantState};
-use atc::broker::host_binding::{
+use atc::providers::imp::broker::binder::{HostContext, Launcher};
+use atc::providers::imp::broker::binding::{BindingState, GrantState};
+use atc::providers::imp::broker::host_binding::{
     Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Rebind, Revoke, Verify,
 };
 use atc::store::StateStore;

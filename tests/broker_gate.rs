@@ -4,8 +4,8 @@
 
 mod support;
 
-use atc::broker::gate;
-use atc::broker::AgentAuth;
+use atc::providers::imp::broker::gate;
+use atc::providers::imp::broker::AgentAuth;
 use support::broker::{claude_auth, identity, impd_client, sim_with_secrets};
 use support::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope};
 

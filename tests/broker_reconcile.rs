@@ -8,7 +8,9 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use atc::broker::binding::{BindingState, BoundRule, BoundSecret, Grant, GrantState};
+use atc::providers::imp::broker::binding::{
+    BindingState, BoundRule, BoundSecret, Grant, GrantState,
+};
 use atc::store::StateStore;
 use serde_json::{json, Value};
 use support::broker::{self, bindable_sim, boom, sh_agent, wait_auth};

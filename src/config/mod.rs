@@ -170,7 +170,7 @@ pub struct AgentConfig {
     /// Makes the agent a gateway: its model tiers come from its env.
     pub base_url: Option<String>,
     /// Broker authentication: the agent runs only in an imp, with its credential in impd.
-    pub auth: Option<crate::broker::AgentAuth>,
+    pub auth: Option<crate::providers::imp::broker::AgentAuth>,
 }
 
 /// The problem word of an agent entry left out for its `auth` (spec §6.1).
@@ -222,7 +222,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
     let auth = match &raw.auth {
         None => None,
         Some(value) => Some(
-            crate::broker::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
+            crate::providers::imp::broker::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
                 .map_err(|detail| (AUTH_BINDING_INVALID, detail))?,
         ),
     };

@@ -307,7 +307,12 @@ impl Daemon {
             .iter()
             .filter_map(crate::store::FleetRow::host_in_use)
             .collect();
-        crate::broker::startup::reconcile_bindings(&store, &providers, &listed_hosts).await;
+        crate::providers::imp::broker::startup::reconcile_bindings(
+            &store,
+            &providers,
+            &listed_hosts,
+        )
+        .await;
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();

@@ -370,7 +370,7 @@ pub trait ExecutionProvider: Send + Sync {
     fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
         let _ = host_key;
         Box::pin(std::future::ready(Err(
-            crate::broker::BrokerError::NotBound.into(),
+            crate::providers::imp::broker::BrokerError::NotBound.into(),
         )))
     }
     /// Revokes every grant of the host `host_key`'s broker binding, and answers what it is
@@ -383,11 +383,11 @@ pub trait ExecutionProvider: Send + Sync {
     fn auth_rebind(
         &self,
         host_key: &str,
-        launcher: crate::broker::binder::Launcher,
+        launcher: crate::providers::imp::broker::binder::Launcher,
     ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
         let _ = (host_key, launcher);
         Box::pin(std::future::ready(Err(
-            crate::broker::BrokerError::NotBound.into(),
+            crate::providers::imp::broker::BrokerError::NotBound.into(),
         )))
     }
 
@@ -397,13 +397,13 @@ pub trait ExecutionProvider: Send + Sync {
     /// actor. A provider without a broker keeps no bindings and leaves them as they are.
     fn reconcile_bindings(
         &self,
-        bindings: Vec<crate::broker::binding::Binding>,
+        bindings: Vec<crate::providers::imp::broker::binding::Binding>,
         listed_hosts: &std::collections::BTreeSet<String>,
-    ) -> LocalBoxFuture<'static, crate::broker::binder::ReconcileSummary> {
+    ) -> LocalBoxFuture<'static, crate::providers::imp::broker::binder::ReconcileSummary> {
         let _ = listed_hosts;
         let kept = u32::try_from(bindings.len()).unwrap_or(u32::MAX);
         Box::pin(std::future::ready(
-            crate::broker::binder::ReconcileSummary {
+            crate::providers::imp::broker::binder::ReconcileSummary {
                 kept,
                 ..Default::default()
             },

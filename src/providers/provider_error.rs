@@ -31,7 +31,7 @@ pub enum ProviderError {
     Pty(#[from] pty_process::Error),
     /// A start behind impd's broker was refused.
     #[error(transparent)]
-    Broker(#[from] crate::broker::BrokerError),
+    Broker(#[from] crate::providers::imp::broker::BrokerError),
     /// A remote host refused or could not be reached.
     #[error(transparent)]
     Host(#[from] HostError),

@@ -215,7 +215,7 @@ impl SessionManager {
                 .providers
                 .get(&msg.target)
                 .map(|p| p.capabilities());
-            crate::broker::placement::check(agent, &msg.target, caps)?;
+            crate::providers::imp::broker::placement::check(agent, &msg.target, caps)?;
         }
         // Overrides were validated by the caller; they replace the configured flags and stay in
         // the stored argv, so every revive reuses them (spec §9.2).

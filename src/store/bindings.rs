@@ -11,7 +11,7 @@ use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::broker::binding::{
+use crate::providers::imp::broker::binding::{
     Binding, BindingState, BoundSecret, Grant, GrantState, PendingRebind,
 };
 
@@ -265,7 +265,7 @@ pub(super) async fn grant_delete(
 mod tests {
     use super::super::StateStore;
     use super::*;
-    use crate::broker::binding::BoundRule;
+    use crate::providers::imp::broker::binding::BoundRule;
 
     /// Looks like a credential; the test keeps it and never hands it to the store.
     const VALUE: &str = "ghp_Zk7QvT3xW9mN2pL8rY4sB6cH1dF5gJ0aKeU";

@@ -27,7 +27,7 @@ use uuid::Uuid;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
-use crate::broker::binding::{Binding, BindingState, Grant, GrantState};
+use crate::providers::imp::broker::binding::{Binding, BindingState, Grant, GrantState};
 pub use events::{TrailEvent, TrailKeep};
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};

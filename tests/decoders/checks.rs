@@ -10,9 +10,9 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use actix_web::error::PayloadError;
-use atc::broker::AgentAuth;
 use atc::config::Config;
 use atc::protocol::RequestError;
+use atc::providers::imp::broker::AgentAuth;
 use atc::server::{control_frame, reporter, Inbound, InboundError, InboundMessages, Violation};
 use atc_protocol::{ClientFrame, DIM_RANGE};
 use bytes::Bytes;

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use atc::broker::AgentAuth;
 use atc::config::Config;
+use atc::providers::imp::broker::AgentAuth;
 use impd_client::{ImpdClient, TokenSource};
 use serde_json::{json, Value};
 

@@ -66,7 +66,7 @@ impl ExecutionProvider for CapsProvider {
     fn auth_rebind(
         &self,
         host_key: &str,
-        launcher: atc::broker::binder::Launcher,
+        launcher: atc::providers::imp::broker::binder::Launcher,
     ) -> LocalBoxFuture<'static, Result<u32, atc::error::Error>> {
         self.inner.auth_rebind(host_key, launcher)
     }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::harness::ImpHarness;
 use super::outcome::ConnectionEnd;
-use crate::broker::host_binding::Ticket;
+use crate::providers::imp::broker::host_binding::Ticket;
 use impd_client::{
     ExecEvent, ExecWriter, GatedOpenError, ImpPortError, ImpdClient, Opening, Started,
 };

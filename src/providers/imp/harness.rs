@@ -41,10 +41,10 @@ use super::opening::Origin;
 use super::outcome::{Next, StartRefusal};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
-use crate::broker::broker_error::CheckOutcome;
-use crate::broker::host_binding::AdmitKind;
-use crate::broker::BrokerError;
 use crate::error::Error;
+use crate::providers::imp::broker::broker_error::CheckOutcome;
+use crate::providers::imp::broker::host_binding::AdmitKind;
+use crate::providers::imp::broker::BrokerError;
 use crate::providers::{
     output_pieces, DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError,
     ResizeTerminal, StartSpec, WriteInput,
@@ -76,7 +76,7 @@ pub struct ImpHarness {
     auth_dir: Option<String>,
     /// The broker part of the plan, and the session's id its folder is named by: its
     /// revision follows the binding's once that is verified.
-    broker_launch: Option<(crate::broker::BrokerLaunch, String)>,
+    broker_launch: Option<(crate::providers::imp::broker::BrokerLaunch, String)>,
     /// The host's broker binding, for a broker-backed agent.
     broker: Option<BrokerSide>,
     /// Why the binding refused a connection's launch, answered to a waiting spawn.

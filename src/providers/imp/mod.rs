@@ -21,8 +21,11 @@
 //!   next connection with.
 //! * [`report_forward`]: a harness's report socket inside its imp, and [`bridge`]: the session
 //!   bridge protocol each of its connections speaks.
+//! * [`broker`]: broker authentication, for agents whose credential stays in impd; it exists
+//!   only for imp, so it lives in this wing. [`harness_broker`] is where a harness meets it.
 
 pub mod bridge;
+pub mod broker;
 pub mod connection;
 pub mod cursor;
 pub mod guest_atc;

@@ -34,7 +34,8 @@ pub struct ImpProvider {
     /// The store that keeps broker bindings; without one the provider claims no broker.
     broker_store: Option<crate::store::StateStore>,
     /// The binding actor of each host, by imp name, like `hosts`.
-    bindings: Mutex<HashMap<String, Addr<crate::broker::host_binding::HostBinding>>>,
+    bindings:
+        Mutex<HashMap<String, Addr<crate::providers::imp::broker::host_binding::HostBinding>>>,
     /// Where leases held and reconnects are counted.
     metrics: crate::metrics::Metrics,
 }
@@ -69,11 +70,12 @@ impl ImpProvider {
     fn broker_binding(
         &self,
         host_key: &str,
-    ) -> Result<Addr<crate::broker::host_binding::HostBinding>, crate::error::Error> {
+    ) -> Result<Addr<crate::providers::imp::broker::host_binding::HostBinding>, crate::error::Error>
+    {
         let store = self
             .broker_store
             .as_ref()
-            .ok_or(crate::broker::BrokerError::NotBound)?;
+            .ok_or(crate::providers::imp::broker::BrokerError::NotBound)?;
         Ok(self.binding(store, host_key, &self.imp_for(host_key)))
     }
 
@@ -83,7 +85,7 @@ impl ImpProvider {
         store: &crate::store::StateStore,
         host_key: &str,
         imp: &str,
-    ) -> Addr<crate::broker::host_binding::HostBinding> {
+    ) -> Addr<crate::providers::imp::broker::host_binding::HostBinding> {
         let mut bindings = match self.bindings.lock() {
             Ok(b) => b,
             // A panic while holding this lock left at worst a missing entry behind.
@@ -92,16 +94,18 @@ impl ImpProvider {
         bindings
             .entry(imp.to_string())
             .or_insert_with(|| {
-                crate::broker::host_binding::HostBinding::new(crate::broker::binder::HostContext {
-                    store: store.clone(),
-                    client: self.settings.client(),
-                    target: self.settings.target.clone(),
-                    target_identity: self.settings.identity.clone(),
-                    host_key: host_key.to_string(),
-                    imp: imp.to_string(),
-                    image: self.settings.image.clone(),
-                    memory_mib: self.settings.memory_mib.and_then(|m| u32::try_from(m).ok()),
-                })
+                crate::providers::imp::broker::host_binding::HostBinding::new(
+                    crate::providers::imp::broker::binder::HostContext {
+                        store: store.clone(),
+                        client: self.settings.client(),
+                        target: self.settings.target.clone(),
+                        target_identity: self.settings.identity.clone(),
+                        host_key: host_key.to_string(),
+                        imp: imp.to_string(),
+                        image: self.settings.image.clone(),
+                        memory_mib: self.settings.memory_mib.and_then(|m| u32::try_from(m).ok()),
+                    },
+                )
                 .start()
             })
             .clone()
@@ -199,13 +203,13 @@ impl ExecutionProvider for ImpProvider {
         let binding = self.broker_binding(host_key).ok();
         Box::pin(async move {
             if let Some(b) = &binding {
-                ask(b, crate::broker::host_binding::ForgetBegin).await?;
+                ask(b, crate::providers::imp::broker::host_binding::ForgetBegin).await?;
             }
             host.send(DestroyHost)
                 .await
                 .unwrap_or(Err(HostError::LeaseGone))?;
             if let Some(b) = &binding {
-                ask(b, crate::broker::host_binding::ForgetEnd).await?;
+                ask(b, crate::providers::imp::broker::host_binding::ForgetEnd).await?;
             }
             Ok(())
         })
@@ -213,33 +217,53 @@ impl ExecutionProvider for ImpProvider {
 
     fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
         let binding = self.broker_binding(host_key);
-        Box::pin(async move { ask(&binding?, crate::broker::host_binding::Status).await })
+        Box::pin(async move {
+            ask(
+                &binding?,
+                crate::providers::imp::broker::host_binding::Status,
+            )
+            .await
+        })
     }
 
     fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
         let binding = self.broker_binding(host_key);
         Box::pin(async move {
             let binding = binding?;
-            ask(&binding, crate::broker::host_binding::Revoke).await?;
-            ask(&binding, crate::broker::host_binding::Status).await
+            ask(
+                &binding,
+                crate::providers::imp::broker::host_binding::Revoke,
+            )
+            .await?;
+            ask(
+                &binding,
+                crate::providers::imp::broker::host_binding::Status,
+            )
+            .await
         })
     }
 
     fn auth_rebind(
         &self,
         host_key: &str,
-        launcher: crate::broker::binder::Launcher,
+        launcher: crate::providers::imp::broker::binder::Launcher,
     ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
         let binding = self.broker_binding(host_key);
-        Box::pin(async move { ask(&binding?, crate::broker::host_binding::Rebind(launcher)).await })
+        Box::pin(async move {
+            ask(
+                &binding?,
+                crate::providers::imp::broker::host_binding::Rebind(launcher),
+            )
+            .await
+        })
     }
 
     fn reconcile_bindings(
         &self,
-        bindings: Vec<crate::broker::binding::Binding>,
+        bindings: Vec<crate::providers::imp::broker::binding::Binding>,
         listed_hosts: &std::collections::BTreeSet<String>,
-    ) -> LocalBoxFuture<'static, crate::broker::binder::ReconcileSummary> {
-        use crate::broker::binder::ReconcileSummary;
+    ) -> LocalBoxFuture<'static, crate::providers::imp::broker::binder::ReconcileSummary> {
+        use crate::providers::imp::broker::binder::ReconcileSummary;
         let mut summary = ReconcileSummary::default();
         let Some(store) = self.broker_store.as_ref() else {
             return Box::pin(std::future::ready(summary));
@@ -263,7 +287,7 @@ impl ExecutionProvider for ImpProvider {
             for (b, actor, has_listed_session) in work {
                 let outcome = ask(
                     &actor,
-                    crate::broker::host_binding::Reconcile { has_listed_session },
+                    crate::providers::imp::broker::host_binding::Reconcile { has_listed_session },
                 )
                 .await;
                 summary.record(&b, &outcome);
@@ -295,15 +319,17 @@ impl ExecutionProvider for ImpProvider {
         let broker = match (&spec.plan.broker, &self.broker_store) {
             (None, _) => None,
             (Some(b), None) => {
-                return Err(crate::broker::BrokerError::TargetUnsupported {
-                    agent: b.agent.clone(),
-                    target: self.settings.target.clone(),
-                }
-                .into())
+                return Err(
+                    crate::providers::imp::broker::BrokerError::TargetUnsupported {
+                        agent: b.agent.clone(),
+                        target: self.settings.target.clone(),
+                    }
+                    .into(),
+                )
             }
             (Some(b), Some(store)) => Some(super::harness_broker::BrokerSide::new(
                 self.binding(store, &host_key, &imp),
-                crate::broker::binder::Launcher {
+                crate::providers::imp::broker::binder::Launcher {
                     agent: b.agent.clone(),
                     auth: b.auth.clone(),
                 },
@@ -413,13 +439,13 @@ impl ExecutionProvider for ImpProvider {
 
 /// Asks a host's binding actor; one that is gone (the daemon stops) is an internal error.
 async fn ask<M, T>(
-    binding: &Addr<crate::broker::host_binding::HostBinding>,
+    binding: &Addr<crate::providers::imp::broker::host_binding::HostBinding>,
     msg: M,
 ) -> Result<T, crate::error::Error>
 where
     M: Message<Result = Result<T, crate::error::Error>> + Send + 'static,
     T: Send + 'static,
-    crate::broker::host_binding::HostBinding: Handler<M>,
+    crate::providers::imp::broker::host_binding::HostBinding: Handler<M>,
 {
     binding
         .send(msg)

@@ -676,7 +676,7 @@ impl Handler<RebindAuth> for Session {
         let auth = self.deps.catalog.get(agent).and_then(|a| a.auth.clone());
         let Some(auth) = auth else {
             return Box::pin(fut::ready(Err(
-                crate::broker::BrokerError::BindingInvalid {
+                crate::providers::imp::broker::BrokerError::BindingInvalid {
                     agent: agent.clone(),
                     problem: "no_auth",
                     detail: "the agent has no 'auth' in the daemon's config now, so there is \
@@ -686,7 +686,7 @@ impl Handler<RebindAuth> for Session {
                 .into(),
             )));
         };
-        let launcher = crate::broker::binder::Launcher {
+        let launcher = crate::providers::imp::broker::binder::Launcher {
             agent: agent.clone(),
             auth,
         };

@@ -1,11 +1,11 @@
 //! Start-up reconciliation of one host's binding (spec §6.3, "startup reconcile"): what a
 //! daemon that died mid-change left is settled before the next one serves. What to do is
-//! [`crate::broker::binding::reconcile_action`]; this is doing it, and counting what was done.
+//! [`crate::providers::imp::broker::binding::reconcile_action`]; this is doing it, and counting what was done.
 
 use super::{stored, HostContext};
-use crate::broker::binding::{Binding, BindingState, ReconcileAction};
 use crate::clock::now_ms;
 use crate::error::Error;
+use crate::providers::imp::broker::binding::{Binding, BindingState, ReconcileAction};
 use crate::providers::imp::host_error::HostError;
 
 /// What start-up reconciliation did with one host's binding.

@@ -1,15 +1,15 @@
 //! Rebind (spec §6.3, `POST /v1/sessions/{id}/auth/rebind`): a host's binding follows the
 //! agent's `auth` as the config has it now, at the next revision. Which grants to add and
-//! which to drop is [`crate::broker::binding::plan_rebind`]; this is taking those steps,
+//! which to drop is [`crate::providers::imp::broker::binding::plan_rebind`]; this is taking those steps,
 //! each recorded before it is taken, and taking back only its own on failure.
 
 use super::{stored, with_effect_remaining, HostContext, Launcher};
-use crate::broker::binding::{
-    plan_rebind, Binding, BindingState, Grant, GrantState, PendingRebind,
-};
-use crate::broker::BrokerError;
 use crate::clock::now_ms;
 use crate::error::Error;
+use crate::providers::imp::broker::binding::{
+    plan_rebind, Binding, BindingState, Grant, GrantState, PendingRebind,
+};
+use crate::providers::imp::broker::BrokerError;
 
 impl HostContext {
     /// Rebinds the host to `who`'s `auth` as configured now (spec §6.3): allowed from
@@ -67,7 +67,7 @@ impl HostContext {
     async fn rebind_steps(
         &self,
         pending: &PendingRebind,
-        plan: &crate::broker::binding::RebindPlan,
+        plan: &crate::providers::imp::broker::binding::RebindPlan,
         before: &[Grant],
     ) -> Result<(), Error> {
         for secret in &plan.add {

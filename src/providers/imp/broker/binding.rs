@@ -499,7 +499,7 @@ pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthSta
 mod tests {
     use super::*;
 
-    const MIGRATION: &str = include_str!("../../migrations/0005_broker_bindings.sql");
+    const MIGRATION: &str = include_str!("../../../../migrations/0005_broker_bindings.sql");
 
     fn secret(name: &str, host: &str) -> BoundSecret {
         BoundSecret {
