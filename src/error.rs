@@ -17,12 +17,12 @@ use serde_json::{Map, Value};
 pub use atc_protocol::ErrorCode;
 
 pub use crate::agents::AgentError;
-pub use crate::config::TargetError;
 pub use crate::ledger::key_lock::LedgerError;
 pub use crate::permissions::registry::PermissionError;
 pub use crate::protocol::request_error::{HeadProblem, RequestError};
 pub use crate::providers::imp::broker::BrokerError;
 pub use crate::providers::imp::host_error::HostError;
+pub use crate::providers::refusal::TargetError;
 pub use crate::providers::ProviderError;
 pub use crate::server::auth::AuthError;
 pub use crate::sessions::session_error::SessionError;

@@ -9,6 +9,7 @@
 pub mod agent_error;
 pub mod agent_session_id;
 pub mod claude_settings;
+pub mod guest_plan;
 pub mod hooks;
 pub mod launch;
 pub mod named_file;
@@ -49,7 +50,7 @@ pub struct Agent {
     /// Claude gateway base URL; `Some` makes the agent a gateway.
     pub base_url: Option<String>,
     /// Broker authentication: the agent runs only in an imp (spec §6).
-    pub auth: Option<crate::providers::imp::broker::AgentAuth>,
+    pub auth: Option<crate::config::agent_auth::AgentAuth>,
 }
 
 impl Agent {
@@ -111,7 +112,7 @@ pub struct LaunchPlan {
     /// The agent's credential is in impd's broker: every start and attach of its harness
     /// carries `require: ["broker"]` (spec §6.4 `requireBroker`), with these placeholders and
     /// config folder.
-    pub broker: Option<crate::providers::imp::broker::BrokerLaunch>,
+    pub broker: Option<guest_plan::BrokerLaunch>,
 }
 
 /// A configured agent left out for a problem of its entry (spec §9.3): listed with it, and
@@ -287,14 +288,9 @@ impl AgentCatalog {
     }
 
     /// The broker part of `id`'s launch plans, if it is broker-backed.
-    pub fn broker_launch(&self, id: &str) -> Option<crate::providers::imp::broker::BrokerLaunch> {
+    pub fn broker_launch(&self, id: &str) -> Option<guest_plan::BrokerLaunch> {
         let agent = self.agents.get(id)?;
-        crate::providers::imp::broker::BrokerLaunch::plan(
-            id,
-            agent.kind.as_deref(),
-            agent.auth.as_ref()?,
-            1,
-        )
+        guest_plan::BrokerLaunch::plan(id, agent.kind.as_deref(), agent.auth.as_ref()?, 1)
     }
 
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
@@ -338,9 +334,10 @@ impl AgentCatalog {
             cwd: cwd.to_path_buf(),
             hooks: false,
             // Revision 1 until bindings keep one per host (issue 9 item 3).
-            broker: agent.auth.as_ref().and_then(|a| {
-                crate::providers::imp::broker::BrokerLaunch::plan(id, agent.kind.as_deref(), a, 1)
-            }),
+            broker: agent
+                .auth
+                .as_ref()
+                .and_then(|a| guest_plan::BrokerLaunch::plan(id, agent.kind.as_deref(), a, 1)),
         })
     }
 }

@@ -6,11 +6,9 @@
 //! daemon: it runs on the embedded default and reports the problem (path and parser detail,
 //! never the file's values) in its log and in `GET /v1/daemon`.
 
+pub mod agent_auth;
 pub mod raw;
-pub mod target_error;
 pub mod targets;
-
-pub use target_error::TargetError;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -170,7 +168,7 @@ pub struct AgentConfig {
     /// Makes the agent a gateway: its model tiers come from its env.
     pub base_url: Option<String>,
     /// Broker authentication: the agent runs only in an imp, with its credential in impd.
-    pub auth: Option<crate::providers::imp::broker::AgentAuth>,
+    pub auth: Option<agent_auth::AgentAuth>,
 }
 
 /// The problem word of an agent entry left out for its `auth` (spec §6.1).
@@ -222,7 +220,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
     let auth = match &raw.auth {
         None => None,
         Some(value) => Some(
-            crate::providers::imp::broker::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
+            agent_auth::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
                 .map_err(|detail| (AUTH_BINDING_INVALID, detail))?,
         ),
     };

@@ -10,9 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::raw::RawTargets;
-pub use super::target_error::TargetError;
 use crate::protocol::canonical::sha256_hex;
-use crate::providers::Capability;
 
 /// Identity of the implicit `local` target: `local-pty` over no options (spec §4.2).
 pub const IMPLICIT_LOCAL_IDENTITY: &str = "local-pty:44136fa355b3678a";
@@ -289,120 +287,20 @@ impl Targets {
     pub fn revision(&self) -> &str {
         &self.revision
     }
-
-    /// The refusal chain of spec §4.4. `target` is the session's (or the request's) target,
-    /// `None` meaning the default; `bound` the identity a session bound to at spawn;
-    /// `provider_caps` answers whether this daemon has a provider for a target, and what it
-    /// can do.
-    pub fn check<'a>(
-        &'a self,
-        target: Option<&str>,
-        bound: Option<&str>,
-        capability: Capability,
-        provider_caps: impl Fn(&Target) -> Option<crate::providers::Capabilities>,
-    ) -> Result<&'a Target, TargetError> {
-        // 1. The file itself.
-        if let Some(p) = self.problems.iter().find(|p| p.scope == Scope::Config) {
-            return Err(TargetError::ConfigUnusable {
-                problem: p.problem.clone(),
-                detail: p.detail.clone(),
-                target: p.target.clone(),
-            });
-        }
-        // 2. No target named and no default.
-        let Some(id) = target.or(self.default.as_deref()) else {
-            let problem = self
-                .problems
-                .iter()
-                .find(|p| p.scope != Scope::Target)
-                .map(|p| p.problem.clone())
-                .unwrap_or_else(|| "no local target and no defaultTarget".into());
-            return Err(TargetError::NoDefault { problem });
-        };
-        // 3. The map, or this entry.
-        if let Some(p) = self.problems.iter().find(|p| {
-            p.scope == Scope::Targets
-                || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
-        }) {
-            return Err(TargetError::Misconfigured {
-                id: id.to_string(),
-                problem: p.problem.clone(),
-                detail: p.detail.clone(),
-                target: p.target.clone(),
-            });
-        }
-        // 4. Unknown.
-        let Some(t) = self.targets.iter().find(|t| t.id == id) else {
-            return Err(TargetError::Unknown { id: id.to_string() });
-        };
-        // 5. Changed since the session bound to it.
-        if let Some(bound) = bound {
-            if bound != t.identity {
-                return Err(TargetError::Changed {
-                    id: id.to_string(),
-                    bound: bound.to_string(),
-                    current: t.identity.clone(),
-                });
-            }
-        }
-        // 6. No provider of that kind here, or the target cannot reach it.
-        if let Some(why) = &t.unavailable {
-            return Err(TargetError::Unavailable {
-                id: id.to_string(),
-                provider: t.provider.clone(),
-                why: why.clone(),
-            });
-        }
-        let Some(caps) = provider_caps(t) else {
-            return Err(TargetError::NoProvider {
-                id: id.to_string(),
-                provider: t.provider.clone(),
-            });
-        };
-        // 7. The provider cannot do this.
-        if !caps.has(capability) {
-            return Err(TargetError::CannotDo {
-                id: id.to_string(),
-                provider: t.provider.clone(),
-                capability,
-            });
-        }
-        Ok(t)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::Capabilities;
-
-    const LOCAL_CAPS: Capabilities = Capabilities {
-        spawn: true,
-        attach: true,
-        input: true,
-        resize: true,
-        kill: true,
-        ..Capabilities::NONE
-    };
-
-    fn local_only(t: &Target) -> Option<Capabilities> {
-        (t.provider == "local-pty").then_some(LOCAL_CAPS)
-    }
-
     fn raw(v: Value) -> RawTargets {
         serde_json::from_value(v).unwrap()
-    }
-
-    fn code(r: Result<&Target, TargetError>) -> String {
-        r.err()
-            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
-            .unwrap_or_default()
     }
 
     #[test]
     fn without_targets_there_is_the_implicit_local_target() {
         let t = Targets::from_config(None, None, None);
-        let local = t.check(None, None, Capability::Spawn, local_only).unwrap();
+        let local = &t.list()[0];
+        assert_eq!(t.default_id(), Some("local"));
         assert_eq!(
             (local.id.as_str(), local.identity.as_str()),
             ("local", IMPLICIT_LOCAL_IDENTITY)
@@ -426,89 +324,6 @@ mod tests {
         };
         assert_eq!(identity("imp", &imp), identity("imp", &imp2));
         assert!(identity("imp", &imp).starts_with("imp:reach-v1:"));
-    }
-
-    #[test]
-    fn the_refusal_chain_gives_codes_in_order() {
-        let file = Some(TargetProblem {
-            scope: Scope::Config,
-            target: None,
-            problem: "config_malformed".into(),
-            detail: "line 1".into(),
-        });
-        let broken_file = Targets::from_config(None, None, file);
-        assert_eq!(
-            code(broken_file.check(Some("local"), None, Capability::Spawn, local_only)),
-            "target_config_invalid"
-        );
-
-        // Text, not json!: json! sorts keys, and the order of the file is what is kept.
-        let text = r#"{"local": {"provider": "local-pty"}, "box": {"provider": "imp", "url": "http://impd"}, "broken": {"url": "x"}, "odd": 7}"#;
-        let targets: RawTargets = serde_json::from_str(text).unwrap();
-        let t = Targets::from_config(Some(&targets), Some(&json!("local")), None);
-        assert_eq!(t.list()[0].id, "local", "config order is kept");
-        assert_eq!(t.list()[1].id, "box");
-        assert_eq!(t.list().len(), 2);
-        assert_eq!(t.problems().len(), 2);
-        assert_eq!(
-            code(t.check(Some("broken"), None, Capability::Spawn, local_only)),
-            "target_config_invalid"
-        );
-        assert_eq!(
-            code(t.check(Some("odd"), None, Capability::Spawn, local_only)),
-            "target_config_invalid"
-        );
-        assert_eq!(
-            code(t.check(Some("nope"), None, Capability::Spawn, local_only)),
-            "unknown_target"
-        );
-        assert_eq!(
-            code(t.check(
-                Some("local"),
-                Some("local-pty:0000000000000000"),
-                Capability::Attach,
-                local_only
-            )),
-            "target_changed"
-        );
-        assert_eq!(
-            code(t.check(Some("box"), None, Capability::Spawn, local_only)),
-            "target_unavailable"
-        );
-        let no_kill = |t: &Target| local_only(t).map(|c| Capabilities { kill: false, ..c });
-        let e = t
-            .check(Some("local"), None, Capability::Kill, no_kill)
-            .unwrap_err();
-        let wire = crate::error::Error::from(e).wire();
-        assert_eq!(wire.code, crate::error::ErrorCode::UnsupportedOperation);
-        assert_eq!(wire.data["capability"], "kill");
-        assert!(t
-            .check(
-                None,
-                Some(IMPLICIT_LOCAL_IDENTITY),
-                Capability::Input,
-                local_only
-            )
-            .is_ok());
-        // Earlier rules win: an unknown target on a broken file is still a config error.
-        let broken = Targets::from_config(Some(&raw(json!([]))), None, None);
-        assert_eq!(
-            code(broken.check(Some("nope"), None, Capability::Spawn, local_only)),
-            "target_config_invalid"
-        );
-        // No default and none named.
-        let no_default = Targets::from_config(
-            Some(&raw(json!({"a": {"provider": "local-pty"}}))),
-            None,
-            None,
-        );
-        assert_eq!(
-            code(no_default.check(None, None, Capability::Spawn, local_only)),
-            "target_config_invalid"
-        );
-        let bad_default = Targets::from_config(Some(&targets), Some(&json!("ghost")), None);
-        assert!(bad_default.default_id().is_none());
-        assert_ne!(bad_default.revision(), t.revision());
     }
 
     #[test]
@@ -567,18 +382,6 @@ mod tests {
             assert!(!p.detail.contains("secret"), "{p:?}");
             assert!(!p.detail.contains(&path(dir.path())), "{p:?}");
         }
-        let imp_caps = |t: &Target| (t.provider == "imp").then_some(LOCAL_CAPS);
-        assert_eq!(
-            code(t.check(Some("nourl"), None, Capability::Spawn, imp_caps)),
-            "target_unavailable"
-        );
-        assert_eq!(
-            code(t.check(Some("both"), None, Capability::Spawn, imp_caps)),
-            "target_config_invalid"
-        );
-        assert!(t
-            .check(Some("ok"), None, Capability::Spawn, imp_caps)
-            .is_ok());
         let ok = t.list().iter().find(|t| t.id == "ok").unwrap();
         assert_eq!(ok.options["url"], "http://impd:7070");
         assert!(!ok.options.contains_key("provider"));

@@ -9,7 +9,7 @@
 //! things a workspace hand-off needs on whatever machine the session runs on.
 //!
 //! Providers: `local-pty`, and `imp` (sessions inside microVMs on an impd host). Targets name
-//! a provider by kind, and the refusal chain (`config::targets`) asks the provider's
+//! a provider by kind, and the refusal chain ([`refusal`]) asks the provider's
 //! [`Capabilities`] whether it can do what a request needs.
 
 pub mod imp;

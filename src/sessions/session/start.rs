@@ -13,9 +13,9 @@ use tokio::sync::oneshot;
 
 use super::record::{ExitInfo, SessionRecord};
 use super::{Ending, Session, SessionDeps};
-use crate::config::TargetError;
 use crate::error::Error;
 use crate::providers::refusal::Operation;
+use crate::providers::refusal::TargetError;
 use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, HostUse, StartSpec,

@@ -3,26 +3,24 @@
 //! credential broker puts the real value on the way out. No credential value ever passes
 //! through this module.
 //!
-//! - [`auth_config`]: an agent's `auth` entry, checked when the config loads.
 //! - [`binding`]: a host's binding record, its grants, and the rules of their states.
 //! - [`broker_error`]: every refusal the broker path gives (the `auth_*` codes).
 //! - [`binder`]: create, verify, revoke, rebind and admission checks of one host's binding.
 //! - [`gate`]: the read-only checks of impd and its token before the broker is relied on.
-//! - [`guest_plan`]: the placeholders and config folder a broker-backed harness gets.
 //! - [`host_binding`]: the actor that runs one host's operations in order, and its launch tickets.
 //! - [`placement`]: which targets a broker-backed agent may start on.
 //! - [`startup`]: settling, before the daemon serves, the bindings a dead daemon left mid-change.
 
-pub mod auth_config;
 pub mod binder;
 pub mod binding;
 pub mod broker_error;
 pub mod gate;
-pub mod guest_plan;
 pub mod host_binding;
 pub mod placement;
 pub mod startup;
 
-pub use auth_config::AgentAuth;
+// An agent's `auth` entry is config, and its guest plan is the agent's: both sit below the
+// providers, which use them.
+pub use crate::agents::guest_plan::BrokerLaunch;
+pub use crate::config::agent_auth::AgentAuth;
 pub use broker_error::BrokerError;
-pub use guest_plan::BrokerLaunch;

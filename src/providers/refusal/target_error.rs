@@ -1,7 +1,7 @@
 //! Why a target cannot take an operation: the refusal chain of spec §4.4, one variant per
 //! step, plus a target this daemon has no provider for.
 
-use crate::providers::Capability;
+use atc_protocol::capabilities::Capability;
 
 /// A refusal from the target chain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,8 +2,7 @@
 //! the guest environment plus its placeholders, and a config folder of its own per binding
 //! revision, so a rebind never reuses what an earlier credential left behind.
 
-use super::auth_config::PLACEHOLDER_VALUE;
-use super::AgentAuth;
+use crate::config::agent_auth::{AgentAuth, PLACEHOLDER_VALUE};
 
 /// The broker part of a launch plan.
 #[derive(Debug, Clone, PartialEq, Eq)]

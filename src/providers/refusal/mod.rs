@@ -1,16 +1,20 @@
 //! The one refusal point (spec §4.4): every operation that starts or touches work on a target
 //! asks [`Refusal::check`] (or [`Refusal::check_new`] for a spawn) once, on its path, before
 //! anything reaches the target. It owns the map from an [`Operation`] to the capability it
-//! needs; the chain itself (config, default, entry, identity, provider, capability, in that
-//! order) is [`Targets::check`]. Host failures, agent refusals and session state (a dead
-//! session, say) come after it and belong to whoever runs the operation.
+//! needs, and the chain itself ([`chain`]: config, default, entry, identity, provider,
+//! capability, in that order), whose refusals are [`TargetError`]s. Host failures, agent
+//! refusals and session state (a dead session, say) come after it and belong to whoever runs
+//! the operation.
+
+pub mod target_error;
+
+pub use target_error::TargetError;
 
 use std::sync::Arc;
 
 use super::registry::Providers;
-use super::Capability;
-use crate::config::targets::{Target, Targets};
-use crate::config::TargetError;
+use super::{Capabilities, Capability};
+use crate::config::targets::{Scope, Target, Targets};
 
 /// An operation that reaches a session or its target, as the refusal chain tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,10 +104,89 @@ impl Refusal {
         bound: Option<&str>,
         capability: Capability,
     ) -> Result<&Target, TargetError> {
-        self.targets.check(target, bound, capability, |t| {
+        chain(&self.targets, target, bound, capability, |t| {
             self.providers.get(&t.id).map(|p| p.capabilities())
         })
     }
+}
+
+/// The refusal chain of spec §4.4 over `targets`. `target` is the session's (or the request's)
+/// target, `None` meaning the default; `bound` the identity a session bound to at spawn;
+/// `provider_caps` answers whether this daemon has a provider for a target, and what it can
+/// do.
+pub fn chain<'a>(
+    targets: &'a Targets,
+    target: Option<&str>,
+    bound: Option<&str>,
+    capability: Capability,
+    provider_caps: impl Fn(&Target) -> Option<Capabilities>,
+) -> Result<&'a Target, TargetError> {
+    // 1. The file itself.
+    if let Some(p) = targets.problems().iter().find(|p| p.scope == Scope::Config) {
+        return Err(TargetError::ConfigUnusable {
+            problem: p.problem.clone(),
+            detail: p.detail.clone(),
+            target: p.target.clone(),
+        });
+    }
+    // 2. No target named and no default.
+    let Some(id) = target.or(targets.default_id()) else {
+        let problem = targets
+            .problems()
+            .iter()
+            .find(|p| p.scope != Scope::Target)
+            .map(|p| p.problem.clone())
+            .unwrap_or_else(|| "no local target and no defaultTarget".into());
+        return Err(TargetError::NoDefault { problem });
+    };
+    // 3. The map, or this entry.
+    if let Some(p) = targets.problems().iter().find(|p| {
+        p.scope == Scope::Targets || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
+    }) {
+        return Err(TargetError::Misconfigured {
+            id: id.to_string(),
+            problem: p.problem.clone(),
+            detail: p.detail.clone(),
+            target: p.target.clone(),
+        });
+    }
+    // 4. Unknown.
+    let Some(t) = targets.list().iter().find(|t| t.id == id) else {
+        return Err(TargetError::Unknown { id: id.to_string() });
+    };
+    // 5. Changed since the session bound to it.
+    if let Some(bound) = bound {
+        if bound != t.identity {
+            return Err(TargetError::Changed {
+                id: id.to_string(),
+                bound: bound.to_string(),
+                current: t.identity.clone(),
+            });
+        }
+    }
+    // 6. No provider of that kind here, or the target cannot reach it.
+    if let Some(why) = &t.unavailable {
+        return Err(TargetError::Unavailable {
+            id: id.to_string(),
+            provider: t.provider.clone(),
+            why: why.clone(),
+        });
+    }
+    let Some(caps) = provider_caps(t) else {
+        return Err(TargetError::NoProvider {
+            id: id.to_string(),
+            provider: t.provider.clone(),
+        });
+    };
+    // 7. The provider cannot do this.
+    if !caps.has(capability) {
+        return Err(TargetError::CannotDo {
+            id: id.to_string(),
+            provider: t.provider.clone(),
+            capability,
+        });
+    }
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -285,5 +368,161 @@ mod tests {
                 .map(|e| crate::error::Error::from(e).code().as_str()),
             Some("target_unavailable")
         );
+    }
+
+    const LOCAL_CAPS: Capabilities = Capabilities {
+        spawn: true,
+        attach: true,
+        input: true,
+        resize: true,
+        kill: true,
+        ..Capabilities::NONE
+    };
+
+    fn local_only(t: &Target) -> Option<Capabilities> {
+        (t.provider == "local-pty").then_some(LOCAL_CAPS)
+    }
+
+    fn raw(v: serde_json::Value) -> crate::config::raw::RawTargets {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn chain_code(r: Result<&Target, TargetError>) -> String {
+        r.err()
+            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_refusal_chain_gives_codes_in_order() {
+        let file = Some(crate::config::targets::TargetProblem {
+            scope: Scope::Config,
+            target: None,
+            problem: "config_malformed".into(),
+            detail: "line 1".into(),
+        });
+        let broken_file = Targets::from_config(None, None, file);
+        assert_eq!(
+            chain_code(chain(
+                &broken_file,
+                Some("local"),
+                None,
+                Capability::Spawn,
+                local_only
+            )),
+            "target_config_invalid"
+        );
+
+        // Text, not json!: json! sorts keys, and the order of the file is what is kept.
+        let text = r#"{"local": {"provider": "local-pty"}, "box": {"provider": "imp", "url": "http://impd"}, "broken": {"url": "x"}, "odd": 7}"#;
+        let targets: crate::config::raw::RawTargets = serde_json::from_str(text).unwrap();
+        let t = Targets::from_config(Some(&targets), Some(&json!("local")), None);
+        assert_eq!(t.list()[0].id, "local", "config order is kept");
+        assert_eq!(t.list()[1].id, "box");
+        assert_eq!(t.list().len(), 2);
+        assert_eq!(t.problems().len(), 2);
+        assert_eq!(
+            chain_code(chain(
+                &t,
+                Some("broken"),
+                None,
+                Capability::Spawn,
+                local_only
+            )),
+            "target_config_invalid"
+        );
+        assert_eq!(
+            chain_code(chain(&t, Some("odd"), None, Capability::Spawn, local_only)),
+            "target_config_invalid"
+        );
+        assert_eq!(
+            chain_code(chain(&t, Some("nope"), None, Capability::Spawn, local_only)),
+            "unknown_target"
+        );
+        assert_eq!(
+            chain_code(chain(
+                &t,
+                Some("local"),
+                Some("local-pty:0000000000000000"),
+                Capability::Attach,
+                local_only
+            )),
+            "target_changed"
+        );
+        assert_eq!(
+            chain_code(chain(&t, Some("box"), None, Capability::Spawn, local_only)),
+            "target_unavailable"
+        );
+        let no_kill = |t: &Target| local_only(t).map(|c| Capabilities { kill: false, ..c });
+        let e = chain(&t, Some("local"), None, Capability::Kill, no_kill).unwrap_err();
+        let wire = crate::error::Error::from(e).wire();
+        assert_eq!(wire.code, crate::error::ErrorCode::UnsupportedOperation);
+        assert_eq!(wire.data["capability"], "kill");
+        assert!(chain(
+            &t,
+            None,
+            Some(crate::config::targets::IMPLICIT_LOCAL_IDENTITY),
+            Capability::Input,
+            local_only
+        )
+        .is_ok());
+        // Earlier rules win: an unknown target on a broken file is still a config error.
+        let broken = Targets::from_config(Some(&raw(json!([]))), None, None);
+        assert_eq!(
+            chain_code(chain(
+                &broken,
+                Some("nope"),
+                None,
+                Capability::Spawn,
+                local_only
+            )),
+            "target_config_invalid"
+        );
+        // No default and none named.
+        let no_default = Targets::from_config(
+            Some(&raw(json!({"a": {"provider": "local-pty"}}))),
+            None,
+            None,
+        );
+        assert_eq!(
+            chain_code(chain(
+                &no_default,
+                None,
+                None,
+                Capability::Spawn,
+                local_only
+            )),
+            "target_config_invalid"
+        );
+        let bad_default = Targets::from_config(Some(&targets), Some(&json!("ghost")), None);
+        assert!(bad_default.default_id().is_none());
+        assert_ne!(bad_default.revision(), t.revision());
+    }
+
+    #[test]
+    fn imp_entries_with_problems_are_refused_by_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "imp_1.secret-value\n").unwrap();
+        let path = token.display().to_string();
+        let t = Targets::from_config(
+            Some(&raw(json!({
+                "ok": {"provider": "imp", "url": "http://impd:7070", "tokenFile": path},
+                "nourl": {"provider": "imp", "tokenFile": path},
+                "both": {"provider": "imp", "url": "http://i", "tokenFile": path, "tokenEnv": "X"},
+            }))),
+            None,
+            None,
+        );
+        let imp_caps = |t: &Target| (t.provider == "imp").then_some(LOCAL_CAPS);
+        assert_eq!(
+            chain_code(chain(&t, Some("nourl"), None, Capability::Spawn, imp_caps)),
+            "target_unavailable"
+        );
+        assert_eq!(
+            chain_code(chain(&t, Some("both"), None, Capability::Spawn, imp_caps)),
+            "target_config_invalid"
+        );
+        assert!(chain(&t, Some("ok"), None, Capability::Spawn, imp_caps).is_ok());
     }
 }
