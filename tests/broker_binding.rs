@@ -6,6 +6,7 @@
 
 mod support;
 
+use atc::providers::imp::broker::binding_store::BindingStore;
 use std::time::Duration;
 
 use actix::Actor;
@@ -44,7 +45,7 @@ async fn world() -> World {
 
 fn context(w: &World) -> HostContext {
     HostContext {
-        store: w.store.clone(),
+        store: std::sync::Arc::new(w.store.clone()),
         client: impd_client(&w.sim),
         target: "box".into(),
         target_identity: "imp:reach-v1:0000000000000000".into(),

@@ -5,6 +5,7 @@
 
 mod support;
 
+use atc::providers::imp::broker::binding_store::BindingStore;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -294,7 +294,7 @@ impl Daemon {
             .with_atc_binary(&atc_program);
             Some(Arc::new(
                 crate::providers::imp::provider::ImpProvider::new(settings, bridges.clone())
-                    .with_broker(broker_store.clone())
+                    .with_broker(Arc::new(broker_store.clone()))
                     .with_metrics(metrics.clone()),
             )
                 as Arc<dyn crate::providers::ExecutionProvider>)

@@ -1,5 +1,6 @@
 //! The `broker_bindings` and `broker_grants` tables (spec §6.3): each host's binding record
-//! and its grant rows, as `broker::binding` defines them. Every statement runs straight on the
+//! and its grant rows, as `broker::binding` defines them, kept for the broker's
+//! [`BindingStore`]. Every statement runs straight on the
 //! store's connection, outside the write queue, and is committed when it returns, because the
 //! binder records each step before it takes it; the binder's one actor per host makes sure two
 //! operations on one host never interleave, so the rows need no further locking. Names, rules
@@ -10,10 +11,11 @@ use sqlx::Row;
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StateStore, StoreError};
 use crate::providers::imp::broker::binding::{
     Binding, BindingState, BoundSecret, Grant, GrantState, PendingRebind,
 };
+use crate::providers::imp::broker::binding_store::{BindingStore, Stored};
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {e}"))
@@ -261,11 +263,74 @@ pub(super) async fn grant_delete(
     Ok(())
 }
 
+/// The broker's records live here; each operation holds the connection for one statement.
+impl BindingStore for StateStore {
+    fn binding_get<'a>(&'a self, host_key: &'a str) -> Stored<'a, Option<Binding>> {
+        Box::pin(async move { Ok(get(&mut *self.db.hold().await?, host_key).await?) })
+    }
+
+    fn bindings_all(&self) -> Stored<'_, Vec<Binding>> {
+        Box::pin(async move { Ok(all(&mut *self.db.hold().await?).await?) })
+    }
+
+    fn binding_put<'a>(&'a self, binding: &'a Binding) -> Stored<'a, ()> {
+        Box::pin(async move { Ok(put(&mut *self.db.hold().await?, binding).await?) })
+    }
+
+    fn binding_set_state<'a>(
+        &'a self,
+        host_key: &'a str,
+        state: BindingState,
+        now: i64,
+    ) -> Stored<'a, ()> {
+        Box::pin(
+            async move { Ok(set_state(&mut *self.db.hold().await?, host_key, state, now).await?) },
+        )
+    }
+
+    fn binding_delete<'a>(&'a self, host_key: &'a str) -> Stored<'a, ()> {
+        Box::pin(async move { Ok(delete(&mut *self.db.hold().await?, host_key).await?) })
+    }
+
+    fn grant_put<'a>(&'a self, grant: &'a Grant) -> Stored<'a, ()> {
+        Box::pin(async move { Ok(grant_put(&mut *self.db.hold().await?, grant).await?) })
+    }
+
+    fn grant_set_state<'a>(
+        &'a self,
+        host_key: &'a str,
+        secret: &'a str,
+        state: GrantState,
+    ) -> Stored<'a, ()> {
+        Box::pin(async move {
+            Ok(grant_set_state(&mut *self.db.hold().await?, host_key, secret, state).await?)
+        })
+    }
+
+    fn grants_of<'a>(&'a self, host_key: &'a str) -> Stored<'a, Vec<Grant>> {
+        Box::pin(async move { Ok(grants_of(&mut *self.db.hold().await?, host_key).await?) })
+    }
+
+    fn grant_delete<'a>(&'a self, host_key: &'a str, secret: &'a str) -> Stored<'a, ()> {
+        Box::pin(
+            async move { Ok(grant_delete(&mut *self.db.hold().await?, host_key, secret).await?) },
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::StateStore;
     use super::*;
     use crate::providers::imp::broker::binding::BoundRule;
+
+    /// Whether a write failed because the row it names is not there.
+    fn missing(r: Result<(), crate::providers::imp::broker::binding_store::StoreFailure>) -> bool {
+        matches!(
+            r.map_err(|e| e.downcast::<StoreError>()),
+            Err(Ok(e)) if matches!(*e, StoreError::Missing(_))
+        )
+    }
 
     /// Looks like a credential; the test keeps it and never hands it to the store.
     const VALUE: &str = "ghp_Zk7QvT3xW9mN2pL8rY4sB6cH1dF5gJ0aKeU";
@@ -370,11 +435,10 @@ mod tests {
         let (_dir, store) = open().await;
         let b = binding("h");
         // A grant is recorded after its binding, never before.
-        assert!(matches!(
+        assert!(missing(
             store
                 .grant_put(&grant("h", "git-basic", b.attempt_id))
-                .await,
-            Err(StoreError::Missing(_))
+                .await
         ));
         store.binding_put(&b).await.unwrap();
         let mut g = grant("h", "git-basic", b.attempt_id);
@@ -397,11 +461,10 @@ mod tests {
             store.grant_set_state("h", "git-basic", s).await.unwrap();
             assert_eq!(store.grants_of("h").await.unwrap()[1].state, s);
         }
-        assert!(matches!(
+        assert!(missing(
             store
                 .grant_set_state("h", "nope", GrantState::Granted)
-                .await,
-            Err(StoreError::Missing(_))
+                .await
         ));
         // Rewriting the binding keeps its grants; deleting it drops them.
         store.binding_put(&b).await.unwrap();
@@ -411,9 +474,8 @@ mod tests {
         store.binding_delete("h").await.unwrap();
         assert_eq!(store.binding_get("h").await.unwrap(), None);
         assert!(store.grants_of("h").await.unwrap().is_empty());
-        assert!(matches!(
-            store.binding_set_state("h", BindingState::Ready, 1).await,
-            Err(StoreError::Missing(_))
+        assert!(missing(
+            store.binding_set_state("h", BindingState::Ready, 1).await
         ));
         // Deleting what is gone is no error.
         store.binding_delete("h").await.unwrap();

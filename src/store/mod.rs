@@ -27,7 +27,6 @@ use uuid::Uuid;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
-use crate::providers::imp::broker::binding::{Binding, BindingState, Grant, GrantState};
 pub use events::{TrailEvent, TrailKeep};
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
@@ -296,63 +295,6 @@ impl StateStore {
     /// Deletes completed keys older than `cutoff`; answers how many.
     pub async fn idempotency_sweep(&self, cutoff: i64) -> Result<u64, StoreError> {
         idempotency::sweep(&mut *self.db.hold().await?, cutoff).await
-    }
-
-    /// The binding of `host_key`, if recorded.
-    pub async fn binding_get(&self, host_key: &str) -> Result<Option<Binding>, StoreError> {
-        bindings::get(&mut *self.db.hold().await?, host_key).await
-    }
-
-    /// Every binding, oldest first (start-up reconciliation).
-    pub async fn bindings_all(&self) -> Result<Vec<Binding>, StoreError> {
-        bindings::all(&mut *self.db.hold().await?).await
-    }
-
-    /// Records `binding` whole (inserted, or replacing the host's record; its grant rows stay).
-    /// Committed when it returns: the binder records each step before it takes it.
-    pub async fn binding_put(&self, binding: &Binding) -> Result<(), StoreError> {
-        bindings::put(&mut *self.db.hold().await?, binding).await
-    }
-
-    /// Sets a recorded binding's state; committed when it returns. `Missing` if none.
-    pub async fn binding_set_state(
-        &self,
-        host_key: &str,
-        state: BindingState,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        bindings::set_state(&mut *self.db.hold().await?, host_key, state, now).await
-    }
-
-    /// Drops a host's binding and its grant rows; committed when it returns.
-    pub async fn binding_delete(&self, host_key: &str) -> Result<(), StoreError> {
-        bindings::delete(&mut *self.db.hold().await?, host_key).await
-    }
-
-    /// Records a grant row whole; committed when it returns. `Missing` if its binding is not
-    /// recorded.
-    pub async fn grant_put(&self, grant: &Grant) -> Result<(), StoreError> {
-        bindings::grant_put(&mut *self.db.hold().await?, grant).await
-    }
-
-    /// Sets a recorded grant's state; committed when it returns. `Missing` if none.
-    pub async fn grant_set_state(
-        &self,
-        host_key: &str,
-        secret: &str,
-        state: GrantState,
-    ) -> Result<(), StoreError> {
-        bindings::grant_set_state(&mut *self.db.hold().await?, host_key, secret, state).await
-    }
-
-    /// The grant rows of a host's binding, by secret name.
-    pub async fn grants_of(&self, host_key: &str) -> Result<Vec<Grant>, StoreError> {
-        bindings::grants_of(&mut *self.db.hold().await?, host_key).await
-    }
-
-    /// Drops one grant row; committed when it returns.
-    pub async fn grant_delete(&self, host_key: &str, secret: &str) -> Result<(), StoreError> {
-        bindings::grant_delete(&mut *self.db.hold().await?, host_key, secret).await
     }
 
     /// Queues a trail row, to be kept as `keep` says (see [`events`]).

@@ -3,6 +3,7 @@
 //! session needs that imp. A session's host key is its own id (sub-sessions sharing a
 //! parent's host come with parents).
 
+use crate::providers::imp::broker::binding_store::SharedBindingStore;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -32,7 +33,7 @@ pub struct ImpProvider {
     /// providers, so epochs are unique per daemon).
     bridges: Arc<Bridges>,
     /// The store that keeps broker bindings; without one the provider claims no broker.
-    broker_store: Option<crate::store::StateStore>,
+    broker_store: Option<SharedBindingStore>,
     /// The binding actor of each host, by imp name, like `hosts`.
     bindings:
         Mutex<HashMap<String, Addr<crate::providers::imp::broker::host_binding::HostBinding>>>,
@@ -61,7 +62,7 @@ impl ImpProvider {
     }
 
     /// Serves broker-backed agents, with their bindings kept in `store` (spec §6).
-    pub fn with_broker(mut self, store: crate::store::StateStore) -> ImpProvider {
+    pub fn with_broker(mut self, store: SharedBindingStore) -> ImpProvider {
         self.broker_store = Some(store);
         self
     }
@@ -82,7 +83,7 @@ impl ImpProvider {
     /// The binding actor of the host `host_key` (imp `imp`), started the first time.
     fn binding(
         &self,
-        store: &crate::store::StateStore,
+        store: &SharedBindingStore,
         host_key: &str,
         imp: &str,
     ) -> Addr<crate::providers::imp::broker::host_binding::HostBinding> {

@@ -10,12 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use impd_client::{CreateImp, ImpdClient};
 
 use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
+use super::binding_store::{SharedBindingStore, StoreFailure};
 use super::{gate, AgentAuth, BrokerError};
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError;
-use crate::store::{StateStore, StoreError};
 
 mod rebind;
 mod reconcile;
@@ -26,7 +26,7 @@ pub use reconcile::{ImpTakenBack, ReconcileSummary, Reconciled};
 #[derive(Clone)]
 pub struct HostContext {
     /// The daemon's state.
-    pub store: StateStore,
+    pub store: SharedBindingStore,
     /// impd.
     pub client: ImpdClient,
     /// The target id and identity the binding belongs to.
@@ -52,7 +52,7 @@ pub struct Launcher {
     pub auth: AgentAuth,
 }
 
-fn stored(e: StoreError) -> Error {
+fn stored(e: StoreFailure) -> Error {
     tracing::error!(error = %e, "binding store step failed");
     Error::Internal
 }

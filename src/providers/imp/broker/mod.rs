@@ -13,6 +13,7 @@
 
 pub mod binder;
 pub mod binding;
+pub mod binding_store;
 pub mod broker_error;
 pub mod gate;
 pub mod host_binding;

@@ -8,15 +8,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::binder::ReconcileSummary;
 use super::binding::Binding;
+use super::binding_store::BindingStore;
 use crate::providers::registry::Providers;
-use crate::store::StateStore;
 
 /// Settles every binding the last daemon left mid-change; `listed_hosts` are the host keys
 /// listed sessions use. Logs one line per binding acted on and a summary. A store that
 /// cannot list the bindings leaves them all as they are (their hosts stay blocked until a
 /// later start reads them).
 pub async fn reconcile_bindings(
-    store: &StateStore,
+    store: &dyn BindingStore,
     providers: &Providers,
     listed_hosts: &BTreeSet<String>,
 ) -> ReconcileSummary {
