@@ -13,7 +13,6 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::metrics::{Metrics, PermissionResolution};
-use crate::sessions::messages::FleetNotice;
 use atc_protocol::FleetEvent;
 
 /// How many resolved ids are remembered (spec §8).
@@ -92,6 +91,13 @@ struct Pending {
     timer: SpawnHandle,
 }
 
+/// A permission request opened or resolved, for the fleet's clients: the registry sends it to
+/// whoever broadcasts the fleet's events (the session manager), which this module does not
+/// otherwise know.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PermissionNotice(pub FleetEvent);
+
 /// The registry.
 pub struct PermissionRegistry {
     pending: HashMap<String, Pending>,
@@ -100,7 +106,7 @@ pub struct PermissionRegistry {
     resolved_order: VecDeque<String>,
     next: u64,
     timeout: Duration,
-    events: Recipient<FleetNotice>,
+    events: Recipient<PermissionNotice>,
     metrics: Metrics,
 }
 
@@ -109,7 +115,7 @@ impl PermissionRegistry {
     /// counts resolutions into `metrics`.
     pub fn new(
         timeout: Duration,
-        events: Recipient<FleetNotice>,
+        events: Recipient<PermissionNotice>,
         metrics: Metrics,
     ) -> PermissionRegistry {
         PermissionRegistry {
@@ -146,7 +152,7 @@ impl PermissionRegistry {
         }
         tracing::info!(request = id, decision, "permission request resolved");
         self.events
-            .do_send(FleetNotice(FleetEvent::PermissionResolved {
+            .do_send(PermissionNotice(FleetEvent::PermissionResolved {
                 request: id.to_string(),
                 decision: decision.to_string(),
             }));
@@ -174,7 +180,7 @@ impl Handler<OpenRequest> for PermissionRegistry {
             respondable: msg.respondable,
         };
         self.events
-            .do_send(FleetNotice(FleetEvent::PermissionRequested {
+            .do_send(PermissionNotice(FleetEvent::PermissionRequested {
                 request: id.clone(),
                 s: request.session,
                 message: request.message.clone(),
@@ -256,9 +262,9 @@ mod tests {
     impl Actor for Probe {
         type Context = Context<Self>;
     }
-    impl Handler<FleetNotice> for Probe {
+    impl Handler<PermissionNotice> for Probe {
         type Result = ();
-        fn handle(&mut self, msg: FleetNotice, _: &mut Self::Context) {
+        fn handle(&mut self, msg: PermissionNotice, _: &mut Self::Context) {
             if let Ok(mut v) = self.0.lock() {
                 v.push(msg.0);
             }

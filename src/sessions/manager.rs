@@ -478,6 +478,19 @@ impl Handler<CountSessions> for SessionManager {
     }
 }
 
+/// The permission registry's events go out with the sessions' own.
+impl Handler<crate::permissions::registry::PermissionNotice> for SessionManager {
+    type Result = ();
+
+    fn handle(
+        &mut self,
+        msg: crate::permissions::registry::PermissionNotice,
+        ctx: &mut Self::Context,
+    ) {
+        <Self as Handler<FleetNotice>>::handle(self, FleetNotice(msg.0), ctx);
+    }
+}
+
 impl Handler<FleetNotice> for SessionManager {
     type Result = ();
 
