@@ -7,6 +7,7 @@
 mod support;
 
 use atc::providers::imp::broker::binding_store::BindingStore;
+use atc::server::error::WireForm;
 use std::time::Duration;
 
 use actix::Actor;
@@ -64,14 +65,17 @@ fn launcher(secrets: &[&str]) -> Launcher {
 }
 
 /// The refusal of a verify of `secrets` on `host`.
-async fn refused_verify(host: &actix::Addr<HostBinding>, secrets: &[&str]) -> atc::error::Error {
+async fn refused_verify(
+    host: &actix::Addr<HostBinding>,
+    secrets: &[&str],
+) -> atc::providers::ProviderError {
     host.send(Verify(launcher(secrets)))
         .await
         .unwrap()
         .expect_err("the verify passed")
 }
 
-fn code(e: &atc::error::Error) -> String {
+fn code(e: &impl WireForm) -> String {
     e.code().as_str().to_string()
 }
 

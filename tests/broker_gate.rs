@@ -16,7 +16,12 @@ async fn judge(sim: &ImpdSim, a: &AgentAuth, imp: &str) -> Result<Vec<String>, S
         .map_err(|e| format!("read: {e}"))?;
     gate::judge(&view, "agent", a, imp, None)
         .map(|s| s.iter().map(|s| s.name.clone()).collect())
-        .map_err(|e| atc::error::Error::from(e).code().as_str().to_string())
+        .map_err(|e| {
+            atc::server::error::Error::from(e)
+                .code()
+                .as_str()
+                .to_string()
+        })
 }
 
 #[actix_rt::test]

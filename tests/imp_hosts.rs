@@ -246,7 +246,7 @@ async fn commands_and_archives_run_on_the_host_they_name() {
     assert_eq!((out.code, &out.stdout[..]), (Some(4), &b"from stdin"[..]));
     // Without a host there is nowhere to run it.
     let err = match p.run_command(req(&["true"], None)).await {
-        Err(e) => atc::error::Error::from(e).wire(),
+        Err(e) => atc::server::error::Error::from(e).wire(),
         Ok(out) => panic!("ran without a host: {out:?}"),
     };
     assert_eq!(err.code.as_str(), "bad_args");

@@ -295,11 +295,14 @@ mod tests {
         for (kind, installed, option, value, want) in cases {
             let got = validate(*kind, "a", *installed, *option, value)
                 .err()
-                .map(|e| crate::error::Error::from(e).code().as_str());
+                .map(|e| crate::server::error::Error::from(e).code().as_str());
             assert_eq!(got, *want, "{kind:?} {option:?} {value:?}");
         }
         let e = validate(Some("claude"), "a", true, SpawnOption::Effort, "x").unwrap_err();
-        assert_eq!(crate::error::Error::from(e).wire().data["field"], "effort");
+        assert_eq!(
+            crate::server::error::Error::from(e).wire().data["field"],
+            "effort"
+        );
     }
 
     #[test]

@@ -449,7 +449,10 @@ impl Daemon {
                             "could not bind the reporter socket; hook reports will not arrive"),
                     }
                     let ledger = IdempotencyLedger::new(
-                        manager.clone(),
+                        crate::ledger::key_lock::SpawnRunner {
+                            spawn: manager.clone().recipient(),
+                            lookup: manager.clone().recipient(),
+                        },
                         ledger_store.clone(),
                         ledger_timings.idempotency_retention,
                         ledger_timings.idempotency_sweep,

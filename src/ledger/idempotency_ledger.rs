@@ -11,8 +11,8 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::key_lock::KeyLock;
+use super::key_lock::SpawnRunner;
 use crate::clock::now_ms;
-use crate::sessions::manager::SessionManager;
 use crate::store::{KeyId, StateStore};
 
 /// Hold the lock of a key. Answers the lock's address.
@@ -52,23 +52,23 @@ impl Drop for KeyGuard {
 /// The ledger.
 pub struct IdempotencyLedger {
     locks: HashMap<KeyId, (Addr<KeyLock>, usize)>,
-    manager: Addr<SessionManager>,
+    sessions: SpawnRunner,
     store: StateStore,
     retention: Duration,
     sweep_every: Duration,
 }
 
 impl IdempotencyLedger {
-    /// A ledger over `store`, spawning through `manager`.
+    /// A ledger over `store`, spawning through `sessions`.
     pub fn new(
-        manager: Addr<SessionManager>,
+        sessions: SpawnRunner,
         store: StateStore,
         retention: Duration,
         sweep_every: Duration,
     ) -> IdempotencyLedger {
         IdempotencyLedger {
             locks: HashMap::new(),
-            manager,
+            sessions,
             store,
             retention,
             sweep_every,
@@ -101,11 +101,11 @@ impl Handler<Acquire> for IdempotencyLedger {
     type Result = MessageResult<Acquire>;
 
     fn handle(&mut self, msg: Acquire, _: &mut Self::Context) -> Self::Result {
-        let (manager, store) = (self.manager.clone(), self.store.clone());
+        let (sessions, store) = (self.sessions.clone(), self.store.clone());
         let entry = self
             .locks
             .entry(msg.0)
-            .or_insert_with(|| (KeyLock::new(manager, store).start(), 0));
+            .or_insert_with(|| (KeyLock::new(sessions, store).start(), 0));
         entry.1 += 1;
         MessageResult(entry.0.clone())
     }

@@ -8,14 +8,14 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::clock::now_ms;
-use crate::error::Error;
-use crate::sessions::manager::SessionManager;
+use crate::providers::refusal::TargetError;
 use crate::sessions::messages::{Lookup, Spawn};
+use crate::sessions::session_error::SessionError;
 use crate::store::{Claim, KeyId, KeyRow, KeyState, StateStore};
 
 /// Run a keyed spawn. Sent by the spawn route through the key's lock.
 #[derive(Message)]
-#[rtype(result = "Result<KeyedAnswer, Error>")]
+#[rtype(result = "Result<KeyedAnswer, LedgerError>")]
 pub struct RunSpawn {
     /// The key.
     pub key: KeyId,
@@ -25,7 +25,7 @@ pub struct RunSpawn {
     pub replay_only: bool,
     /// Why a fresh spawn may not run (the target refusal chain said no); a held key still
     /// answers from the ledger.
-    pub refusal: Option<Error>,
+    pub refusal: Option<TargetError>,
     /// The spawn to run (its `id` is minted here).
     pub spawn: Spawn,
 }
@@ -39,16 +39,26 @@ pub struct KeyedAnswer {
     pub replayed: bool,
 }
 
+/// Where keyed spawns run, and where a replay looks its session up: the session manager,
+/// known to the ledger only as the two messages it takes.
+#[derive(Clone)]
+pub struct SpawnRunner {
+    /// Runs a spawn.
+    pub spawn: Recipient<Spawn>,
+    /// Finds a session by id.
+    pub lookup: Recipient<Lookup>,
+}
+
 /// Serializes the requests of one key.
 pub struct KeyLock {
-    manager: Addr<SessionManager>,
+    sessions: SpawnRunner,
     store: StateStore,
 }
 
 impl KeyLock {
     /// A lock for one key.
-    pub fn new(manager: Addr<SessionManager>, store: StateStore) -> KeyLock {
-        KeyLock { manager, store }
+    pub fn new(sessions: SpawnRunner, store: StateStore) -> KeyLock {
+        KeyLock { sessions, store }
     }
 }
 
@@ -56,8 +66,9 @@ impl Actor for KeyLock {
     type Context = Context<Self>;
 }
 
-/// A keyed request the ledger answers with a refusal of its own (spec §7.4).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A keyed request the ledger answers with a refusal of its own (spec §7.4), or the refusal
+/// or failure of the spawn it ran.
+#[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     /// The key's earlier effect may or may not stand.
     #[error(
@@ -85,50 +96,60 @@ pub enum LedgerError {
          the request without Idempotency-Replay-Only"
     )]
     KeyUnknown,
+    /// A fresh spawn the refusal chain refused (a held key answers from the ledger instead).
+    #[error(transparent)]
+    Refused(TargetError),
+    /// The spawn itself was refused or failed; nothing of it stands.
+    #[error(transparent)]
+    Spawn(SessionError),
+    /// A ledger step failed; the log has the cause.
+    #[error("internal error; the daemon log has details under this request id")]
+    Internal,
 }
 
 /// Which of the ledger's answers (spec §7.4) a keyed request got, for the metrics; `None` for
 /// an answer that is none of them (a refusal or failure of the spawn itself, an unknown key
 /// on a replay-only request, a key whose session is not listed).
-pub fn answer_kind(answer: &Result<KeyedAnswer, Error>) -> Option<crate::metrics::LedgerAnswer> {
+pub fn answer_kind(
+    answer: &Result<KeyedAnswer, LedgerError>,
+) -> Option<crate::metrics::LedgerAnswer> {
     use crate::metrics::LedgerAnswer as A;
     match answer {
         Ok(KeyedAnswer { replayed: true, .. }) => Some(A::Replayed),
         Ok(KeyedAnswer {
             replayed: false, ..
         }) => Some(A::Created),
-        Err(Error::Ledger(LedgerError::Conflict)) => Some(A::Conflict),
-        Err(Error::Ledger(LedgerError::OutcomeUnknown { .. })) => Some(A::OutcomeUnknown),
+        Err(LedgerError::Conflict) => Some(A::Conflict),
+        Err(LedgerError::OutcomeUnknown { .. }) => Some(A::OutcomeUnknown),
         Err(_) => None,
     }
 }
 
-fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> Error {
+fn internal(step: &str, key: &KeyId, e: impl std::fmt::Display) -> LedgerError {
     // Never the payload: operation, key and step are enough to find the row.
     tracing::error!(operation = %key.operation, key = %key.key, step, error = %e, "ledger step failed");
-    Error::Internal
+    LedgerError::Internal
 }
 
-fn outcome_unknown(effect_ref: &str) -> Error {
+fn outcome_unknown(effect_ref: &str) -> LedgerError {
     LedgerError::OutcomeUnknown {
         effect_ref: effect_ref.to_string(),
     }
-    .into()
 }
 
 /// Answers a request for a key that is already held (spec §7.4 step 3).
 async fn answer_held(
-    manager: &Addr<SessionManager>,
+    lookup: &Recipient<Lookup>,
     row: KeyRow,
     payload_hash: &str,
-) -> Result<KeyedAnswer, Error> {
+) -> Result<KeyedAnswer, LedgerError> {
     if row.payload_hash != payload_hash {
-        return Err(LedgerError::Conflict.into());
+        return Err(LedgerError::Conflict);
     }
     if row.state != KeyState::Completed {
         return Err(outcome_unknown(&row.effect_ref));
     }
-    if let Ok(Ok(found)) = manager.send(Lookup(row.effect_ref.clone())).await {
+    if let Ok(Ok(found)) = lookup.send(Lookup(row.effect_ref.clone())).await {
         return Ok(KeyedAnswer {
             session: serde_json::to_value(&found.descriptor).unwrap_or(Value::Null),
             replayed: true,
@@ -146,15 +167,14 @@ async fn answer_held(
     }
     Err(LedgerError::SessionNotListed {
         effect_ref: row.effect_ref,
-    }
-    .into())
+    })
 }
 
 impl Handler<RunSpawn> for KeyLock {
-    type Result = AtomicResponse<Self, Result<KeyedAnswer, Error>>;
+    type Result = AtomicResponse<Self, Result<KeyedAnswer, LedgerError>>;
 
     fn handle(&mut self, msg: RunSpawn, _: &mut Self::Context) -> Self::Result {
-        let (manager, store) = (self.manager.clone(), self.store.clone());
+        let (sessions, store) = (self.sessions.clone(), self.store.clone());
         AtomicResponse::new(Box::pin(
             async move {
                 let RunSpawn {
@@ -166,15 +186,15 @@ impl Handler<RunSpawn> for KeyLock {
                 } = msg;
                 if replay_only {
                     return match store.idempotency_get(&key).await {
-                        Ok(Some(row)) => answer_held(&manager, row, &payload_hash).await,
-                        Ok(None) => Err(LedgerError::KeyUnknown.into()),
+                        Ok(Some(row)) => answer_held(&sessions.lookup, row, &payload_hash).await,
+                        Ok(None) => Err(LedgerError::KeyUnknown),
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }
                 if let Some(refusal) = refusal {
                     return match store.idempotency_get(&key).await {
-                        Ok(Some(row)) => answer_held(&manager, row, &payload_hash).await,
-                        Ok(None) => Err(refusal),
+                        Ok(Some(row)) => answer_held(&sessions.lookup, row, &payload_hash).await,
+                        Ok(None) => Err(LedgerError::Refused(refusal)),
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }
@@ -185,13 +205,13 @@ impl Handler<RunSpawn> for KeyLock {
                     .await
                 {
                     Ok(Claim::Claimed) => {}
-                    Ok(Claim::Held(row)) => return answer_held(&manager, row, &payload_hash).await,
+                    Ok(Claim::Held(row)) => return answer_held(&sessions.lookup, row, &payload_hash).await,
                     Err(e) => return Err(internal("claim", &key, e)),
                 }
                 spawn.id = Some(session_id);
-                let outcome = match manager.send(spawn).await {
+                let outcome = match sessions.spawn.send(spawn).await {
                     Ok(outcome) => outcome,
-                    Err(e) => Err(internal("spawn", &key, e)),
+                    Err(e) => return Err(internal("spawn", &key, e)),
                 };
                 let spawned = match outcome {
                     Ok(descriptor) => descriptor,
@@ -212,7 +232,7 @@ impl Handler<RunSpawn> for KeyLock {
                         if let Err(e) = store.idempotency_release(&key).await {
                             internal("release", &key, e);
                         }
-                        return Err(err);
+                        return Err(LedgerError::Spawn(err));
                     }
                 };
                 // Settle: the session's row must be durable before the key says completed.

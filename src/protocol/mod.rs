@@ -1,5 +1,5 @@
 //! The daemon's side of the wire: what can be wrong with a request ([`RequestError`]; the
-//! wire form of every error is `crate::error`'s), the checked extraction of request
+//! wire form of every error is `crate::server::error`'s), the checked extraction of request
 //! parameters (`params`), the one parse of a client's JSON text (`strict_json`), and the
 //! canonical JSON hashes (`canonical`). The wire types
 //! themselves are the `atc-protocol` crate's; nothing here knows about actors.

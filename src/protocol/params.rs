@@ -132,7 +132,7 @@ mod tests {
     use super::*;
 
     fn field_of(e: RequestError) -> String {
-        crate::error::Error::from(e).wire().data["field"]
+        crate::server::error::Error::from(e).wire().data["field"]
             .as_str()
             .unwrap_or_default()
             .to_string()

@@ -1,6 +1,6 @@
 //! What can be wrong with a request before it reaches a session: its head, body, query, a
 //! parameter, or a frame on a socket. Every variant names the part at fault, which the wire
-//! carries as `data.field` of a `bad_args` (see `crate::error`).
+//! carries as `data.field` of a `bad_args` (see `crate::server::error`).
 
 /// A request, or one of its parameters, that the daemon cannot act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

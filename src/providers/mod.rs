@@ -12,12 +12,14 @@
 //! a provider by kind, and the refusal chain ([`refusal`]) asks the provider's
 //! [`Capabilities`] whether it can do what a request needs.
 
+pub mod host_lifecycle;
 pub mod imp;
 pub mod local;
 pub mod provider_error;
 pub mod refusal;
 pub mod registry;
 
+pub use host_lifecycle::{AuthAnswer, HostLifecycle};
 pub use provider_error::ProviderError;
 
 /// Largest output chunk any harness hands to its session at once. The session sizes its screen
@@ -218,7 +220,7 @@ pub struct StartedHarness {
     /// `None` when the process runs already (local); else resolves once the remote start or
     /// attach succeeded, or with the refusal that ended the harness first (spec §5.6
     /// `waitForStart`). A spawn answers only after it.
-    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), crate::error::Error>>>,
+    pub ready: Option<tokio::sync::oneshot::Receiver<Result<(), crate::providers::ProviderError>>>,
     /// The leader of the local process's group, to be recorded with the session
     /// ([`group_leader`]); `None` for a process elsewhere, or one gone before it was read.
     pub leader: Option<local::group_leader::GroupLeader>,
@@ -272,9 +274,6 @@ pub struct RemotePosition {
     /// High-water mark.
     pub offset: u64,
 }
-
-/// A host's broker binding as a client sees it, or why not.
-pub type AuthAnswer = Result<atc_protocol::responses::AuthStatus, crate::error::Error>;
 
 /// Input bytes allowed to wait for a session's process, on every provider: a local child that
 /// is not reading its stdin, or an impd connection that is down or not sending. Beyond this,
@@ -340,74 +339,11 @@ pub trait ExecutionProvider: Send + Sync {
     fn guest_atc(&self) -> Option<std::path::PathBuf> {
         None
     }
-    /// Puts the host `host_key` to sleep with its harnesses inside (spec §5.5). `idle`: the
-    /// session to ask whether the host may sleep (`None`: an operator's kill, not checked).
-    fn suspend_host(
-        &self,
-        host_key: &str,
-        idle: Option<Recipient<CheckIdle>>,
-    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
-        let _ = (host_key, idle);
-        Box::pin(std::future::ready(Err(ProviderError::NoHostLifecycle {
-            kind: self.kind(),
-            capability: "suspend",
-        })))
-    }
-    /// Deletes the host `host_key` and everything on it.
-    fn destroy_host(
-        &self,
-        host_key: &str,
-    ) -> LocalBoxFuture<'static, Result<(), crate::error::Error>> {
-        let _ = host_key;
-        Box::pin(std::future::ready(Err(ProviderError::NoHostLifecycle {
-            kind: self.kind(),
-            capability: "destroy",
-        }
-        .into())))
-    }
-    /// What the host `host_key`'s broker binding is (spec §6.3); a provider without a broker
-    /// holds none.
-    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
-        let _ = host_key;
-        Box::pin(std::future::ready(Err(
-            crate::providers::imp::broker::BrokerError::NotBound.into(),
-        )))
-    }
-    /// Revokes every grant of the host `host_key`'s broker binding, and answers what it is
-    /// then.
-    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
-        self.auth_status(host_key)
-    }
-    /// Rebinds the host `host_key`'s broker binding to `launcher`'s `auth` as configured now,
-    /// and answers the new revision.
-    fn auth_rebind(
-        &self,
-        host_key: &str,
-        launcher: crate::providers::imp::broker::binder::Launcher,
-    ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
-        let _ = (host_key, launcher);
-        Box::pin(std::future::ready(Err(
-            crate::providers::imp::broker::BrokerError::NotBound.into(),
-        )))
-    }
-
-    /// Start-up reconciliation (spec §6.3) of `bindings`, the broker bindings recorded for
-    /// this provider's target, before the daemon serves or restores a session; `listed_hosts`
-    /// are the host keys listed sessions use. Each binding goes through its host's binding
-    /// actor. A provider without a broker keeps no bindings and leaves them as they are.
-    fn reconcile_bindings(
-        &self,
-        bindings: Vec<crate::providers::imp::broker::binding::Binding>,
-        listed_hosts: &std::collections::BTreeSet<String>,
-    ) -> LocalBoxFuture<'static, crate::providers::imp::broker::binder::ReconcileSummary> {
-        let _ = listed_hosts;
-        let kept = u32::try_from(bindings.len()).unwrap_or(u32::MAX);
-        Box::pin(std::future::ready(
-            crate::providers::imp::broker::binder::ReconcileSummary {
-                kept,
-                ..Default::default()
-            },
-        ))
+    /// Its host lifecycle, where its sessions run on hosts of their own (see
+    /// [`host_lifecycle`]); `None`: its sessions run here and have no host to sleep, delete
+    /// or bind.
+    fn hosts(&self) -> Option<&dyn HostLifecycle> {
+        None
     }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is
     /// gone; the daemon awaits it when it stops.

@@ -59,9 +59,20 @@ pub enum ProviderError {
     /// The process is gone, so its input has nowhere to go.
     #[error("the process has exited")]
     ProcessGone,
+    /// A failure inside the daemon (a record that could not be written, an actor gone);
+    /// whoever hit it logged the cause.
+    #[error("internal error; the daemon log has details under this request id")]
+    Internal,
 }
 
 impl ProviderError {
+    /// Whether the failed operation may have left its effect standing (an imp it created
+    /// and could not destroy again): a keyed spawn then answers `outcome_unknown` and never
+    /// runs again (spec §7.4 "effect remains").
+    pub fn effect_remains(&self) -> bool {
+        matches!(self, ProviderError::Host(HostError::EffectRemains(_)))
+    }
+
     /// A command run for the daemon that exited unsuccessfully (`code` `None`: a signal ended
     /// it), with the start of its stderr for the user.
     pub fn command_failed(what: &'static str, code: Option<i32>, stderr: &[u8]) -> ProviderError {

@@ -17,11 +17,11 @@ use super::tokens::{drop_when_revoked, Tokens};
 use super::ws_transport::{Hangup, Inbound, InboundError, InboundMessages, OutboundStream};
 use super::{auth, lookup, next_client_id, AppState};
 use crate::config::Timings;
-use crate::error::Error;
 use crate::protocol::params::Params;
 use crate::protocol::strict_json::{self, StrictJsonError};
 use crate::protocol::RequestError;
 use crate::server::auth::AuthError;
+use crate::server::error::Error;
 use crate::sessions::client_queue::{client_queue, ClientQueue, Outgoing};
 use crate::sessions::input_port::InputPort;
 use crate::sessions::messages::{

@@ -1,10 +1,10 @@
 //! How an [`Error`] becomes an HTTP response: the status and body of its wire form
-//! (`crate::error`). The only actix glue the error type has.
+//! (`crate::server::error`). The only actix glue the error type has.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::error::Error;
+use crate::server::error::Error;
 
 impl ResponseError for Error {
     fn status_code(&self) -> StatusCode {

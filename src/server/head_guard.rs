@@ -47,8 +47,8 @@ use tokio::time::Sleep;
 
 use super::conn_registry::Registration;
 use super::conn_socket::{ConnSocket, Ending};
-use crate::error::Error;
 use crate::protocol::request_error::{HeadProblem, RequestError};
+use crate::server::error::Error;
 
 /// Largest request head accepted. Below the dispatcher's own 128 KiB buffer, so a head too
 /// large is always ours to refuse; far above any head a real client sends.
@@ -99,7 +99,7 @@ enum Verdict {
     RefuseFrom(usize, Refusal),
 }
 
-/// A refused head: what was wrong with it (its wire form is `crate::error`'s).
+/// A refused head: what was wrong with it (its wire form is `crate::server::error`'s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Refusal(HeadProblem);
 

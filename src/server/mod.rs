@@ -5,6 +5,7 @@ mod attach;
 pub mod auth;
 mod conn_registry;
 mod conn_socket;
+pub mod error;
 mod error_response;
 mod events;
 mod head_guard;
@@ -42,8 +43,8 @@ use uuid::Uuid;
 
 use crate::agents::AgentCatalog;
 use crate::config::{ConfigProblem, Limits, Timings};
-use crate::error::Error;
 use crate::protocol::RequestError;
+use crate::server::error::Error;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{Found, Lookup};
 use crate::store::StateStore;
@@ -132,6 +133,7 @@ pub async fn lookup(state: &AppState, key: &str) -> Result<Found, Error> {
         .send(Lookup(key.to_string()))
         .await
         .map_err(|_| Error::Internal)?
+        .map_err(Error::from)
 }
 
 /// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).

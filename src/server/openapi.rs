@@ -22,7 +22,7 @@ use utoipa::openapi::{
 use utoipa::OpenApi as _;
 
 use super::route_table::{Endpoint, Method, Route, ROUTES};
-use crate::error::Error;
+use crate::server::error::Error;
 
 /// Every schema the document names; utoipa adds the ones they contain.
 #[derive(utoipa::OpenApi)]
@@ -296,7 +296,7 @@ fn error_responses(public: bool) -> Vec<(u16, String)> {
             .or_default()
             .push(code.as_str());
     }
-    // `bad_args` answers three statuses of its own on any route (crate::error's mapping): a
+    // `bad_args` answers three statuses of its own on any route (crate::server::error's mapping): a
     // request head or body that did not arrive in time (408), a declared body past the cap
     // (413) and a request head past the limits (431).
     for status in [408, 413, 431] {

@@ -11,8 +11,8 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::route_table::PAGE_ASSETS;
-use crate::error::Error;
 use crate::protocol::RequestError;
+use crate::server::error::Error;
 
 /// The page's Content-Security-Policy. Scripts, connections, fonts and everything else come
 /// only from this origin. Styles are the one relaxation, because xterm.js needs it: its DOM

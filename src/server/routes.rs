@@ -12,12 +12,12 @@ use super::route_table::{self, Endpoint, ScopedPath};
 use super::{lookup, AppState};
 use crate::agents::spawn_options::{self, SpawnOption};
 use crate::agents::AgentError;
-use crate::error::Error;
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
 use crate::protocol::params::Params;
 use crate::protocol::RequestError;
+use crate::server::error::Error;
 use crate::sessions::messages::*;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
@@ -310,7 +310,7 @@ async fn spawn(
             key,
             payload_hash: crate::ledger::payload_hash(&canonical),
             replay_only,
-            refusal: refusal.err().map(Error::from),
+            refusal: refusal.err(),
             spawn,
         })
         .await,

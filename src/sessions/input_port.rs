@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::error::Error;
+use super::session_error::SessionError;
 use crate::metrics::Metrics;
 use crate::providers::local::pty_input::PtyInput;
 
@@ -27,7 +27,7 @@ impl InputPort {
     /// Writes `bytes` whole, after everything written to this session before; fails as the
     /// session's own input would (`session_dead` once the process is gone, `too_slow` when the
     /// child has stopped reading and the backlog is full).
-    pub fn write(&self, bytes: Bytes) -> Result<(), Error> {
+    pub fn write(&self, bytes: Bytes) -> Result<(), SessionError> {
         let len = bytes.len();
         self.pty.write(bytes)?;
         self.metrics.input_written(len);

@@ -24,7 +24,6 @@ use super::session_name::{self, NameProblem};
 use crate::agents::AgentCatalog;
 use crate::agents::LaunchPlan;
 use crate::clock::now_ms;
-use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::StartSpec;
 use crate::store::FleetRow;
@@ -143,7 +142,7 @@ impl SessionManager {
         });
     }
 
-    fn lookup(&self, key: &str) -> Result<&Entry<Addr<Session>>, Error> {
+    fn lookup(&self, key: &str) -> Result<&Entry<Addr<Session>>, SessionError> {
         if let Ok(id) = Uuid::parse_str(key) {
             if let Some(e) = self.sessions.get(&id) {
                 return Ok(e);
@@ -157,12 +156,10 @@ impl SessionManager {
             (Some(e), None) => Ok(e),
             (Some(_), Some(_)) => Err(SessionError::AmbiguousName {
                 name: key.to_string(),
-            }
-            .into()),
+            }),
             _ => Err(SessionError::NoSuch {
                 key: key.to_string(),
-            }
-            .into()),
+            }),
         }
     }
 
@@ -194,10 +191,10 @@ impl SessionManager {
     }
 
     /// Checks a spawn and makes its record and launch plan; nothing is written or run yet.
-    fn plan_spawn(&self, msg: Spawn) -> Result<(SessionRecord, LaunchPlan), Error> {
+    fn plan_spawn(&self, msg: Spawn) -> Result<(SessionRecord, LaunchPlan), SessionError> {
         let cwd = Path::new(&msg.cwd);
         if !cwd.is_absolute() {
-            return Err(SessionError::CwdNotAbsolute.into());
+            return Err(SessionError::CwdNotAbsolute);
         }
         // A remote session's cwd is on its host; only a local one can be checked here.
         let remote = self
@@ -206,7 +203,7 @@ impl SessionManager {
             .get(&msg.target)
             .is_some_and(|p| p.remote());
         if !remote && !cwd.is_dir() {
-            return Err(SessionError::CwdNotDirectory(msg.cwd.clone()).into());
+            return Err(SessionError::CwdNotDirectory(msg.cwd.clone()));
         }
         let mut plan = self.catalog.plan(&msg.agent, cwd)?;
         if let Some(agent) = self.catalog.get(&msg.agent) {
@@ -231,7 +228,7 @@ impl SessionManager {
         let (name, named_by) = match msg.name {
             Some(n) => {
                 if self.shadowed_id(&n, id).is_some() {
-                    return Err(SessionError::BadName(NameProblem::ShadowsId).into());
+                    return Err(SessionError::BadName(NameProblem::ShadowsId));
                 }
                 (n, NamedBy::User)
             }
@@ -271,7 +268,7 @@ impl SessionManager {
         spec: StartSpec,
         deps: SessionDeps,
         slot: LiveSlot,
-    ) -> Result<(Descriptor, StartWait, RowWritten), Error> {
+    ) -> Result<(Descriptor, StartWait, RowWritten), SessionError> {
         // Its first row write also puts its directory in the spawn history (store).
         let (addr, descriptor, ready, written) = Session::spawn(record, spec, deps, slot)?;
         tracing::info!(session = %descriptor.id, agent = %descriptor.agent, "session spawned");
@@ -288,7 +285,7 @@ impl SessionManager {
         descriptor: Descriptor,
         ready: StartWait,
         written: RowWritten,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         let id = descriptor.id;
         Box::pin(
             async move {
@@ -332,7 +329,7 @@ async fn launch_off_thread(
     record: SessionRecord,
     plan: LaunchPlan,
     deps: SessionDeps,
-) -> Result<(SessionRecord, StartSpec, SessionDeps), Error> {
+) -> Result<(SessionRecord, StartSpec, SessionDeps), SessionError> {
     let queued = std::time::Instant::now();
     let job = move || {
         let waited_here = queued.elapsed();
@@ -355,7 +352,7 @@ async fn launch_off_thread(
         Err(e) => {
             // A panic in the launch; a child that had started went with its `Child`.
             tracing::error!(error = %e, "a process launch did not finish");
-            Err(Error::Internal)
+            Err(SessionError::Internal)
         }
     }
 }
@@ -394,14 +391,14 @@ impl SessionManager {
 }
 
 impl Handler<Spawn> for SessionManager {
-    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
     /// Plans the spawn here, writes its files and launches its process on a blocking thread
     /// ([`launch_off_thread`]), then starts the session here and answers as
     /// [`SessionManager::answer_spawn`] says.
     fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
         let (began, metrics) = (std::time::Instant::now(), self.deps.metrics.clone());
-        let counted = move |answer: Result<Descriptor, Error>| {
+        let counted = move |answer: Result<Descriptor, SessionError>| {
             let outcome = match answer {
                 Ok(_) => crate::metrics::SpawnOutcome::Started,
                 Err(_) => crate::metrics::SpawnOutcome::Failed,
@@ -446,7 +443,7 @@ impl Handler<ShadowedId> for SessionManager {
 }
 
 impl Handler<Lookup> for SessionManager {
-    type Result = Result<Found, Error>;
+    type Result = Result<Found, SessionError>;
 
     fn handle(&mut self, msg: Lookup, _: &mut Self::Context) -> Self::Result {
         let e = self.lookup(&msg.0)?;
@@ -573,11 +570,11 @@ impl Handler<Unsubscribe> for SessionManager {
 }
 
 impl Handler<RestoreFleet> for SessionManager {
-    type Result = ResponseActFuture<Self, Result<usize, Error>>;
+    type Result = ResponseActFuture<Self, Result<usize, SessionError>>;
 
     fn handle(&mut self, _: RestoreFleet, _: &mut Self::Context) -> Self::Result {
         if self.restoring {
-            return Box::pin(fut::ready(Err(SessionError::RestoreRunning.into())));
+            return Box::pin(fut::ready(Err(SessionError::RestoreRunning)));
         }
         let refusal = self.deps.refusal.clone();
         let mut queue: Vec<(i64, Uuid, Addr<Session>)> = self

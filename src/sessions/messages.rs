@@ -7,9 +7,12 @@ use bytes::Bytes;
 
 use super::client_queue::ClientQueue;
 use super::screen::ScreenText;
-use crate::error::Error;
+use super::session_error::SessionError;
 use atc_protocol::TermSize;
 use atc_protocol::{Descriptor, FleetEvent};
+
+/// A host's broker binding as a client sees it, or why not.
+pub type AuthAnswer = Result<atc_protocol::responses::AuthStatus, SessionError>;
 
 /// Identifies one attached client connection within the daemon.
 pub type ClientId = u64;
@@ -31,7 +34,7 @@ pub use atc_protocol::AttachMode;
 /// An interactive client of a local process gets an [`InputPort`](super::input_port::InputPort)
 /// to type through.
 #[derive(Message)]
-#[rtype(result = "Result<Option<super::input_port::InputPort>, Error>")]
+#[rtype(result = "Result<Option<super::input_port::InputPort>, SessionError>")]
 pub struct Attach {
     /// The connection.
     pub client: ClientId,
@@ -55,12 +58,12 @@ pub struct Detach {
 
 /// Write bytes to the session's process, whole. From the attach socket or `POST .../input`.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), SessionError>")]
 pub struct Input(pub Bytes);
 
 /// Type text and press Enter the way the session's agent expects (`POST .../submit`).
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), SessionError>")]
 pub struct Submit(pub String);
 
 /// An attached client reported its size; the session size is recomputed after the debounce.
@@ -75,7 +78,7 @@ pub struct ClientResized {
 
 /// Resize for a client that is not attached by WebSocket (`POST .../resize`); applied now.
 #[derive(Message)]
-#[rtype(result = "Result<TermSize, Error>")]
+#[rtype(result = "Result<TermSize, SessionError>")]
 pub struct ResizeSession(pub TermSize);
 
 /// The client's backlog drained after a desync: send `desync`, `resynced` and a repaint.
@@ -93,7 +96,7 @@ pub struct Ack;
 
 /// Rename and/or pin.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, Error>")]
+#[rtype(result = "Result<Descriptor, SessionError>")]
 pub struct Update {
     /// New name.
     pub name: Option<String>,
@@ -103,7 +106,7 @@ pub struct Update {
 
 /// The visible screen as text.
 #[derive(Message)]
-#[rtype(result = "Result<ScreenText, Error>")]
+#[rtype(result = "Result<ScreenText, SessionError>")]
 pub struct GetScreen;
 
 /// The session's current descriptor.
@@ -115,7 +118,7 @@ pub struct GetDescriptor;
 /// once the exit is recorded; a session already dead is forgotten instead, unless forgetting
 /// destroys its host (`confirmation_required`: that takes the two-step forget).
 #[derive(Message)]
-#[rtype(result = "Result<Killed, Error>")]
+#[rtype(result = "Result<Killed, SessionError>")]
 pub struct Kill;
 
 /// What a [`Kill`] did.
@@ -131,13 +134,13 @@ pub enum Killed {
 /// valid for [`FORGET_CONFIRM_TTL`], that the second step must present. Answers the token
 /// and its expiry (epoch ms).
 #[derive(Message)]
-#[rtype(result = "Result<(String, i64), Error>")]
+#[rtype(result = "Result<(String, i64), SessionError>")]
 pub struct MintForgetToken;
 
 /// Second step: with a valid token, destroy the session's host and forget the session. The
 /// token is consumed even if the destroy then fails.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), SessionError>")]
 pub struct ForgetDestroying {
     /// The token from the first step.
     pub token: String,
@@ -149,7 +152,7 @@ pub const FORGET_CONFIRM_TTL: std::time::Duration = std::time::Duration::from_se
 /// Put the session's host to sleep with the process inside (imp targets). `force` skips the
 /// idleness check (an operator's decision). Answers once the session is recorded asleep.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, Error>")]
+#[rtype(result = "Result<Descriptor, SessionError>")]
 pub struct Suspend {
     /// Sleep even if the session looks busy.
     pub force: bool,
@@ -157,7 +160,7 @@ pub struct Suspend {
 
 /// The session's host's broker binding (`GET /v1/sessions/{id}/auth`).
 #[derive(Message)]
-#[rtype(result = "crate::providers::AuthAnswer")]
+#[rtype(result = "AuthAnswer")]
 pub struct AuthStatusOf;
 
 /// Read the session's host's broker binding again and answer the descriptor once it is
@@ -170,19 +173,19 @@ pub struct DescribeWithAuth;
 /// Revoke the session's host's broker grants (`POST /v1/sessions/{id}/auth/revoke`). A
 /// running harness keeps running; impd fails its later requests.
 #[derive(Message)]
-#[rtype(result = "crate::providers::AuthAnswer")]
+#[rtype(result = "AuthAnswer")]
 pub struct RevokeAuth;
 
 /// Rebind the session's host's broker binding to its agent's `auth` as the daemon's config
 /// has it now (`POST /v1/sessions/{id}/auth/rebind`). Answers the binding's new revision.
 #[derive(Message)]
-#[rtype(result = "Result<u32, Error>")]
+#[rtype(result = "Result<u32, SessionError>")]
 pub struct RebindAuth;
 
 /// Start a new process for the same agent, cwd and args under the same id. Sent for a client,
 /// so the start counts as deliberate (spec §3.4 `started`).
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, Error>")]
+#[rtype(result = "Result<Descriptor, SessionError>")]
 pub struct Revive {
     /// Size for the new process; the last size when absent.
     pub size: Option<TermSize>,
@@ -191,18 +194,18 @@ pub struct Revive {
 /// Like [`Revive`] at the last size, sent by a fleet restore: the start is not the user's
 /// choice, so its `started` report leaves `last_used_agent` alone (spec §3.4).
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, Error>")]
+#[rtype(result = "Result<Descriptor, SessionError>")]
 pub struct ReviveOnRestore;
 
 /// A client's forget: kill the process if any, delete the row, stop the actor.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), SessionError>")]
 pub struct Forget;
 
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), SessionError>")]
 pub struct Discard;
 
 /// Daemon shutdown: hang up the process, record its exit as `daemon_stopped`, flush the row.
@@ -225,7 +228,7 @@ pub struct Found {
 
 /// Find a session by id or exact name.
 #[derive(Message)]
-#[rtype(result = "Result<Found, Error>")]
+#[rtype(result = "Result<Found, SessionError>")]
 pub struct Lookup(pub String);
 
 /// The body of `GET /v1/sessions`: every session, oldest first, as the JSON object
@@ -242,7 +245,7 @@ pub struct CountSessions;
 
 /// Spawn a new session.
 #[derive(Message)]
-#[rtype(result = "Result<Descriptor, Error>")]
+#[rtype(result = "Result<Descriptor, SessionError>")]
 pub struct Spawn {
     /// The session id, when the caller minted it first (an idempotent spawn records it in its
     /// claim before anything starts); a fresh one otherwise.
@@ -278,7 +281,7 @@ pub struct ShadowedId {
 
 /// Revive every session that died with an old daemon, one at a time, newest first.
 #[derive(Message)]
-#[rtype(result = "Result<usize, Error>")]
+#[rtype(result = "Result<usize, SessionError>")]
 pub struct RestoreFleet;
 
 /// Subscribe an events socket: a snapshot of `session.added` frames, then every fleet event.

@@ -1,9 +1,17 @@
 //! Why a session cannot take what was asked: it is unknown or ambiguous, has no process (or
 //! still has one), a forget needs its confirmation, a start would pass the cap on running
-//! sessions, or a field of the request does not fit.
+//! sessions, or a field of the request does not fit. What a session asks of the layers below
+//! it (the agent catalog, the refusal chain, its provider) fails with their errors, carried
+//! whole.
+
+use crate::agents::AgentError;
+use crate::providers::imp::broker::BrokerError;
+use crate::providers::imp::host_error::HostError;
+use crate::providers::refusal::TargetError;
+use crate::providers::ProviderError;
 
 /// A refusal from the session manager or a session.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// No session has this id or name.
     #[error("no session '{key}'; list sessions with GET /v1/sessions")]
@@ -66,6 +74,38 @@ pub enum SessionError {
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,
+    /// The agent, or a spawn option, refused.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The target refusal chain refused.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The provider or its host.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// A failure inside the daemon; whoever hit it logged the cause.
+    #[error("internal error; the daemon log has details under this request id")]
+    Internal,
+}
+
+impl From<HostError> for SessionError {
+    fn from(e: HostError) -> Self {
+        SessionError::Provider(ProviderError::Host(e))
+    }
+}
+
+impl From<BrokerError> for SessionError {
+    fn from(e: BrokerError) -> Self {
+        SessionError::Provider(ProviderError::Broker(e))
+    }
+}
+
+impl SessionError {
+    /// Whether the failed operation may have left its effect standing (see
+    /// [`ProviderError::effect_remains`]).
+    pub fn effect_remains(&self) -> bool {
+        matches!(self, SessionError::Provider(p) if p.effect_remains())
+    }
 }
 
 /// Why a confirmation token does not hold.

@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use actix::Recipient;
 use atc::providers::{
-    Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, ProviderError, RunOutput,
+    Capabilities, ExecutionProvider, HarnessEvents, HostLifecycle, ProviderError, RunOutput,
     RunRequest, StartSpec, StartedHarness,
 };
 use bytes::Bytes;
@@ -40,35 +39,8 @@ impl ExecutionProvider for CapsProvider {
         self.inner.guest_atc()
     }
 
-    fn suspend_host(
-        &self,
-        host_key: &str,
-        idle: Option<Recipient<CheckIdle>>,
-    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
-        self.inner.suspend_host(host_key, idle)
-    }
-
-    fn destroy_host(
-        &self,
-        host_key: &str,
-    ) -> LocalBoxFuture<'static, Result<(), atc::error::Error>> {
-        self.inner.destroy_host(host_key)
-    }
-
-    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, atc::providers::AuthAnswer> {
-        self.inner.auth_status(host_key)
-    }
-
-    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, atc::providers::AuthAnswer> {
-        self.inner.auth_revoke(host_key)
-    }
-
-    fn auth_rebind(
-        &self,
-        host_key: &str,
-        launcher: atc::providers::imp::broker::binder::Launcher,
-    ) -> LocalBoxFuture<'static, Result<u32, atc::error::Error>> {
-        self.inner.auth_rebind(host_key, launcher)
+    fn hosts(&self) -> Option<&dyn HostLifecycle> {
+        self.inner.hosts()
     }
 
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {

@@ -75,7 +75,7 @@ pub struct ConnLaunchRefused {
     /// Which attempt.
     pub attempt: u64,
     /// The refusal.
-    pub error: crate::error::Error,
+    pub error: crate::providers::ProviderError,
 }
 
 impl ImpConnection {

@@ -380,8 +380,11 @@ mod tests {
             None,
         );
         let message = e.to_string();
-        let wire = crate::error::Error::from(e).wire();
-        assert_eq!(wire.code, crate::error::ErrorCode::UnsupportedOperation);
+        let wire = crate::server::error::Error::from(e).wire();
+        assert_eq!(
+            wire.code,
+            crate::server::error::ErrorCode::UnsupportedOperation
+        );
         assert_eq!(wire.data["problem"], "no_guest_atc");
         assert_eq!(wire.data["imageVersion"], "9.9.9");
         assert!(message.contains("atc 9.9.9"), "{message}");

@@ -41,10 +41,10 @@ use super::opening::Origin;
 use super::outcome::{Next, StartRefusal};
 use super::report_forward::{CloseForward, Listen, Relisten, ReportForward};
 use super::settings::ImpSettings;
-use crate::error::Error;
 use crate::providers::imp::broker::broker_error::CheckOutcome;
 use crate::providers::imp::broker::host_binding::AdmitKind;
 use crate::providers::imp::broker::BrokerError;
+use crate::providers::ProviderError as Error;
 use crate::providers::{
     output_pieces, DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError,
     ResizeTerminal, StartSpec, WriteInput,

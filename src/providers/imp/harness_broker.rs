@@ -5,12 +5,12 @@
 
 use actix::Addr;
 
-use crate::error::Error;
 use crate::providers::imp::broker::binder::Launcher;
 use crate::providers::imp::broker::binding::Binding;
 use crate::providers::imp::broker::host_binding::{
     Abandon, Admit, AdmitKind, Create, HostBinding, MarkReady, Ticket, Verify,
 };
+use crate::providers::ProviderError as Error;
 
 /// The harness's handle on its host's binding.
 pub struct BrokerSide {

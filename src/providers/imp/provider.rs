@@ -3,7 +3,6 @@
 //! session needs that imp. A session's host key is its own id (sub-sessions sharing a
 //! parent's host come with parents).
 
-use crate::providers::imp::broker::binding_store::SharedBindingStore;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -18,9 +17,10 @@ use super::host_lease::{DestroyHost, HostLease, SuspendHost};
 use super::naming;
 use super::report_forward::{ReportForward, SessionLink};
 use super::settings::ImpSettings;
+use crate::providers::imp::broker::binding_store::SharedBindingStore;
 use crate::providers::{
-    Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, HarnessHandle, ProviderError,
-    RunOutput, RunRequest, StartSpec, StartedHarness,
+    AuthAnswer, Capabilities, CheckIdle, ExecutionProvider, HarnessEvents, HarnessHandle,
+    HostLifecycle, ProviderError, RunOutput, RunRequest, StartSpec, StartedHarness,
 };
 
 /// The provider of one imp target.
@@ -71,8 +71,10 @@ impl ImpProvider {
     fn broker_binding(
         &self,
         host_key: &str,
-    ) -> Result<Addr<crate::providers::imp::broker::host_binding::HostBinding>, crate::error::Error>
-    {
+    ) -> Result<
+        Addr<crate::providers::imp::broker::host_binding::HostBinding>,
+        crate::providers::ProviderError,
+    > {
         let store = self
             .broker_store
             .as_ref()
@@ -180,121 +182,8 @@ impl ExecutionProvider for ImpProvider {
         Some(super::naming::guest_atc(&self.settings.guest_dir).into())
     }
 
-    fn suspend_host(
-        &self,
-        host_key: &str,
-        idle: Option<Recipient<CheckIdle>>,
-    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
-        let host = self.host(&self.imp_for(host_key));
-        Box::pin(async move {
-            host.send(SuspendHost { idle })
-                .await
-                .unwrap_or(Err(HostError::LeaseGone))
-                .map_err(ProviderError::from)
-        })
-    }
-
-    fn destroy_host(
-        &self,
-        host_key: &str,
-    ) -> LocalBoxFuture<'static, Result<(), crate::error::Error>> {
-        let host = self.host(&self.imp_for(host_key));
-        // A bound host is blocked first, and only the imp its binding created goes (spec
-        // §6.3); secrets are never deleted.
-        let binding = self.broker_binding(host_key).ok();
-        Box::pin(async move {
-            if let Some(b) = &binding {
-                ask(b, crate::providers::imp::broker::host_binding::ForgetBegin).await?;
-            }
-            host.send(DestroyHost)
-                .await
-                .unwrap_or(Err(HostError::LeaseGone))?;
-            if let Some(b) = &binding {
-                ask(b, crate::providers::imp::broker::host_binding::ForgetEnd).await?;
-            }
-            Ok(())
-        })
-    }
-
-    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
-        let binding = self.broker_binding(host_key);
-        Box::pin(async move {
-            ask(
-                &binding?,
-                crate::providers::imp::broker::host_binding::Status,
-            )
-            .await
-        })
-    }
-
-    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, crate::providers::AuthAnswer> {
-        let binding = self.broker_binding(host_key);
-        Box::pin(async move {
-            let binding = binding?;
-            ask(
-                &binding,
-                crate::providers::imp::broker::host_binding::Revoke,
-            )
-            .await?;
-            ask(
-                &binding,
-                crate::providers::imp::broker::host_binding::Status,
-            )
-            .await
-        })
-    }
-
-    fn auth_rebind(
-        &self,
-        host_key: &str,
-        launcher: crate::providers::imp::broker::binder::Launcher,
-    ) -> LocalBoxFuture<'static, Result<u32, crate::error::Error>> {
-        let binding = self.broker_binding(host_key);
-        Box::pin(async move {
-            ask(
-                &binding?,
-                crate::providers::imp::broker::host_binding::Rebind(launcher),
-            )
-            .await
-        })
-    }
-
-    fn reconcile_bindings(
-        &self,
-        bindings: Vec<crate::providers::imp::broker::binding::Binding>,
-        listed_hosts: &std::collections::BTreeSet<String>,
-    ) -> LocalBoxFuture<'static, crate::providers::imp::broker::binder::ReconcileSummary> {
-        use crate::providers::imp::broker::binder::ReconcileSummary;
-        let mut summary = ReconcileSummary::default();
-        let Some(store) = self.broker_store.as_ref() else {
-            return Box::pin(std::future::ready(summary));
-        };
-        let mut work = Vec::new();
-        for b in bindings {
-            if b.target_identity != self.settings.identity {
-                // Bound through another impd than the target names now: this impd's imps and
-                // grants are not the binding's to take back.
-                tracing::warn!(target = %b.target, host = %b.host_key, imp = %b.imp_name,
-                    "start-up: the binding was made on another impd than the target's; it stays as it is");
-                summary.kept += 1;
-                continue;
-            }
-            // The recorded imp name, not one derived again: the prefix may have changed.
-            let actor = self.binding(store, &b.host_key, &b.imp_name);
-            let has_listed_session = listed_hosts.contains(&b.host_key);
-            work.push((b, actor, has_listed_session));
-        }
-        Box::pin(async move {
-            for (b, actor, has_listed_session) in work {
-                let outcome = ask(
-                    &actor,
-                    crate::providers::imp::broker::host_binding::Reconcile { has_listed_session },
-                )
-                .await;
-                summary.record(&b, &outcome);
-            }
-            summary
-        })
+    fn hosts(&self) -> Option<&dyn HostLifecycle> {
+        Some(self)
     }
 
     fn shutdown(&self) -> LocalBoxFuture<'static, ()> {
@@ -438,18 +327,138 @@ impl ExecutionProvider for ImpProvider {
     }
 }
 
+/// An imp is a host: it sleeps, is destroyed, and holds its agent's broker binding.
+impl HostLifecycle for ImpProvider {
+    fn suspend_host(
+        &self,
+        host_key: &str,
+        idle: Option<Recipient<CheckIdle>>,
+    ) -> LocalBoxFuture<'static, Result<(), ProviderError>> {
+        let host = self.host(&self.imp_for(host_key));
+        Box::pin(async move {
+            host.send(SuspendHost { idle })
+                .await
+                .unwrap_or(Err(HostError::LeaseGone))
+                .map_err(ProviderError::from)
+        })
+    }
+
+    fn destroy_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<(), crate::providers::ProviderError>> {
+        let host = self.host(&self.imp_for(host_key));
+        // A bound host is blocked first, and only the imp its binding created goes (spec
+        // §6.3); secrets are never deleted.
+        let binding = self.broker_binding(host_key).ok();
+        Box::pin(async move {
+            if let Some(b) = &binding {
+                ask(b, crate::providers::imp::broker::host_binding::ForgetBegin).await?;
+            }
+            host.send(DestroyHost)
+                .await
+                .unwrap_or(Err(HostError::LeaseGone))?;
+            if let Some(b) = &binding {
+                ask(b, crate::providers::imp::broker::host_binding::ForgetEnd).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn auth_status(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
+        let binding = self.broker_binding(host_key);
+        Box::pin(async move {
+            ask(
+                &binding?,
+                crate::providers::imp::broker::host_binding::Status,
+            )
+            .await
+        })
+    }
+
+    fn auth_revoke(&self, host_key: &str) -> LocalBoxFuture<'static, AuthAnswer> {
+        let binding = self.broker_binding(host_key);
+        Box::pin(async move {
+            let binding = binding?;
+            ask(
+                &binding,
+                crate::providers::imp::broker::host_binding::Revoke,
+            )
+            .await?;
+            ask(
+                &binding,
+                crate::providers::imp::broker::host_binding::Status,
+            )
+            .await
+        })
+    }
+
+    fn auth_rebind(
+        &self,
+        host_key: &str,
+        launcher: crate::providers::imp::broker::binder::Launcher,
+    ) -> LocalBoxFuture<'static, Result<u32, crate::providers::ProviderError>> {
+        let binding = self.broker_binding(host_key);
+        Box::pin(async move {
+            ask(
+                &binding?,
+                crate::providers::imp::broker::host_binding::Rebind(launcher),
+            )
+            .await
+        })
+    }
+
+    fn reconcile_bindings(
+        &self,
+        bindings: Vec<crate::providers::imp::broker::binding::Binding>,
+        listed_hosts: &std::collections::BTreeSet<String>,
+    ) -> LocalBoxFuture<'static, crate::providers::imp::broker::binder::ReconcileSummary> {
+        use crate::providers::imp::broker::binder::ReconcileSummary;
+        let mut summary = ReconcileSummary::default();
+        let Some(store) = self.broker_store.as_ref() else {
+            return Box::pin(std::future::ready(summary));
+        };
+        let mut work = Vec::new();
+        for b in bindings {
+            if b.target_identity != self.settings.identity {
+                // Bound through another impd than the target names now: this impd's imps and
+                // grants are not the binding's to take back.
+                tracing::warn!(target = %b.target, host = %b.host_key, imp = %b.imp_name,
+                    "start-up: the binding was made on another impd than the target's; it stays as it is");
+                summary.kept += 1;
+                continue;
+            }
+            // The recorded imp name, not one derived again: the prefix may have changed.
+            let actor = self.binding(store, &b.host_key, &b.imp_name);
+            let has_listed_session = listed_hosts.contains(&b.host_key);
+            work.push((b, actor, has_listed_session));
+        }
+        Box::pin(async move {
+            for (b, actor, has_listed_session) in work {
+                let outcome = ask(
+                    &actor,
+                    crate::providers::imp::broker::host_binding::Reconcile { has_listed_session },
+                )
+                .await;
+                summary.record(&b, &outcome);
+            }
+            summary
+        })
+    }
+}
+
 /// Asks a host's binding actor; one that is gone (the daemon stops) is an internal error.
 async fn ask<M, T>(
     binding: &Addr<crate::providers::imp::broker::host_binding::HostBinding>,
     msg: M,
-) -> Result<T, crate::error::Error>
+) -> Result<T, crate::providers::ProviderError>
 where
-    M: Message<Result = Result<T, crate::error::Error>> + Send + 'static,
+    M: Message<Result = Result<T, crate::providers::ProviderError>> + Send + 'static,
     T: Send + 'static,
     crate::providers::imp::broker::host_binding::HostBinding: Handler<M>,
 {
     binding
         .send(msg)
         .await
-        .unwrap_or(Err(crate::error::Error::Internal))
+        .unwrap_or(Err(crate::providers::ProviderError::Internal))
 }

@@ -283,7 +283,12 @@ mod tests {
 
     fn code(r: Result<(), TargetError>) -> String {
         r.err()
-            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
+            .map(|e| {
+                crate::server::error::Error::from(e)
+                    .code()
+                    .as_str()
+                    .to_string()
+            })
             .unwrap_or_else(|| "ok".into())
     }
 
@@ -310,7 +315,8 @@ mod tests {
         let r = refusal();
         let bound = identity(&r, "mute");
         for op in [Operation::Input, Operation::Submit] {
-            let e = crate::error::Error::from(r.check(op, "mute", &bound).unwrap_err()).wire();
+            let e =
+                crate::server::error::Error::from(r.check(op, "mute", &bound).unwrap_err()).wire();
             assert_eq!(e.code.as_str(), "unsupported_operation");
             assert_eq!(e.data.get("capability"), Some(&json!("input")), "{op:?}");
         }
@@ -365,7 +371,7 @@ mod tests {
         assert_eq!(
             r.check_new(Some("ghost"))
                 .err()
-                .map(|e| crate::error::Error::from(e).code().as_str()),
+                .map(|e| crate::server::error::Error::from(e).code().as_str()),
             Some("target_unavailable")
         );
     }
@@ -389,7 +395,12 @@ mod tests {
 
     fn chain_code(r: Result<&Target, TargetError>) -> String {
         r.err()
-            .map(|e| crate::error::Error::from(e).code().as_str().to_string())
+            .map(|e| {
+                crate::server::error::Error::from(e)
+                    .code()
+                    .as_str()
+                    .to_string()
+            })
             .unwrap_or_default()
     }
 
@@ -455,8 +466,11 @@ mod tests {
         );
         let no_kill = |t: &Target| local_only(t).map(|c| Capabilities { kill: false, ..c });
         let e = chain(&t, Some("local"), None, Capability::Kill, no_kill).unwrap_err();
-        let wire = crate::error::Error::from(e).wire();
-        assert_eq!(wire.code, crate::error::ErrorCode::UnsupportedOperation);
+        let wire = crate::server::error::Error::from(e).wire();
+        assert_eq!(
+            wire.code,
+            crate::server::error::ErrorCode::UnsupportedOperation
+        );
         assert_eq!(wire.data["capability"], "kill");
         assert!(chain(
             &t,

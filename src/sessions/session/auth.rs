@@ -10,7 +10,7 @@ use actix::prelude::*;
 
 use super::start::provider_of;
 use super::Session;
-use crate::providers::AuthAnswer;
+use crate::providers::host_lifecycle::auth_of;
 use atc_protocol::responses::SessionAuth;
 
 impl Session {
@@ -31,7 +31,8 @@ impl Session {
         let Ok(provider) = provider_of(&self.deps, &self.record.target) else {
             return;
         };
-        let asked = provider.auth_status(&self.record.id.to_string());
+        let host = self.record.id.to_string();
+        let asked = auth_of(provider.as_ref(), |h| h.auth_status(&host));
         ctx.spawn(
             asked
                 .into_actor(self)
@@ -48,7 +49,8 @@ impl Session {
         let Some(provider) = provider.filter(|_| self.broker_backed()) else {
             return Box::pin(fut::ready(self.descriptor()));
         };
-        let asked = provider.auth_status(&self.record.id.to_string());
+        let host = self.record.id.to_string();
+        let asked = auth_of(provider.as_ref(), |h| h.auth_status(&host));
         Box::pin(asked.into_actor(self).map(|answer, act, _| {
             act.learn_auth(&answer);
             act.descriptor()
@@ -57,7 +59,10 @@ impl Session {
 
     /// Takes in what a binding answer says: a status replaces the cached one (announced
     /// when it changed); an error leaves it (a host without a binding yet, an impd away).
-    pub(super) fn learn_auth(&mut self, answer: &AuthAnswer) {
+    pub(super) fn learn_auth<E>(
+        &mut self,
+        answer: &Result<atc_protocol::responses::AuthStatus, E>,
+    ) {
         let Ok(status) = answer else {
             return;
         };

@@ -176,14 +176,6 @@ impl Clients {
         }
     }
 
-    /// A text frame for one client, at the current offset.
-    pub fn tell(&mut self, client: ClientId, frame: &AttachFrame) {
-        let at = self.ring.end();
-        if let Some(c) = self.slots.get_mut(&client) {
-            c.delivery.text(&c.queue, frame.to_text(), at);
-        }
-    }
-
     /// Output the process wrote: into the ring, and to every live client.
     pub fn output(&mut self, bytes: &Bytes) {
         self.ring.push(bytes);

@@ -11,11 +11,12 @@ use tokio::sync::oneshot;
 
 use super::{provider_of, Ending, Session};
 use crate::clock::now_ms;
-use crate::error::Error;
+use crate::providers::host_lifecycle::host_lifecycle;
 use crate::providers::refusal::Operation;
 use crate::providers::DetachHarness;
 use crate::sessions::messages::{Killed, FORGET_CONFIRM_TTL};
 use crate::sessions::session_error::{ConfirmProblem, SessionError};
+use atc_protocol::capabilities::Capability;
 use atc_protocol::{Descriptor, FleetEvent};
 
 /// A minted forget confirmation.
@@ -62,7 +63,7 @@ impl ForgetConfirmation {
 
 impl Session {
     /// A client's kill: see [`crate::sessions::messages::Kill`].
-    pub(super) fn kill(&mut self) -> ResponseActFuture<Self, Result<Killed, Error>> {
+    pub(super) fn kill(&mut self) -> ResponseActFuture<Self, Result<Killed, SessionError>> {
         if let Err(e) = self.refuse(Operation::Kill) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -71,9 +72,7 @@ impl Session {
             // its host: that takes the two-step DELETE.
             if self.deps.refusal.destroys_host(&self.record.target) {
                 let id = self.record.id.to_string();
-                return Box::pin(fut::ready(Err(
-                    SessionError::ConfirmationRequired { id }.into()
-                )));
+                return Box::pin(fut::ready(Err(SessionError::ConfirmationRequired { id })));
             }
             let before = self.descriptor();
             return Box::pin(
@@ -100,22 +99,24 @@ impl Session {
         &mut self,
         force: bool,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         if let Err(e) = self.refuse(Operation::Suspend) {
             return Box::pin(fut::ready(Err(e)));
         }
         if self.harness.is_none() {
             return Box::pin(fut::ready(Err(SessionError::Dead {
                 id: self.record.id.to_string(),
-            }
-            .into())));
+            })));
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         let idle = (!force).then(|| ctx.address().recipient());
-        let slept = provider.suspend_host(&self.record.id.to_string(), idle);
+        let slept = match host_lifecycle(provider.as_ref(), Capability::Suspend) {
+            Ok(hosts) => hosts.suspend_host(&self.record.id.to_string(), idle),
+            Err(e) => Box::pin(fut::ready(Err(e))),
+        };
         Box::pin(
             slept
                 .into_actor(self)
@@ -130,7 +131,7 @@ impl Session {
                     }
                     .into_actor(act)
                 })
-                .map(|res, act, _| res.map(|()| act.descriptor()).map_err(Error::from)),
+                .map(|res, act, _| res.map(|()| act.descriptor()).map_err(SessionError::from)),
         )
     }
 
@@ -145,13 +146,13 @@ impl Session {
     }
 
     /// The first step of a destroying forget: a fresh token and its expiry (epoch ms).
-    pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), Error> {
+    pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), SessionError> {
         self.refuse(Operation::Forget)?;
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| {
             tracing::error!(session = %self.record.id, error = %e,
                 "no randomness for a confirmation token");
-            Error::Internal
+            SessionError::Internal
         })?;
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         self.forget_token
@@ -163,7 +164,7 @@ impl Session {
     pub(super) fn forget_destroying(
         &mut self,
         token: &str,
-    ) -> ResponseActFuture<Self, Result<(), Error>> {
+    ) -> ResponseActFuture<Self, Result<(), SessionError>> {
         if let Err(e) = self.refuse(Operation::Forget) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -171,14 +172,17 @@ impl Session {
             .forget_token
             .redeem(token, Instant::now(), FORGET_CONFIRM_TTL);
         if let Err(e) = checked {
-            return Box::pin(fut::ready(Err(e.into())));
+            return Box::pin(fut::ready(Err(e)));
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         // The host goes first: if it cannot be destroyed, the session stays as it is.
-        let destroyed = provider.destroy_host(&self.record.id.to_string());
+        let destroyed = match host_lifecycle(provider.as_ref(), Capability::Destroy) {
+            Ok(hosts) => hosts.destroy_host(&self.record.id.to_string()),
+            Err(e) => Box::pin(fut::ready(Err(e))),
+        };
         Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
             // The process went with its host: let the harness go at once rather than have
             // it retry a connection that cannot come back.
@@ -192,10 +196,10 @@ impl Session {
             }
             .into_actor(act)
             .then(
-                |res, act, _| -> ResponseActFuture<Session, Result<(), Error>> {
+                |res, act, _| -> ResponseActFuture<Session, Result<(), SessionError>> {
                     match res {
                         Ok(()) => act.forget(),
-                        Err(e) => Box::pin(fut::ready(Err(e))),
+                        Err(e) => Box::pin(fut::ready(Err(e.into()))),
                     }
                 },
             )
@@ -204,7 +208,7 @@ impl Session {
 
     /// Ends the process, deletes the row and the record file, announces the removal and
     /// stops the actor.
-    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), Error>> {
+    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), SessionError>> {
         // Forgetting does not wait out a grace: the session is going away for good.
         let done = self.end_process(Ending::Killed, Duration::ZERO);
         self.clients.close_all();
@@ -227,9 +231,9 @@ impl Session {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {
                         tracing::error!(session = %id, error = %e, "could not delete the row");
-                        Err(Error::Internal)
+                        Err(SessionError::Internal)
                     }
-                    Err(_) => Err(Error::Internal),
+                    Err(_) => Err(SessionError::Internal),
                 }
             }
             .into_actor(self)
@@ -255,7 +259,7 @@ mod tests {
         match r {
             Ok(()) => "ok".into(),
             Err(e) => {
-                let wire = Error::from(e).wire();
+                let wire = crate::server::error::Error::from(e).wire();
                 assert_eq!(wire.code.as_str(), "bad_args");
                 assert_eq!(
                     wire.data.get("field").and_then(|v| v.as_str()),

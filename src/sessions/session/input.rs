@@ -7,7 +7,6 @@ use actix::prelude::*;
 use bytes::Bytes;
 
 use super::Session;
-use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::{HarnessHandle, WriteInput};
 use crate::sessions::input_port::InputPort;
@@ -33,7 +32,10 @@ impl Session {
 
     /// Types `text` as the agent's line plan says, reading the paste mode first where the plan
     /// depends on it.
-    pub(super) fn submit(&mut self, text: String) -> ResponseActFuture<Self, Result<(), Error>> {
+    pub(super) fn submit(
+        &mut self,
+        text: String,
+    ) -> ResponseActFuture<Self, Result<(), SessionError>> {
         let agent = self.agent_kind();
         if !crate::agents::line_plan_reads_paste_mode(&agent) {
             let writes = plan_writes(&agent, &text, false);
@@ -55,7 +57,7 @@ impl Session {
     pub(super) fn write_together(
         &self,
         writes: Vec<Bytes>,
-    ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
+    ) -> impl std::future::Future<Output = Result<(), SessionError>> + 'static {
         let id = self.record.id.to_string();
         let metrics = self.deps.metrics.clone();
         let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
@@ -66,7 +68,7 @@ impl Session {
         });
         async move {
             let Some(sent) = sent else {
-                return Err(SessionError::Dead { id }.into());
+                return Err(SessionError::Dead { id });
             };
             for (len, write) in sent {
                 write

@@ -42,7 +42,7 @@ use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
 use crate::clock::now_ms;
 use crate::config::{Limits, Timings};
-use crate::error::Error;
+use crate::providers::host_lifecycle::auth_of;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
@@ -190,11 +190,11 @@ impl Session {
 
     /// The refusal chain for `op` on this session's target and bound identity; each
     /// operation's handler asks it once, before anything else.
-    fn refuse(&self, op: Operation) -> Result<(), Error> {
+    fn refuse(&self, op: Operation) -> Result<(), SessionError> {
         self.deps
             .refusal
             .check(op, &self.record.target, &self.record.target_identity)
-            .map_err(Error::from)
+            .map_err(SessionError::from)
     }
 
     /// The kind of the session's agent (`claude`, `codex`, …); empty for an agent without one.
@@ -332,13 +332,16 @@ impl Session {
         }));
     }
 
-    fn attach(&mut self, msg: Attach, ctx: &mut Context<Self>) -> Result<Option<InputPort>, Error> {
+    fn attach(
+        &mut self,
+        msg: Attach,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<InputPort>, SessionError> {
         self.refuse(Operation::Attach)?;
         let Some(harness) = &self.harness else {
             return Err(SessionError::Dead {
                 id: self.record.id.to_string(),
-            }
-            .into());
+            });
         };
         let port = self.input_port(harness, msg.mode);
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
@@ -489,7 +492,7 @@ impl Handler<HarnessExited> for Session {
 }
 
 impl Handler<Attach> for Session {
-    type Result = Result<Option<InputPort>, Error>;
+    type Result = Result<Option<InputPort>, SessionError>;
 
     fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) -> Self::Result {
         self.attach(msg, ctx)
@@ -507,7 +510,7 @@ impl Handler<Detach> for Session {
 }
 
 impl Handler<Input> for Session {
-    type Result = ResponseFuture<Result<(), Error>>;
+    type Result = ResponseFuture<Result<(), SessionError>>;
 
     fn handle(&mut self, msg: Input, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Input) {
@@ -518,7 +521,7 @@ impl Handler<Input> for Session {
 }
 
 impl Handler<Submit> for Session {
-    type Result = ResponseActFuture<Self, Result<(), Error>>;
+    type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
     fn handle(&mut self, msg: Submit, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Submit) {
@@ -532,9 +535,10 @@ impl Handler<ClientResized> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: ClientResized, ctx: &mut Self::Context) {
-        // The client hears a refusal on its socket, as it would from its own actor.
-        if let Err(e) = self.refuse(Operation::Resize) {
-            return self.clients.tell(msg.client, &e.attach_frame());
+        // A resize is skipped, never refused (spec §4.4): it needs no capability, so the
+        // chain has nothing to say to the client.
+        if self.refuse(Operation::Resize).is_err() {
+            return;
         }
         if self.clients.resized(msg.client, msg.size) {
             self.schedule_resize(ctx);
@@ -543,7 +547,7 @@ impl Handler<ClientResized> for Session {
 }
 
 impl Handler<ResizeSession> for Session {
-    type Result = Result<TermSize, Error>;
+    type Result = Result<TermSize, SessionError>;
 
     fn handle(&mut self, msg: ResizeSession, _: &mut Self::Context) -> Self::Result {
         self.refuse(Operation::Resize)?;
@@ -574,7 +578,7 @@ impl Handler<Ack> for Session {
 }
 
 impl Handler<Update> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
     fn handle(&mut self, msg: Update, _: &mut Self::Context) -> Self::Result {
         self.update(msg)
@@ -582,16 +586,21 @@ impl Handler<Update> for Session {
 }
 
 impl Handler<GetScreen> for Session {
-    type Result = ResponseFuture<Result<ScreenText, Error>>;
+    type Result = ResponseFuture<Result<ScreenText, SessionError>>;
 
     fn handle(&mut self, _: GetScreen, _: &mut Self::Context) -> Self::Result {
         let screen = self.screen.worker().clone();
-        Box::pin(async move { screen.send(ScreenAsText).await.map_err(|_| Error::Internal) })
+        Box::pin(async move {
+            screen
+                .send(ScreenAsText)
+                .await
+                .map_err(|_| SessionError::Internal)
+        })
     }
 }
 
 impl Handler<Kill> for Session {
-    type Result = ResponseActFuture<Self, Result<Killed, Error>>;
+    type Result = ResponseActFuture<Self, Result<Killed, SessionError>>;
 
     fn handle(&mut self, _: Kill, _: &mut Self::Context) -> Self::Result {
         self.kill()
@@ -614,7 +623,7 @@ impl Handler<CheckIdle> for Session {
 }
 
 impl Handler<Suspend> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
     fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
         self.suspend(msg.force, ctx)
@@ -622,15 +631,16 @@ impl Handler<Suspend> for Session {
 }
 
 impl Handler<AuthStatusOf> for Session {
-    type Result = ResponseActFuture<Self, crate::providers::AuthAnswer>;
+    type Result = ResponseActFuture<Self, AuthAnswer>;
 
     fn handle(&mut self, _: AuthStatusOf, _: &mut Self::Context) -> Self::Result {
         let host = self.record.id.to_string();
         let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => p.auth_status(&host),
+            Ok(p) => auth_of(p.as_ref(), |h| h.auth_status(&host)),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         Box::pin(asked.into_actor(self).map(|answer, act, _| {
+            let answer = answer.map_err(SessionError::from);
             act.learn_auth(&answer);
             answer
         }))
@@ -646,15 +656,16 @@ impl Handler<DescribeWithAuth> for Session {
 }
 
 impl Handler<RevokeAuth> for Session {
-    type Result = ResponseActFuture<Self, crate::providers::AuthAnswer>;
+    type Result = ResponseActFuture<Self, AuthAnswer>;
 
     fn handle(&mut self, _: RevokeAuth, _: &mut Self::Context) -> Self::Result {
         let host = self.record.id.to_string();
         let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => p.auth_revoke(&host),
+            Ok(p) => auth_of(p.as_ref(), |h| h.auth_revoke(&host)),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
+            let answer = answer.map_err(SessionError::from);
             match &answer {
                 Ok(_) => act.learn_auth(&answer),
                 // A revoke left unconfirmed moved the state all the same.
@@ -666,7 +677,7 @@ impl Handler<RevokeAuth> for Session {
 }
 
 impl Handler<RebindAuth> for Session {
-    type Result = ResponseActFuture<Self, Result<u32, Error>>;
+    type Result = ResponseActFuture<Self, Result<u32, SessionError>>;
 
     /// The agent's `auth` is read from the config the daemon runs with now, not the one the
     /// session was spawned with: picking up a changed `auth` is what a rebind is for.
@@ -691,20 +702,25 @@ impl Handler<RebindAuth> for Session {
             auth,
         };
         let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => p.auth_rebind(&host, launcher),
+            Ok(p) => match p.hosts() {
+                Some(h) => h.auth_rebind(&host, launcher),
+                None => Box::pin(fut::ready(Err(
+                    crate::providers::imp::broker::BrokerError::NotBound.into(),
+                ))),
+            },
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         // Done or failed, the binding moved (a new revision, or `rebind_failed`): the
         // descriptor learns where it stands now.
         Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
             act.refresh_auth(ctx);
-            answer
+            Ok(answer?)
         }))
     }
 }
 
 impl Handler<MintForgetToken> for Session {
-    type Result = Result<(String, i64), Error>;
+    type Result = Result<(String, i64), SessionError>;
 
     fn handle(&mut self, _: MintForgetToken, _: &mut Self::Context) -> Self::Result {
         self.mint_forget_token()
@@ -712,7 +728,7 @@ impl Handler<MintForgetToken> for Session {
 }
 
 impl Handler<ForgetDestroying> for Session {
-    type Result = ResponseActFuture<Self, Result<(), Error>>;
+    type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
     fn handle(&mut self, msg: ForgetDestroying, _: &mut Self::Context) -> Self::Result {
         self.forget_destroying(&msg.token)
@@ -720,7 +736,7 @@ impl Handler<ForgetDestroying> for Session {
 }
 
 impl Handler<Forget> for Session {
-    type Result = ResponseActFuture<Self, Result<(), Error>>;
+    type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
     fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Forget) {
@@ -731,7 +747,7 @@ impl Handler<Forget> for Session {
 }
 
 impl Handler<Discard> for Session {
-    type Result = ResponseActFuture<Self, Result<(), Error>>;
+    type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
     fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
         self.forget()
@@ -739,7 +755,7 @@ impl Handler<Discard> for Session {
 }
 
 impl Handler<Revive> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
     fn handle(&mut self, msg: Revive, ctx: &mut Self::Context) -> Self::Result {
         self.revive_for_client(msg.size, ctx)
@@ -747,7 +763,7 @@ impl Handler<Revive> for Session {
 }
 
 impl Handler<ReviveOnRestore> for Session {
-    type Result = ResponseActFuture<Self, Result<Descriptor, Error>>;
+    type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
     fn handle(&mut self, _: ReviveOnRestore, ctx: &mut Self::Context) -> Self::Result {
         self.revive_on_restore(ctx)

@@ -8,7 +8,6 @@ use actix::prelude::*;
 
 use super::Session;
 use crate::agents::names::{self, FoundName, NameSource};
-use crate::error::Error;
 use crate::sessions::messages::{ShadowedId, Update};
 use crate::sessions::session_error::SessionError;
 use crate::sessions::session_name::{self, NameProblem};
@@ -90,10 +89,10 @@ impl Session {
     pub(super) fn update(
         &mut self,
         msg: Update,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         let name = msg.name.map(|n| n.trim().to_string());
         if let Some(Err(problem)) = name.as_deref().map(session_name::check) {
-            return Box::pin(fut::ready(Err(SessionError::BadName(problem).into())));
+            return Box::pin(fut::ready(Err(SessionError::BadName(problem))));
         }
         let ask = name
             .clone()
@@ -111,10 +110,10 @@ impl Session {
             .map(move |shadowed, act, _| {
                 let shadowed = shadowed.map_err(|e| {
                     tracing::error!(session = %id, error = %e, "the manager did not answer a name check");
-                    Error::Internal
+                    SessionError::Internal
                 })?;
                 if shadowed.is_some() {
-                    return Err(SessionError::BadName(NameProblem::ShadowsId).into());
+                    return Err(SessionError::BadName(NameProblem::ShadowsId));
                 }
                 if let Some(name) = name.filter(|n| *n != act.record.name) {
                     act.set_name(name, NamedBy::User);

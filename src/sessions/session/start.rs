@@ -13,9 +13,9 @@ use tokio::sync::oneshot;
 
 use super::record::{ExitInfo, SessionRecord};
 use super::{Ending, Session, SessionDeps};
-use crate::error::Error;
 use crate::providers::refusal::Operation;
 use crate::providers::refusal::TargetError;
+use crate::providers::ProviderError;
 use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, HostUse, StartSpec,
@@ -32,7 +32,7 @@ use atc_protocol::{
 pub(super) fn provider_of<'a>(
     deps: &'a SessionDeps,
     target: &str,
-) -> Result<&'a Arc<dyn ExecutionProvider>, Error> {
+) -> Result<&'a Arc<dyn ExecutionProvider>, SessionError> {
     deps.providers.get(target).ok_or_else(|| {
         TargetError::NotServed {
             id: target.to_string(),
@@ -65,7 +65,7 @@ fn start_reattach(
     record: &SessionRecord,
     deps: &SessionDeps,
     addr: &Addr<Session>,
-) -> Result<crate::providers::StartedHarness, Error> {
+) -> Result<crate::providers::StartedHarness, SessionError> {
     let bin = deps
         .catalog
         .get(&record.agent)
@@ -101,7 +101,7 @@ fn start_reattach(
 }
 
 /// What a start hands back to wait on: see [`crate::providers::StartedHarness::ready`].
-pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), Error>>>;
+pub type StartWait = Option<tokio::sync::oneshot::Receiver<Result<(), ProviderError>>>;
 
 /// Fires once a new session's first row write has landed (or failed): a spawn answers only
 /// after it, so a daemon killed right after the answer still lists the session.
@@ -155,7 +155,7 @@ impl Session {
         spec: StartSpec,
         deps: SessionDeps,
         slot: LiveSlot,
-    ) -> Result<(Addr<Session>, Descriptor, StartWait, RowWritten), Error> {
+    ) -> Result<(Addr<Session>, Descriptor, StartWait, RowWritten), SessionError> {
         let ctx = Context::new();
         let started =
             provider_of(&deps, &record.target)?.start(spec, events_for(&ctx.address()))?;
@@ -285,12 +285,11 @@ impl Session {
         &mut self,
         size: Option<TermSize>,
         ctx: &mut Context<Self>,
-    ) -> Result<StartWait, Error> {
+    ) -> Result<StartWait, SessionError> {
         if self.harness.is_some() {
             return Err(SessionError::StillRunning {
                 id: self.record.id.to_string(),
-            }
-            .into());
+            });
         }
         // Given back if the start fails below.
         let slot = self.deps.slots.take()?;
@@ -342,7 +341,7 @@ impl Session {
     pub(super) fn answer_when_started(
         &mut self,
         ready: StartWait,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         Box::pin(
             async move { wait_started(ready).await }
                 .into_actor(self)
@@ -353,27 +352,27 @@ impl Session {
 
 /// Waits for a new session's first row write. A failure is logged here; the spawn answers
 /// `internal`, since nothing the client sent caused it.
-pub async fn wait_written(written: RowWritten, id: uuid::Uuid) -> Result<(), Error> {
+pub async fn wait_written(written: RowWritten, id: uuid::Uuid) -> Result<(), SessionError> {
     match written.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => {
             tracing::error!(session = %id, error = %e, "the new session's row could not be written");
-            Err(Error::Internal)
+            Err(SessionError::Internal)
         }
         Err(_) => {
             tracing::error!(session = %id, "the store's writer stopped before the new session's row was written");
-            Err(Error::Internal)
+            Err(SessionError::Internal)
         }
     }
 }
 
 /// Waits for a harness start; `None` means it runs already.
-pub async fn wait_started(ready: StartWait) -> Result<(), Error> {
+pub async fn wait_started(ready: StartWait) -> Result<(), SessionError> {
     match ready {
         None => Ok(()),
         Some(rx) => match rx.await {
-            Ok(started) => started,
-            Err(_) => Err(SessionError::EndedBeforeStart.into()),
+            Ok(started) => Ok(started?),
+            Err(_) => Err(SessionError::EndedBeforeStart),
         },
     }
 }
@@ -384,7 +383,7 @@ impl Session {
         &mut self,
         size: Option<TermSize>,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         if let Err(e) = self.refuse(Operation::Revive) {
             return Box::pin(fut::ready(Err(e)));
         }
@@ -401,7 +400,7 @@ impl Session {
     pub(super) fn revive_on_restore(
         &mut self,
         ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, Result<Descriptor, Error>> {
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         let ready = match self.revive(None, ctx) {
             Ok(ready) => ready,
             Err(e) => return Box::pin(fut::ready(Err(e))),

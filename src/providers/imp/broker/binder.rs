@@ -13,9 +13,8 @@ use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
 use super::binding_store::{SharedBindingStore, StoreFailure};
 use super::{gate, AgentAuth, BrokerError};
 use crate::clock::now_ms;
-use crate::error::Error;
 use crate::providers::imp::host_error::HostError;
-use crate::providers::ProviderError;
+use crate::providers::ProviderError as Error;
 
 mod rebind;
 mod reconcile;
@@ -61,7 +60,7 @@ fn stored(e: StoreFailure) -> Error {
 /// failure is already an internal error, logged where it happened.
 fn with_effect_remaining(cause: Error) -> Error {
     match cause {
-        Error::Provider(ProviderError::Host(h)) => h.effect_remains().into(),
+        Error::Host(h) => h.effect_remains().into(),
         other => other,
     }
 }

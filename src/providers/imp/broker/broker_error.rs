@@ -1,5 +1,5 @@
 //! Every refusal on the broker path (spec §6.5), each carrying what its message and its
-//! `data` need. The wire form is `crate::error`'s, like every other module's.
+//! `data` need. The wire form is `crate::server::error`'s, like every other module's.
 
 /// A refusal from broker authentication.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -190,7 +190,10 @@ mod tests {
     fn code(r: Result<Vec<&Secret>, BrokerError>) -> String {
         match r {
             Ok(s) => format!("ok:{}", s.len()),
-            Err(e) => crate::error::Error::from(e).code().as_str().to_string(),
+            Err(e) => crate::server::error::Error::from(e)
+                .code()
+                .as_str()
+                .to_string(),
         }
     }
 
@@ -270,7 +273,7 @@ mod tests {
     #[test]
     fn a_placeholder_impd_sets_for_a_granted_kind_is_refused() {
         let e = judge(&good(), "a", &auth(&["gh"], &["GH_TOKEN"]), "atc-x", None).unwrap_err();
-        let wire = crate::error::Error::from(e).wire();
+        let wire = crate::server::error::Error::from(e).wire();
         assert_eq!(wire.code.as_str(), "auth_binding_invalid");
         assert_eq!(wire.data["problem"], "placeholder_set_by_impd");
     }

@@ -17,7 +17,7 @@ use actix::prelude::*;
 
 use super::binder::{HostContext, Launcher, Reconciled};
 use super::binding::Binding;
-use crate::error::Error;
+use crate::providers::ProviderError as Error;
 
 /// Runs `op` on the actor's context with nothing else of this host's running meanwhile.
 macro_rules! in_turn {

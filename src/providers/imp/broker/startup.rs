@@ -46,7 +46,14 @@ pub async fn reconcile_bindings(
             summary.kept += u32::try_from(bindings.len()).unwrap_or(u32::MAX);
             continue;
         };
-        summary += provider.reconcile_bindings(bindings, listed_hosts).await;
+        summary += match provider.hosts() {
+            Some(hosts) => hosts.reconcile_bindings(bindings, listed_hosts).await,
+            // A provider without hosts keeps no bindings and leaves them as they are.
+            None => ReconcileSummary {
+                kept: u32::try_from(bindings.len()).unwrap_or(u32::MAX),
+                ..Default::default()
+            },
+        };
     }
     tracing::info!(
         bindings = summary.total(),

@@ -5,11 +5,11 @@
 
 use super::{stored, with_effect_remaining, HostContext, Launcher};
 use crate::clock::now_ms;
-use crate::error::Error;
 use crate::providers::imp::broker::binding::{
     plan_rebind, Binding, BindingState, Grant, GrantState, PendingRebind,
 };
 use crate::providers::imp::broker::BrokerError;
+use crate::providers::ProviderError as Error;
 
 impl HostContext {
     /// Rebinds the host to `who`'s `auth` as configured now (spec §6.3): allowed from

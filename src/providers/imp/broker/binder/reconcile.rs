@@ -4,9 +4,9 @@
 
 use super::{stored, HostContext};
 use crate::clock::now_ms;
-use crate::error::Error;
 use crate::providers::imp::broker::binding::{Binding, BindingState, ReconcileAction};
 use crate::providers::imp::host_error::HostError;
+use crate::providers::ProviderError as Error;
 
 /// What start-up reconciliation did with one host's binding.
 #[derive(Debug)]

@@ -1,10 +1,12 @@
-//! The daemon's one error type, and the one place its errors become the wire's.
+//! The daemon's one error type, and the one place its errors become the wire's, at the
+//! server's edge: nothing below the server imports it.
 //!
 //! Each module says what went wrong in its own terms, with an enum that carries what the
-//! message needs: [`RequestError`] (a request's head, body and parameters), [`AuthError`],
+//! message needs, and its messages and traits return it: [`RequestError`] (a request's head, body and parameters), [`AuthError`],
 //! [`AgentError`], [`TargetError`] (the refusal chain), [`ProviderError`] and its
 //! [`HostError`] (imp hosts), [`SessionError`], [`LedgerError`] and [`PermissionError`].
-//! [`Error`] gathers them, and [`Error::wire`] turns each variant into the stable code, the
+//! A module's error carries the whole error of a lower one it met (a session's refusal may
+//! be its target's, a provider's, an agent's). [`Error`] gathers them, and [`Error::wire`] turns each variant into the stable code, the
 //! HTTP status and the `data` fields its code defines, in one exhaustive match: adding a
 //! variant anywhere does not compile until it has its wire form here. The message is the
 //! variant's `Display`, written beside it, and says what to do next.
@@ -16,6 +18,7 @@ use serde_json::{Map, Value};
 
 pub use atc_protocol::ErrorCode;
 
+pub use super::auth::AuthError;
 pub use crate::agents::AgentError;
 pub use crate::ledger::key_lock::LedgerError;
 pub use crate::permissions::registry::PermissionError;
@@ -24,7 +27,6 @@ pub use crate::providers::imp::broker::BrokerError;
 pub use crate::providers::imp::host_error::HostError;
 pub use crate::providers::refusal::TargetError;
 pub use crate::providers::ProviderError;
-pub use crate::server::auth::AuthError;
 pub use crate::sessions::session_error::SessionError;
 
 /// Every refusal or failure a client can be answered with.
@@ -44,22 +46,58 @@ pub enum Error {
     Target(#[from] TargetError),
     /// The provider or its host.
     #[error(transparent)]
-    Provider(#[from] ProviderError),
+    Provider(ProviderError),
     /// The session.
     #[error(transparent)]
-    Session(#[from] SessionError),
+    Session(SessionError),
     /// Broker authentication.
     #[error(transparent)]
     Broker(#[from] BrokerError),
     /// The idempotency ledger.
     #[error(transparent)]
-    Ledger(#[from] LedgerError),
+    Ledger(LedgerError),
     /// A permission answer.
     #[error(transparent)]
     Permission(#[from] PermissionError),
     /// A failure inside the daemon; whoever hit it logged the cause.
     #[error("internal error; the daemon log has details under this request id")]
     Internal,
+}
+
+// A lower module's error that carries another module's whole is gathered under that module's
+// own variant, so a caller (and a test) finds e.g. every target refusal as `Error::Target`
+// however deep it was raised; the wire mapping below handles the nested forms all the same.
+
+impl From<ProviderError> for Error {
+    fn from(e: ProviderError) -> Self {
+        match e {
+            ProviderError::Internal => Error::Internal,
+            e => Error::Provider(e),
+        }
+    }
+}
+
+impl From<SessionError> for Error {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Agent(e) => Error::Agent(e),
+            SessionError::Target(e) => Error::Target(e),
+            SessionError::Provider(e) => Error::from(e),
+            SessionError::Internal => Error::Internal,
+            e => Error::Session(e),
+        }
+    }
+}
+
+impl From<LedgerError> for Error {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Refused(e) => Error::Target(e),
+            LedgerError::Spawn(e) => Error::from(e),
+            LedgerError::Internal => Error::Internal,
+            e => Error::Ledger(e),
+        }
+    }
 }
 
 impl From<HostError> for Error {
@@ -121,185 +159,16 @@ impl Error {
     /// The one mapping: code, status and data of every error the daemon answers with.
     pub fn wire(&self) -> Wire {
         use ErrorCode as C;
-        let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
         match self {
-            Error::Request(e) => match e {
-                RequestError::Head(p) => {
-                    let w = bad_args(head_field(*p));
-                    match p {
-                        HeadProblem::TooLarge { .. } => w.status(HEADER_FIELDS_TOO_LARGE),
-                        HeadProblem::TooSlow { within_ms } => {
-                            w.with("withinMs", *within_ms).status(REQUEST_TIMEOUT)
-                        }
-                        HeadProblem::Method
-                        | HeadProblem::Uri
-                        | HeadProblem::Version
-                        | HeadProblem::Headers => w,
-                    }
-                }
-                RequestError::BodyNotObject
-                | RequestError::BodyNotJson(_)
-                | RequestError::BodyUnreadable(_)
-                | RequestError::BodyTooLarge { .. } => bad_args("body"),
-                RequestError::BodyTooSlow { within_ms } => bad_args("body")
-                    .with("withinMs", *within_ms as u64)
-                    .status(REQUEST_TIMEOUT),
-                RequestError::DeclaredTooLarge { cap, .. } => bad_args("body")
-                    .with("limit", *cap)
-                    .status(PAYLOAD_TOO_LARGE),
-                RequestError::BadQuery(_) => bad_args("query"),
-                RequestError::NotUpgrade(_) => bad_args("upgrade"),
-                RequestError::WrongType { field, .. } => bad_args(field),
-                RequestError::DuplicateKey { field } => bad_args(field),
-                RequestError::Missing { field, .. }
-                | RequestError::Empty { field }
-                | RequestError::Unpaired { field, .. }
-                | RequestError::OutOfRange { field, .. } => bad_args(field),
-                RequestError::BadCursor => bad_args("cursor"),
-                RequestError::BadIdempotencyKey => bad_args("idempotencyKey"),
-                RequestError::FrameNotJson | RequestError::UnknownFrame(_) => bad_args("type"),
-                RequestError::WatchOnly => Wire::new(C::Unsupported),
-                RequestError::NoRoute { .. } => Wire::new(C::UnknownMethod),
-            },
-            Error::Auth(e) => match e {
-                AuthError::TokenFileInvalid
-                | AuthError::Missing
-                | AuthError::Wrong
-                | AuthError::Revoked
-                | AuthError::TicketRefused
-                | AuthError::TicketNotHere => Wire::new(C::Unauthorized),
-                AuthError::ForbiddenOrigin => Wire::new(C::ForbiddenOrigin),
-            },
-            Error::Agent(e) => match e {
-                AgentError::Misconfigured {
-                    agent,
-                    problem,
-                    detail,
-                } => Wire::new(C::Unsupported)
-                    .with("agent", agent.clone())
-                    .with("problem", *problem)
-                    .with("detail", detail.clone()),
-                AgentError::AuthInvalid { agent, detail } => Wire::new(C::AuthBindingInvalid)
-                    .with("agent", agent.clone())
-                    .with("detail", detail.clone()),
-                AgentError::Unknown { agent }
-                | AgentError::NotInstalled { agent, .. }
-                | AgentError::NoLongerConfigured { agent } => {
-                    Wire::new(C::Unsupported).with("agent", agent.clone())
-                }
-                AgentError::NoSuchOption { agent, option }
-                | AgentError::OptionForUninstalled { agent, option } => Wire::new(C::Unsupported)
-                    .with("agent", agent.clone())
-                    .with("option", *option),
-                AgentError::OptionLength { option }
-                | AgentError::OptionUnsafe { option }
-                | AgentError::OptionNotOneOf { option, .. } => bad_args(option),
-            },
-            Error::Target(e) => match e {
-                TargetError::ConfigUnusable {
-                    problem,
-                    detail,
-                    target,
-                }
-                | TargetError::Misconfigured {
-                    problem,
-                    detail,
-                    target,
-                    ..
-                } => Wire::new(C::TargetConfigInvalid)
-                    .with("problem", problem.clone())
-                    .with("detail", detail.clone())
-                    .with_opt("target", target),
-                TargetError::NoDefault { problem } => {
-                    Wire::new(C::TargetConfigInvalid).with("problem", problem.clone())
-                }
-                TargetError::Unknown { id } => {
-                    Wire::new(C::UnknownTarget).with("target", id.clone())
-                }
-                TargetError::Changed { id, bound, current } => Wire::new(C::TargetChanged)
-                    .with("target", id.clone())
-                    .with("boundIdentity", bound.clone())
-                    .with("currentIdentity", current.clone()),
-                TargetError::Unavailable { id, provider, .. }
-                | TargetError::NoProvider { id, provider } => Wire::new(C::TargetUnavailable)
-                    .with("target", id.clone())
-                    .with("provider", provider.clone()),
-                TargetError::CannotDo {
-                    provider,
-                    capability,
-                    ..
-                } => Wire::new(C::UnsupportedOperation)
-                    .with("provider", provider.clone())
-                    .with("capability", capability.as_str()),
-                TargetError::NotServed { id } => {
-                    Wire::new(C::TargetUnavailable).with("target", id.clone())
-                }
-            },
-            Error::Provider(e) => match e {
-                ProviderError::BadCwd(_) => bad_args("cwd"),
-                ProviderError::Os(_)
-                | ProviderError::Spawn(_)
-                | ProviderError::Pty(_)
-                | ProviderError::CommandFailed { .. } => Wire::new(C::Internal),
-                ProviderError::NoHostLifecycle { kind, capability } => {
-                    Wire::new(C::UnsupportedOperation)
-                        .with("provider", *kind)
-                        .with("capability", *capability)
-                }
-                ProviderError::LimitReached { limit, .. } => Wire::new(C::HostUnavailable)
-                    .with("provider", crate::providers::local::KIND)
-                    .with("problem", limit.problem()),
-                ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
-                ProviderError::ProcessGone => Wire::new(C::SessionDead),
-                ProviderError::Host(e) => host_wire(e),
-                ProviderError::Broker(e) => broker_wire(e),
-            },
-            Error::Session(e) => match e {
-                SessionError::NoSuch { key } => {
-                    Wire::new(C::NoSuchSession).with("session", key.clone())
-                }
-                SessionError::AmbiguousName { .. } => bad_args("session"),
-                SessionError::Dead { id } => Wire::new(C::SessionDead).with("session", id.clone()),
-                SessionError::Gone => Wire::new(C::SessionDead),
-                SessionError::StillRunning { id } => {
-                    Wire::new(C::NoSuchSession).with("session", id.clone())
-                }
-                SessionError::ConfirmationRequired { id } => {
-                    Wire::new(C::ConfirmationRequired).with("session", id.clone())
-                }
-                SessionError::BadConfirmation(p) => bad_args("confirm").with("reason", p.as_str()),
-                SessionError::BadName(p) => bad_args("name").with("reason", p.as_str()),
-                SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
-                SessionError::RestoreRunning => bad_args("fleet"),
-                SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
-                    .with("problem", "session_cap")
-                    .with("limit", *cap),
-                SessionError::EndedBeforeStart => {
-                    Wire::new(C::HostUnavailable).with("problem", "not_started")
-                }
-            },
+            Error::Request(e) => request_wire(e),
+            Error::Auth(e) => auth_wire(e),
+            Error::Agent(e) => agent_wire(e),
+            Error::Target(e) => target_wire(e),
+            Error::Provider(e) => provider_wire(e),
+            Error::Session(e) => session_wire(e),
             Error::Broker(e) => broker_wire(e),
-            Error::Ledger(e) => match e {
-                LedgerError::OutcomeUnknown { effect_ref } => {
-                    Wire::new(C::OutcomeUnknown).with("effectRef", effect_ref.clone())
-                }
-                LedgerError::Conflict => Wire::new(C::IdempotencyConflict),
-                LedgerError::SessionNotListed { effect_ref } => {
-                    Wire::new(C::NoSuchSession).with("effectRef", effect_ref.clone())
-                }
-                LedgerError::KeyUnknown => Wire::new(C::IdempotencyKeyUnknown),
-            },
-            Error::Permission(e) => match e {
-                PermissionError::NotRespondable { request } => {
-                    Wire::new(C::Unsupported).with("request", request.clone())
-                }
-                PermissionError::AlreadyAnswered { request } => {
-                    Wire::new(C::AlreadyAnswered).with("request", request.clone())
-                }
-                PermissionError::NoSuchRequest { request } => {
-                    Wire::new(C::NoSuchRequest).with("request", request.clone())
-                }
-            },
+            Error::Ledger(e) => ledger_wire(e),
+            Error::Permission(e) => permission_wire(e),
             Error::Internal => Wire::new(C::Internal),
         }
     }
@@ -333,10 +202,270 @@ impl Error {
     /// and could not destroy again): a keyed spawn then answers `outcome_unknown` and never
     /// runs again (spec §7.4 "effect remains").
     pub fn effect_remains(&self) -> bool {
-        matches!(
-            self,
-            Error::Provider(ProviderError::Host(HostError::EffectRemains(_)))
-        )
+        match self {
+            Error::Provider(e) => e.effect_remains(),
+            Error::Session(e) => e.effect_remains(),
+            _ => false,
+        }
+    }
+}
+
+/// The wire form of one module's own error, for a caller (or a test) that holds it by
+/// reference rather than gathered into an [`Error`]; the same mapping as [`Error::wire`].
+pub trait WireForm {
+    /// Code, status and data.
+    fn wire(&self) -> Wire;
+    /// The stable code.
+    fn code(&self) -> ErrorCode {
+        self.wire().code
+    }
+}
+
+macro_rules! wire_form {
+    ($($error:ty => $map:ident),* $(,)?) => {
+        $(impl WireForm for $error {
+            fn wire(&self) -> Wire {
+                $map(self)
+            }
+        })*
+    };
+}
+
+wire_form!(
+    Error => error_wire,
+    RequestError => request_wire,
+    AuthError => auth_wire,
+    AgentError => agent_wire,
+    TargetError => target_wire,
+    ProviderError => provider_wire,
+    HostError => host_wire,
+    BrokerError => broker_wire,
+    SessionError => session_wire,
+    LedgerError => ledger_wire,
+    PermissionError => permission_wire,
+);
+
+fn error_wire(e: &Error) -> Wire {
+    e.wire()
+}
+
+/// The request part of the mapping.
+fn request_wire(e: &RequestError) -> Wire {
+    use ErrorCode as C;
+    let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
+    match e {
+        RequestError::Head(p) => {
+            let w = bad_args(head_field(*p));
+            match p {
+                HeadProblem::TooLarge { .. } => w.status(HEADER_FIELDS_TOO_LARGE),
+                HeadProblem::TooSlow { within_ms } => {
+                    w.with("withinMs", *within_ms).status(REQUEST_TIMEOUT)
+                }
+                HeadProblem::Method
+                | HeadProblem::Uri
+                | HeadProblem::Version
+                | HeadProblem::Headers => w,
+            }
+        }
+        RequestError::BodyNotObject
+        | RequestError::BodyNotJson(_)
+        | RequestError::BodyUnreadable(_)
+        | RequestError::BodyTooLarge { .. } => bad_args("body"),
+        RequestError::BodyTooSlow { within_ms } => bad_args("body")
+            .with("withinMs", *within_ms as u64)
+            .status(REQUEST_TIMEOUT),
+        RequestError::DeclaredTooLarge { cap, .. } => bad_args("body")
+            .with("limit", *cap)
+            .status(PAYLOAD_TOO_LARGE),
+        RequestError::BadQuery(_) => bad_args("query"),
+        RequestError::NotUpgrade(_) => bad_args("upgrade"),
+        RequestError::WrongType { field, .. } => bad_args(field),
+        RequestError::DuplicateKey { field } => bad_args(field),
+        RequestError::Missing { field, .. }
+        | RequestError::Empty { field }
+        | RequestError::Unpaired { field, .. }
+        | RequestError::OutOfRange { field, .. } => bad_args(field),
+        RequestError::BadCursor => bad_args("cursor"),
+        RequestError::BadIdempotencyKey => bad_args("idempotencyKey"),
+        RequestError::FrameNotJson | RequestError::UnknownFrame(_) => bad_args("type"),
+        RequestError::WatchOnly => Wire::new(C::Unsupported),
+        RequestError::NoRoute { .. } => Wire::new(C::UnknownMethod),
+    }
+}
+
+/// The auth part of the mapping.
+fn auth_wire(e: &AuthError) -> Wire {
+    use ErrorCode as C;
+    match e {
+        AuthError::TokenFileInvalid
+        | AuthError::Missing
+        | AuthError::Wrong
+        | AuthError::Revoked
+        | AuthError::TicketRefused
+        | AuthError::TicketNotHere => Wire::new(C::Unauthorized),
+        AuthError::ForbiddenOrigin => Wire::new(C::ForbiddenOrigin),
+    }
+}
+
+/// The agent part of the mapping.
+fn agent_wire(e: &AgentError) -> Wire {
+    use ErrorCode as C;
+    let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
+    match e {
+        AgentError::Misconfigured {
+            agent,
+            problem,
+            detail,
+        } => Wire::new(C::Unsupported)
+            .with("agent", agent.clone())
+            .with("problem", *problem)
+            .with("detail", detail.clone()),
+        AgentError::AuthInvalid { agent, detail } => Wire::new(C::AuthBindingInvalid)
+            .with("agent", agent.clone())
+            .with("detail", detail.clone()),
+        AgentError::Unknown { agent }
+        | AgentError::NotInstalled { agent, .. }
+        | AgentError::NoLongerConfigured { agent } => {
+            Wire::new(C::Unsupported).with("agent", agent.clone())
+        }
+        AgentError::NoSuchOption { agent, option }
+        | AgentError::OptionForUninstalled { agent, option } => Wire::new(C::Unsupported)
+            .with("agent", agent.clone())
+            .with("option", *option),
+        AgentError::OptionLength { option }
+        | AgentError::OptionUnsafe { option }
+        | AgentError::OptionNotOneOf { option, .. } => bad_args(option),
+    }
+}
+
+/// The target part of the mapping.
+fn target_wire(e: &TargetError) -> Wire {
+    use ErrorCode as C;
+    match e {
+        TargetError::ConfigUnusable {
+            problem,
+            detail,
+            target,
+        }
+        | TargetError::Misconfigured {
+            problem,
+            detail,
+            target,
+            ..
+        } => Wire::new(C::TargetConfigInvalid)
+            .with("problem", problem.clone())
+            .with("detail", detail.clone())
+            .with_opt("target", target),
+        TargetError::NoDefault { problem } => {
+            Wire::new(C::TargetConfigInvalid).with("problem", problem.clone())
+        }
+        TargetError::Unknown { id } => Wire::new(C::UnknownTarget).with("target", id.clone()),
+        TargetError::Changed { id, bound, current } => Wire::new(C::TargetChanged)
+            .with("target", id.clone())
+            .with("boundIdentity", bound.clone())
+            .with("currentIdentity", current.clone()),
+        TargetError::Unavailable { id, provider, .. }
+        | TargetError::NoProvider { id, provider } => Wire::new(C::TargetUnavailable)
+            .with("target", id.clone())
+            .with("provider", provider.clone()),
+        TargetError::CannotDo {
+            provider,
+            capability,
+            ..
+        } => Wire::new(C::UnsupportedOperation)
+            .with("provider", provider.clone())
+            .with("capability", capability.as_str()),
+        TargetError::NotServed { id } => Wire::new(C::TargetUnavailable).with("target", id.clone()),
+    }
+}
+
+/// The provider part of the mapping.
+fn provider_wire(e: &ProviderError) -> Wire {
+    use ErrorCode as C;
+    let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
+    match e {
+        ProviderError::BadCwd(_) => bad_args("cwd"),
+        ProviderError::Os(_)
+        | ProviderError::Spawn(_)
+        | ProviderError::Pty(_)
+        | ProviderError::CommandFailed { .. } => Wire::new(C::Internal),
+        ProviderError::NoHostLifecycle { kind, capability } => Wire::new(C::UnsupportedOperation)
+            .with("provider", *kind)
+            .with("capability", *capability),
+        ProviderError::LimitReached { limit, .. } => Wire::new(C::HostUnavailable)
+            .with("provider", crate::providers::local::KIND)
+            .with("problem", limit.problem()),
+        ProviderError::InputBacklogFull => Wire::new(C::TooSlow),
+        ProviderError::ProcessGone => Wire::new(C::SessionDead),
+        ProviderError::Host(e) => host_wire(e),
+        ProviderError::Broker(e) => broker_wire(e),
+        ProviderError::Internal => Wire::new(C::Internal),
+    }
+}
+
+/// The session part of the mapping.
+fn session_wire(e: &SessionError) -> Wire {
+    use ErrorCode as C;
+    let bad_args = |field: &str| Wire::new(C::BadArgs).field(field);
+    match e {
+        SessionError::NoSuch { key } => Wire::new(C::NoSuchSession).with("session", key.clone()),
+        SessionError::AmbiguousName { .. } => bad_args("session"),
+        SessionError::Dead { id } => Wire::new(C::SessionDead).with("session", id.clone()),
+        SessionError::Gone => Wire::new(C::SessionDead),
+        SessionError::StillRunning { id } => {
+            Wire::new(C::NoSuchSession).with("session", id.clone())
+        }
+        SessionError::ConfirmationRequired { id } => {
+            Wire::new(C::ConfirmationRequired).with("session", id.clone())
+        }
+        SessionError::BadConfirmation(p) => bad_args("confirm").with("reason", p.as_str()),
+        SessionError::BadName(p) => bad_args("name").with("reason", p.as_str()),
+        SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
+        SessionError::RestoreRunning => bad_args("fleet"),
+        SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
+            .with("problem", "session_cap")
+            .with("limit", *cap),
+        SessionError::EndedBeforeStart => {
+            Wire::new(C::HostUnavailable).with("problem", "not_started")
+        }
+        SessionError::Agent(e) => agent_wire(e),
+        SessionError::Target(e) => target_wire(e),
+        SessionError::Provider(e) => provider_wire(e),
+        SessionError::Internal => Wire::new(C::Internal),
+    }
+}
+
+/// The ledger part of the mapping.
+fn ledger_wire(e: &LedgerError) -> Wire {
+    use ErrorCode as C;
+    match e {
+        LedgerError::OutcomeUnknown { effect_ref } => {
+            Wire::new(C::OutcomeUnknown).with("effectRef", effect_ref.clone())
+        }
+        LedgerError::Conflict => Wire::new(C::IdempotencyConflict),
+        LedgerError::SessionNotListed { effect_ref } => {
+            Wire::new(C::NoSuchSession).with("effectRef", effect_ref.clone())
+        }
+        LedgerError::KeyUnknown => Wire::new(C::IdempotencyKeyUnknown),
+        LedgerError::Refused(e) => target_wire(e),
+        LedgerError::Spawn(e) => session_wire(e),
+        LedgerError::Internal => Wire::new(C::Internal),
+    }
+}
+
+/// The permission part of the mapping.
+fn permission_wire(e: &PermissionError) -> Wire {
+    use ErrorCode as C;
+    match e {
+        PermissionError::NotRespondable { request } => {
+            Wire::new(C::Unsupported).with("request", request.clone())
+        }
+        PermissionError::AlreadyAnswered { request } => {
+            Wire::new(C::AlreadyAnswered).with("request", request.clone())
+        }
+        PermissionError::NoSuchRequest { request } => {
+            Wire::new(C::NoSuchRequest).with("request", request.clone())
+        }
     }
 }
 
@@ -564,7 +693,7 @@ mod tests {
         );
         assert!(
             found.is_empty(),
-            "wire errors built outside crate::error: {found:?}"
+            "wire errors built outside crate::server::error: {found:?}"
         );
     }
 }
