@@ -36,6 +36,7 @@ use super::harness_broker::BrokerSide;
 use super::harness_state::{Effect, HarnessState, StartParams};
 use super::host_error::HostError;
 use super::host_lease::{BootSeen, HarnessGone, HostLease, IsSuspending, ReadyHost, SleepIfIdle};
+use super::input_queue::Signal;
 use super::naming::GUEST_PATH;
 use super::opening::Origin;
 use super::outcome::{Next, StartRefusal};
@@ -504,8 +505,8 @@ impl ImpHarness {
         self.apply(effects, ctx);
     }
 
-    fn signal(&mut self, name: &'static str) {
-        self.state.signal(name);
+    fn signal(&mut self, signal: Signal) {
+        self.state.signal(signal);
     }
 }
 
@@ -677,11 +678,11 @@ impl Handler<Hangup> for ImpHarness {
             return;
         }
         if msg.grace.is_zero() {
-            self.signal("SIGKILL");
+            self.signal(Signal::Kill);
             return;
         }
-        self.signal("SIGHUP");
-        self.kill_timer = Some(ctx.run_later(msg.grace, |act, _| act.signal("SIGKILL")));
+        self.signal(Signal::Hangup);
+        self.kill_timer = Some(ctx.run_later(msg.grace, |act, _| act.signal(Signal::Kill)));
     }
 }
 

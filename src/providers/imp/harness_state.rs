@@ -17,7 +17,7 @@ use bytes::Bytes;
 
 use super::cursor::{Continuity, Cursor, Feed};
 use super::host_error::HostError;
-use super::input_queue::{InputQueue, Link};
+use super::input_queue::{InputQueue, Link, Signal};
 use super::opening::{choose, Choice, Kind, Origin, Progress, Screen};
 use super::outcome::{decide, ConnectionEnd, Next};
 use crate::providers::{AttachmentChanged, HarnessEnd, HarnessExited, RemotePosition};
@@ -162,7 +162,7 @@ pub struct HarnessState<W> {
     size: TermSize,
     input: InputQueue,
     /// A signal to send once a connection starts.
-    pending_signal: Option<&'static str>,
+    pending_signal: Option<Signal>,
     /// Failures since the last start, and our own handler's failures, each with the delays.
     failures: usize,
     handler_failures: usize,
@@ -525,10 +525,10 @@ impl<W: Link> HarnessState<W> {
     }
 
     /// A signal for the process, now or once the next connection starts.
-    pub fn signal(&mut self, name: &'static str) {
+    pub fn signal(&mut self, signal: Signal) {
         match &self.phase {
-            Phase::Started { link, .. } if link.signal(name).is_ok() => {}
-            _ => self.pending_signal = Some(name),
+            Phase::Started { link, .. } if link.signal(signal).is_ok() => {}
+            _ => self.pending_signal = Some(signal),
         }
     }
 

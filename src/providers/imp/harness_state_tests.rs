@@ -626,7 +626,7 @@ fn input_resize_and_kill_made_while_away_go_out_after_the_next_start_in_order() 
     s.input(Bytes::from_static(b"one ")).unwrap();
     s.resize(size(100, 30));
     s.input(Bytes::from_static(b"two")).unwrap();
-    s.signal("SIGHUP");
+    s.signal(Signal::Hangup);
     let link = Rc::new(FakeLink::default());
     s.started(
         attempt,
@@ -647,7 +647,7 @@ fn input_a_failing_writer_could_not_take_goes_out_on_the_connection_after_it_onc
     let (mut s, _, attempt) = up(&Origin::Spawn);
     let attempt = drop_and_reopen(&mut s, attempt);
     s.input(Bytes::from_static(b"first ")).unwrap();
-    s.signal("SIGHUP");
+    s.signal(Signal::Hangup);
     // The next connection's socket is gone by the time it starts.
     let dead = Rc::new(FakeLink::gone());
     s.started(

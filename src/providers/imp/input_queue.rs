@@ -31,14 +31,34 @@ pub use crate::providers::INPUT_BACKLOG_BYTES;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
 
+/// The signals a harness sends its process's group: SIGHUP to end it, SIGKILL once the
+/// grace runs out (impd takes any `SIG…` name; the daemon needs these two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGHUP.
+    Hangup,
+    /// SIGKILL.
+    Kill,
+}
+
+impl Signal {
+    /// The name impd's `signal` message carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Hangup => "SIGHUP",
+            Signal::Kill => "SIGKILL",
+        }
+    }
+}
+
 /// What the harness writes to one connection (an [`ExecWriter`]; a fake in unit tests).
 pub trait Link {
     /// Queues one stdin message (at most [`STDIN_CHUNK`] bytes).
     fn input(&self, bytes: Bytes) -> Result<(), Gone>;
     /// Queues a resize.
     fn resize(&self, size: TermSize) -> Result<(), Gone>;
-    /// Queues a signal by name.
-    fn signal(&self, name: &str) -> Result<(), Gone>;
+    /// Queues a signal for the process group.
+    fn signal(&self, signal: Signal) -> Result<(), Gone>;
     /// Closes the socket after what is queued.
     fn close(&self);
     /// What queued stdin messages still weigh: each message's bytes plus its channel byte.
@@ -54,8 +74,8 @@ impl Link for ExecWriter {
         ExecWriter::resize(self, size.cols, size.rows).map_err(|_| Gone)
     }
 
-    fn signal(&self, name: &str) -> Result<(), Gone> {
-        ExecWriter::signal(self, name).map_err(|_| Gone)
+    fn signal(&self, signal: Signal) -> Result<(), Gone> {
+        ExecWriter::signal(self, signal.name()).map_err(|_| Gone)
     }
 
     fn close(&self) {
@@ -234,11 +254,11 @@ pub(crate) mod tests {
             Ok(())
         }
 
-        fn signal(&self, name: &str) -> Result<(), Gone> {
+        fn signal(&self, signal: Signal) -> Result<(), Gone> {
             if self.gone.get() {
                 return Err(Gone);
             }
-            self.signals.borrow_mut().push(name.to_string());
+            self.signals.borrow_mut().push(signal.name().to_string());
             Ok(())
         }
 
@@ -259,8 +279,8 @@ pub(crate) mod tests {
         fn resize(&self, size: TermSize) -> Result<(), Gone> {
             (**self).resize(size)
         }
-        fn signal(&self, name: &str) -> Result<(), Gone> {
-            (**self).signal(name)
+        fn signal(&self, signal: Signal) -> Result<(), Gone> {
+            (**self).signal(signal)
         }
         fn close(&self) {
             (**self).close()

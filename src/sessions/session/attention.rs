@@ -26,12 +26,50 @@ pub enum PermissionChange {
     Dismiss,
 }
 
+/// What `lastMsg` says: a message, or that a revived agent CLI is adopting its own session
+/// (resuming it) until its `started` report comes, when it says `adopted`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LastMsg {
+    /// A message.
+    Said(String),
+    /// A revived agent resuming its own session, not yet started.
+    Adopting,
+}
+
+impl LastMsg {
+    /// The `lastMsg` text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            LastMsg::Said(text) => text,
+            LastMsg::Adopting => "adopting…",
+        }
+    }
+}
+
+impl From<&str> for LastMsg {
+    fn from(text: &str) -> LastMsg {
+        LastMsg::Said(text.to_string())
+    }
+}
+
+impl From<String> for LastMsg {
+    fn from(text: String) -> LastMsg {
+        LastMsg::Said(text)
+    }
+}
+
+impl PartialEq<&str> for LastMsg {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A session's attention, `unread` and `lastMsg`.
 #[derive(Debug)]
 pub struct Attention {
     state: SessionState,
     unread: bool,
-    last_msg: String,
+    last_msg: LastMsg,
 }
 
 impl Attention {
@@ -40,7 +78,7 @@ impl Attention {
         Attention {
             state: SessionState::Running,
             unread: false,
-            last_msg: String::new(),
+            last_msg: LastMsg::Said(String::new()),
         }
     }
 
@@ -56,11 +94,11 @@ impl Attention {
 
     /// What the session last said.
     pub fn last_msg(&self) -> &str {
-        &self.last_msg
+        self.last_msg.as_str()
     }
 
     /// Replaces `lastMsg`.
-    pub fn say(&mut self, msg: impl Into<String>) {
+    pub fn say(&mut self, msg: impl Into<LastMsg>) {
         self.last_msg = msg.into();
     }
 
@@ -76,7 +114,7 @@ impl Attention {
             was == SessionState::NeedsYou,
             next == SessionState::NeedsYou,
         ) {
-            (false, true) => Some(PermissionChange::Open(self.last_msg.clone())),
+            (false, true) => Some(PermissionChange::Open(self.last_msg.as_str().to_string())),
             (true, false) => Some(PermissionChange::Dismiss),
             _ => None,
         }
@@ -101,19 +139,19 @@ impl Attention {
     pub fn on_hook(&mut self, kind: HookKind, message: Option<String>) -> Option<PermissionChange> {
         match kind {
             HookKind::Started => {
-                if self.last_msg == "adopting…" {
+                if self.last_msg == LastMsg::Adopting {
                     self.last_msg = "adopted".into();
                 }
                 None
             }
             HookKind::PromptSubmitted => {
                 self.unread = false;
-                self.last_msg = message.unwrap_or_else(|| "working".into());
+                self.last_msg = message.unwrap_or_else(|| "working".into()).into();
                 self.set(SessionState::Running)
             }
             HookKind::NeedsInput => {
                 self.unread = true;
-                self.last_msg = message.unwrap_or_else(|| "needs input".into());
+                self.last_msg = message.unwrap_or_else(|| "needs input".into()).into();
                 self.set(SessionState::NeedsYou)
             }
             HookKind::TurnDone => {
@@ -365,7 +403,7 @@ mod tests {
     #[test]
     fn a_start_finishes_an_adoption_and_heartbeats_change_nothing() {
         let mut a = Attention::new();
-        a.say("adopting…");
+        a.say(LastMsg::Adopting);
         assert_eq!(a.on_hook(HookKind::Started, None), None);
         assert_eq!(a.last_msg(), "adopted");
         assert_eq!(a.on_hook(HookKind::Heartbeat, Some("x".into())), None);

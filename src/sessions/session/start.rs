@@ -11,6 +11,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::attention::LastMsg;
 use super::record::{ExitInfo, SessionRecord};
 use super::{Ending, Session, SessionDeps};
 use crate::providers::refusal::Operation;
@@ -509,11 +510,11 @@ fn restored_message(reason: Option<ExitReason>) -> &'static str {
 
 /// The `lastMsg` of a revive: an agent CLI resuming its own session is adopting it until its
 /// `started` report comes.
-fn revive_message(resumes: bool, agent_cli: bool) -> &'static str {
+fn revive_message(resumes: bool, agent_cli: bool) -> LastMsg {
     if resumes && agent_cli {
-        "adopting…"
+        LastMsg::Adopting
     } else {
-        "revived"
+        "revived".into()
     }
 }
 
