@@ -12,6 +12,7 @@
 
 mod support;
 
+use atc::agents::AgentKind;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ async fn rig(script: Vec<Reply>, app_server: AppServer) -> Option<Rig> {
         "codex".into(),
         AgentConfig {
             bin: bin.display().to_string(),
-            kind: Some("codex".into()),
+            kind: Some(AgentKind::Codex),
             env: home.env(),
             ..Default::default()
         },

@@ -3,6 +3,7 @@
 
 mod support;
 
+use atc::agents::AgentKind;
 use std::collections::BTreeMap;
 
 use atc::config::AgentConfig;
@@ -22,7 +23,7 @@ fn argv_printer(args_after: &[&str]) -> AgentConfig {
         args,
         env: BTreeMap::new(),
         label: None,
-        kind: Some("claude".into()),
+        kind: Some(AgentKind::Claude),
         ..Default::default()
     }
 }
@@ -169,7 +170,7 @@ exec sleep 1000
     AgentConfig {
         bin: "/bin/sh".into(),
         args: vec!["-c".into(), script.into(), "claude".into()],
-        kind: Some("claude".into()),
+        kind: Some(AgentKind::Claude),
         ..Default::default()
     }
 }
@@ -221,7 +222,7 @@ async fn claude_gets_a_settings_file_whose_hooks_report_and_a_revive_resumes() {
 async fn grok_runs_without_the_leader_role() {
     let mut config = test_config();
     let mut grok = argv_printer(&["--leader", "--verbose"]);
-    grok.kind = Some("grok".into());
+    grok.kind = Some(AgentKind::Grok);
     config.agents.insert("gk".into(), grok);
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), config).await;
@@ -242,7 +243,7 @@ async fn gateways_and_model_maps_are_listed() {
                 .into(),
             "sh".into(),
         ],
-        kind: Some("claude".into()),
+        kind: Some(AgentKind::Claude),
         ..Default::default()
     };
     gateway.base_url = Some("https://gateway.example".into());

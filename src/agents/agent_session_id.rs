@@ -10,6 +10,7 @@
 //! for those kinds nothing but a hyphenated UUID is their id format; other kinds keep the
 //! general rule.
 
+use crate::config::agent_kind::AgentKind;
 use std::fmt;
 
 /// Longest id accepted. Real ids are UUIDs (36 characters); the bound leaves room for other
@@ -57,9 +58,12 @@ impl AgentSessionId {
     }
 
     /// Checks `raw` as an id of an agent of `kind`: Claude's and Codex's are hyphenated UUIDs.
-    pub fn parse_for(kind: &str, raw: &str) -> Result<AgentSessionId, BadAgentSessionId> {
+    pub fn parse_for(
+        kind: Option<AgentKind>,
+        raw: &str,
+    ) -> Result<AgentSessionId, BadAgentSessionId> {
         let id = AgentSessionId::parse(raw)?;
-        let uuid_only = matches!(kind, "claude" | "codex");
+        let uuid_only = kind.is_some_and(AgentKind::session_ids_are_uuids);
         if uuid_only && !is_hyphenated_uuid(raw) {
             return Err(BadAgentSessionId::NotUuid);
         }
@@ -113,24 +117,27 @@ mod tests {
     fn claude_and_codex_ids_are_hyphenated_uuids_and_others_keep_the_general_rule() {
         let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
         for kind in ["claude", "codex"] {
-            assert!(AgentSessionId::parse_for(kind, uuid).is_ok(), "{kind}");
+            assert!(
+                AgentSessionId::parse_for(AgentKind::parse(kind), uuid).is_ok(),
+                "{kind}"
+            );
             for raw in [
                 "s1",
                 "0f8fad5bd9cb469fa16570867728950e",
                 "0f8fad5b-d9cb-469f-a165-70867728950e-x",
             ] {
                 assert_eq!(
-                    AgentSessionId::parse_for(kind, raw),
+                    AgentSessionId::parse_for(AgentKind::parse(kind), raw),
                     Err(BadAgentSessionId::NotUuid),
                     "{kind} {raw}"
                 );
             }
             assert_eq!(
-                AgentSessionId::parse_for(kind, "--resume"),
+                AgentSessionId::parse_for(AgentKind::parse(kind), "--resume"),
                 Err(BadAgentSessionId::Start)
             );
         }
-        assert!(AgentSessionId::parse_for("grok", "s1").is_ok());
-        assert!(AgentSessionId::parse_for("shell", "s1").is_ok());
+        assert!(AgentSessionId::parse_for(Some(AgentKind::Grok), "s1").is_ok());
+        assert!(AgentSessionId::parse_for(None, "s1").is_ok());
     }
 }

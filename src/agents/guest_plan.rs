@@ -3,6 +3,7 @@
 //! revision, so a rebind never reuses what an earlier credential left behind.
 
 use crate::config::agent_auth::{AgentAuth, PLACEHOLDER_VALUE};
+use crate::config::agent_kind::AgentKind;
 
 /// The broker part of a launch plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,15 +26,11 @@ impl BrokerLaunch {
     /// cannot carry `auth` (the config refuses those).
     pub fn plan(
         agent: &str,
-        kind: Option<&str>,
+        kind: Option<AgentKind>,
         auth: &AgentAuth,
         revision: u32,
     ) -> Option<BrokerLaunch> {
-        let config_dir_var = match kind {
-            Some("claude") => "CLAUDE_CONFIG_DIR",
-            Some("codex") => "CODEX_HOME",
-            _ => return None,
-        };
+        let config_dir_var = kind?.config_dir_var()?;
         Some(BrokerLaunch {
             agent: agent.to_string(),
             auth: auth.clone(),
@@ -79,7 +76,7 @@ mod tests {
 
     #[test]
     fn claude_and_codex_get_their_config_folder_per_revision() {
-        let claude = BrokerLaunch::plan("a", Some("claude"), &auth(), 3).unwrap();
+        let claude = BrokerLaunch::plan("a", Some(AgentKind::Claude), &auth(), 3).unwrap();
         assert_eq!(
             claude.env("/var/atc/", "abc"),
             [
@@ -93,8 +90,11 @@ mod tests {
                 ),
             ]
         );
-        let codex = BrokerLaunch::plan("a", Some("codex"), &auth(), 1).unwrap();
+        let codex = BrokerLaunch::plan("a", Some(AgentKind::Codex), &auth(), 1).unwrap();
         assert_eq!(codex.config_dir_var, "CODEX_HOME");
-        assert_eq!(BrokerLaunch::plan("a", Some("grok"), &auth(), 1), None);
+        assert_eq!(
+            BrokerLaunch::plan("a", Some(AgentKind::Grok), &auth(), 1),
+            None
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! result. A report whose values break [`super::report_check`]'s rules is refused before the
 //! memory changes.
 
+use crate::config::agent_kind::AgentKind;
 use std::collections::VecDeque;
 
 use serde_json::Value;
@@ -116,7 +117,7 @@ impl HookMemory {
 /// event name, an agent session id or a prompt id that breaks the rules is refused, and
 /// `memory` is left as it was.
 pub fn normalize(
-    agent: &str,
+    agent: Option<AgentKind>,
     event: &str,
     payload: &Value,
     memory: &mut HookMemory,
@@ -130,8 +131,8 @@ pub fn normalize(
         return Err(ReportRefused::PromptId);
     }
     let grok_session = agent_session_id.as_ref().map_or("", AgentSessionId::as_str);
-    let stale = agent == "grok" && memory.is_stale(grok_session, prompt_id);
-    if agent == "grok" && event == "UserPromptSubmit" {
+    let stale = agent == Some(AgentKind::Grok) && memory.is_stale(grok_session, prompt_id);
+    if agent == Some(AgentKind::Grok) && event == "UserPromptSubmit" {
         if let Some(p) = prompt_id {
             memory.submitted(grok_session, p.to_string());
         }
@@ -145,18 +146,18 @@ pub fn normalize(
             line(payload, &["prompt"], PROMPT_PREVIEW),
             None,
         ),
-        ("claude", "Notification") => (
+        (Some(AgentKind::Claude), "Notification") => (
             HookKind::NeedsInput,
             line(payload, &["message"], MESSAGE_MAX),
             None,
         ),
-        ("claude", "Stop") | ("codex", "Stop") => (
+        (Some(AgentKind::Claude), "Stop") | (Some(AgentKind::Codex), "Stop") => (
             HookKind::TurnDone,
             None,
             report_check::text(payload, &["last_assistant_message"])
                 .map(|r| report_check::text_block(r, DETAIL_MAX)),
         ),
-        ("codex", "PermissionRequest") => {
+        (Some(AgentKind::Codex), "PermissionRequest") => {
             let tool =
                 line(payload, &["tool_name", "tool"], TOOL_MAX).unwrap_or_else(|| "a tool".into());
             (
@@ -165,25 +166,29 @@ pub fn normalize(
                 None,
             )
         }
-        ("grok", "Notification") => match payload.get("type").and_then(Value::as_str) {
-            Some("permission_prompt") => (
-                HookKind::NeedsInput,
-                line(payload, &["message"], MESSAGE_MAX),
-                None,
-            ),
-            Some("idle_prompt") if last == Some(HookKind::NeedsInput) => {
-                (HookKind::Heartbeat, None, None)
+        (Some(AgentKind::Grok), "Notification") => {
+            match payload.get("type").and_then(Value::as_str) {
+                Some("permission_prompt") => (
+                    HookKind::NeedsInput,
+                    line(payload, &["message"], MESSAGE_MAX),
+                    None,
+                ),
+                Some("idle_prompt") if last == Some(HookKind::NeedsInput) => {
+                    (HookKind::Heartbeat, None, None)
+                }
+                Some("idle_prompt") => (HookKind::TurnDone, None, None),
+                _ => (HookKind::Heartbeat, None, None),
             }
-            Some("idle_prompt") => (HookKind::TurnDone, None, None),
-            _ => (HookKind::Heartbeat, None, None),
-        },
+        }
         // A stop of a prompt that a newer one superseded is only a heartbeat.
-        ("grok", "Stop")
+        (Some(AgentKind::Grok), "Stop")
             if !stale && payload.get("reason").and_then(Value::as_str) == Some("end_turn") =>
         {
             (HookKind::TurnDone, None, None)
         }
-        ("grok", "StopFailure") | ("grok", "StopCancelled") if !stale => {
+        (Some(AgentKind::Grok), "StopFailure") | (Some(AgentKind::Grok), "StopCancelled")
+            if !stale =>
+        {
             (HookKind::TurnDone, None, None)
         }
         _ => (HookKind::Heartbeat, None, None),
@@ -219,9 +224,14 @@ mod tests {
     const UUID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
 
     fn kind(agent: &str, event: &str, payload: Value) -> HookKind {
-        normalize(agent, event, &payload, &mut HookMemory::default())
-            .unwrap()
-            .kind
+        normalize(
+            AgentKind::parse(agent),
+            event,
+            &payload,
+            &mut HookMemory::default(),
+        )
+        .unwrap()
+        .kind
     }
 
     /// Feeds reports to one memory, answering their kinds.
@@ -229,7 +239,11 @@ mod tests {
         let mut memory = HookMemory::default();
         reports
             .iter()
-            .map(|(event, payload)| normalize(agent, event, payload, &mut memory).unwrap().kind)
+            .map(|(event, payload)| {
+                normalize(AgentKind::parse(agent), event, payload, &mut memory)
+                    .unwrap()
+                    .kind
+            })
             .collect()
     }
 
@@ -276,7 +290,7 @@ mod tests {
     #[test]
     fn messages_results_and_ids_are_carried() {
         let n = normalize(
-            "codex",
+            Some(AgentKind::Codex),
             "PermissionRequest",
             &json!({"tool_name": "shell", "session_id": UUID}),
             &mut HookMemory::default(),
@@ -289,7 +303,7 @@ mod tests {
         );
         let long = "x".repeat(200);
         let n = normalize(
-            "claude",
+            Some(AgentKind::Claude),
             "UserPromptSubmit",
             &json!({"prompt": long}),
             &mut HookMemory::default(),
@@ -297,7 +311,7 @@ mod tests {
         .unwrap();
         assert_eq!(n.message.map(|m| m.chars().count()), Some(80));
         let n = normalize(
-            "claude",
+            Some(AgentKind::Claude),
             "Stop",
             &json!({"last_assistant_message": "all done"}),
             &mut HookMemory::default(),
@@ -408,7 +422,7 @@ mod tests {
         let mut memory = HookMemory::default();
         let submit = |m: &mut HookMemory, s: usize, p: &str| {
             normalize(
-                "grok",
+                Some(AgentKind::Grok),
                 "UserPromptSubmit",
                 &json!({"promptId": p, "sessionId": format!("s{s}")}),
                 m,
@@ -422,7 +436,7 @@ mod tests {
         // s0 was forgotten: its stale stop is taken at its word; s1's is still stale.
         let stop = |m: &mut HookMemory, s: usize| {
             normalize(
-                "grok",
+                Some(AgentKind::Grok),
                 "StopFailure",
                 &json!({"promptId": "old", "sessionId": format!("s{s}")}),
                 m,
@@ -443,7 +457,7 @@ mod tests {
         use crate::agents::agent_session_id::BadAgentSessionId;
         let mut memory = HookMemory::default();
         let refused = |m: &mut HookMemory, agent: &str, event: &str, payload: Value| {
-            normalize(agent, event, &payload, m).unwrap_err()
+            normalize(AgentKind::parse(agent), event, &payload, m).unwrap_err()
         };
         assert_eq!(
             refused(
@@ -484,7 +498,7 @@ mod tests {
     #[test]
     fn messages_and_results_are_cleaned_and_capped() {
         let n = normalize(
-            "claude",
+            Some(AgentKind::Claude),
             "Notification",
             &json!({"message": format!("\u{1b}]0;x\u{7}{}", "m".repeat(500))}),
             &mut HookMemory::default(),
@@ -494,7 +508,7 @@ mod tests {
         assert_eq!(message.chars().count(), MESSAGE_MAX);
         assert!(message.starts_with(" ]0;x m"), "{message}");
         let n = normalize(
-            "claude",
+            Some(AgentKind::Claude),
             "Stop",
             &json!({"last_assistant_message": "x".repeat(DETAIL_MAX + 10)}),
             &mut HookMemory::default(),

@@ -14,6 +14,7 @@
 //! it is passed joined to its flag (or after `--`) as well, so that no parser can take it for
 //! a flag of its own.
 
+use crate::config::agent_kind::AgentKind;
 use std::path::Path;
 
 use super::agent_session_id::AgentSessionId;
@@ -28,9 +29,13 @@ pub struct StartExtras<'a> {
 }
 
 /// `args` shaped for one start of an agent of `kind`.
-pub fn shaped_args(kind: Option<&str>, args: &[String], extras: StartExtras<'_>) -> Vec<String> {
+pub fn shaped_args(
+    kind: Option<AgentKind>,
+    args: &[String],
+    extras: StartExtras<'_>,
+) -> Vec<String> {
     let mut out: Vec<String> = match kind {
-        Some("grok") => args
+        Some(AgentKind::Grok) => args
             .iter()
             .filter(|a| *a != "--leader" && *a != "--no-leader")
             .cloned()
@@ -38,7 +43,7 @@ pub fn shaped_args(kind: Option<&str>, args: &[String], extras: StartExtras<'_>)
         _ => args.to_vec(),
     };
     match kind {
-        Some("claude") => {
+        Some(AgentKind::Claude) => {
             if let Some(file) = extras.settings {
                 out.push("--settings".into());
                 out.push(file.display().to_string());
@@ -47,12 +52,12 @@ pub fn shaped_args(kind: Option<&str>, args: &[String], extras: StartExtras<'_>)
                 out.push(format!("--resume={id}"));
             }
         }
-        Some("codex") => {
+        Some(AgentKind::Codex) => {
             if let Some(id) = extras.resume {
                 out.extend(["resume".into(), "--".into(), id.to_string()]);
             }
         }
-        Some("grok") => {
+        Some(AgentKind::Grok) => {
             out.push("--no-leader".into());
             if let Some(id) = extras.resume {
                 out.push(format!("--resume={id}"));
@@ -85,38 +90,43 @@ mod tests {
         };
         /// Kind, configured args, extras, expected argv.
         type Case<'a> = (
-            Option<&'a str>,
+            Option<AgentKind>,
             &'a [&'a str],
             StartExtras<'a>,
             &'a [&'a str],
         );
         let cases: &[Case] = &[
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 &["--model", "opus"],
                 fresh,
                 &["--model", "opus", "--settings", "/state/claude/s.json"],
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 &[],
                 resumed,
                 &["--settings", "/state/claude/s.json", "--resume=abc"],
             ),
-            (Some("codex"), &["-m", "o3"], fresh, &["-m", "o3"]),
+            (Some(AgentKind::Codex), &["-m", "o3"], fresh, &["-m", "o3"]),
             (
-                Some("codex"),
+                Some(AgentKind::Codex),
                 &["-m", "o3"],
                 resumed,
                 &["-m", "o3", "resume", "--", "abc"],
             ),
             (
-                Some("grok"),
+                Some(AgentKind::Grok),
                 &["--leader", "-x", "--no-leader"],
                 fresh,
                 &["-x", "--no-leader"],
             ),
-            (Some("grok"), &[], resumed, &["--no-leader", "--resume=abc"]),
+            (
+                Some(AgentKind::Grok),
+                &[],
+                resumed,
+                &["--no-leader", "--resume=abc"],
+            ),
             (None, &["-c", "x"], resumed, &["-c", "x"]),
         ];
         for (kind, args, extras, want) in cases {

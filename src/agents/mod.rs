@@ -11,6 +11,7 @@ pub mod agent_session_id;
 pub mod claude_settings;
 pub mod guest_plan;
 pub mod hooks;
+pub mod kind;
 pub mod launch;
 pub mod named_file;
 pub mod names;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use atc_protocol::responses::{AgentCapabilities, AgentEntry};
 
+pub use crate::config::agent_kind::AgentKind;
 use crate::config::AgentConfig;
 pub use agent_error::AgentError;
 
@@ -42,7 +44,7 @@ pub struct Agent {
     pub builtin: bool,
     /// `claude`, `codex` or `grok` when it is one of those CLIs (its spawn options and hook
     /// mapping follow); `None` for shells and other commands.
-    pub kind: Option<String>,
+    pub kind: Option<AgentKind>,
     /// Claude: settings merged into the per-session settings file.
     pub settings: Option<serde_json::Map<String, serde_json::Value>>,
     /// Explicit role → model map from config.
@@ -56,7 +58,7 @@ pub struct Agent {
 impl Agent {
     /// Whether this is a Claude gateway (a claude-kind agent with a base URL).
     pub fn is_gateway(&self) -> bool {
-        self.kind.as_deref() == Some("claude") && self.base_url.is_some()
+        self.kind == Some(AgentKind::Claude) && self.base_url.is_some()
     }
 
     /// The role → model map the listing shows (spec §9.1): the configured map, else for a
@@ -89,8 +91,8 @@ impl Agent {
 
 /// Whether `kind` is one of the agent CLIs atc knows (`claude`, `codex`, `grok`): their hooks
 /// report to atc, and a revive resumes their own session.
-pub fn is_agent_cli(kind: Option<&str>) -> bool {
-    kind.is_some_and(|k| crate::config::AGENT_KINDS.contains(&k))
+pub fn is_agent_cli(kind: Option<AgentKind>) -> bool {
+    kind.is_some()
 }
 
 /// What a harness is started with: resolved program, argv, environment and working directory.
@@ -154,12 +156,8 @@ impl AgentCatalog {
             .ok()
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "/bin/sh".to_string());
-        for (id, label, bin) in [
-            ("shell", "Shell", shell.as_str()),
-            ("claude", "Claude Code", "claude"),
-            ("codex", "Codex", "codex"),
-            ("grok", "Grok", "grok"),
-        ] {
+        let kinds = AgentKind::ALL.map(|k| (k.as_str(), k.label(), k.as_str()));
+        for (id, label, bin) in std::iter::once(("shell", "Shell", shell.as_str())).chain(kinds) {
             agents.insert(
                 id.to_string(),
                 Agent {
@@ -169,7 +167,7 @@ impl AgentCatalog {
                     args: Vec::new(),
                     env: BTreeMap::new(),
                     builtin: true,
-                    kind: (id != "shell").then(|| id.to_string()),
+                    kind: AgentKind::parse(id),
                     settings: None,
                     models: BTreeMap::new(),
                     base_url: None,
@@ -187,11 +185,7 @@ impl AgentCatalog {
                     args: c.args.clone(),
                     env: c.env.clone(),
                     builtin: false,
-                    kind: c.kind.clone().or_else(|| {
-                        crate::config::AGENT_KINDS
-                            .contains(&id.as_str())
-                            .then(|| id.clone())
-                    }),
+                    kind: c.kind.or_else(|| AgentKind::parse(id)),
                     settings: c.settings.clone(),
                     models: c.models.clone(),
                     base_url: c.base_url.clone(),
@@ -248,7 +242,7 @@ impl AgentCatalog {
                     installed,
                     bin: a.bin.clone(),
                     builtin: a.builtin,
-                    kind: a.kind.clone(),
+                    kind: a.kind.map(|k| k.as_str().to_string()),
                     models: a.models(),
                     spawn_options: spawn_options::listing(a, spawnable),
                     broker_auth: a.auth.is_some(),
@@ -273,8 +267,8 @@ impl AgentCatalog {
     }
 
     /// The kind of agent `id` (see [`Agent::kind`]).
-    pub fn kind(&self, id: &str) -> Option<&str> {
-        self.agents.get(id).and_then(|a| a.kind.as_deref())
+    pub fn kind(&self, id: &str) -> Option<AgentKind> {
+        self.agents.get(id).and_then(|a| a.kind)
     }
 
     /// The agent `id`.
@@ -290,7 +284,7 @@ impl AgentCatalog {
     /// The broker part of `id`'s launch plans, if it is broker-backed.
     pub fn broker_launch(&self, id: &str) -> Option<guest_plan::BrokerLaunch> {
         let agent = self.agents.get(id)?;
-        guest_plan::BrokerLaunch::plan(id, agent.kind.as_deref(), agent.auth.as_ref()?, 1)
+        guest_plan::BrokerLaunch::plan(id, agent.kind, agent.auth.as_ref()?, 1)
     }
 
     /// Turns an agent id and cwd into a launch plan; `unsupported` when the agent is unknown or
@@ -337,7 +331,7 @@ impl AgentCatalog {
             broker: agent
                 .auth
                 .as_ref()
-                .and_then(|a| guest_plan::BrokerLaunch::plan(id, agent.kind.as_deref(), a, 1)),
+                .and_then(|a| guest_plan::BrokerLaunch::plan(id, agent.kind, a, 1)),
         })
     }
 }
@@ -356,19 +350,19 @@ impl AgentCatalog {
 /// Checked against the real binaries, as `tests/real_claude.rs` and `tests/real_codex.rs` run
 /// them: Claude Code 2.1.332 and Codex 0.171.0 (README, "What submit types"). Grok's plan is
 /// the same shape but has not been checked against a real Grok.
-pub fn line_plan(agent: &str, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>> {
+pub fn line_plan(kind: Option<AgentKind>, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>> {
     const PASTE_START: &str = "\x1b[200~";
     const PASTE_END: &str = "\x1b[201~";
-    match agent {
-        "claude" | "codex" | "grok" if bracketed_paste => {
+    match kind {
+        Some(_) if bracketed_paste => {
             let clean = text.replace(PASTE_START, "").replace(PASTE_END, "");
             vec![
                 format!("{PASTE_START}{clean}{PASTE_END}").into_bytes(),
                 b"\r".to_vec(),
             ]
         }
-        "claude" | "codex" | "grok" => vec![text.as_bytes().to_vec(), b"\r".to_vec()],
-        _ => vec![format!("{text}\r").into_bytes()],
+        Some(_) => vec![text.as_bytes().to_vec(), b"\r".to_vec()],
+        None => vec![format!("{text}\r").into_bytes()],
     }
 }
 
@@ -376,7 +370,7 @@ pub fn line_plan(agent: &str, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>>
 /// §9.3): `cd <cwd> && claude --resume <id>`, `codex resume <id>`, `grok --resume <id>`; other
 /// agents are started again with their argv. Every word is shell-quoted.
 pub fn resume_command(
-    kind: Option<&str>,
+    kind: Option<AgentKind>,
     bin: &str,
     args: &[String],
     cwd: &str,
@@ -384,18 +378,16 @@ pub fn resume_command(
     claude_settings: Option<&Path>,
 ) -> String {
     let mut words: Vec<String> = match kind {
-        Some("claude") => {
+        Some(kind) => {
             let mut w = vec![bin.to_string()];
-            if let Some(f) = claude_settings {
+            if let (AgentKind::Claude, Some(f)) = (kind, claude_settings) {
                 w.push("--settings".into());
                 w.push(f.display().to_string());
             }
-            w.push("--resume".into());
+            w.extend(kind.resume_words().iter().map(|s| s.to_string()));
             w
         }
-        Some("codex") => vec![bin.into(), "resume".into()],
-        Some("grok") => vec![bin.into(), "--resume".into()],
-        _ => std::iter::once(bin.to_string())
+        None => std::iter::once(bin.to_string())
             .chain(args.iter().cloned())
             .collect(),
     };
@@ -420,8 +412,8 @@ pub fn shell_quote(word: &str) -> String {
 }
 
 /// Whether `line_plan` for this agent depends on the terminal's bracketed-paste mode.
-pub fn line_plan_reads_paste_mode(agent: &str) -> bool {
-    matches!(agent, "claude" | "codex" | "grok")
+pub fn line_plan_reads_paste_mode(kind: Option<AgentKind>) -> bool {
+    kind.is_some()
 }
 
 /// Resolves a program name the way a shell would: a name with a slash is taken as a path,
@@ -499,32 +491,32 @@ mod tests {
     #[test]
     fn line_plans_follow_each_agent() {
         assert_eq!(
-            line_plan("claude", "hi", true),
+            line_plan(Some(AgentKind::Claude), "hi", true),
             vec![b"\x1b[200~hi\x1b[201~".to_vec(), b"\r".to_vec()]
         );
         assert_eq!(
-            line_plan("claude", "hi", false),
+            line_plan(Some(AgentKind::Claude), "hi", false),
             vec![b"hi".to_vec(), b"\r".to_vec()]
         );
-        assert_eq!(line_plan("shell", "hi", true), vec![b"hi\r".to_vec()]);
+        assert_eq!(line_plan(None, "hi", true), vec![b"hi\r".to_vec()]);
         assert_eq!(
-            line_plan("codex", "hi", false),
+            line_plan(Some(AgentKind::Codex), "hi", false),
             vec![b"hi".to_vec(), b"\r".to_vec()]
         );
         assert_eq!(
-            line_plan("grok", "a\x1b[201~b\x1b[200~", true),
+            line_plan(Some(AgentKind::Grok), "a\x1b[201~b\x1b[200~", true),
             vec![b"\x1b[200~ab\x1b[201~".to_vec(), b"\r".to_vec()]
         );
-        assert!(line_plan_reads_paste_mode("codex"));
-        assert!(line_plan_reads_paste_mode("claude"));
-        assert!(!line_plan_reads_paste_mode("shell"));
+        assert!(line_plan_reads_paste_mode(Some(AgentKind::Codex)));
+        assert!(line_plan_reads_paste_mode(Some(AgentKind::Claude)));
+        assert!(!line_plan_reads_paste_mode(None));
     }
 
     #[test]
     fn resume_commands_follow_each_kind_and_quote_their_words() {
         assert_eq!(
             resume_command(
-                Some("claude"),
+                Some(AgentKind::Claude),
                 "claude",
                 &[],
                 "/src/my app",
@@ -534,11 +526,11 @@ mod tests {
             "cd '/src/my app' && claude --resume s-1"
         );
         assert_eq!(
-            resume_command(Some("codex"), "codex", &[], "/w", None, None),
+            resume_command(Some(AgentKind::Codex), "codex", &[], "/w", None, None),
             "cd /w && codex resume"
         );
         assert_eq!(
-            resume_command(Some("grok"), "grok", &[], "/w", Some("g 1"), None),
+            resume_command(Some(AgentKind::Grok), "grok", &[], "/w", Some("g 1"), None),
             "cd /w && grok --resume 'g 1'"
         );
         assert_eq!(
@@ -554,7 +546,7 @@ mod tests {
         );
         assert_eq!(
             resume_command(
-                Some("claude"),
+                Some(AgentKind::Claude),
                 "claude",
                 &[],
                 "/w",

@@ -9,6 +9,7 @@
 //! A file that is missing, unreadable or malformed yields no name; one that is not a regular
 //! file is never opened ([`super::named_file`]).
 
+use crate::config::agent_kind::AgentKind;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -102,21 +103,23 @@ pub struct FoundName {
 /// the session's (after this report); `codex_home` is where Codex keeps its files (`None`: no
 /// home known, Codex names are not read).
 pub fn source_of(
-    kind: &str,
+    kind: Option<AgentKind>,
     transcript: Option<&Path>,
     agent_session_id: Option<&str>,
     codex_home: Option<&Path>,
 ) -> Option<NameSource> {
     match kind {
-        "claude" => transcript.map(|p| NameSource::ClaudeTranscript(p.to_path_buf())),
-        "codex" => Some(NameSource::CodexIndex {
+        Some(AgentKind::Claude) => {
+            transcript.map(|p| NameSource::ClaudeTranscript(p.to_path_buf()))
+        }
+        Some(AgentKind::Codex) => Some(NameSource::CodexIndex {
             index: codex_home?.join("session_index.jsonl"),
             thread: agent_session_id.filter(|s| !s.is_empty())?.to_string(),
         }),
         // Inferred: the spec says Grok "reads summary.json" without saying where; Grok keeps
         // one directory per session, holding its transcript and its summary, so the file is
         // looked for beside the reported transcript.
-        "grok" => Some(NameSource::GrokSummary(
+        Some(AgentKind::Grok) => Some(NameSource::GrokSummary(
             transcript?.parent()?.join("summary.json"),
         )),
         _ => None,
@@ -491,29 +494,29 @@ mod tests {
         let home = Path::new("/home/u/.codex");
         let p = Some(Path::new("/t/s.jsonl"));
         assert_eq!(
-            source_of("claude", p, None, None),
+            source_of(Some(AgentKind::Claude), p, None, None),
             Some(NameSource::ClaudeTranscript("/t/s.jsonl".into()))
         );
-        assert_eq!(source_of("claude", None, None, None), None);
+        assert_eq!(source_of(Some(AgentKind::Claude), None, None, None), None);
         assert_eq!(
-            source_of("codex", p, Some("x"), Some(home)),
+            source_of(Some(AgentKind::Codex), p, Some("x"), Some(home)),
             Some(NameSource::CodexIndex {
                 index: "/home/u/.codex/session_index.jsonl".into(),
                 thread: "x".into()
             })
         );
-        assert_eq!(source_of("codex", p, None, Some(home)), None);
-        assert_eq!(source_of("codex", p, Some("x"), None), None);
+        assert_eq!(source_of(Some(AgentKind::Codex), p, None, Some(home)), None);
+        assert_eq!(source_of(Some(AgentKind::Codex), p, Some("x"), None), None);
         assert_eq!(
             source_of(
-                "grok",
+                Some(AgentKind::Grok),
                 Some(Path::new("/g/s1/transcript.jsonl")),
                 None,
                 None
             ),
             Some(NameSource::GrokSummary("/g/s1/summary.json".into()))
         );
-        assert_eq!(source_of("", p, Some("x"), Some(home)), None);
+        assert_eq!(source_of(None, p, Some("x"), Some(home)), None);
     }
 
     #[test]

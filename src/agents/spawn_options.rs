@@ -2,6 +2,7 @@
 //! checked before anything starts, and how it becomes argv. Overrides never pass through a
 //! shell: each flag and value is its own argv element.
 
+use crate::config::agent_kind::AgentKind;
 use serde_json::{json, Value};
 
 use super::AgentError;
@@ -49,17 +50,17 @@ struct Shape {
     values: Option<&'static [&'static str]>,
 }
 
-fn shape(kind: Option<&str>, option: SpawnOption) -> Option<Shape> {
+fn shape(kind: Option<AgentKind>, option: SpawnOption) -> Option<Shape> {
     match (kind, option) {
-        (Some("claude"), SpawnOption::Model) => Some(Shape {
+        (Some(AgentKind::Claude), SpawnOption::Model) => Some(Shape {
             flags: &["--model"],
             values: None,
         }),
-        (Some("claude"), SpawnOption::Effort) => Some(Shape {
+        (Some(AgentKind::Claude), SpawnOption::Effort) => Some(Shape {
             flags: &["--effort"],
             values: Some(CLAUDE_EFFORTS),
         }),
-        (Some("codex"), SpawnOption::Model) => Some(Shape {
+        (Some(AgentKind::Codex), SpawnOption::Model) => Some(Shape {
             flags: &["-m", "--model"],
             values: None,
         }),
@@ -69,7 +70,7 @@ fn shape(kind: Option<&str>, option: SpawnOption) -> Option<Shape> {
 
 /// Checks one override in the spec's order. `installed` is whether the agent can be spawned.
 pub fn validate(
-    kind: Option<&str>,
+    kind: Option<AgentKind>,
     agent: &str,
     installed: bool,
     option: SpawnOption,
@@ -107,7 +108,12 @@ pub fn validate(
 
 /// The configured args with every occurrence of the option's flags (and their values) removed
 /// and the override appended as two argv elements.
-pub fn apply(kind: Option<&str>, args: &[String], option: SpawnOption, value: &str) -> Vec<String> {
+pub fn apply(
+    kind: Option<AgentKind>,
+    args: &[String],
+    option: SpawnOption,
+    value: &str,
+) -> Vec<String> {
     let Some(shape) = shape(kind, option) else {
         return args.to_vec();
     };
@@ -137,7 +143,7 @@ pub fn apply(kind: Option<&str>, args: &[String], option: SpawnOption, value: &s
 }
 
 /// The value the configured args pass for an option, if any.
-fn configured(kind: Option<&str>, args: &[String], option: SpawnOption) -> Option<String> {
+fn configured(kind: Option<AgentKind>, args: &[String], option: SpawnOption) -> Option<String> {
     let shape = shape(kind, option)?;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -157,7 +163,7 @@ fn configured(kind: Option<&str>, args: &[String], option: SpawnOption) -> Optio
 /// its environment maps, defaults to `ANTHROPIC_MODEL` when its args name no model, and cannot
 /// vouch that the backend honours an effort (`backendEffect: unverified`).
 pub fn listing(agent: &super::Agent, spawnable: bool) -> Value {
-    let kind = agent.kind.as_deref();
+    let kind = agent.kind;
     let args = &agent.args;
     let gateway = agent
         .is_gateway()
@@ -169,12 +175,12 @@ pub fn listing(agent: &super::Agent, spawnable: bool) -> Value {
         }),
         Some(s) => {
             let examples: Vec<Value> = match (kind, option, &gateway) {
-                (Some("claude"), SpawnOption::Model, Some(tiers)) => tiers
+                (Some(AgentKind::Claude), SpawnOption::Model, Some(tiers)) => tiers
                     .iter()
                     .filter(|(tier, _)| tier.as_str() != "default")
                     .map(|(tier, model)| json!({"value": tier, "resolvesTo": model}))
                     .collect(),
-                (Some("claude"), SpawnOption::Model, None) => CLAUDE_MODELS
+                (Some(AgentKind::Claude), SpawnOption::Model, None) => CLAUDE_MODELS
                     .iter()
                     .map(|m| json!({"value": m, "resolvesTo": null}))
                     .collect(),
@@ -211,23 +217,47 @@ mod tests {
     }
 
     /// kind, installed, option, value, expected error code.
-    type Case<'a> = (Option<&'a str>, bool, SpawnOption, &'a str, Option<&'a str>);
+    type Case<'a> = (
+        Option<AgentKind>,
+        bool,
+        SpawnOption,
+        &'a str,
+        Option<&'a str>,
+    );
 
     #[test]
     fn validation_follows_the_spec_order() {
         let cases: &[Case] = &[
-            (Some("claude"), true, SpawnOption::Model, "opus", None),
-            (Some("claude"), true, SpawnOption::Effort, "high", None),
-            (Some("codex"), true, SpawnOption::Model, "gpt-5", None),
             (
-                Some("codex"),
+                Some(AgentKind::Claude),
+                true,
+                SpawnOption::Model,
+                "opus",
+                None,
+            ),
+            (
+                Some(AgentKind::Claude),
+                true,
+                SpawnOption::Effort,
+                "high",
+                None,
+            ),
+            (
+                Some(AgentKind::Codex),
+                true,
+                SpawnOption::Model,
+                "gpt-5",
+                None,
+            ),
+            (
+                Some(AgentKind::Codex),
                 true,
                 SpawnOption::Effort,
                 "high",
                 Some("unsupported"),
             ),
             (
-                Some("grok"),
+                Some(AgentKind::Grok),
                 true,
                 SpawnOption::Model,
                 "x",
@@ -235,49 +265,49 @@ mod tests {
             ),
             (None, true, SpawnOption::Model, "x", Some("unsupported")),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 false,
                 SpawnOption::Model,
                 "opus",
                 Some("unsupported"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Model,
                 "",
                 Some("bad_args"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Model,
                 &"m".repeat(201),
                 Some("bad_args"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Model,
                 "--dangerous",
                 Some("bad_args"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Model,
                 "op\nus",
                 Some("bad_args"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Model,
                 "op\u{7f}us",
                 Some("bad_args"),
             ),
             (
-                Some("claude"),
+                Some(AgentKind::Claude),
                 true,
                 SpawnOption::Effort,
                 "extreme",
@@ -285,7 +315,7 @@ mod tests {
             ),
             // An unsupported option is refused before its value is looked at.
             (
-                Some("grok"),
+                Some(AgentKind::Grok),
                 true,
                 SpawnOption::Effort,
                 "",
@@ -298,7 +328,7 @@ mod tests {
                 .map(|e| crate::server::error::Error::from(e).code().as_str());
             assert_eq!(got, *want, "{kind:?} {option:?} {value:?}");
         }
-        let e = validate(Some("claude"), "a", true, SpawnOption::Effort, "x").unwrap_err();
+        let e = validate(Some(AgentKind::Claude), "a", true, SpawnOption::Effort, "x").unwrap_err();
         assert_eq!(
             crate::server::error::Error::from(e).wire().data["field"],
             "effort"
@@ -309,12 +339,12 @@ mod tests {
     fn overrides_replace_every_configured_occurrence() {
         let given = args(&["--model", "a", "--verbose", "--model=b", "--effort", "low"]);
         assert_eq!(
-            apply(Some("claude"), &given, SpawnOption::Model, "opus"),
+            apply(Some(AgentKind::Claude), &given, SpawnOption::Model, "opus"),
             args(&["--verbose", "--effort", "low", "--model", "opus"])
         );
         assert_eq!(
             apply(
-                Some("codex"),
+                Some(AgentKind::Codex),
                 &args(&["-m", "o3", "--model", "x", "exec"]),
                 SpawnOption::Model,
                 "gpt-5"
@@ -323,11 +353,11 @@ mod tests {
         );
         // A value with spaces stays one argv element.
         assert_eq!(
-            apply(Some("claude"), &[], SpawnOption::Model, "my model"),
+            apply(Some(AgentKind::Claude), &[], SpawnOption::Model, "my model"),
             args(&["--model", "my model"])
         );
         assert_eq!(
-            configured(Some("claude"), &given, SpawnOption::Model).as_deref(),
+            configured(Some(AgentKind::Claude), &given, SpawnOption::Model).as_deref(),
             Some("a")
         );
     }

@@ -4,6 +4,7 @@
 //! while every other agent loads. The entry holds names only: a credential value has no key
 //! to live in, and an `env` that sets a placeholder is refused, since that is where one would.
 
+use super::agent_kind::AgentKind;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -32,7 +33,7 @@ pub const BROKER_VARIABLES: &[&str] = &[
 ];
 
 /// The agent kinds that may carry `auth` (spec §6.1).
-pub const AUTH_KINDS: &[&str] = &["claude", "codex"];
+pub const AUTH_KINDS: &[AgentKind] = &[AgentKind::Claude, AgentKind::Codex];
 
 /// A checked `auth` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +110,7 @@ impl AgentAuth {
     /// error is the problem's detail: it names the key at fault, never a value.
     pub fn from_config(
         value: &serde_json::Value,
-        kind: Option<&str>,
+        kind: Option<AgentKind>,
         env: &BTreeMap<String, String>,
     ) -> Result<AgentAuth, String> {
         if !kind.is_some_and(|k| AUTH_KINDS.contains(&k)) {
@@ -173,7 +174,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn check(v: serde_json::Value, kind: Option<&str>) -> Result<AgentAuth, String> {
+    fn check(v: serde_json::Value, kind: Option<AgentKind>) -> Result<AgentAuth, String> {
         AgentAuth::from_config(&v, kind, &BTreeMap::new())
     }
 
@@ -182,7 +183,7 @@ mod tests {
         let a = check(
             json!({"secrets": ["b", "a", "b"], "placeholders": ["CLAUDE_CODE_OAUTH_TOKEN"],
                    "check": ["claude", "auth", "status"]}),
-            Some("claude"),
+            Some(AgentKind::Claude),
         )
         .unwrap();
         assert_eq!(a.secrets, ["a", "b"]);
@@ -193,8 +194,8 @@ mod tests {
     #[test]
     fn auth_is_for_claude_and_codex_only() {
         let entry = json!({"secrets": ["s"]});
-        assert!(check(entry.clone(), Some("codex")).is_ok());
-        for kind in [Some("grok"), None] {
+        assert!(check(entry.clone(), Some(AgentKind::Codex)).is_ok());
+        for kind in [Some(AgentKind::Grok), None] {
             let e = check(entry.clone(), kind).unwrap_err();
             assert!(e.contains("claude and codex"), "{e}");
         }
@@ -220,7 +221,7 @@ mod tests {
             (json!("nope"), "auth"),
         ];
         for (entry, names) in cases {
-            let e = check(entry.clone(), Some("claude")).unwrap_err();
+            let e = check(entry.clone(), Some(AgentKind::Claude)).unwrap_err();
             assert!(e.contains(names), "{entry}: {e}");
             assert!(
                 !e.contains("sk-live-123") && !e.contains("has space"),
@@ -234,7 +235,7 @@ mod tests {
         let env = BTreeMap::from([("CLAUDE_CODE_OAUTH_TOKEN".to_string(), "real".to_string())]);
         let e = AgentAuth::from_config(
             &json!({"secrets": ["s"], "placeholders": ["CLAUDE_CODE_OAUTH_TOKEN"]}),
-            Some("claude"),
+            Some(AgentKind::Claude),
             &env,
         )
         .unwrap_err();
@@ -258,13 +259,13 @@ mod tests {
         for key in ["secrets", "placeholders", "check"] {
             let mut v = json!({"secrets": ["anthropic"]});
             v[key] = json!("sk-ant-oat01-pasted-token");
-            let detail = check(v, Some("claude")).expect_err("a string is not a list");
+            let detail = check(v, Some(AgentKind::Claude)).expect_err("a string is not a list");
             assert!(!detail.contains("sk-ant"), "{detail}");
             assert_eq!(detail, format!("'auth.{key}' must be a list of strings"));
         }
         let detail = check(
             json!({"secrets": ["a"], "token": "sk-ant-x"}),
-            Some("claude"),
+            Some(AgentKind::Claude),
         )
         .expect_err("an unknown key");
         assert!(

@@ -7,9 +7,11 @@
 //! never the file's values) in its log and in `GET /v1/daemon`.
 
 pub mod agent_auth;
+pub mod agent_kind;
 pub mod raw;
 pub mod targets;
 
+use agent_kind::AgentKind;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -156,9 +158,9 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// Display label (defaults to the id).
     pub label: Option<String>,
-    /// `claude`, `codex` or `grok`: which spawn options and hook mapping apply. Defaults to the
-    /// id when the id is one of those.
-    pub kind: Option<String>,
+    /// `claude`, `codex` or `grok` as configured: which spawn options and hook mapping apply.
+    /// The catalog defaults it to the id when the id is one of those.
+    pub kind: Option<AgentKind>,
     /// Claude only: extra settings merged into the settings file atc writes for each session
     /// (their hooks run after atc's).
     pub settings: Option<serde_json::Map<String, serde_json::Value>>,
@@ -174,10 +176,7 @@ pub struct AgentConfig {
 /// The problem word of an agent entry left out for its `auth` (spec §6.1).
 pub const AUTH_BINDING_INVALID: &str = "auth_binding_invalid";
 
-/// The agent kinds whose spawn options, argv shapes and hook mappings atc knows.
-pub const AGENT_KINDS: &[&str] = &["claude", "codex", "grok"];
-
-/// One config agent, checked (spec §9.3): `kind` is one of [`AGENT_KINDS`] when given, `bin`
+/// One config agent, checked (spec §9.3): `kind` is an [`AgentKind`] when given, `bin`
 /// defaults to the kind, and Claude-only keys stay on Claude agents. The error is the detail
 /// of an `agent_invalid` problem (or `auth_binding_invalid` for its `auth`); it names keys,
 /// never values.
@@ -186,27 +185,26 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
     if id.is_empty() {
         return Err(invalid("an agent needs a non-empty id"));
     }
-    let kind = raw
-        .kind
-        .clone()
-        .or_else(|| AGENT_KINDS.contains(&id).then(|| id.to_string()));
-    if let Some(k) = &kind {
-        if !AGENT_KINDS.contains(&k.as_str()) {
+    let configured = match raw.kind.as_deref().map(AgentKind::parse) {
+        None => None,
+        Some(Some(kind)) => Some(kind),
+        Some(None) => {
             return Err(invalid(
                 "'kind' must be claude, codex or grok (or left out for other commands)",
-            ));
+            ))
         }
-    }
-    let bin = match (raw.bin.trim().is_empty(), &kind) {
+    };
+    let kind = configured.or_else(|| AgentKind::parse(id));
+    let bin = match (raw.bin.trim().is_empty(), kind) {
         (false, _) => raw.bin,
-        (true, Some(k)) => k.clone(),
+        (true, Some(k)) => k.as_str().to_string(),
         (true, None) => {
             return Err(invalid(
                 "an agent that is not claude, codex or grok needs a 'bin'",
             ))
         }
     };
-    let claude = kind.as_deref() == Some("claude");
+    let claude = kind == Some(AgentKind::Claude);
     if !claude && (raw.settings.is_some() || raw.base_url.is_some()) {
         return Err(invalid(
             "'settings' and 'baseURL' apply to claude agents only",
@@ -220,7 +218,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
     let auth = match &raw.auth {
         None => None,
         Some(value) => Some(
-            agent_auth::AgentAuth::from_config(value, kind.as_deref(), &raw.env)
+            agent_auth::AgentAuth::from_config(value, kind, &raw.env)
                 .map_err(|detail| (AUTH_BINDING_INVALID, detail))?,
         ),
     };
@@ -229,7 +227,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
         args: raw.args,
         env: raw.env,
         label: raw.label,
-        kind: raw.kind,
+        kind: configured,
         settings,
         models: raw.models,
         base_url: raw.base_url.filter(|u| !u.is_empty()),

@@ -270,7 +270,7 @@ async fn spawn(
             // A broker-backed agent's bin is resolved by its imp's guest, not here.
             let installed =
                 known.auth.is_some() || crate::agents::resolve_program(&known.bin).is_some();
-            spawn_options::validate(known.kind.as_deref(), agent, installed, *option, value)?;
+            spawn_options::validate(known.kind, agent, installed, *option, value)?;
             *slot = Some(value.to_string());
         }
     }
@@ -481,7 +481,7 @@ async fn resume_command(
     // reporting to this daemon from a terminal outside it.
     let settings = crate::agents::claude_settings::path(&state.state_dir, &d.id);
     let command = crate::agents::resume_command(
-        agent.kind.as_deref(),
+        agent.kind,
         &agent.bin,
         &agent.args,
         &d.cwd,

@@ -9,6 +9,7 @@
 
 use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::launch::{shaped_args, StartExtras};
+use crate::agents::AgentKind;
 use crate::agents::LaunchPlan;
 
 use super::session::{SessionDeps, SessionRecord};
@@ -50,14 +51,14 @@ pub fn prepare(
         deps.report_keys.key_for(record.id),
     );
     let agent = deps.catalog.get(&record.agent);
-    let kind = agent.and_then(|a| a.kind.as_deref());
+    let kind = agent.and_then(|a| a.kind);
     // A remote host's hooks run the atc installed inside it, never one found on its PATH.
     let atc = deps
         .providers
         .get(&record.target)
         .and_then(|p| p.guest_atc())
         .unwrap_or_else(|| deps.atc_program.clone());
-    let settings = (kind == Some("claude"))
+    let settings = (kind == Some(AgentKind::Claude))
         .then(|| {
             let contents = crate::agents::claude_settings::settings(
                 &atc,

@@ -216,13 +216,13 @@ impl SessionManager {
         }
         // Overrides were validated by the caller; they replace the configured flags and stay in
         // the stored argv, so every revive reuses them (spec §9.2).
-        let kind = self.catalog.kind(&msg.agent).map(str::to_string);
+        let kind = self.catalog.kind(&msg.agent);
         use crate::agents::spawn_options::{apply, SpawnOption};
         if let Some(m) = &msg.model {
-            plan.args = apply(kind.as_deref(), &plan.args, SpawnOption::Model, m);
+            plan.args = apply(kind, &plan.args, SpawnOption::Model, m);
         }
         if let Some(e) = &msg.effort {
-            plan.args = apply(kind.as_deref(), &plan.args, SpawnOption::Effort, e);
+            plan.args = apply(kind, &plan.args, SpawnOption::Effort, e);
         }
         let id = msg.id.unwrap_or_else(Uuid::new_v4);
         let (name, named_by) = match msg.name {

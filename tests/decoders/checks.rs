@@ -335,6 +335,8 @@ fn auth_holds(auth: &AgentAuth, env: &BTreeMap<String, String>) {
 /// An agent's `auth` entry: accepted entries hold their invariants, refused ones name a key
 /// and never a value (of the entry or of the agent's env), checked with the values planted.
 pub fn auth_entry(value: &Value, kind: Option<&str>, env: &BTreeMap<String, String>) {
+    // A name that is no kind carries no `auth`, as no kind does.
+    let kind = kind.and_then(atc::agents::AgentKind::parse);
     if let Ok(auth) = AgentAuth::from_config(value, kind, env) {
         auth_holds(&auth, env);
     }

@@ -5,6 +5,7 @@
 //! Also here: the private `HOME` a real Claude starts in without a question (onboarding done,
 //! the folder trusted, the API key approved), and the agent entry that points it at the fake.
 
+use atc::agents::AgentKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -183,7 +184,7 @@ pub fn agent(bin: &Path, home: &Path, url: &str) -> AgentConfig {
         bin: bin.display().to_string(),
         args: vec!["--permission-mode".into(), "default".into()],
         env,
-        kind: Some("claude".into()),
+        kind: Some(AgentKind::Claude),
         ..Default::default()
     }
 }

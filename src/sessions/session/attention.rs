@@ -226,7 +226,7 @@ impl Session {
             }
         }
         let checked = report_check::transcript_path(&payload).and_then(|transcript| {
-            let n = normalize(&self.agent_kind(), &event, &payload, &mut self.hooks)?;
+            let n = normalize(self.agent_kind(), &event, &payload, &mut self.hooks)?;
             Ok((transcript, n))
         });
         let (transcript, mut n) = checked.inspect_err(|e| {
@@ -259,7 +259,7 @@ impl Session {
         // this host's Codex index read for a session that runs elsewhere.
         if event != "Statusline" && origin == ReportOrigin::Local {
             if let Some(source) = crate::agents::names::source_of(
-                &kind,
+                kind,
                 transcript.as_deref(),
                 self.record
                     .agent_session_id

@@ -7,6 +7,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 
 use super::Session;
+use crate::agents::AgentKind;
 use crate::providers::refusal::Operation;
 use crate::providers::{HarnessHandle, WriteInput};
 use crate::sessions::input_port::InputPort;
@@ -37,8 +38,8 @@ impl Session {
         text: String,
     ) -> ResponseActFuture<Self, Result<(), SessionError>> {
         let agent = self.agent_kind();
-        if !crate::agents::line_plan_reads_paste_mode(&agent) {
-            let writes = plan_writes(&agent, &text, false);
+        if !crate::agents::line_plan_reads_paste_mode(agent) {
+            let writes = plan_writes(agent, &text, false);
             return Box::pin(fut::wrap_future(self.write_together(writes)));
         }
         let screen = self.screen.worker().clone();
@@ -46,7 +47,7 @@ impl Session {
             async move { screen.send(PasteMode).await.unwrap_or(false) }
                 .into_actor(self)
                 .then(move |bracketed, act, _| {
-                    let writes = plan_writes(&agent, &text, bracketed);
+                    let writes = plan_writes(agent, &text, bracketed);
                     fut::wrap_future(act.write_together(writes))
                 }),
         )
@@ -82,7 +83,7 @@ impl Session {
 }
 
 /// The agent's line plan for a submit, as harness writes.
-fn plan_writes(kind: &str, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
+fn plan_writes(kind: Option<AgentKind>, text: &str, bracketed_paste: bool) -> Vec<Bytes> {
     crate::agents::line_plan(kind, text, bracketed_paste)
         .into_iter()
         .map(Bytes::from)

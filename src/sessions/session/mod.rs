@@ -40,6 +40,7 @@ use super::screen::ScreenText;
 use super::screen_worker::{ResizeScreen, ScreenAsText, ScreenWorker, TakeSnapshot};
 use crate::agents::hooks::HookMemory;
 use crate::agents::AgentCatalog;
+use crate::agents::AgentKind;
 use crate::clock::now_ms;
 use crate::config::{Limits, Timings};
 use crate::providers::host_lifecycle::auth_of;
@@ -197,13 +198,9 @@ impl Session {
             .map_err(SessionError::from)
     }
 
-    /// The kind of the session's agent (`claude`, `codex`, …); empty for an agent without one.
-    fn agent_kind(&self) -> String {
-        self.deps
-            .catalog
-            .kind(&self.record.agent)
-            .unwrap_or_default()
-            .to_string()
+    /// The kind of the session's agent (`claude`, `codex`, …); `None` for an agent without one.
+    fn agent_kind(&self) -> Option<AgentKind> {
+        self.deps.catalog.kind(&self.record.agent)
     }
 
     fn descriptor(&self) -> Descriptor {

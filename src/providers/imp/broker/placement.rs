@@ -43,7 +43,7 @@ mod tests {
                 .map(|k| (k.to_string(), "x".to_string()))
                 .collect::<BTreeMap<_, _>>(),
             builtin: false,
-            kind: Some("claude".into()),
+            kind: Some(crate::agents::AgentKind::Claude),
             settings: None,
             models: BTreeMap::new(),
             base_url: None,
