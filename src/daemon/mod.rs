@@ -276,28 +276,21 @@ impl Daemon {
         let daemon_id_text = daemon_id.to_string();
         let bridges = Arc::new(crate::providers::imp::bridge::Bridges::default());
         // Imp targets keep their hosts' broker bindings in the daemon's store (spec §6.3).
-        let broker_store = store.clone();
+        let bindings: crate::providers::imp::broker::binding_store::SharedBindingStore =
+            Arc::new(store.clone());
+        let build = crate::providers::registry::BuildContext {
+            daemon_id: &daemon_id_text,
+            timings: &config.timings,
+            atc_program: &atc_program,
+            bridges: &bridges,
+            bindings: &bindings,
+            metrics: &metrics,
+        };
         let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
-            if let Some(p) = extra.by_kind.get(&t.provider) {
-                return Some(p.clone());
+            match extra.by_kind.get(&t.provider) {
+                Some(p) => Some(p.clone()),
+                None => crate::providers::registry::build_remote(t, &build),
             }
-            if t.provider != "imp" {
-                return None;
-            }
-            let settings = crate::providers::imp::settings::ImpSettings::from_options(
-                &t.id,
-                &t.options,
-                &daemon_id_text,
-                &config.timings,
-            )?
-            // The daemon's own binary is what imps get as their atc (spec §5.3 step 4).
-            .with_atc_binary(&atc_program);
-            Some(Arc::new(
-                crate::providers::imp::provider::ImpProvider::new(settings, bridges.clone())
-                    .with_broker(Arc::new(broker_store.clone()))
-                    .with_metrics(metrics.clone()),
-            )
-                as Arc<dyn crate::providers::ExecutionProvider>)
         });
         let state_providers = providers.clone();
         // Spec §6.3, before serving and before any session is restored or re-attached:

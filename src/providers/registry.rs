@@ -1,13 +1,55 @@
 //! Which provider serves each target. Built once at start from the configured targets: every
-//! `local-pty` target shares the one local provider, and each usable `imp` target gets a
-//! provider of its own (its own impd, token and host leases). A target without an entry here
-//! is one this daemon cannot serve; the refusal chain answers `target_unavailable` for it.
+//! `local-pty` target shares the one local provider, and each usable target of another kind
+//! gets a provider of its own from its kind in [`KINDS`] (an `imp` target: its own impd, token
+//! and host leases). A target without an entry here is one this daemon cannot serve; the
+//! refusal chain answers `target_unavailable` for it.
+//!
+//! Adding a provider is a folder beside `local/` and `imp/`, and a line in [`KINDS`].
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
+use super::imp::bridge::Bridges;
+use super::imp::broker::binding_store::SharedBindingStore;
 use super::ExecutionProvider;
 use crate::config::targets::{Target, Targets};
+use crate::config::Timings;
+use crate::metrics::Metrics;
+
+/// What the daemon gives a provider kind to build a target's provider with.
+pub struct BuildContext<'a> {
+    /// This daemon's id (imp names and leases carry it).
+    pub daemon_id: &'a str,
+    /// The daemon's timings.
+    pub timings: &'a Timings,
+    /// The atc program hosts get as theirs (spec §5.3 step 4).
+    pub atc_program: &'a Path,
+    /// The session bridges of remote harnesses.
+    pub bridges: &'a Arc<Bridges>,
+    /// Where broker bindings are kept.
+    pub bindings: &'a SharedBindingStore,
+    /// The daemon's metrics.
+    pub metrics: &'a Metrics,
+}
+
+/// A provider kind other than the local one: the name targets give it, and how it builds the
+/// provider of one of its targets (`None`: this target's options leave it nothing to serve).
+pub struct ProviderKind {
+    /// The target's `provider`.
+    pub name: &'static str,
+    /// Builds the provider of a target of this kind.
+    pub build: fn(&Target, &BuildContext<'_>) -> Option<Arc<dyn ExecutionProvider>>,
+}
+
+/// Every provider kind besides `local-pty`, whose one provider every local target shares.
+pub const KINDS: &[ProviderKind] = &[super::imp::KIND];
+
+/// The provider of `target` from its kind in [`KINDS`], if this daemon has that kind.
+pub fn build_remote(target: &Target, ctx: &BuildContext<'_>) -> Option<Arc<dyn ExecutionProvider>> {
+    let kind = KINDS.iter().find(|k| k.name == target.provider)?;
+    (kind.build)(target, ctx)
+}
 
 /// Providers by target id.
 #[derive(Clone, Default)]

@@ -41,3 +41,30 @@ pub mod outcome;
 pub mod provider;
 pub mod report_forward;
 pub mod settings;
+
+/// The `imp` kind as the provider registry lists it: each usable imp target gets an
+/// [`provider::ImpProvider`] of its own, keeping its broker bindings in the daemon's store.
+pub const KIND: crate::providers::registry::ProviderKind =
+    crate::providers::registry::ProviderKind {
+        name: "imp",
+        build: build_provider,
+    };
+
+fn build_provider(
+    target: &crate::config::targets::Target,
+    ctx: &crate::providers::registry::BuildContext<'_>,
+) -> Option<std::sync::Arc<dyn crate::providers::ExecutionProvider>> {
+    let settings = settings::ImpSettings::from_options(
+        &target.id,
+        &target.options,
+        ctx.daemon_id,
+        ctx.timings,
+    )?
+    // The daemon's own binary is what imps get as their atc (spec §5.3 step 4).
+    .with_atc_binary(ctx.atc_program);
+    Some(std::sync::Arc::new(
+        provider::ImpProvider::new(settings, ctx.bridges.clone())
+            .with_broker(ctx.bindings.clone())
+            .with_metrics(ctx.metrics.clone()),
+    ))
+}
