@@ -262,14 +262,14 @@ impl StreamHandler<Result<Inbound, InboundError>> for AttachClient {
                 ctx.stop();
             }
             Err(InboundError::Violation(v)) => {
-                tracing::warn!(client = self.client, error = %v, "attach socket protocol error");
+                tracing::warn!(client = self.client.0, error = %v, "attach socket protocol error");
                 self.hangup.hang_up(v.close_code());
                 ctx.stop();
             }
             Err(e @ InboundError::Failed(_)) => {
                 // Almost always the connection ending under us (the body finished after an
                 // exit, or the peer vanished): nobody is left to read a close code.
-                tracing::debug!(client = self.client, error = %e, "attach socket ended");
+                tracing::debug!(client = self.client.0, error = %e, "attach socket ended");
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }

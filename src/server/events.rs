@@ -115,12 +115,12 @@ impl StreamHandler<Result<Inbound, InboundError>> for EventsClient {
                 ctx.stop();
             }
             Err(InboundError::Violation(v)) => {
-                tracing::warn!(client = self.client, error = %v, "events socket protocol error");
+                tracing::warn!(client = self.client.0, error = %v, "events socket protocol error");
                 self.hangup.hang_up(v.close_code());
                 ctx.stop();
             }
             Err(e @ InboundError::Failed(_)) => {
-                tracing::debug!(client = self.client, error = %e, "events socket ended");
+                tracing::debug!(client = self.client.0, error = %e, "events socket ended");
                 self.queue.push(Outgoing::Close);
                 ctx.stop();
             }

@@ -103,8 +103,8 @@ fn next_request_id() -> String {
 }
 
 /// A daemon-wide unique id for a socket connection.
-pub fn next_client_id() -> u64 {
-    NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
+pub fn next_client_id() -> crate::sessions::messages::ClientId {
+    crate::sessions::messages::ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl AppState {

@@ -259,12 +259,15 @@ pub fn drop_when_revoked<A: SocketPeer>(
     ctx: &mut actix::Context<A>,
     tokens: &Tokens,
     token: String,
-    client: u64,
+    client: crate::sessions::messages::ClientId,
     notice: Option<String>,
 ) {
     ctx.spawn(actix::fut::wrap_future::<_, A>(tokens.revoked(token)).map(
         move |(), act: &mut A, ctx: &mut actix::Context<A>| {
-            tracing::info!(client, "socket's token no longer accepted; closing it");
+            tracing::info!(
+                client = client.0,
+                "socket's token no longer accepted; closing it"
+            );
             if let Some(text) = notice {
                 act.queue().push_text(text);
             }

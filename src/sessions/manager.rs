@@ -96,7 +96,7 @@ impl SessionManager {
             }
             if q.backlog() + text.len() > cap {
                 tracing::warn!(
-                    subscriber = id,
+                    subscriber = id.0,
                     "events subscriber fell behind; disconnecting it"
                 );
                 q.push(Outgoing::Close);

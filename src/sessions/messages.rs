@@ -14,8 +14,9 @@ use atc_protocol::{Descriptor, FleetEvent};
 /// A host's broker binding as a client sees it, or why not.
 pub type AuthAnswer = Result<atc_protocol::responses::AuthStatus, SessionError>;
 
-/// Identifies one attached client connection within the daemon.
-pub type ClientId = u64;
+/// Identifies one attached client connection within the daemon (an attach or events socket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub u64);
 
 /// Where an attaching client wants its byte stream to start.
 #[derive(Debug, Clone)]

@@ -267,7 +267,7 @@ impl Clients {
             }
             .to_text()],
             Some(Opening::Resync { dropped }) => {
-                tracing::debug!(session = %session, client, dropped, "client resynced");
+                tracing::debug!(session = %session, client = client.0, dropped, "client resynced");
                 vec![
                     AttachFrame::Desync { dropped }.to_text(),
                     AttachFrame::Resynced {
@@ -383,15 +383,15 @@ mod tests {
         c.output(&Bytes::from_static(b"old"));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
-            c.attach(1, typist(q, None), None, SESSION, AT),
+            c.attach(ClientId(1), typist(q, None), None, SESSION, AT),
             Opened::NeedsRepaint
         );
         // While the snapshot is on the way: output and a resize.
         c.output(&Bytes::from_static(b"new"));
         c.broadcast(&AttachFrame::Resized { cols: 70, rows: 20 });
         c.output(&Bytes::from_static(b"er"));
-        c.finish_repaint(1, SESSION, AT, snapshot(3, "PAINT"));
-        assert!(c.detach(1));
+        c.finish_repaint(ClientId(1), SESSION, AT, snapshot(3, "PAINT"));
+        assert!(c.detach(ClientId(1)));
         assert_eq!(
             drain(&mut rx).await,
             ["attached@3", "B:PAINT", "B:new", "resized", "B:er"]
@@ -423,11 +423,11 @@ mod tests {
         assert_eq!(from, Some(2));
         let (q, mut rx) = client_queue(1024);
         assert_eq!(
-            c.attach(7, typist(q, None), from, SESSION, AT),
+            c.attach(ClientId(7), typist(q, None), from, SESSION, AT),
             Opened::Resumed
         );
         c.output(&Bytes::from_static(b"g"));
-        c.detach(7);
+        c.detach(ClientId(7));
         assert_eq!(drain(&mut rx).await, ["attached@2", "B:cdef", "B:g"]);
     }
 
@@ -435,16 +435,16 @@ mod tests {
     async fn a_desync_is_followed_by_resynced_and_its_repaint_with_nothing_between() {
         let mut c = Clients::new(4096, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, typist(q, None), None, SESSION, AT);
-        c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
+        c.attach(ClientId(1), typist(q, None), None, SESSION, AT);
+        c.finish_repaint(ClientId(1), SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from(vec![b'x'; 100]));
-        assert!(!c.start_resync(1), "nothing was dropped yet");
+        assert!(!c.start_resync(ClientId(1)), "nothing was dropped yet");
         c.output(&Bytes::from(vec![b'y'; 2000]));
-        assert!(c.start_resync(1), "the second chunk overflowed");
-        assert!(!c.start_resync(1), "one resync at a time");
+        assert!(c.start_resync(ClientId(1)), "the second chunk overflowed");
+        assert!(!c.start_resync(ClientId(1)), "one resync at a time");
         c.broadcast(&AttachFrame::Resized { cols: 70, rows: 20 });
-        c.finish_repaint(1, SESSION, AT, snapshot(2100, "P"));
-        c.detach(1);
+        c.finish_repaint(ClientId(1), SESSION, AT, snapshot(2100, "P"));
+        c.detach(ClientId(1));
         let seen = drain(&mut rx).await;
         assert_eq!(seen[0], "attached@0", "{seen:?}");
         let from_desync: Vec<&str> = seen
@@ -473,8 +473,8 @@ mod tests {
         let (fast, _fast_rx) = client_queue(1 << 20);
         for (id, q) in [(1, slow), (2, other), (3, fast)] {
             let newcomer = typist(q, None);
-            c.attach(id, newcomer, None, SESSION, AT);
-            c.finish_repaint(id, SESSION, AT, snapshot(0, ""));
+            c.attach(ClientId(id), newcomer, None, SESSION, AT);
+            c.finish_repaint(ClientId(id), SESSION, AT, snapshot(0, ""));
         }
         assert!(text().contains("atc_attached_clients 3\n"));
         c.output(&Bytes::from(vec![b'x'; 2000]));
@@ -482,7 +482,7 @@ mod tests {
         let t = text();
         assert!(t.contains("atc_client_desyncs_total 2\n"), "{t}");
         assert!(t.contains("atc_client_dropped_bytes_total 4600\n"), "{t}");
-        c.detach(2);
+        c.detach(ClientId(2));
         assert!(text().contains("atc_attached_clients 2\n"));
         c.close_all();
         assert!(text().contains("atc_attached_clients 0\n"));
@@ -492,7 +492,13 @@ mod tests {
     async fn an_exit_while_a_repaint_is_pending_follows_attached_and_the_slot_goes() {
         let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, typist(q, Some(size(50, 10))), None, SESSION, AT);
+        c.attach(
+            ClientId(1),
+            typist(q, Some(size(50, 10))),
+            None,
+            SESSION,
+            AT,
+        );
         c.output(&Bytes::from_static(b"bye"));
         c.exited(&AttachFrame::Exit {
             code: Some(0),
@@ -505,8 +511,8 @@ mod tests {
             None,
             "a closed client's size is history"
         );
-        c.finish_repaint(1, SESSION, AT, snapshot(0, "P"));
-        assert!(!c.detach(1), "the slot went with the repaint");
+        c.finish_repaint(ClientId(1), SESSION, AT, snapshot(0, "P"));
+        assert!(!c.detach(ClientId(1)), "the slot went with the repaint");
         assert_eq!(
             drain(&mut rx).await,
             ["attached@0", "B:P", "B:bye", "exit", "close"]
@@ -530,16 +536,22 @@ mod tests {
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
         assert_eq!(c.size_on_attach(Some(size(100, 30))), Some(size(100, 30)));
-        c.attach(1, typist(q1, Some(size(100, 30))), None, SESSION, AT);
-        c.attach(2, typist(q2, None), None, SESSION, AT);
+        c.attach(
+            ClientId(1),
+            typist(q1, Some(size(100, 30))),
+            None,
+            SESSION,
+            AT,
+        );
+        c.attach(ClientId(2), typist(q2, None), None, SESSION, AT);
         assert_eq!(c.size_on_attach(Some(size(120, 20))), Some(size(100, 20)));
-        assert!(c.resized(2, size(60, 50)));
+        assert!(c.resized(ClientId(2), size(60, 50)));
         assert!(
-            !c.resized(9, size(1, 1)),
+            !c.resized(ClientId(9), size(1, 1)),
             "no such client: nothing to debounce"
         );
         assert_eq!(c.size_to_apply(AT), Some(size(60, 30)));
-        assert!(c.detach(2));
+        assert!(c.detach(ClientId(2)));
         assert_eq!(c.size_to_apply(AT), Some(size(100, 30)));
         assert_eq!(c.size_to_apply(size(100, 30)), None);
     }
@@ -549,15 +561,27 @@ mod tests {
         let mut c = Clients::new(1024, Metrics::new());
         let (q1, _r1) = client_queue(1024);
         let (q2, _r2) = client_queue(1024);
-        c.attach(1, typist(q1, Some(size(100, 30))), None, SESSION, AT);
-        c.attach(2, watcher(q2, Some(size(10, 5))), None, SESSION, AT);
+        c.attach(
+            ClientId(1),
+            typist(q1, Some(size(100, 30))),
+            None,
+            SESSION,
+            AT,
+        );
+        c.attach(
+            ClientId(2),
+            watcher(q2, Some(size(10, 5))),
+            None,
+            SESSION,
+            AT,
+        );
         assert_eq!(c.effective_size(), Some(size(100, 30)));
         assert!(
-            !c.resized(2, size(20, 4)),
+            !c.resized(ClientId(2), size(20, 4)),
             "a watcher's resize has nothing to debounce"
         );
         assert_eq!(c.size_to_apply(AT), Some(size(100, 30)));
-        assert!(c.detach(1));
+        assert!(c.detach(ClientId(1)));
         assert_eq!(c.effective_size(), None, "only a watcher is left");
         assert_eq!(counted_size(AttachMode::Watch, Some(AT)), None);
         assert_eq!(counted_size(AttachMode::Interactive, Some(AT)), Some(AT));
@@ -567,8 +591,8 @@ mod tests {
     async fn offsets_and_the_stream_continue_across_a_revive() {
         let mut c = Clients::new(1024, Metrics::new());
         let (q, mut rx) = client_queue(1024);
-        c.attach(1, typist(q, None), None, SESSION, AT);
-        c.finish_repaint(1, SESSION, AT, snapshot(0, ""));
+        c.attach(ClientId(1), typist(q, None), None, SESSION, AT);
+        c.finish_repaint(ClientId(1), SESSION, AT, snapshot(0, ""));
         c.output(&Bytes::from_static(b"first life"));
         c.exited(&AttachFrame::Exit {
             code: None,
@@ -586,8 +610,8 @@ mod tests {
         let from = c.resume_point(Some(&back));
         assert_eq!(from, Some(10), "the old stream resumes after the revive");
         let (q, mut rx) = client_queue(1024);
-        c.attach(2, typist(q, None), from, SESSION, AT);
-        c.detach(2);
+        c.attach(ClientId(2), typist(q, None), from, SESSION, AT);
+        c.detach(ClientId(2));
         assert_eq!(drain(&mut rx).await, ["attached@10", "B:second"]);
     }
 }
