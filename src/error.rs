@@ -149,7 +149,10 @@ impl Error {
                     .status(PAYLOAD_TOO_LARGE),
                 RequestError::BadQuery(_) => bad_args("query"),
                 RequestError::NotUpgrade(_) => bad_args("upgrade"),
-                RequestError::WrongType { field, .. } => bad_args(field),
+                RequestError::WrongType { field, .. }
+                | RequestError::UnknownField { field }
+                | RequestError::BadField { field, .. } => bad_args(field),
+                RequestError::Reserved { field } => Wire::new(C::Unsupported).field(field),
                 RequestError::DuplicateKey { field } => bad_args(field),
                 RequestError::Missing { field, .. }
                 | RequestError::Empty { field }

@@ -38,6 +38,7 @@ use crate::error::Error;
     requests::UpdateRequest,
     requests::InputRequest,
     requests::SubmitRequest,
+    requests::ResizeRequest,
     requests::ReviveRequest,
     requests::SuspendRequest,
     requests::PermissionDecision,
@@ -152,7 +153,7 @@ fn operation(endpoint: Endpoint) -> Operation {
             ..op("Type text, then Enter", EMPTY)
         },
         Endpoint::Resize => Operation {
-            body: Some(("TermSize", true)),
+            body: Some(("ResizeRequest", true)),
             ..op(
                 "Resize for a client not attached by WebSocket; answers the effective size",
                 &[(200, "TermSize")],

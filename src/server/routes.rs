@@ -1,6 +1,7 @@
 //! HTTP routes: which handler answers each entry of `route_table.rs`, and the handlers. Each
-//! handler reads its parameters through [`Params`], asks the actor that owns the state, and
-//! shapes the answer; no handler keeps state of its own.
+//! handler reads its body into its `atc-protocol` request type ([`body::read`]) and its query
+//! through [`Params`], asks the actor that owns the state, and shapes the answer; no handler
+//! keeps state of its own.
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -16,11 +17,16 @@ use crate::error::Error;
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
+use crate::protocol::body;
 use crate::protocol::params::Params;
 use crate::protocol::RequestError;
 use crate::sessions::messages::*;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
+use atc_protocol::requests::{
+    PermissionDecision, RequestBody, ResizeRequest, ReviveRequest, SpawnRequest, SubmitRequest,
+    SuspendRequest, UpdateRequest,
+};
 use atc_protocol::TermSize;
 
 /// Registers every route of the table, gathered as [`route_table::scopes`] says: one
@@ -115,8 +121,9 @@ async fn read_body(mut payload: web::Payload, state: &AppState) -> Result<Bytes,
     })?
 }
 
-async fn params(payload: web::Payload, state: &AppState) -> Result<Params, Error> {
-    Ok(Params::from_body(&read_body(payload, state).await?)?)
+/// Reads a JSON body as its request type (see [`body::read`]).
+async fn read_json<T: RequestBody>(payload: web::Payload, state: &AppState) -> Result<T, Error> {
+    Ok(body::read(&read_body(payload, state).await?)?)
 }
 
 fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
@@ -215,28 +222,31 @@ async fn spawn(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let agent = p.opt_str("agent")?.unwrap_or("claude");
+    let p: SpawnRequest = read_json(payload, &state).await?;
+    let agent = p.agent.as_deref().unwrap_or("claude");
     if agent.is_empty() {
         return Err(RequestError::Empty { field: "agent" }.into());
     }
-    let cwd = p
-        .opt_str("cwd")?
-        .filter(|c| !c.is_empty())
-        .ok_or(RequestError::Missing {
+    if p.cwd.is_empty() {
+        return Err(RequestError::Missing {
             field: "cwd",
             hint: ": an absolute directory",
-        })?;
+        }
+        .into());
+    }
     // Whether the name shadows another session's id is the manager's to say (it has the ids).
-    let name = match p.opt_str("name")?.map(str::trim) {
+    let name = match p.name.as_deref().map(str::trim) {
         Some("") | None => None,
         Some(n) => {
             crate::sessions::session_name::check(n).map_err(SessionError::BadName)?;
             Some(n.to_string())
         }
     };
-    let size = p.size_or(TermSize::DEFAULT)?;
-    let target_param = p.opt_str("target")?;
+    let size = body::size(
+        p.cols.unwrap_or(TermSize::DEFAULT.cols),
+        p.rows.unwrap_or(TermSize::DEFAULT.rows),
+    )?;
+    let target_param = p.target.as_deref();
     // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
     // ledger whatever the targets say now (spec §7.4: params are not re-validated).
     let refusal = state
@@ -256,11 +266,11 @@ async fn spawn(
     // Spec §9.2: overrides are checked before anything starts, in its order.
     let mut overrides = [(SpawnOption::Model, None), (SpawnOption::Effort, None)];
     for (option, slot) in overrides.iter_mut() {
-        let name = match option {
-            SpawnOption::Model => "model",
-            SpawnOption::Effort => "effort",
+        let given = match option {
+            SpawnOption::Model => p.model.as_deref(),
+            SpawnOption::Effort => p.effort.as_deref(),
         };
-        if let Some(value) = p.opt_str(name)? {
+        if let Some(value) = given {
             let known = state
                 .catalog
                 .get(agent)
@@ -278,7 +288,7 @@ async fn spawn(
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
-        cwd: cwd.to_string(),
+        cwd: p.cwd.clone(),
         name,
         size,
         target,
@@ -352,10 +362,10 @@ async fn update(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
+    let p: UpdateRequest = read_json(payload, &state).await?;
     let msg = Update {
-        name: p.opt_str("name")?.map(str::to_string),
-        pinned: p.opt_bool("pinned")?,
+        name: p.name,
+        pinned: p.pinned,
     };
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(msg).await)??;
@@ -410,12 +420,8 @@ async fn input(
     let bytes = if raw {
         body
     } else {
-        let p = Params::from_body(&body)?;
-        let data = p.opt_str("data")?.ok_or(RequestError::Missing {
-            field: "data",
-            hint: " (text to type)",
-        })?;
-        Bytes::copy_from_slice(data.as_bytes())
+        let p: atc_protocol::requests::InputRequest = body::read(&body)?;
+        Bytes::from(p.data)
     };
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Input(bytes)).await)??;
@@ -427,14 +433,7 @@ async fn submit(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let text = p
-        .opt_str("text")?
-        .ok_or(RequestError::Missing {
-            field: "text",
-            hint: "",
-        })?
-        .to_string();
+    let SubmitRequest { text } = read_json(payload, &state).await?;
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Submit(text)).await)??;
     Ok(HttpResponse::Ok().json(json!({})))
@@ -445,7 +444,8 @@ async fn resize(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let size = params(payload, &state).await?.size()?;
+    let ResizeRequest { cols, rows } = read_json(payload, &state).await?;
+    let size = body::size(cols, rows)?;
     let found = lookup(&state, &path).await?;
     let size = mailbox(found.addr.send(ResizeSession(size)).await)??;
     Ok(HttpResponse::Ok().json(size))
@@ -507,10 +507,14 @@ async fn revive(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let size = match (p.opt_dim("cols")?, p.opt_dim("rows")?) {
+    let ReviveRequest { cols, rows } = read_json(payload, &state).await?;
+    // Both or neither: without them the session keeps its last size.
+    let size = match (cols, rows) {
         (None, None) => None,
-        _ => Some(p.size()?),
+        (cols, rows) => Some(body::size(
+            cols.ok_or_else(|| missing("cols"))?,
+            rows.ok_or_else(|| missing("rows"))?,
+        )?),
     };
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
@@ -525,8 +529,8 @@ async fn suspend(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let force = p.opt_bool("force")?.unwrap_or(false);
+    let p: SuspendRequest = read_json(payload, &state).await?;
+    let force = p.force.unwrap_or(false);
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Suspend { force }).await)??;
     Ok(HttpResponse::Ok().json(json!({ "session": session })))
@@ -633,15 +637,10 @@ async fn respond(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let decision = params(payload, &state)
-        .await?
-        .opt_str("decision")?
-        .filter(|d| !d.is_empty())
-        .ok_or(RequestError::Missing {
-            field: "decision",
-            hint: "",
-        })?
-        .to_string();
+    let PermissionDecision { decision } = read_json(payload, &state).await?;
+    if decision.is_empty() {
+        return Err(missing("decision"));
+    }
     let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
     mailbox(
         registry
@@ -704,7 +703,7 @@ async fn trail(
         tracing::error!(error = %e, "could not read the trail");
         Error::Internal
     };
-    let (events, more, last) = match p.opt_str("cursor")? {
+    let (events, more, last) = match p.opt_str("cursor") {
         None => {
             let events = state
                 .store
@@ -732,6 +731,11 @@ async fn trail(
         "more": more,
         "cursor": encode_cursor(last),
     })))
+}
+
+/// The refusal of a required body field left out (or given empty).
+fn missing(field: &'static str) -> Error {
+    RequestError::Missing { field, hint: "" }.into()
 }
 
 /// Anything not routed.
