@@ -17,32 +17,9 @@ use crate::providers::Capability;
 /// Identity of the implicit `local` target: `local-pty` over no options (spec §4.2).
 pub const IMPLICIT_LOCAL_IDENTITY: &str = "local-pty:44136fa355b3678a";
 
-/// Where a target problem sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Scope {
-    /// The whole file: no target is usable.
-    Config,
-    /// The `targets` map: no target is usable.
-    Targets,
-    /// One entry: that target is unusable.
-    Target,
-    /// `defaultTarget`: there is no default.
-    DefaultTarget,
-}
-
-/// One problem found in the target configuration.
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetProblem {
-    /// Where.
-    pub scope: Scope,
-    /// The target it concerns, for `target` scope.
-    pub target: Option<String>,
-    /// A stable word: `config_unreadable`, `config_malformed`, `not_an_object`, `no_provider`, ...
-    pub problem: String,
-    /// Human detail (never option values).
-    pub detail: String,
-}
+// A problem and where it sits are the answer's own types: `GET /v1/agents` lists them as
+// they are, and the config revision hashes them.
+pub use atc_protocol::responses::{TargetProblem, TargetProblemScope};
 
 /// A configured target.
 #[derive(Debug, Clone, Serialize)]
@@ -171,7 +148,7 @@ impl Targets {
             Some(RawTargets::Entries(entries)) if !entries.is_empty() => {
                 for (id, entry) in entries {
                     let bad = |problem: &str, detail: &str| TargetProblem {
-                        scope: Scope::Target,
+                        scope: TargetProblemScope::Target,
                         target: Some(id.clone()),
                         problem: problem.into(),
                         detail: detail.into(),
@@ -212,7 +189,7 @@ impl Targets {
                 }
             }
             Some(_) => problems.push(TargetProblem {
-                scope: Scope::Targets,
+                scope: TargetProblemScope::Targets,
                 target: None,
                 problem: "targets_malformed".into(),
                 detail: "'targets' must be a non-empty object".into(),
@@ -223,7 +200,7 @@ impl Targets {
             Some(Value::String(d)) if list.iter().any(|t| &t.id == d) => Some(d.clone()),
             Some(_) => {
                 problems.push(TargetProblem {
-                    scope: Scope::DefaultTarget,
+                    scope: TargetProblemScope::DefaultTarget,
                     target: None,
                     problem: "default_target_invalid".into(),
                     detail: "'defaultTarget' must name a well-formed target".into(),
@@ -302,7 +279,11 @@ impl Targets {
         provider_caps: impl Fn(&Target) -> Option<crate::providers::Capabilities>,
     ) -> Result<&'a Target, TargetError> {
         // 1. The file itself.
-        if let Some(p) = self.problems.iter().find(|p| p.scope == Scope::Config) {
+        if let Some(p) = self
+            .problems
+            .iter()
+            .find(|p| p.scope == TargetProblemScope::Config)
+        {
             return Err(TargetError::ConfigUnusable {
                 problem: p.problem.clone(),
                 detail: p.detail.clone(),
@@ -314,15 +295,15 @@ impl Targets {
             let problem = self
                 .problems
                 .iter()
-                .find(|p| p.scope != Scope::Target)
+                .find(|p| p.scope != TargetProblemScope::Target)
                 .map(|p| p.problem.clone())
                 .unwrap_or_else(|| "no local target and no defaultTarget".into());
             return Err(TargetError::NoDefault { problem });
         };
         // 3. The map, or this entry.
         if let Some(p) = self.problems.iter().find(|p| {
-            p.scope == Scope::Targets
-                || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
+            p.scope == TargetProblemScope::Targets
+                || (p.scope == TargetProblemScope::Target && p.target.as_deref() == Some(id))
         }) {
             return Err(TargetError::Misconfigured {
                 id: id.to_string(),
@@ -431,7 +412,7 @@ mod tests {
     #[test]
     fn the_refusal_chain_gives_codes_in_order() {
         let file = Some(TargetProblem {
-            scope: Scope::Config,
+            scope: TargetProblemScope::Config,
             target: None,
             problem: "config_malformed".into(),
             detail: "line 1".into(),

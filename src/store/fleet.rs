@@ -71,6 +71,68 @@ pub struct FleetRow {
     pub leader_boot_id: Option<String>,
 }
 
+/// The row as `GET /v1/fleet` lists it: everything but where the process was (its remote
+/// position and its local group leader), which only this daemon's restore reads. The row is
+/// taken apart whole, so a new column does not compile until it is listed or left out here.
+impl From<FleetRow> for atc_protocol::responses::FleetEntry {
+    fn from(row: FleetRow) -> Self {
+        let FleetRow {
+            session_id,
+            name,
+            named_by,
+            cwd,
+            pinned,
+            last_attached,
+            agent,
+            args,
+            exited,
+            exit_code,
+            exit_signal,
+            exit_reason,
+            cols,
+            rows,
+            created_at,
+            target,
+            target_identity,
+            agent_session_id,
+            model,
+            effort,
+            transcript_path,
+            result,
+            remote_boot_id: _,
+            remote_generation: _,
+            remote_offset: _,
+            leader_pid: _,
+            leader_start_ticks: _,
+            leader_boot_id: _,
+        } = row;
+        atc_protocol::responses::FleetEntry {
+            session_id,
+            name,
+            named_by,
+            cwd,
+            pinned,
+            last_attached,
+            agent,
+            args,
+            exited,
+            exit_code,
+            exit_signal,
+            exit_reason,
+            cols,
+            rows,
+            created_at,
+            target,
+            target_identity,
+            agent_session_id,
+            transcript_path,
+            result,
+            model,
+            effort,
+        }
+    }
+}
+
 impl FleetRow {
     /// The group leader of the local process that ran when the row was written last, if one
     /// did (see [`crate::providers::group_leader`]).

@@ -1,6 +1,7 @@
-//! The JSON answers of the HTTP routes (api.md, "Routes"), as the daemon sends them today.
-//! Where the daemon still builds an answer itself, `tests/openapi.rs` validates what it sends
-//! against these shapes (through the OpenAPI document), so the two cannot drift apart.
+//! The JSON answers of the HTTP routes (api.md, "Routes"): the daemon serializes these types
+//! and clients read them. `GET /v1/sessions` alone is sent as bytes the session manager keeps
+//! serialized (each descriptor is still this crate's); `tests/openapi.rs` validates every
+//! route's answers against the document these types generate.
 
 use std::collections::BTreeMap;
 
@@ -153,8 +154,8 @@ pub struct AgentEntry {
     /// `{model, effort}`, each as spec §9.2 describes it (supported, available, values,
     /// examples, default, backendEffect, note).
     #[serde(rename = "spawnOptions")]
-    #[schema(value_type = Object)]
-    pub spawn_options: serde_json::Value,
+    #[schema(value_type = Object, required = true)]
+    pub spawn_options: Option<SpawnOptions>,
     /// Whether its credential stays in impd's broker: it runs only on a broker target.
     #[serde(rename = "brokerAuth", default)]
     pub broker_auth: bool,
@@ -163,6 +164,56 @@ pub struct AgentEntry {
     /// Why its config entry left it out; absent when it is fine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<AgentProblem>,
+}
+
+/// What an agent takes on spawn (spec §9.2); `null` for an agent its config entry left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SpawnOptions {
+    /// The `model` override.
+    pub model: SpawnOptionListing,
+    /// The `effort` override.
+    pub effort: SpawnOptionListing,
+}
+
+/// How an agent takes one spawn option (spec §9.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnOptionListing {
+    /// Whether the agent's kind takes the option at all.
+    pub supported: bool,
+    /// Whether it can be given now (supported, and the agent can be spawned).
+    pub available: bool,
+    /// The closed set of values, when there is one.
+    pub values: Option<Vec<String>>,
+    /// Values to offer (a gateway's model tiers with what each resolves to).
+    pub examples: Vec<SpawnOptionExample>,
+    /// The value the agent runs with when none is given, if known.
+    pub default: Option<String>,
+    /// `applied`, or `unverified` where atc cannot vouch that the backend honours it;
+    /// null when unsupported.
+    pub backend_effect: Option<BackendEffect>,
+    /// Why it is not supported (`takes no model`); null otherwise.
+    pub note: Option<String>,
+}
+
+/// One example value of a spawn option.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnOptionExample {
+    /// The value to give.
+    pub value: String,
+    /// What a gateway maps it to, if it does.
+    pub resolves_to: Option<String>,
+}
+
+/// Whether a spawn option reaches the model's backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendEffect {
+    /// atc passes it and the agent applies it.
+    Applied,
+    /// atc passes it, but a gateway may not honour it.
+    Unverified,
 }
 
 /// What a client can do with an agent (spec §9.1). Only `spawn` varies: attaching, reading
