@@ -9,13 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use impd_client::{CreateImp, ImpdClient};
 
-use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
+use super::binding::{Binding, BoundSecret, Grant};
 use super::{gate, AgentAuth, BrokerError};
 use crate::error::Error;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError;
 use crate::sessions::session::now_ms;
 use crate::store::{StateStore, StoreError};
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 mod rebind;
 mod reconcile;
@@ -144,18 +145,18 @@ impl HostContext {
             let grant = Grant {
                 host_key: self.host_key.clone(),
                 secret: secret.name.clone(),
-                state: GrantState::Granting,
+                state: AuthGrantState::Granting,
                 preexisted: false,
                 attempt_id: binding.attempt_id,
             };
             self.store.grant_put(&grant).await.map_err(stored)?;
             let state = match self.client.grants_add(&self.imp, &secret.name).await {
-                Ok(()) => GrantState::Granted,
+                Ok(()) => AuthGrantState::Granted,
                 Err(e) => {
                     // Unknown whether impd applied it: the take-back removes it either way.
                     let _ = self
                         .store
-                        .grant_set_state(&self.host_key, &secret.name, GrantState::Uncertain)
+                        .grant_set_state(&self.host_key, &secret.name, AuthGrantState::Uncertain)
                         .await
                         .map_err(stored);
                     let err = self.impd("granting a secret", &e);
@@ -214,7 +215,7 @@ impl HostContext {
         }
         if let Err(e) = self
             .store
-            .binding_set_state(&self.host_key, BindingState::RollbackPending, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::RollbackPending, now_ms())
             .await
         {
             stored(e);
@@ -234,7 +235,7 @@ impl HostContext {
         else {
             return Ok(());
         };
-        if binding.state != BindingState::Provisioning {
+        if binding.state != AuthBindingState::Provisioning {
             return Ok(());
         }
         let cause = HostError::NotStarted {
@@ -250,7 +251,7 @@ impl HostContext {
     /// The harness behind `binding` really started: the binding is `ready`.
     pub async fn mark_ready(&self) -> Result<(), Error> {
         self.store
-            .binding_set_state(&self.host_key, BindingState::Ready, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Ready, now_ms())
             .await
             .map_err(stored)
     }
@@ -270,7 +271,7 @@ impl HostContext {
             }
             .into());
         };
-        if binding.state != BindingState::Ready {
+        if binding.state != AuthBindingState::Ready {
             return Err(BrokerError::Blocked {
                 state: binding.state.as_str(),
             }
@@ -311,25 +312,29 @@ impl HostContext {
     pub async fn revoke(&self) -> Result<(), Error> {
         self.recorded().await?;
         self.store
-            .binding_set_state(&self.host_key, BindingState::RevocationPending, now_ms())
+            .binding_set_state(
+                &self.host_key,
+                AuthBindingState::RevocationPending,
+                now_ms(),
+            )
             .await
             .map_err(stored)?;
         let mut unconfirmed = Vec::new();
         for g in self.store.grants_of(&self.host_key).await.map_err(stored)? {
-            if g.state == GrantState::Revoked {
+            if g.state == AuthGrantState::Revoked {
                 continue;
             }
             self.store
-                .grant_set_state(&self.host_key, &g.secret, GrantState::Revoking)
+                .grant_set_state(&self.host_key, &g.secret, AuthGrantState::Revoking)
                 .await
                 .map_err(stored)?;
             let state = match self.ungrant(&g.secret).await {
-                Ok(()) => GrantState::Revoked,
+                Ok(()) => AuthGrantState::Revoked,
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
                         "grant not confirmed revoked");
                     unconfirmed.push(g.secret.clone());
-                    GrantState::RevocationPending
+                    AuthGrantState::RevocationPending
                 }
             };
             self.store
@@ -341,7 +346,7 @@ impl HostContext {
             return Err(BrokerError::RevocationPending { unconfirmed }.into());
         }
         self.store
-            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Revoked, now_ms())
             .await
             .map_err(stored)
     }
@@ -406,7 +411,7 @@ impl HostContext {
             return Ok(());
         };
         self.store
-            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Revoked, now_ms())
             .await
             .map_err(stored)?;
         let imp = self
@@ -446,7 +451,7 @@ impl HostContext {
     pub async fn admits(&self, hash: &str, creating: Option<uuid::Uuid>) -> Result<(), Error> {
         let binding = self.recorded().await?;
         let own_create =
-            binding.state == BindingState::Provisioning && creating == Some(binding.attempt_id);
+            binding.state == AuthBindingState::Provisioning && creating == Some(binding.attempt_id);
         if !binding.state.admits_launch() && !own_create {
             return Err(BrokerError::Blocked {
                 state: binding.state.as_str(),

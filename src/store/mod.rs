@@ -28,7 +28,8 @@ use atc_protocol::responses::TrailEntry;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
-use crate::broker::binding::{Binding, BindingState, Grant, GrantState};
+use crate::broker::binding::{Binding, Grant};
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 pub use events::TrailKeep;
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
@@ -319,7 +320,7 @@ impl StateStore {
     pub async fn binding_set_state(
         &self,
         host_key: &str,
-        state: BindingState,
+        state: AuthBindingState,
         now: i64,
     ) -> Result<(), StoreError> {
         bindings::set_state(&mut *self.db.hold().await?, host_key, state, now).await
@@ -341,7 +342,7 @@ impl StateStore {
         &self,
         host_key: &str,
         secret: &str,
-        state: GrantState,
+        state: AuthGrantState,
     ) -> Result<(), StoreError> {
         bindings::grant_set_state(&mut *self.db.hold().await?, host_key, secret, state).await
     }

@@ -409,39 +409,128 @@ pub struct AuthGrant {
 }
 
 /// A binding's state (spec §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+// Only `Ready` admits a launch. The daemon keeps it in its store as `as_str`'s word, which is
+// also serde's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthBindingState {
-    /// Being created; ready once its harness started.
+    /// A create is running (or was, when a daemon died): the imp and grants may be partial;
+    /// ready once its harness started behind the broker.
     Provisioning,
-    /// Admits launches.
+    /// Granted, and a harness really started behind the broker: admits launches.
     Ready,
-    /// Its grants were revoked.
+    /// Every grant was revoked; a rebind can bring it back.
     Revoked,
-    /// A revoke is under way or was not confirmed.
+    /// A revoke began and not every grant is confirmed gone; the revoke can be retried.
     RevocationPending,
-    /// A failed create could not be taken back.
+    /// A failed create could not confirm taking its effects back.
     RollbackPending,
-    /// A rebind failed; the old revision stands.
+    /// A rebind failed and took back what it added; the old revision stands.
     RebindFailed,
 }
 
+impl AuthBindingState {
+    /// Every state, in declaration order.
+    pub const ALL: [AuthBindingState; 6] = [
+        AuthBindingState::Provisioning,
+        AuthBindingState::Ready,
+        AuthBindingState::Revoked,
+        AuthBindingState::RevocationPending,
+        AuthBindingState::RollbackPending,
+        AuthBindingState::RebindFailed,
+    ];
+
+    /// The wire and store word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthBindingState::Provisioning => "provisioning",
+            AuthBindingState::Ready => "ready",
+            AuthBindingState::Revoked => "revoked",
+            AuthBindingState::RevocationPending => "revocation_pending",
+            AuthBindingState::RollbackPending => "rollback_pending",
+            AuthBindingState::RebindFailed => "rebind_failed",
+        }
+    }
+
+    /// The state a word names.
+    pub fn parse(word: &str) -> Option<AuthBindingState> {
+        AuthBindingState::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
+
+    /// Whether a launch (start or attach) may be admitted: only a ready binding has every
+    /// grant confirmed and none being taken away.
+    pub fn admits_launch(self) -> bool {
+        match self {
+            AuthBindingState::Ready => true,
+            AuthBindingState::Provisioning
+            | AuthBindingState::Revoked
+            | AuthBindingState::RevocationPending
+            | AuthBindingState::RollbackPending
+            | AuthBindingState::RebindFailed => false,
+        }
+    }
+
+    /// Whether a rebind may start from here (spec §6.3). A revoke or a rollback still waiting
+    /// for confirmation must finish first, since a rebind would race its grant deletions.
+    pub fn allows_rebind(self) -> bool {
+        match self {
+            AuthBindingState::Ready
+            | AuthBindingState::Revoked
+            | AuthBindingState::RebindFailed => true,
+            AuthBindingState::Provisioning
+            | AuthBindingState::RevocationPending
+            | AuthBindingState::RollbackPending => false,
+        }
+    }
+}
+
 /// A grant's state (spec §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthGrantState {
-    /// Asked for; not yet confirmed.
+    /// `grants.add` is about to be sent or is in flight: asked for, not yet confirmed.
     Granting,
-    /// Confirmed.
+    /// impd confirmed the grant.
     Granted,
-    /// Asked for; the answer was lost.
+    /// `grants.add` got no answer: the grant may or may not exist.
     Uncertain,
-    /// Being revoked.
+    /// `grants.delete` is about to be sent or is in flight.
     Revoking,
-    /// Revoked.
+    /// impd confirmed the grant gone (or absent).
     Revoked,
-    /// A revoke not confirmed.
+    /// `grants.delete` got no answer; the revoke must be retried.
     RevocationPending,
+}
+
+impl AuthGrantState {
+    /// Every state, in declaration order.
+    pub const ALL: [AuthGrantState; 6] = [
+        AuthGrantState::Granting,
+        AuthGrantState::Granted,
+        AuthGrantState::Uncertain,
+        AuthGrantState::Revoking,
+        AuthGrantState::Revoked,
+        AuthGrantState::RevocationPending,
+    ];
+
+    /// The wire and store word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthGrantState::Granting => "granting",
+            AuthGrantState::Granted => "granted",
+            AuthGrantState::Uncertain => "uncertain",
+            AuthGrantState::Revoking => "revoking",
+            AuthGrantState::Revoked => "revoked",
+            AuthGrantState::RevocationPending => "revocation_pending",
+        }
+    }
+
+    /// The state a word names.
+    pub fn parse(word: &str) -> Option<AuthGrantState> {
+        AuthGrantState::ALL.into_iter().find(|s| s.as_str() == word)
+    }
 }
 
 /// `POST /v1/sessions/{id}/kill`: the session, and `forgotten: true` when it was already dead
@@ -649,4 +738,21 @@ pub struct TrailEntry {
     pub kind: Option<String>,
     /// Extra detail (a turn's result).
     pub detail: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_and_grant_words_are_serde_s() {
+        for s in AuthBindingState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(AuthBindingState::parse(s.as_str()), Some(s));
+        }
+        for s in AuthGrantState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(AuthGrantState::parse(s.as_str()), Some(s));
+        }
+    }
 }
