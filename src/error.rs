@@ -430,7 +430,7 @@ fn host_wire(e: &HostError) -> Wire {
     };
     match e {
         HostError::LeaseGone => Wire::new(C::HostUnavailable).with("problem", "stopping"),
-        HostError::Impd { target, code, .. } => unavailable(target, &code.to_lowercase()),
+        HostError::Impd { target, code, .. } => unavailable(target, &code.as_str().to_lowercase()),
         HostError::Busy { target } => unavailable(target, "busy"),
         HostError::Leased { target, leases } => {
             let mut w = Wire::new(C::HostLeased).with("target", target.clone());
@@ -442,7 +442,7 @@ fn host_wire(e: &HostError) -> Wire {
             target,
             code,
             message,
-        } => unavailable(target, &code.to_lowercase()).with("detail", message.clone()),
+        } => unavailable(target, &code.as_str().to_lowercase()).with("detail", message.clone()),
         HostError::NoHostNamed => Wire::new(C::BadArgs).field("host"),
         HostError::NoGuestAtc {
             target,

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use impd_client::{CreateImp, ImpdClient};
+use impd_client::{CreateImp, ImpdClient, ImpdCode};
 
 use super::binding::{Binding, BoundSecret, Grant};
 use super::{gate, AgentAuth, BrokerError};
@@ -202,7 +202,7 @@ impl HostContext {
         if confirmed && binding.created_imp {
             match self.client.imps_destroy(&self.imp).await {
                 Ok(()) => {}
-                Err(e) if e.is("NOT_FOUND") => {}
+                Err(e) if e.is(ImpdCode::NotFound) => {}
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, code = %e.code,
                         "could not destroy the imp a failed create made");
