@@ -204,7 +204,7 @@ async fn reconnects(
 ) -> anyhow::Result<(Vec<f64>, Continuity)> {
     let id = d.spawn("box").await?;
     d.wait_attached(&id).await?;
-    let session = atc::providers::imp::naming::exec_session_name(&id);
+    let session = impd_client::exec_session_name(&id);
     let imp = sim
         .imps()
         .into_iter()

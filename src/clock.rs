@@ -8,27 +8,14 @@ pub fn rfc3339_now() -> String {
     rfc3339_at(now_ms())
 }
 
-/// Epoch milliseconds `ms` as RFC 3339 UTC with milliseconds; the text order of two stamps is
-/// their time order (for years 0 to 9999).
+/// Epoch milliseconds `ms` as RFC 3339 UTC with milliseconds (humantime's fixed-width form);
+/// the text order of two stamps is their time order. Clamped to what the form can write, from
+/// the epoch to the end of year 9999 (humantime refuses the rest).
 pub fn rfc3339_at(ms: i64) -> String {
-    let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    const LAST_MS: u64 = 253_402_300_799_999;
+    let ms = u64::try_from(ms).unwrap_or(0).min(LAST_MS);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 /// Epoch milliseconds now.
@@ -48,6 +35,9 @@ mod tests {
         assert_eq!(rfc3339_at(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339_at(1_796_018_645_123), "2026-11-30T06:04:05.123Z");
         assert!(rfc3339_at(1_796_018_645_123) < rfc3339_at(1_796_018_645_124));
+        // Outside what the form can write, a stamp is clamped rather than a panic.
+        assert_eq!(rfc3339_at(-5), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_at(i64::MAX), "9999-12-31T23:59:59.999Z");
         let ts = rfc3339_now();
         assert_eq!(ts.len(), "2026-11-30T06:04:05.123Z".len(), "{ts}");
         assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{ts}");

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use actix::Actor;
 use atc::providers::imp::broker::binder::{HostContext, Launcher};
-use atc::providers::imp::broker::binding::{BindingState, GrantState};
 use atc::providers::imp::broker::host_binding::{
     Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Rebind, Revoke, Verify,
 };
 use atc::store::StateStore;
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 use support::broker::{bindable_sim, boom, claude_auth, grants_of, impd_client};
 use support::impd_sim::{GrantFault, GrantStep, ImpdSim, SecretKind};
 
@@ -96,7 +96,7 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(b.state, BindingState::Provisioning);
+    assert_eq!(b.state, AuthBindingState::Provisioning);
     assert_eq!(
         (imps(&w), grants(&w)),
         (vec![IMP.to_string()], vec!["alpha".into(), "beta".into()])
@@ -154,7 +154,7 @@ async fn a_create_binds_verify_passes_and_each_binding_code_is_given() {
     let state = w.store.binding_get("host1").await.unwrap().unwrap().state;
     assert_eq!(
         state,
-        BindingState::Revoked,
+        AuthBindingState::Revoked,
         "a forget blocks the binding first"
     );
     // Nothing the daemon keeps holds a value.
@@ -261,7 +261,7 @@ async fn a_failed_create_takes_back_exactly_its_own_effects() {
         .unwrap_err();
     assert!(e.effect_remains(), "{e}");
     let b = w.store.binding_get("host1").await.unwrap().unwrap();
-    assert_eq!(b.state, BindingState::RollbackPending);
+    assert_eq!(b.state, AuthBindingState::RollbackPending);
     assert_eq!(
         imps(&w),
         [IMP],
@@ -287,7 +287,7 @@ async fn a_revoke_blocks_launches_and_is_retried_until_confirmed() {
     let e = host.send(Revoke).await.unwrap().unwrap_err();
     assert_eq!(code(&e), "auth_revocation_pending");
     let state = w.store.binding_get("host1").await.unwrap().unwrap().state;
-    assert_eq!(state, BindingState::RevocationPending);
+    assert_eq!(state, AuthBindingState::RevocationPending);
     assert_eq!(grants(&w), ["beta"]);
     // Retried: the grant already gone counts as revoked.
     host.send(Revoke).await.unwrap().unwrap();
@@ -422,7 +422,7 @@ async fn a_rebind_is_refused_while_provisioning_and_keeps_its_record_when_a_remo
         .unwrap_err();
     assert!(e.effect_remains(), "{e}");
     let b = w.store.binding_get("host1").await.unwrap().unwrap();
-    assert_eq!((b.state, b.revision), (BindingState::RebindFailed, 1));
+    assert_eq!((b.state, b.revision), (AuthBindingState::RebindFailed, 1));
     let pending = b.pending_rebind.expect("the rebind stays recorded");
     let beta = w
         .store
@@ -434,7 +434,7 @@ async fn a_rebind_is_refused_while_provisioning_and_keeps_its_record_when_a_remo
         .expect("beta's row stays");
     assert_eq!(
         (beta.state, beta.attempt_id),
-        (GrantState::RevocationPending, pending.attempt_id)
+        (AuthGrantState::RevocationPending, pending.attempt_id)
     );
     assert_eq!(grants(&w), ["alpha", "beta"]);
     // Blocked meanwhile: no launch, and no second rebind over the first.

@@ -9,10 +9,9 @@ use atc::providers::imp::broker::binding_store::BindingStore;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use atc::providers::imp::broker::binding::{
-    BindingState, BoundRule, BoundSecret, Grant, GrantState,
-};
+use atc::providers::imp::broker::binding::{BoundRule, BoundSecret, Grant};
 use atc::store::StateStore;
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 use serde_json::{json, Value};
 use support::broker::{self, bindable_sim, boom, sh_agent, wait_auth};
 use support::child_daemon::ChildDaemon;
@@ -202,7 +201,7 @@ async fn a_daemon_killed_with_the_imp_created_but_unanswered_is_taken_back_at_re
             b.iter()
                 .map(|b| (b.state, b.imp_id.clone(), b.imp_name.clone()))
                 .collect::<Vec<_>>(),
-            [(BindingState::Provisioning, None, imp.clone())]
+            [(AuthBindingState::Provisioning, None, imp.clone())]
         );
         store.close().await.unwrap();
     }
@@ -319,7 +318,7 @@ async fn a_rollback_left_pending_is_taken_back_by_the_next_daemon() {
         let b = store.bindings_all().await.unwrap();
         assert_eq!(
             b.iter().map(|b| b.state).collect::<Vec<_>>(),
-            [BindingState::RollbackPending]
+            [AuthBindingState::RollbackPending]
         );
         store.close().await.unwrap();
     }
@@ -332,7 +331,7 @@ async fn a_rollback_left_pending_is_taken_back_by_the_next_daemon() {
 }
 
 /// Sets the binding of `host`'s state straight in the store of a daemon that is not running.
-async fn set_state(w: &World, host: &str, state: BindingState) {
+async fn set_state(w: &World, host: &str, state: AuthBindingState) {
     let store = w.store().await;
     store.binding_set_state(host, state, 1).await.unwrap();
     store.close().await.unwrap();
@@ -357,7 +356,10 @@ async fn an_unfinished_create_whose_host_a_listed_session_uses_is_left_alone() {
         );
         store.close().await.unwrap();
     }
-    for state in [BindingState::Provisioning, BindingState::RollbackPending] {
+    for state in [
+        AuthBindingState::Provisioning,
+        AuthBindingState::RollbackPending,
+    ] {
         set_state(&w, &id, state).await;
         let d = w.daemon(&["alpha"]).await;
         let auth = wait_auth(&d.client, &id, state.as_str()).await;
@@ -405,7 +407,7 @@ async fn a_rebind_left_in_flight_fails_at_the_old_revision_with_only_its_grant_r
             .grant_put(&Grant {
                 host_key: id.clone(),
                 secret: "beta".into(),
-                state: GrantState::Granted,
+                state: AuthGrantState::Granted,
                 preexisted: false,
                 attempt_id: attempt,
             })
@@ -468,7 +470,7 @@ async fn an_unreachable_impd_at_start_leaves_the_binding_and_the_daemon_serves()
     let b = store.bindings_all().await.unwrap();
     assert_eq!(
         b.iter().map(|b| b.state).collect::<Vec<_>>(),
-        [BindingState::Provisioning],
+        [AuthBindingState::Provisioning],
         "the binding changed"
     );
     w.assert_no_secret_logged();

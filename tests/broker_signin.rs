@@ -340,7 +340,7 @@ async fn each_launch_ticket_is_released_exactly_once_through_the_harness() {
     wait_admissions(&d, &id, "started", (1, 0)).await;
 
     // A dropped connection gives its ticket back; the re-attach takes a new one.
-    let session = atc::providers::imp::naming::exec_session_name(&id);
+    let session = impd_client::exec_session_name(&id);
     detach_slow_once_viewed(&sim, &imp, &session).await;
     wait_admissions(&d, &id, "re-attached", (2, 1)).await;
     d.wait_session(&id, "attached", |s| {

@@ -137,7 +137,7 @@ impl Setup {
 
     /// The imp session `id` runs in.
     fn imp_of(&self, id: &str) -> String {
-        let session = atc::providers::imp::naming::exec_session_name(id);
+        let session = impd_client::exec_session_name(id);
         self.sim
             .imps()
             .into_iter()

@@ -376,7 +376,7 @@ async fn a_lost_listener_listens_again_on_the_next_attach() {
     let s = setup().await;
     let id = s.spawn_attached().await;
     let imp = s.sim.imps()[0].name.clone();
-    let session = atc::providers::imp::naming::exec_session_name(&id);
+    let session = impd_client::exec_session_name(&id);
     let faults = s.sim.faults();
     assert!(faults.lose_listeners(&imp));
     s.sim

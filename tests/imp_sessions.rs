@@ -91,7 +91,7 @@ async fn a_remote_session_spawns_echoes_resizes_and_exits_with_its_code() {
 /// The imp and impd session name of the one session on `sim`.
 fn remote_names(sim: &ImpdSim, id: &str) -> (String, String) {
     let imp = sim.imps()[0].name.clone();
-    (imp, atc::providers::imp::naming::exec_session_name(id))
+    (imp, impd_client::exec_session_name(id))
 }
 
 /// Attaches (start or attach messages) the simulator has answered so far.

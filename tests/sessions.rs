@@ -244,8 +244,11 @@ async fn input_to_an_exited_session_is_session_dead() {
         s["lifecycle"],
         json!({"desired": "run", "vm": "none", "harness": "exited", "attachment": "detached"})
     );
-    for path in ["input", "submit"] {
-        let body = json!({"data": "x", "text": "x"});
+    // Each route's own field: a body naming the other's is refused as bad_args (issue 33).
+    for (path, body) in [
+        ("input", json!({"data": "x"})),
+        ("submit", json!({"text": "x"})),
+    ] {
         let (status, err) = d
             .call("POST", &format!("/v1/sessions/{id}/{path}"), Some(body))
             .await;

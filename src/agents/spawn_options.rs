@@ -3,7 +3,9 @@
 //! shell: each flag and value is its own argv element.
 
 use crate::config::agent_kind::AgentKind;
-use serde_json::{json, Value};
+use atc_protocol::responses::{
+    BackendEffect, SpawnOptionExample, SpawnOptionListing, SpawnOptions,
+};
 
 use super::AgentError;
 
@@ -162,27 +164,38 @@ fn configured(kind: Option<AgentKind>, args: &[String], option: SpawnOption) -> 
 /// `spawnOptions` for the agents listing (spec §9.2). A Claude gateway offers the model tiers
 /// its environment maps, defaults to `ANTHROPIC_MODEL` when its args name no model, and cannot
 /// vouch that the backend honours an effort (`backendEffect: unverified`).
-pub fn listing(agent: &super::Agent, spawnable: bool) -> Value {
+pub fn listing(agent: &super::Agent, spawnable: bool) -> SpawnOptions {
     let kind = agent.kind;
     let args = &agent.args;
     let gateway = agent
         .is_gateway()
         .then(|| agent.models().unwrap_or_default());
     let entry = |option: SpawnOption| match shape(kind, option) {
-        None => json!({
-            "supported": false, "available": false, "values": null, "examples": [],
-            "default": null, "backendEffect": null, "note": format!("takes no {}", option.name()),
-        }),
+        None => SpawnOptionListing {
+            supported: false,
+            available: false,
+            values: None,
+            examples: Vec::new(),
+            default: None,
+            backend_effect: None,
+            note: Some(format!("takes no {}", option.name())),
+        },
         Some(s) => {
-            let examples: Vec<Value> = match (kind, option, &gateway) {
+            let examples: Vec<SpawnOptionExample> = match (kind, option, &gateway) {
                 (Some(AgentKind::Claude), SpawnOption::Model, Some(tiers)) => tiers
                     .iter()
                     .filter(|(tier, _)| tier.as_str() != "default")
-                    .map(|(tier, model)| json!({"value": tier, "resolvesTo": model}))
+                    .map(|(tier, model)| SpawnOptionExample {
+                        value: tier.clone(),
+                        resolves_to: Some(model.clone()),
+                    })
                     .collect(),
                 (Some(AgentKind::Claude), SpawnOption::Model, None) => CLAUDE_MODELS
                     .iter()
-                    .map(|m| json!({"value": m, "resolvesTo": null}))
+                    .map(|m| SpawnOptionExample {
+                        value: m.to_string(),
+                        resolves_to: None,
+                    })
                     .collect(),
                 _ => Vec::new(),
             };
@@ -191,21 +204,26 @@ pub fn listing(agent: &super::Agent, spawnable: bool) -> Value {
                 default = tiers.get("default").cloned();
             }
             let effect = match (option, &gateway) {
-                (SpawnOption::Effort, Some(_)) => "unverified",
-                _ => "applied",
+                (SpawnOption::Effort, Some(_)) => BackendEffect::Unverified,
+                _ => BackendEffect::Applied,
             };
-            json!({
-                "supported": true,
-                "available": spawnable,
-                "values": s.values,
-                "examples": examples,
-                "default": default,
-                "backendEffect": effect,
-                "note": null,
-            })
+            SpawnOptionListing {
+                supported: true,
+                available: spawnable,
+                values: s
+                    .values
+                    .map(|values| values.iter().map(|v| v.to_string()).collect()),
+                examples,
+                default,
+                backend_effect: Some(effect),
+                note: None,
+            }
         }
     };
-    json!({"model": entry(SpawnOption::Model), "effort": entry(SpawnOption::Effort)})
+    SpawnOptions {
+        model: entry(SpawnOption::Model),
+        effort: entry(SpawnOption::Effort),
+    }
 }
 
 #[cfg(test)]

@@ -17,14 +17,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-
 /// The address the daemon listens on when nothing else is said.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7767";
 
 /// Sizes the daemon enforces.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Bytes a client may have queued before it is desynced (spec §11.3: 2 MiB).
     pub queue_bytes: usize,
@@ -51,6 +48,26 @@ pub struct Limits {
     /// from the host at start (`daemon::session_cap`); the daemon's own copy, from there on,
     /// holds the number it works to, which `GET /v1/daemon` shows.
     pub max_sessions: Option<usize>,
+}
+
+impl Limits {
+    /// The limits as `GET /v1/daemon` shows them.
+    pub fn listed(&self) -> atc_protocol::responses::Limits {
+        // usize is at most 64 bits on every target the daemon builds for.
+        let n = |v: usize| v as u64;
+        atc_protocol::responses::Limits {
+            queue_bytes: n(self.queue_bytes),
+            ring_bytes: n(self.ring_bytes),
+            body_cap_bytes: n(self.body_cap_bytes),
+            reports_per_second: self.reports_per_second,
+            report_burst: self.report_burst,
+            trail_per_session: self.trail_per_session,
+            trail_rows: self.trail_rows,
+            trail_max_age_days: self.trail_max_age_days,
+            tokenless_connections: n(self.tokenless_connections),
+            max_sessions: self.max_sessions.map(n),
+        }
+    }
 }
 
 impl Default for Limits {
@@ -236,7 +253,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
 }
 
 /// A problem found while loading the config; the daemon runs on regardless.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ConfigProblem {
     /// Where: `config` for the whole file, `agents.<id>` for one entry.
     pub scope: String,
@@ -246,6 +263,18 @@ pub struct ConfigProblem {
     pub detail: String,
     /// The file involved.
     pub path: Option<PathBuf>,
+}
+
+impl ConfigProblem {
+    /// The problem as `GET /v1/daemon` lists it.
+    pub fn listed(&self) -> atc_protocol::responses::ConfigProblem {
+        atc_protocol::responses::ConfigProblem {
+            scope: self.scope.clone(),
+            problem: self.problem.to_string(),
+            detail: self.detail.clone(),
+            path: self.path.as_ref().map(|p| p.display().to_string()),
+        }
+    }
 }
 
 /// The checked configuration.
@@ -456,7 +485,7 @@ impl Config {
                 None,
                 None,
                 Some(targets::TargetProblem {
-                    scope: targets::Scope::Config,
+                    scope: targets::TargetProblemScope::Config,
                     target: None,
                     problem: problem.problem.to_string(),
                     detail: problem.detail.clone(),

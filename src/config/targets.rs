@@ -15,32 +15,9 @@ use crate::protocol::canonical::sha256_hex;
 /// Identity of the implicit `local` target: `local-pty` over no options (spec §4.2).
 pub const IMPLICIT_LOCAL_IDENTITY: &str = "local-pty:44136fa355b3678a";
 
-/// Where a target problem sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Scope {
-    /// The whole file: no target is usable.
-    Config,
-    /// The `targets` map: no target is usable.
-    Targets,
-    /// One entry: that target is unusable.
-    Target,
-    /// `defaultTarget`: there is no default.
-    DefaultTarget,
-}
-
-/// One problem found in the target configuration.
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetProblem {
-    /// Where.
-    pub scope: Scope,
-    /// The target it concerns, for `target` scope.
-    pub target: Option<String>,
-    /// A stable word: `config_unreadable`, `config_malformed`, `not_an_object`, `no_provider`, ...
-    pub problem: String,
-    /// Human detail (never option values).
-    pub detail: String,
-}
+// A problem and where it sits are the answer's own types: `GET /v1/agents` lists them as
+// they are, and the config revision hashes them.
+pub use atc_protocol::responses::{TargetProblem, TargetProblemScope};
 
 /// A configured target.
 #[derive(Debug, Clone, Serialize)]
@@ -169,7 +146,7 @@ impl Targets {
             Some(RawTargets::Entries(entries)) if !entries.is_empty() => {
                 for (id, entry) in entries {
                     let bad = |problem: &str, detail: &str| TargetProblem {
-                        scope: Scope::Target,
+                        scope: TargetProblemScope::Target,
                         target: Some(id.clone()),
                         problem: problem.into(),
                         detail: detail.into(),
@@ -210,7 +187,7 @@ impl Targets {
                 }
             }
             Some(_) => problems.push(TargetProblem {
-                scope: Scope::Targets,
+                scope: TargetProblemScope::Targets,
                 target: None,
                 problem: "targets_malformed".into(),
                 detail: "'targets' must be a non-empty object".into(),
@@ -221,7 +198,7 @@ impl Targets {
             Some(Value::String(d)) if list.iter().any(|t| &t.id == d) => Some(d.clone()),
             Some(_) => {
                 problems.push(TargetProblem {
-                    scope: Scope::DefaultTarget,
+                    scope: TargetProblemScope::DefaultTarget,
                     target: None,
                     problem: "default_target_invalid".into(),
                     detail: "'defaultTarget' must name a well-formed target".into(),

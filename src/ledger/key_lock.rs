@@ -4,7 +4,7 @@
 //! concurrent retries start exactly one session.
 
 use actix::prelude::*;
-use serde_json::Value;
+use atc_protocol::Descriptor;
 use uuid::Uuid;
 
 use crate::clock::now_ms;
@@ -33,8 +33,9 @@ pub struct RunSpawn {
 /// What a keyed request answers.
 #[derive(Debug)]
 pub struct KeyedAnswer {
-    /// The session (current descriptor on a replay, else the new one), as JSON.
-    pub session: Value,
+    /// The session: its current descriptor on a replay (the one the key's effect answered,
+    /// when the session is gone), else the new one.
+    pub session: Descriptor,
     /// Whether this answer replays an earlier effect.
     pub replayed: bool,
 }
@@ -151,14 +152,14 @@ async fn answer_held(
     }
     if let Ok(Ok(found)) = lookup.send(Lookup(row.effect_ref.clone())).await {
         return Ok(KeyedAnswer {
-            session: serde_json::to_value(&found.descriptor).unwrap_or(Value::Null),
+            session: found.descriptor,
             replayed: true,
         });
     }
     if let Some(result) = row
         .result
         .as_deref()
-        .and_then(|r| serde_json::from_str(r).ok())
+        .and_then(|r| serde_json::from_str::<Descriptor>(r).ok())
     {
         return Ok(KeyedAnswer {
             session: result,
@@ -236,14 +237,16 @@ impl Handler<RunSpawn> for KeyLock {
                     }
                 };
                 // Settle: the session's row must be durable before the key says completed.
-                let session = serde_json::to_value(&spawned).unwrap_or(Value::Null);
+                // A descriptor always serializes; without the text a replay after a forget
+                // answers session_not_listed rather than a wrong descriptor.
+                let result = serde_json::to_string(&spawned).ok();
                 let settled = match store.flush().await {
                     Ok(()) => {
                         store
                             .idempotency_finish(
                                 &key,
                                 KeyState::Completed,
-                                Some(&session.to_string()),
+                                result.as_deref(),
                                 // The effect's target, so a later replay can be checked against
                                 // the target the session actually landed on (spec §7.4).
                                 Some((&spawned.locator.target_id, &spawned.target_identity)),
@@ -267,7 +270,7 @@ impl Handler<RunSpawn> for KeyLock {
                     return Err(outcome_unknown(&effect_ref));
                 }
                 Ok(KeyedAnswer {
-                    session,
+                    session: spawned,
                     replayed: false,
                 })
             }

@@ -9,27 +9,14 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde::Serialize;
 use uuid::Uuid;
 
 use crate::metrics::{Metrics, PermissionResolution};
+use atc_protocol::responses::PermissionRequest;
 use atc_protocol::FleetEvent;
 
 /// How many resolved ids are remembered (spec §8).
 pub const RESOLVED_CAP: usize = 1000;
-
-/// A pending request as `GET /v1/permissions` lists it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PendingRequest {
-    /// `p<n>`.
-    pub request: String,
-    /// The session it concerns.
-    pub session: Uuid,
-    /// What the agent asked.
-    pub message: String,
-    /// Whether a decision can be sent through the API (PTY prompts are answered by typing).
-    pub respondable: bool,
-}
 
 /// Open a request. Answers its id.
 #[derive(Message)]
@@ -83,11 +70,11 @@ pub struct Respond {
 
 /// The pending requests, oldest first.
 #[derive(Message)]
-#[rtype(result = "Vec<PendingRequest>")]
+#[rtype(result = "Vec<PermissionRequest>")]
 pub struct ListPending;
 
 struct Pending {
-    request: PendingRequest,
+    request: PermissionRequest,
     timer: SpawnHandle,
 }
 
@@ -173,7 +160,7 @@ impl Handler<OpenRequest> for PermissionRegistry {
             let id = id.clone();
             move |act, ctx| act.resolve(&id, "deny", PermissionResolution::TimedOut, ctx)
         });
-        let request = PendingRequest {
+        let request = PermissionRequest {
             request: id.clone(),
             session: msg.session,
             message: msg.message,

@@ -1,9 +1,10 @@
 //! The daemon's side of the wire: what can be wrong with a request ([`RequestError`]; the
-//! wire form of every error is `crate::server::error`'s), the checked extraction of request
-//! parameters (`params`), the one parse of a client's JSON text (`strict_json`), and the
-//! canonical JSON hashes (`canonical`). The wire types
-//! themselves are the `atc-protocol` crate's; nothing here knows about actors.
+//! wire form of every error is `crate::server::error`'s), request bodies read into `atc-protocol`'s
+//! types (`body`), the checked extraction of query parameters (`params`), the one parse of a
+//! client's JSON text (`strict_json`), and the canonical JSON hashes (`canonical`). The wire
+//! types themselves are the `atc-protocol` crate's; nothing here knows about actors.
 
+pub mod body;
 pub mod canonical;
 pub mod params;
 pub mod request_error;

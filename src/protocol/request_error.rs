@@ -50,6 +50,27 @@ pub enum RequestError {
     /// A socket route reached without a WebSocket upgrade.
     #[error("not a WebSocket upgrade: {0}")]
     NotUpgrade(String),
+    /// A body field the request does not have (`field` is its path): refused, not dropped,
+    /// so a client never believes it asked for something it did not get.
+    #[error("'{field}' is not a field of this request; the API in README lists them")]
+    UnknownField {
+        /// The field's path.
+        field: String,
+    },
+    /// A body field the spec reserves for a part of atc not built yet.
+    #[error("'{field}' is not supported by this daemon yet; leave it out")]
+    Reserved {
+        /// The field.
+        field: String,
+    },
+    /// A body field that does not read as its type, or a required one that is absent.
+    #[error("'{field}' {problem}")]
+    BadField {
+        /// The field's path.
+        field: String,
+        /// What is wrong, e.g. "is required" or serde's "invalid type: ..., expected ...".
+        problem: String,
+    },
     /// A parameter of the wrong JSON type or shape.
     #[error("'{field}' must be {expected}")]
     WrongType {

@@ -49,13 +49,26 @@ struct Strict<'a> {
     repeated: &'a RefCell<Option<String>>,
 }
 
-impl Strict<'_> {
-    fn child(&self, step: &str) -> String {
-        let path = self.path.clone() + step;
-        match path.chars().count() > MAX_PATH_CHARS {
-            true => path.chars().take(MAX_PATH_CHARS).collect::<String>() + "…",
-            false => path,
-        }
+/// The path of `key` inside the value at `parent` (empty at the top): nested keys joined with
+/// `.`, the empty key named `""` (so a refusal never names an empty path), and the whole cut
+/// to [`MAX_PATH_CHARS`]. Every refusal that names a place in a client's JSON names it so.
+pub fn key_path(parent: &str, key: &str) -> String {
+    let name = if key.is_empty() { "\"\"" } else { key };
+    match parent.is_empty() {
+        true => capped(name.to_string()),
+        false => capped(format!("{parent}.{name}")),
+    }
+}
+
+/// The path of item `index` of the array at `parent`.
+pub fn index_path(parent: &str, index: usize) -> String {
+    capped(format!("{parent}[{index}]"))
+}
+
+fn capped(path: String) -> String {
+    match path.chars().count() > MAX_PATH_CHARS {
+        true => path.chars().take(MAX_PATH_CHARS).collect::<String>() + "…",
+        false => path,
     }
 }
 
@@ -106,7 +119,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(Strict {
-            path: self.child(&format!("[{}]", items.len())),
+            path: index_path(&self.path, items.len()),
             repeated: self.repeated,
         })? {
             items.push(item);
@@ -117,12 +130,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut fields = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            // The empty key is named `""`, so a refusal never names an empty path.
-            let name = if key.is_empty() { "\"\"" } else { key.as_str() };
-            let path = match self.path.is_empty() {
-                true => self.child(name),
-                false => self.child(&format!(".{name}")),
-            };
+            let path = key_path(&self.path, &key);
             if fields.contains_key(&key) {
                 *self.repeated.borrow_mut() = Some(path);
                 return Err(de::Error::custom("a key is given more than once"));

@@ -60,14 +60,14 @@ pub async fn attach(
             .into())
         }
     };
-    let resume = match (params.opt_str("stream")?, params.opt_u64("from")?) {
+    let resume = match (params.opt_str("stream"), params.opt_u64("from")?) {
         (Some(stream), Some(from)) => Some(ResumeFrom {
             stream: stream.to_string(),
             from,
         }),
         _ => None,
     };
-    let mode = attach_mode(params.opt_str("mode")?)?;
+    let mode = attach_mode(params.opt_str("mode"))?;
     let found = lookup(&state, &path).await?;
     // The session answers the refusal chain and `session_dead` from its `Attach` handler.
     let mut response = actix_web_actors::ws::handshake(&req)

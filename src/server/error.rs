@@ -279,7 +279,10 @@ fn request_wire(e: &RequestError) -> Wire {
             .status(PAYLOAD_TOO_LARGE),
         RequestError::BadQuery(_) => bad_args("query"),
         RequestError::NotUpgrade(_) => bad_args("upgrade"),
-        RequestError::WrongType { field, .. } => bad_args(field),
+        RequestError::WrongType { field, .. }
+        | RequestError::UnknownField { field }
+        | RequestError::BadField { field, .. } => bad_args(field),
+        RequestError::Reserved { field } => Wire::new(C::Unsupported).field(field),
         RequestError::DuplicateKey { field } => bad_args(field),
         RequestError::Missing { field, .. }
         | RequestError::Empty { field }
@@ -556,7 +559,7 @@ fn host_wire(e: &HostError) -> Wire {
     };
     match e {
         HostError::LeaseGone => Wire::new(C::HostUnavailable).with("problem", "stopping"),
-        HostError::Impd { target, code, .. } => unavailable(target, &code.to_lowercase()),
+        HostError::Impd { target, code, .. } => unavailable(target, &code.as_str().to_lowercase()),
         HostError::Busy { target } => unavailable(target, "busy"),
         HostError::Leased { target, leases } => {
             let mut w = Wire::new(C::HostLeased).with("target", target.clone());
@@ -568,7 +571,7 @@ fn host_wire(e: &HostError) -> Wire {
             target,
             code,
             message,
-        } => unavailable(target, &code.to_lowercase()).with("detail", message.clone()),
+        } => unavailable(target, &code.as_str().to_lowercase()).with("detail", message.clone()),
         HostError::NoHostNamed => Wire::new(C::BadArgs).field("host"),
         HostError::NoGuestAtc {
             target,

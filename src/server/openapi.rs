@@ -8,7 +8,6 @@ use std::sync::OnceLock;
 
 use actix_web::HttpResponse;
 use atc_protocol::{requests, responses, ErrorCode};
-use serde_json::json;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::extensions::ExtensionsBuilder;
 use utoipa::openapi::path::{
@@ -38,6 +37,7 @@ use crate::server::error::Error;
     requests::UpdateRequest,
     requests::InputRequest,
     requests::SubmitRequest,
+    requests::ResizeRequest,
     requests::ReviveRequest,
     requests::SuspendRequest,
     requests::PermissionDecision,
@@ -152,7 +152,7 @@ fn operation(endpoint: Endpoint) -> Operation {
             ..op("Type text, then Enter", EMPTY)
         },
         Endpoint::Resize => Operation {
-            body: Some(("TermSize", true)),
+            body: Some(("ResizeRequest", true)),
             ..op(
                 "Resize for a client not attached by WebSocket; answers the effective size",
                 &[(200, "TermSize")],
@@ -273,6 +273,15 @@ fn operation(endpoint: Endpoint) -> Operation {
             ..op("", &[(200, "")])
         },
     }
+}
+
+/// The `x-websocket-frames` extension of a socket route: the schema of the text frames each
+/// way (the server's, and the client's where it sends any).
+#[derive(serde::Serialize)]
+struct SocketFrames {
+    server: Ref,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<Ref>,
 }
 
 fn schema_ref(name: &str) -> Ref {
@@ -430,10 +439,11 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
         b = b.response(status.to_string(), response.build());
     }
     if let Some((server, client)) = spec.socket {
-        let mut frames = json!({ "server": { "$ref": format!("#/components/schemas/{server}") } });
-        if let Some(client) = client {
-            frames["client"] = json!({ "$ref": format!("#/components/schemas/{client}") });
-        }
+        let frames = SocketFrames {
+            server: schema_ref(server),
+            client: client.map(schema_ref),
+        };
+        let frames = serde_json::to_value(frames).expect("two schema refs always serialize");
         b = b
             .response(
                 "101",

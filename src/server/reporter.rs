@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::net::UnixListener;
@@ -39,12 +38,22 @@ const READ_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECTIONS_AT_ONCE: usize = 32;
 
 /// Counts of what the socket received, shown in `GET /v1/daemon`.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default)]
 pub struct ReporterStats {
     /// Lines routed to a session.
     pub accepted: AtomicU64,
     /// Lines dropped: malformed, too long, too slow, or naming no session.
     pub dropped: AtomicU64,
+}
+
+impl ReporterStats {
+    /// The counts as `GET /v1/daemon` shows them.
+    pub fn counts(&self) -> atc_protocol::responses::ReporterCounts {
+        atc_protocol::responses::ReporterCounts {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// The socket file this daemon bound, known by its inode so that a clean stop removes only

@@ -1,12 +1,12 @@
 //! HTTP routes: which handler answers each entry of `route_table.rs`, and the handlers. Each
-//! handler reads its parameters through [`Params`], asks the actor that owns the state, and
-//! shapes the answer; no handler keeps state of its own.
+//! handler reads its body into its `atc-protocol` request type ([`body::read`]) and its query
+//! through [`Params`], asks the actor that owns the state, and shapes the answer; no handler
+//! keeps state of its own.
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use serde_json::json;
 
 use super::route_table::{self, Endpoint, ScopedPath};
 use super::{lookup, AppState};
@@ -15,13 +15,23 @@ use crate::agents::AgentError;
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
 use crate::ledger::key_lock::RunSpawn;
 use crate::permissions::registry::{ListPending, Respond};
+use crate::protocol::body;
 use crate::protocol::params::Params;
 use crate::protocol::RequestError;
 use crate::server::error::Error;
 use crate::sessions::messages::*;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
-use atc_protocol::TermSize;
+use atc_protocol::requests::{
+    PermissionDecision, RequestBody, ResizeRequest, ReviveRequest, SpawnRequest, SubmitRequest,
+    SuspendRequest, UpdateRequest,
+};
+use atc_protocol::responses::{
+    AgentsListing, AuthEnvelope, DaemonInfo, Dirs, Empty, FleetEntry, FleetList, ForgetAnswer,
+    ForgetConfirmation, Forgotten, Health, HealthStatus, KillAnswer, PermissionList, Restored,
+    ResumeCommand, SessionEnvelope, SpawnDefaults, TargetEntry, Trail,
+};
+use atc_protocol::{Descriptor, TermSize};
 
 /// Registers every route of the table, gathered as [`route_table::scopes`] says: one
 /// resource per path, with a route per method, and one scope per dynamic prefix. A wrong
@@ -115,8 +125,22 @@ async fn read_body(mut payload: web::Payload, state: &AppState) -> Result<Bytes,
     })?
 }
 
-async fn params(payload: web::Payload, state: &AppState) -> Result<Params, Error> {
-    Ok(Params::from_body(&read_body(payload, state).await?)?)
+/// Reads a JSON body as its request type (see [`body::read`]).
+async fn read_json<T: RequestBody>(payload: web::Payload, state: &AppState) -> Result<T, Error> {
+    Ok(body::read(&read_body(payload, state).await?)?)
+}
+
+/// `{session}`: what get, update, ack, revive and suspend answer.
+fn session_answer(session: Descriptor) -> HttpResponse {
+    HttpResponse::Ok().json(SessionEnvelope { session })
+}
+
+/// `{forgotten: true, destroyed}`.
+fn forgotten(destroyed: bool) -> HttpResponse {
+    HttpResponse::Ok().json(ForgetAnswer::Forgotten(Forgotten {
+        forgotten: true,
+        destroyed,
+    }))
 }
 
 fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
@@ -127,11 +151,11 @@ fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
 }
 
 async fn health(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({
-        "status": "ok",
-        "version": env!("CARGO_PKG_VERSION"),
-        "daemonId": state.daemon_id,
-    }))
+    HttpResponse::Ok().json(Health {
+        status: HealthStatus::Ok,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        daemon_id: state.daemon_id,
+    })
 }
 
 async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
@@ -146,25 +170,27 @@ async fn daemon(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
             Error::Internal
         })?
         .unwrap_or_else(|| "claude".to_string());
-    Ok(HttpResponse::Ok().json(json!({
-        "build": concat!("atc/", env!("CARGO_PKG_VERSION")),
-        "daemonId": state.daemon_id,
-        "pid": std::process::id(),
-        "listen": state.listen.to_string(),
-        "stateDir": state.state_dir,
-        "limits": state.limits,
-        "features": ["session.forget", "session.submit", "daemon.id"],
-        "lastUsedAgent": last_used_agent,
-        "configProblems": state.config_problems,
-        "reporter": &*state.reporter,
-    })))
+    Ok(HttpResponse::Ok().json(DaemonInfo {
+        build: concat!("atc/", env!("CARGO_PKG_VERSION")).to_string(),
+        daemon_id: state.daemon_id,
+        pid: std::process::id(),
+        listen: state.listen.to_string(),
+        state_dir: state.state_dir.display().to_string(),
+        limits: state.limits.listed(),
+        features: ["session.forget", "session.submit", "daemon.id"]
+            .map(String::from)
+            .to_vec(),
+        last_used_agent,
+        config_problems: state.config_problems.iter().map(|p| p.listed()).collect(),
+        reporter: state.reporter.counts(),
+    }))
 }
 
 async fn quit(state: web::Data<AppState>) -> HttpResponse {
     tracing::info!("quit requested over HTTP");
     // The receiver lives as long as the daemon; a send can only fail while it is stopping.
     let _ = state.quit.send(());
-    HttpResponse::Ok().json(json!({}))
+    HttpResponse::Ok().json(Empty {})
 }
 
 async fn agents(state: web::Data<AppState>) -> HttpResponse {
@@ -180,26 +206,30 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
             // registry holds none for those.
             let caps = state.providers.get(&t.id).map(|p| p.capabilities());
             broker_target |= caps.is_some_and(|c| c.broker_auth);
-            json!({
-                "id": t.id,
-                "provider": t.provider,
-                "identity": t.identity,
-                "available": caps.is_some(),
-                "default": state.targets.default_id() == Some(t.id.as_str()),
-                "capabilities": caps.unwrap_or(crate::providers::Capabilities::NONE),
-                "brokerAuth": caps.is_some_and(|c| c.broker_auth),
-            })
+            TargetEntry {
+                id: t.id.clone(),
+                provider: t.provider.clone(),
+                identity: t.identity.clone(),
+                available: caps.is_some(),
+                default: state.targets.default_id() == Some(t.id.as_str()),
+                capabilities: caps.unwrap_or(crate::providers::Capabilities::NONE),
+                broker_auth: caps.is_some_and(|c| c.broker_auth),
+            }
         })
         .collect();
-    HttpResponse::Ok().json(json!({
-        "agents": state.catalog.listing(broker_target),
-        "targets": targets,
-        "defaultTarget": state.targets.default_id(),
-        "spawnDefaults": {"agent": "claude", "target": state.targets.default_id()},
-        "configRevision": state.targets.revision(),
-        "targetErrors": state.targets.problems(),
-        "agentErrors": state.catalog.problems(),
-    }))
+    let default_target = state.targets.default_id().map(str::to_string);
+    HttpResponse::Ok().json(AgentsListing {
+        agents: state.catalog.listing(broker_target),
+        targets,
+        default_target: default_target.clone(),
+        spawn_defaults: SpawnDefaults {
+            agent: "claude".to_string(),
+            target: default_target,
+        },
+        config_revision: state.targets.revision().to_string(),
+        target_errors: state.targets.problems().to_vec(),
+        agent_errors: state.catalog.problems(),
+    })
 }
 
 /// `GET /v1/sessions`: the manager keeps the body serialized, so the answer is its bytes.
@@ -215,28 +245,31 @@ async fn spawn(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let agent = p.opt_str("agent")?.unwrap_or("claude");
+    let p: SpawnRequest = read_json(payload, &state).await?;
+    let agent = p.agent.as_deref().unwrap_or("claude");
     if agent.is_empty() {
         return Err(RequestError::Empty { field: "agent" }.into());
     }
-    let cwd = p
-        .opt_str("cwd")?
-        .filter(|c| !c.is_empty())
-        .ok_or(RequestError::Missing {
+    if p.cwd.is_empty() {
+        return Err(RequestError::Missing {
             field: "cwd",
             hint: ": an absolute directory",
-        })?;
+        }
+        .into());
+    }
     // Whether the name shadows another session's id is the manager's to say (it has the ids).
-    let name = match p.opt_str("name")?.map(str::trim) {
+    let name = match p.name.as_deref().map(str::trim) {
         Some("") | None => None,
         Some(n) => {
             crate::sessions::session_name::check(n).map_err(SessionError::BadName)?;
             Some(n.to_string())
         }
     };
-    let size = p.size_or(TermSize::DEFAULT)?;
-    let target_param = p.opt_str("target")?;
+    let size = body::size(
+        p.cols.unwrap_or(TermSize::DEFAULT.cols),
+        p.rows.unwrap_or(TermSize::DEFAULT.rows),
+    )?;
+    let target_param = p.target.as_deref();
     // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
     // ledger whatever the targets say now (spec §7.4: params are not re-validated).
     let refusal = state
@@ -256,11 +289,11 @@ async fn spawn(
     // Spec §9.2: overrides are checked before anything starts, in its order.
     let mut overrides = [(SpawnOption::Model, None), (SpawnOption::Effort, None)];
     for (option, slot) in overrides.iter_mut() {
-        let name = match option {
-            SpawnOption::Model => "model",
-            SpawnOption::Effort => "effort",
+        let given = match option {
+            SpawnOption::Model => p.model.as_deref(),
+            SpawnOption::Effort => p.effort.as_deref(),
         };
-        if let Some(value) = p.opt_str(name)? {
+        if let Some(value) = given {
             let known = state
                 .catalog
                 .get(agent)
@@ -278,7 +311,7 @@ async fn spawn(
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
-        cwd: cwd.to_string(),
+        cwd: p.cwd.clone(),
         name,
         size,
         target,
@@ -289,7 +322,7 @@ async fn spawn(
     let Some(key) = idempotency_key(&req)? else {
         refusal?;
         let session = mailbox(state.manager()?.send(spawn).await)??;
-        return Ok(HttpResponse::Created().json(json!({ "session": session })));
+        return Ok(HttpResponse::Created().json(SessionEnvelope { session }));
     };
     let canonical = crate::ledger::spawn_payload(&spawn);
     let replay_only = req
@@ -319,7 +352,9 @@ async fn spawn(
         state.metrics.ledger_answered(kind);
     }
     let answer = answer?;
-    let body = json!({ "session": answer.session });
+    let body = SessionEnvelope {
+        session: answer.session,
+    };
     Ok(if answer.replayed {
         HttpResponse::Ok()
             .insert_header(("Idempotent-Replayed", "true"))
@@ -344,7 +379,7 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
 
 async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
-    Ok(HttpResponse::Ok().json(json!({ "session": found.descriptor })))
+    Ok(session_answer(found.descriptor))
 }
 
 async fn update(
@@ -352,14 +387,14 @@ async fn update(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
+    let p: UpdateRequest = read_json(payload, &state).await?;
     let msg = Update {
-        name: p.opt_str("name")?.map(str::to_string),
-        pinned: p.opt_bool("pinned")?,
+        name: p.name,
+        pinned: p.pinned,
     };
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(msg).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+    Ok(session_answer(session))
 }
 
 /// `DELETE /v1/sessions/{id}[?confirm=TOKEN]`. On a target that destroys hosts (imp) it takes
@@ -373,7 +408,7 @@ async fn forget(
     let found = lookup(&state, &path).await?;
     if !state.destroys_host(&found.descriptor) {
         mailbox(found.addr.send(Forget).await)??;
-        return Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": false })));
+        return Ok(forgotten(false));
     }
     let confirm =
         web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
@@ -382,15 +417,17 @@ async fn forget(
     match confirm {
         None => {
             let (token, expires_at) = mailbox(found.addr.send(MintForgetToken).await)??;
-            Ok(HttpResponse::Ok().json(json!({
-                "confirmToken": token,
-                "expiresAt": expires_at,
-                "destroys": "the session's imp and everything on it",
-            })))
+            Ok(
+                HttpResponse::Ok().json(ForgetAnswer::Confirm(ForgetConfirmation {
+                    confirm_token: token,
+                    expires_at,
+                    destroys: "the session's imp and everything on it".to_string(),
+                })),
+            )
         }
         Some(token) => {
             mailbox(found.addr.send(ForgetDestroying { token }).await)??;
-            Ok(HttpResponse::Ok().json(json!({ "forgotten": true, "destroyed": true })))
+            Ok(forgotten(true))
         }
     }
 }
@@ -410,16 +447,12 @@ async fn input(
     let bytes = if raw {
         body
     } else {
-        let p = Params::from_body(&body)?;
-        let data = p.opt_str("data")?.ok_or(RequestError::Missing {
-            field: "data",
-            hint: " (text to type)",
-        })?;
-        Bytes::copy_from_slice(data.as_bytes())
+        let p: atc_protocol::requests::InputRequest = body::read(&body)?;
+        Bytes::from(p.data)
     };
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Input(bytes)).await)??;
-    Ok(HttpResponse::Ok().json(json!({})))
+    Ok(HttpResponse::Ok().json(Empty {}))
 }
 
 async fn submit(
@@ -427,17 +460,10 @@ async fn submit(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let text = p
-        .opt_str("text")?
-        .ok_or(RequestError::Missing {
-            field: "text",
-            hint: "",
-        })?
-        .to_string();
+    let SubmitRequest { text } = read_json(payload, &state).await?;
     let found = lookup(&state, &path).await?;
     mailbox(found.addr.send(Submit(text)).await)??;
-    Ok(HttpResponse::Ok().json(json!({})))
+    Ok(HttpResponse::Ok().json(Empty {}))
 }
 
 async fn resize(
@@ -445,7 +471,8 @@ async fn resize(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let size = params(payload, &state).await?.size()?;
+    let ResizeRequest { cols, rows } = read_json(payload, &state).await?;
+    let size = body::size(cols, rows)?;
     let found = lookup(&state, &path).await?;
     let size = mailbox(found.addr.send(ResizeSession(size)).await)??;
     Ok(HttpResponse::Ok().json(size))
@@ -454,7 +481,7 @@ async fn resize(
 async fn ack(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Ack).await)?;
-    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+    Ok(session_answer(session))
 }
 
 async fn screen(
@@ -488,17 +515,20 @@ async fn resume_command(
         d.agent_session_id.as_deref(),
         settings.is_file().then_some(settings.as_path()),
     );
-    Ok(HttpResponse::Ok().json(json!({ "command": command })))
+    Ok(HttpResponse::Ok().json(ResumeCommand { command }))
 }
 
 async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     Ok(match mailbox(found.addr.send(Kill).await)?? {
-        Killed::Ended(session) => HttpResponse::Ok().json(json!({ "session": session })),
-        Killed::Forgotten(session) => HttpResponse::Ok().json(json!({
-            "session": session,
-            "forgotten": true,
-        })),
+        Killed::Ended(session) => HttpResponse::Ok().json(KillAnswer {
+            session,
+            forgotten: None,
+        }),
+        Killed::Forgotten(session) => HttpResponse::Ok().json(KillAnswer {
+            session,
+            forgotten: Some(true),
+        }),
     })
 }
 
@@ -507,14 +537,18 @@ async fn revive(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let size = match (p.opt_dim("cols")?, p.opt_dim("rows")?) {
+    let ReviveRequest { cols, rows } = read_json(payload, &state).await?;
+    // Both or neither: without them the session keeps its last size.
+    let size = match (cols, rows) {
         (None, None) => None,
-        _ => Some(p.size()?),
+        (cols, rows) => Some(body::size(
+            cols.ok_or_else(|| missing("cols"))?,
+            rows.ok_or_else(|| missing("rows"))?,
+        )?),
     };
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+    Ok(session_answer(session))
 }
 
 /// `POST /v1/sessions/{id}/suspend` `{force?}`: sleep the session's host with the process
@@ -525,11 +559,11 @@ async fn suspend(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let p = params(payload, &state).await?;
-    let force = p.opt_bool("force")?.unwrap_or(false);
+    let p: SuspendRequest = read_json(payload, &state).await?;
+    let force = p.force.unwrap_or(false);
     let found = lookup(&state, &path).await?;
     let session = mailbox(found.addr.send(Suspend { force }).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "session": session })))
+    Ok(session_answer(session))
 }
 
 async fn auth_status(
@@ -538,7 +572,7 @@ async fn auth_status(
 ) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     let auth = mailbox(found.addr.send(AuthStatusOf).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "auth": auth })))
+    Ok(HttpResponse::Ok().json(AuthEnvelope { auth }))
 }
 
 async fn auth_revoke(
@@ -547,7 +581,7 @@ async fn auth_revoke(
 ) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
     let auth = mailbox(found.addr.send(RevokeAuth).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "auth": auth })))
+    Ok(HttpResponse::Ok().json(AuthEnvelope { auth }))
 }
 
 /// `POST /v1/sessions/{id}/auth/rebind`: the host's binding follows the agent's `auth` as
@@ -566,29 +600,16 @@ async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
         tracing::error!(error = %e, "could not read the fleet");
         Error::Internal
     })?;
-    let rows: Vec<_> = rows
-        .into_iter()
-        .map(|r| {
-            json!({
-                "sessionId": r.session_id, "name": r.name, "namedBy": r.named_by, "cwd": r.cwd,
-                "pinned": r.pinned, "lastAttached": r.last_attached, "agent": r.agent,
-                "args": r.args, "exited": r.exited, "exitCode": r.exit_code,
-                "exitSignal": r.exit_signal, "exitReason": r.exit_reason,
-                "cols": r.cols, "rows": r.rows, "createdAt": r.created_at,
-                "target": r.target, "targetIdentity": r.target_identity,
-                "agentSessionId": r.agent_session_id,
-                "transcriptPath": r.transcript_path,
-                "result": r.result,
-                "model": r.model, "effort": r.effort,
-            })
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({ "fleet": rows })))
+    Ok(HttpResponse::Ok().json(FleetList {
+        fleet: rows.into_iter().map(FleetEntry::from).collect(),
+    }))
 }
 
 async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let restored = mailbox(state.manager()?.send(RestoreFleet).await)??;
-    Ok(HttpResponse::Ok().json(json!({ "restored": restored })))
+    Ok(HttpResponse::Ok().json(Restored {
+        restored: restored as u64,
+    }))
 }
 
 async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
@@ -596,7 +617,7 @@ async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
         tracing::error!(error = %e, "could not read spawn history");
         Error::Internal
     })?;
-    Ok(HttpResponse::Ok().json(json!({ "dirs": dirs })))
+    Ok(HttpResponse::Ok().json(Dirs { dirs }))
 }
 
 /// `POST /v1/tickets`: a single-use ticket for one WebSocket upgrade, tied to the token this
@@ -625,7 +646,9 @@ async fn ticket(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResp
 async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
     let pending = mailbox(registry.send(ListPending).await)?;
-    Ok(HttpResponse::Ok().json(json!({ "permissions": pending })))
+    Ok(HttpResponse::Ok().json(PermissionList {
+        permissions: pending,
+    }))
 }
 
 async fn respond(
@@ -633,15 +656,10 @@ async fn respond(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let decision = params(payload, &state)
-        .await?
-        .opt_str("decision")?
-        .filter(|d| !d.is_empty())
-        .ok_or(RequestError::Missing {
-            field: "decision",
-            hint: "",
-        })?
-        .to_string();
+    let PermissionDecision { decision } = read_json(payload, &state).await?;
+    if decision.is_empty() {
+        return Err(missing("decision"));
+    }
     let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
     mailbox(
         registry
@@ -651,13 +669,28 @@ async fn respond(
             })
             .await,
     )??;
-    Ok(HttpResponse::Ok().json(json!({})))
+    Ok(HttpResponse::Ok().json(Empty {}))
 }
 
-/// Trail cursors are opaque to clients: base64url of `{"k":"ev","i":<row id>}` (spec §10).
+/// What a trail cursor holds: its kind (`ev`, an event row) and the row id it points after.
+/// Clients see only base64url of its JSON, `{"k":"ev","i":<row id>}` (spec §10).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TrailCursor {
+    k: String,
+    i: i64,
+}
+
+/// The kind of a cursor into the event trail.
+const EVENT_CURSOR: &str = "ev";
+
 fn encode_cursor(id: i64) -> String {
     use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"k": "ev", "i": id}).to_string())
+    let cursor = TrailCursor {
+        k: EVENT_CURSOR.to_string(),
+        i: id,
+    };
+    let text = serde_json::to_vec(&cursor).expect("a word and a number always serialize");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
 }
 
 fn decode_cursor(cursor: &str) -> Result<i64, RequestError> {
@@ -667,8 +700,8 @@ fn decode_cursor(cursor: &str) -> Result<i64, RequestError> {
         .decode(cursor.trim_end_matches('='))
         .map_err(|_| bad())?;
     let v = crate::protocol::strict_json::parse(&bytes).map_err(|_| bad())?;
-    match (v["k"].as_str(), v["i"].as_i64()) {
-        (Some("ev"), Some(i)) if i >= 0 => Ok(i),
+    match serde_json::from_value::<TrailCursor>(v).map_err(|_| bad())? {
+        TrailCursor { k, i } if k == EVENT_CURSOR && i >= 0 => Ok(i),
         _ => Err(bad()),
     }
 }
@@ -704,7 +737,7 @@ async fn trail(
         tracing::error!(error = %e, "could not read the trail");
         Error::Internal
     };
-    let (events, more, last) = match p.opt_str("cursor")? {
+    let (events, more, last) = match p.opt_str("cursor") {
         None => {
             let events = state
                 .store
@@ -727,11 +760,16 @@ async fn trail(
             (events, more, last)
         }
     };
-    Ok(HttpResponse::Ok().json(json!({
-        "events": events,
-        "more": more,
-        "cursor": encode_cursor(last),
-    })))
+    Ok(HttpResponse::Ok().json(Trail {
+        events,
+        more,
+        cursor: encode_cursor(last),
+    }))
+}
+
+/// The refusal of a required body field left out (or given empty).
+fn missing(field: &'static str) -> Error {
+    RequestError::Missing { field, hint: "" }.into()
 }
 
 /// Anything not routed.

@@ -13,9 +13,10 @@ use uuid::Uuid;
 
 use super::{StateStore, StoreError};
 use crate::providers::imp::broker::binding::{
-    Binding, BindingState, BoundSecret, Grant, GrantState, PendingRebind,
+    binding_state, grant_state, Binding, BoundSecret, Grant, PendingRebind,
 };
 use crate::providers::imp::broker::binding_store::{BindingStore, Stored};
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {e}"))
@@ -63,7 +64,7 @@ fn binding_of(r: &SqliteRow) -> Result<Binding, StoreError> {
         revision: revision_of(r.try_get("revision")?, "revision")?,
         hash: r.try_get("hash")?,
         secrets: secrets_of(&r.try_get::<String, _>("binding_json")?, "binding_json")?,
-        state: BindingState::parse(&r.try_get::<String, _>("state")?)
+        state: binding_state(&r.try_get::<String, _>("state")?)
             .map_err(|e| corrupt("broker_bindings.state", e))?,
         attempt_id: uuid_of(r, "attempt_id")?,
         created_imp: r.try_get("created_imp")?,
@@ -77,7 +78,7 @@ fn grant_of(r: &SqliteRow) -> Result<Grant, StoreError> {
     Ok(Grant {
         host_key: r.try_get("host_key")?,
         secret: r.try_get("secret")?,
-        state: GrantState::parse(&r.try_get::<String, _>("state")?)
+        state: grant_state(&r.try_get::<String, _>("state")?)
             .map_err(|e| corrupt("broker_grants.state", e))?,
         preexisted: r.try_get("preexisted")?,
         attempt_id: uuid_of(r, "attempt_id")?,
@@ -158,7 +159,7 @@ pub(super) async fn put(db: &mut SqliteConnection, b: &Binding) -> Result<(), St
 pub(super) async fn set_state(
     db: &mut SqliteConnection,
     host_key: &str,
-    state: BindingState,
+    state: AuthBindingState,
     now: i64,
 ) -> Result<(), StoreError> {
     let changed =
@@ -215,7 +216,7 @@ pub(super) async fn grant_set_state(
     db: &mut SqliteConnection,
     host_key: &str,
     secret: &str,
-    state: GrantState,
+    state: AuthGrantState,
 ) -> Result<(), StoreError> {
     let changed =
         sqlx::query("UPDATE broker_grants SET state = ? WHERE host_key = ? AND secret = ?")
@@ -280,7 +281,7 @@ impl BindingStore for StateStore {
     fn binding_set_state<'a>(
         &'a self,
         host_key: &'a str,
-        state: BindingState,
+        state: AuthBindingState,
         now: i64,
     ) -> Stored<'a, ()> {
         Box::pin(
@@ -300,7 +301,7 @@ impl BindingStore for StateStore {
         &'a self,
         host_key: &'a str,
         secret: &'a str,
-        state: GrantState,
+        state: AuthGrantState,
     ) -> Stored<'a, ()> {
         Box::pin(async move {
             Ok(grant_set_state(&mut *self.db.hold().await?, host_key, secret, state).await?)
@@ -371,7 +372,7 @@ mod tests {
         Grant {
             host_key: host_key.into(),
             secret: secret.into(),
-            state: GrantState::Granting,
+            state: AuthGrantState::Granting,
             preexisted: false,
             attempt_id: attempt,
         }
@@ -393,22 +394,22 @@ mod tests {
         store.binding_put(&b).await.unwrap();
         assert_eq!(store.binding_get("h").await.unwrap().as_ref(), Some(&b));
         // Every state, through the full write and through the state-only write.
-        for s in BindingState::ALL {
+        for s in AuthBindingState::ALL {
             b.state = s;
             b.updated_at += 1;
             store.binding_put(&b).await.unwrap();
             assert_eq!(store.binding_get("h").await.unwrap().as_ref(), Some(&b));
             store
-                .binding_set_state("h", BindingState::Ready, 7)
+                .binding_set_state("h", AuthBindingState::Ready, 7)
                 .await
                 .unwrap();
             let got = store.binding_get("h").await.unwrap().unwrap();
-            assert_eq!((got.state, got.updated_at), (BindingState::Ready, 7));
+            assert_eq!((got.state, got.updated_at), (AuthBindingState::Ready, 7));
             store.binding_set_state("h", s, 8).await.unwrap();
             assert_eq!(store.binding_get("h").await.unwrap().unwrap().state, s);
         }
         // A rebind in flight, then committed.
-        b.state = BindingState::Ready;
+        b.state = AuthBindingState::Ready;
         let mut next = secrets();
         next.pop();
         b.begin_rebind(next, 200).unwrap();
@@ -444,10 +445,10 @@ mod tests {
         let mut g = grant("h", "git-basic", b.attempt_id);
         let mut other = grant("h", "claude-oauth", Uuid::new_v4());
         other.preexisted = true;
-        other.state = GrantState::Granted;
+        other.state = AuthGrantState::Granted;
         store.grant_put(&g).await.unwrap();
         store.grant_put(&other).await.unwrap();
-        for s in GrantState::ALL {
+        for s in AuthGrantState::ALL {
             g.state = s;
             store.grant_put(&g).await.unwrap();
             assert_eq!(
@@ -455,7 +456,7 @@ mod tests {
                 vec![other.clone(), g.clone()]
             );
             store
-                .grant_set_state("h", "git-basic", GrantState::Uncertain)
+                .grant_set_state("h", "git-basic", AuthGrantState::Uncertain)
                 .await
                 .unwrap();
             store.grant_set_state("h", "git-basic", s).await.unwrap();
@@ -463,7 +464,7 @@ mod tests {
         }
         assert!(missing(
             store
-                .grant_set_state("h", "nope", GrantState::Granted)
+                .grant_set_state("h", "nope", AuthGrantState::Granted)
                 .await
         ));
         // Rewriting the binding keeps its grants; deleting it drops them.
@@ -475,7 +476,9 @@ mod tests {
         assert_eq!(store.binding_get("h").await.unwrap(), None);
         assert!(store.grants_of("h").await.unwrap().is_empty());
         assert!(missing(
-            store.binding_set_state("h", BindingState::Ready, 1).await
+            store
+                .binding_set_state("h", AuthBindingState::Ready, 1)
+                .await
         ));
         // Deleting what is gone is no error.
         store.binding_delete("h").await.unwrap();
@@ -524,7 +527,7 @@ mod tests {
                 .await
         ));
         // And every known word is accepted.
-        for s in BindingState::ALL {
+        for s in AuthBindingState::ALL {
             sqlx::query("UPDATE broker_bindings SET state = ? WHERE host_key = 'h'")
                 .bind(s.as_str())
                 .execute(&mut *store.db.hold().await.unwrap())
@@ -582,7 +585,7 @@ mod tests {
         let (dir, store) = open().await;
         let mut b = binding("h");
         store.binding_put(&b).await.unwrap();
-        b.state = BindingState::Ready;
+        b.state = AuthBindingState::Ready;
         b.begin_rebind(secrets(), 150).unwrap();
         store.binding_put(&b).await.unwrap();
         for s in secrets() {

@@ -6,34 +6,14 @@
 //! whole, and the sweep also what is older than its age. Forgetting a session deletes its
 //! rows. Cursors point at row ids, which only grow, so a deleted row never moves a cursor.
 
-use serde::Serialize;
 use sqlx::sqlite::SqliteExecutor;
 use sqlx::Row;
 use sqlx::SqliteConnection;
 
 use super::StoreError;
 
-/// One trail row.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct TrailEvent {
-    /// Row id; cursors point after it.
-    pub id: i64,
-    /// RFC 3339 UTC time.
-    pub ts: String,
-    /// The atc session id.
-    pub atc_id: String,
-    /// The hook's name.
-    pub event: String,
-    /// Its message, if any.
-    pub message: Option<String>,
-    /// The agent's own session id, if reported.
-    pub session_id: Option<String>,
-    /// Normalized kind.
-    pub kind: Option<String>,
-    /// Extra detail (a turn's result).
-    pub detail: Option<String>,
-}
+// One trail row is the answer's own type: the table holds exactly what a client reads.
+use atc_protocol::responses::TrailEntry;
 
 /// How much of the trail is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +32,7 @@ pub const PRUNE_EVERY: i64 = 1024;
 /// [`PRUNE_EVERY`]th row, the trail's beyond `keep.rows`. Answers the new row's id.
 pub(super) async fn append(
     db: &mut SqliteConnection,
-    e: &TrailEvent,
+    e: &TrailEntry,
     keep: TrailKeep,
 ) -> Result<i64, StoreError> {
     let id = sqlx::query(
@@ -118,8 +98,8 @@ pub(super) async fn forget(db: impl SqliteExecutor<'_>, atc_id: &str) -> Result<
     Ok(())
 }
 
-fn row(r: sqlx::sqlite::SqliteRow) -> Result<TrailEvent, StoreError> {
-    Ok(TrailEvent {
+fn row(r: sqlx::sqlite::SqliteRow) -> Result<TrailEntry, StoreError> {
+    Ok(TrailEntry {
         id: r.try_get("id")?,
         ts: r.try_get("ts")?,
         atc_id: r.try_get("atc_id")?,
@@ -136,7 +116,7 @@ pub(super) async fn after(
     db: &mut SqliteConnection,
     after: i64,
     limit: u32,
-) -> Result<Vec<TrailEvent>, StoreError> {
+) -> Result<Vec<TrailEntry>, StoreError> {
     sqlx::query("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?")
         .bind(after)
         .bind(limit)
@@ -151,8 +131,8 @@ pub(super) async fn after(
 pub(super) async fn latest(
     db: &mut SqliteConnection,
     limit: u32,
-) -> Result<Vec<TrailEvent>, StoreError> {
-    let mut rows: Vec<TrailEvent> = sqlx::query("SELECT * FROM events ORDER BY id DESC LIMIT ?")
+) -> Result<Vec<TrailEntry>, StoreError> {
+    let mut rows: Vec<TrailEntry> = sqlx::query("SELECT * FROM events ORDER BY id DESC LIMIT ?")
         .bind(limit)
         .fetch_all(&mut *db)
         .await?

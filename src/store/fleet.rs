@@ -71,6 +71,37 @@ pub struct FleetRow {
     pub leader_boot_id: Option<String>,
 }
 
+/// The row as `GET /v1/fleet` lists it: everything but where the process was (its remote
+/// position and its local group leader), which only this daemon's restore reads.
+impl From<FleetRow> for atc_protocol::responses::FleetEntry {
+    fn from(r: FleetRow) -> Self {
+        atc_protocol::responses::FleetEntry {
+            session_id: r.session_id,
+            name: r.name,
+            named_by: r.named_by,
+            cwd: r.cwd,
+            pinned: r.pinned,
+            last_attached: r.last_attached,
+            agent: r.agent,
+            args: r.args,
+            exited: r.exited,
+            exit_code: r.exit_code,
+            exit_signal: r.exit_signal,
+            exit_reason: r.exit_reason,
+            cols: r.cols,
+            rows: r.rows,
+            created_at: r.created_at,
+            target: r.target,
+            target_identity: r.target_identity,
+            agent_session_id: r.agent_session_id,
+            transcript_path: r.transcript_path,
+            result: r.result,
+            model: r.model,
+            effort: r.effort,
+        }
+    }
+}
+
 impl FleetRow {
     /// The group leader of the local process that ran when the row was written last, if one
     /// did (see [`crate::providers::local::group_leader`]).

@@ -24,10 +24,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use atc_protocol::responses::TrailEntry;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
-pub use events::{TrailEvent, TrailKeep};
+pub use events::TrailKeep;
 pub use fleet::FleetRow;
 pub use idempotency::{Claim, KeyId, KeyRow, KeyState};
 
@@ -300,7 +301,7 @@ impl StateStore {
     /// Queues a trail row, to be kept as `keep` says (see [`events`]).
     pub fn append_event(
         &self,
-        event: TrailEvent,
+        event: TrailEntry,
         keep: TrailKeep,
     ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::AppendEvent(Box::new(event), keep))
@@ -322,7 +323,7 @@ impl StateStore {
         after: i64,
         limit: u32,
         wait: std::time::Duration,
-    ) -> Result<Vec<TrailEvent>, StoreError> {
+    ) -> Result<Vec<TrailEntry>, StoreError> {
         let mut newest = self.newest_event.subscribe();
         if *newest.borrow_and_update() <= after && !wait.is_zero() {
             // Either a newer row arrives or the wait runs out; both end in a read.
@@ -340,7 +341,7 @@ impl StateStore {
     }
 
     /// The newest `limit` trail rows, oldest first.
-    pub async fn trail_latest(&self, limit: u32) -> Result<Vec<TrailEvent>, StoreError> {
+    pub async fn trail_latest(&self, limit: u32) -> Result<Vec<TrailEntry>, StoreError> {
         self.flush().await?;
         events::latest(&mut *self.db.hold().await?, limit).await
     }
@@ -594,8 +595,8 @@ mod tests {
         assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/two.jsonl"));
     }
 
-    fn trail_row(atc_id: &str, ts: &str, message: &str) -> TrailEvent {
-        TrailEvent {
+    fn trail_row(atc_id: &str, ts: &str, message: &str) -> TrailEntry {
+        TrailEntry {
             id: 0,
             ts: ts.into(),
             atc_id: atc_id.into(),
@@ -607,7 +608,7 @@ mod tests {
         }
     }
 
-    fn messages(rows: &[TrailEvent]) -> Vec<&str> {
+    fn messages(rows: &[TrailEntry]) -> Vec<&str> {
         rows.iter().filter_map(|r| r.message.as_deref()).collect()
     }
 

@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use super::connection::Db;
 use super::events::TrailKeep;
-use super::{events, fleet, FleetRow, StoreError, TrailEvent};
+use super::{events, fleet, FleetRow, StoreError};
+use atc_protocol::responses::TrailEntry;
 
 /// One queued write.
 pub(super) enum WriteOp {
@@ -27,7 +28,7 @@ pub(super) enum WriteOp {
         key: String,
         value: String,
     },
-    AppendEvent(Box<TrailEvent>, TrailKeep),
+    AppendEvent(Box<TrailEntry>, TrailKeep),
     /// Everything queued before it is written; nothing else happens.
     Barrier,
     /// Everything queued before it is written; then the connection closes.

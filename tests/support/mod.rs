@@ -170,7 +170,7 @@ pub async fn spawn_remote(d: &TestDaemon, sim: &impd_sim::ImpdSim) -> Remote {
         s["lifecycle"]["attachment"] == "attached"
     })
     .await;
-    let session = atc::providers::imp::naming::exec_session_name(&id);
+    let session = impd_client::exec_session_name(&id);
     let imp = sim
         .imps()
         .into_iter()

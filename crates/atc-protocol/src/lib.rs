@@ -15,7 +15,9 @@
 //! these declarations (`GET /v1/openapi.json`).
 //!
 //! Closed sets are enums; a string on the wire becomes one only through serde here. Unknown
-//! fields are ignored when reading, as the spec asks of every wire type.
+//! fields of an answer or a frame are ignored when reading, so a client keeps working with a
+//! newer daemon; a request body is closed instead ([`requests`]): the daemon refuses a field
+//! it does not know rather than drop what a client asked for.
 
 pub mod capabilities;
 pub mod error;

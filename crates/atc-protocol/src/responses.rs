@@ -1,6 +1,7 @@
-//! The JSON answers of the HTTP routes (api.md, "Routes"), as the daemon sends them today.
-//! Where the daemon still builds an answer itself, `tests/openapi.rs` validates what it sends
-//! against these shapes (through the OpenAPI document), so the two cannot drift apart.
+//! The JSON answers of the HTTP routes (api.md, "Routes"): the daemon serializes these types
+//! and clients read them. `GET /v1/sessions` alone is sent as bytes the session manager keeps
+//! serialized (each descriptor is still this crate's); `tests/openapi.rs` validates every
+//! route's answers against the document these types generate.
 
 use std::collections::BTreeMap;
 
@@ -153,8 +154,8 @@ pub struct AgentEntry {
     /// `{model, effort}`, each as spec §9.2 describes it (supported, available, values,
     /// examples, default, backendEffect, note).
     #[serde(rename = "spawnOptions")]
-    #[schema(value_type = Object)]
-    pub spawn_options: serde_json::Value,
+    #[schema(value_type = Object, required = true)]
+    pub spawn_options: Option<SpawnOptions>,
     /// Whether its credential stays in impd's broker: it runs only on a broker target.
     #[serde(rename = "brokerAuth", default)]
     pub broker_auth: bool,
@@ -163,6 +164,56 @@ pub struct AgentEntry {
     /// Why its config entry left it out; absent when it is fine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<AgentProblem>,
+}
+
+/// What an agent takes on spawn (spec §9.2); `null` for an agent its config entry left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SpawnOptions {
+    /// The `model` override.
+    pub model: SpawnOptionListing,
+    /// The `effort` override.
+    pub effort: SpawnOptionListing,
+}
+
+/// How an agent takes one spawn option (spec §9.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnOptionListing {
+    /// Whether the agent's kind takes the option at all.
+    pub supported: bool,
+    /// Whether it can be given now (supported, and the agent can be spawned).
+    pub available: bool,
+    /// The closed set of values, when there is one.
+    pub values: Option<Vec<String>>,
+    /// Values to offer (a gateway's model tiers with what each resolves to).
+    pub examples: Vec<SpawnOptionExample>,
+    /// The value the agent runs with when none is given, if known.
+    pub default: Option<String>,
+    /// `applied`, or `unverified` where atc cannot vouch that the backend honours it;
+    /// null when unsupported.
+    pub backend_effect: Option<BackendEffect>,
+    /// Why it is not supported (`takes no model`); null otherwise.
+    pub note: Option<String>,
+}
+
+/// One example value of a spawn option.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnOptionExample {
+    /// The value to give.
+    pub value: String,
+    /// What a gateway maps it to, if it does.
+    pub resolves_to: Option<String>,
+}
+
+/// Whether a spawn option reaches the model's backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendEffect {
+    /// atc passes it and the agent applies it.
+    Applied,
+    /// atc passes it, but a gateway may not honour it.
+    Unverified,
 }
 
 /// What a client can do with an agent (spec §9.1). Only `spawn` varies: attaching, reading
@@ -358,39 +409,128 @@ pub struct AuthGrant {
 }
 
 /// A binding's state (spec §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+// Only `Ready` admits a launch. The daemon keeps it in its store as `as_str`'s word, which is
+// also serde's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthBindingState {
-    /// Being created; ready once its harness started.
+    /// A create is running (or was, when a daemon died): the imp and grants may be partial;
+    /// ready once its harness started behind the broker.
     Provisioning,
-    /// Admits launches.
+    /// Granted, and a harness really started behind the broker: admits launches.
     Ready,
-    /// Its grants were revoked.
+    /// Every grant was revoked; a rebind can bring it back.
     Revoked,
-    /// A revoke is under way or was not confirmed.
+    /// A revoke began and not every grant is confirmed gone; the revoke can be retried.
     RevocationPending,
-    /// A failed create could not be taken back.
+    /// A failed create could not confirm taking its effects back.
     RollbackPending,
-    /// A rebind failed; the old revision stands.
+    /// A rebind failed and took back what it added; the old revision stands.
     RebindFailed,
 }
 
+impl AuthBindingState {
+    /// Every state, in declaration order.
+    pub const ALL: [AuthBindingState; 6] = [
+        AuthBindingState::Provisioning,
+        AuthBindingState::Ready,
+        AuthBindingState::Revoked,
+        AuthBindingState::RevocationPending,
+        AuthBindingState::RollbackPending,
+        AuthBindingState::RebindFailed,
+    ];
+
+    /// The wire and store word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthBindingState::Provisioning => "provisioning",
+            AuthBindingState::Ready => "ready",
+            AuthBindingState::Revoked => "revoked",
+            AuthBindingState::RevocationPending => "revocation_pending",
+            AuthBindingState::RollbackPending => "rollback_pending",
+            AuthBindingState::RebindFailed => "rebind_failed",
+        }
+    }
+
+    /// The state a word names.
+    pub fn parse(word: &str) -> Option<AuthBindingState> {
+        AuthBindingState::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
+
+    /// Whether a launch (start or attach) may be admitted: only a ready binding has every
+    /// grant confirmed and none being taken away.
+    pub fn admits_launch(self) -> bool {
+        match self {
+            AuthBindingState::Ready => true,
+            AuthBindingState::Provisioning
+            | AuthBindingState::Revoked
+            | AuthBindingState::RevocationPending
+            | AuthBindingState::RollbackPending
+            | AuthBindingState::RebindFailed => false,
+        }
+    }
+
+    /// Whether a rebind may start from here (spec §6.3). A revoke or a rollback still waiting
+    /// for confirmation must finish first, since a rebind would race its grant deletions.
+    pub fn allows_rebind(self) -> bool {
+        match self {
+            AuthBindingState::Ready
+            | AuthBindingState::Revoked
+            | AuthBindingState::RebindFailed => true,
+            AuthBindingState::Provisioning
+            | AuthBindingState::RevocationPending
+            | AuthBindingState::RollbackPending => false,
+        }
+    }
+}
+
 /// A grant's state (spec §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthGrantState {
-    /// Asked for; not yet confirmed.
+    /// `grants.add` is about to be sent or is in flight: asked for, not yet confirmed.
     Granting,
-    /// Confirmed.
+    /// impd confirmed the grant.
     Granted,
-    /// Asked for; the answer was lost.
+    /// `grants.add` got no answer: the grant may or may not exist.
     Uncertain,
-    /// Being revoked.
+    /// `grants.delete` is about to be sent or is in flight.
     Revoking,
-    /// Revoked.
+    /// impd confirmed the grant gone (or absent).
     Revoked,
-    /// A revoke not confirmed.
+    /// `grants.delete` got no answer; the revoke must be retried.
     RevocationPending,
+}
+
+impl AuthGrantState {
+    /// Every state, in declaration order.
+    pub const ALL: [AuthGrantState; 6] = [
+        AuthGrantState::Granting,
+        AuthGrantState::Granted,
+        AuthGrantState::Uncertain,
+        AuthGrantState::Revoking,
+        AuthGrantState::Revoked,
+        AuthGrantState::RevocationPending,
+    ];
+
+    /// The wire and store word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthGrantState::Granting => "granting",
+            AuthGrantState::Granted => "granted",
+            AuthGrantState::Uncertain => "uncertain",
+            AuthGrantState::Revoking => "revoking",
+            AuthGrantState::Revoked => "revoked",
+            AuthGrantState::RevocationPending => "revocation_pending",
+        }
+    }
+
+    /// The state a word names.
+    pub fn parse(word: &str) -> Option<AuthGrantState> {
+        AuthGrantState::ALL.into_iter().find(|s| s.as_str() == word)
+    }
 }
 
 /// `POST /v1/sessions/{id}/kill`: the session, and `forgotten: true` when it was already dead
@@ -598,4 +738,21 @@ pub struct TrailEntry {
     pub kind: Option<String>,
     /// Extra detail (a turn's result).
     pub detail: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_and_grant_words_are_serde_s() {
+        for s in AuthBindingState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(AuthBindingState::parse(s.as_str()), Some(s));
+        }
+        for s in AuthGrantState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(AuthGrantState::parse(s.as_str()), Some(s));
+        }
+    }
 }

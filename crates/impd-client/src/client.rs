@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::envelope::{decode_response, procedure_path, request_body};
-use super::error::{ImpPortError, NOT_FOUND, UNAUTHORIZED, UPGRADE_REFUSED};
+use super::error::{ImpPortError, ImpdCode};
 use super::token::TokenSource;
 use super::types::{CreateImp, Imp, Lease, SystemInfo};
 use super::ws_link::WsFramed;
@@ -160,7 +160,7 @@ impl ImpdClient {
     pub async fn imps_get(&self, name: &str) -> Result<Option<Imp>, ImpPortError> {
         match self.call("imps.get", json!({ "name": name })).await {
             Ok(output) => parse(output).map(Some),
-            Err(e) if e.is(NOT_FOUND) => Ok(None),
+            Err(e) if e.is(ImpdCode::NotFound) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -246,10 +246,13 @@ impl ImpdClient {
             Ok(Err(awc::error::WsClientError::InvalidResponseStatus(status))) => {
                 let status = status.as_u16();
                 let err = if status == 401 {
-                    ImpPortError::new(UNAUTHORIZED, format!("impd refused the token on {path}"))
+                    ImpPortError::new(
+                        ImpdCode::Unauthorized,
+                        format!("impd refused the token on {path}"),
+                    )
                 } else {
                     ImpPortError::new(
-                        UPGRADE_REFUSED,
+                        ImpdCode::UpgradeRefused,
                         format!("impd refused to open {path} (HTTP {status})"),
                     )
                 };

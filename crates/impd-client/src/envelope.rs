@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::error::{ImpPortError, HTTP_ERROR, UNAUTHORIZED, UNKNOWN_PROCEDURE};
+use super::error::{ImpPortError, ImpdCode};
 
 /// The request path of a procedure: `imps.get` → `/rpc/imps/get`.
 pub fn procedure_path(procedure: &str) -> String {
@@ -49,7 +49,7 @@ pub fn decode_response(status: u16, body: &[u8]) -> Result<Value, ImpPortError> 
     if let Some(mut err) = parsed.as_ref().and_then(envelope_error) {
         err.status = Some(status);
         if status == 401 {
-            err.code = UNAUTHORIZED.to_string();
+            err.code = ImpdCode::Unauthorized;
         }
         return Err(err);
     }
@@ -58,11 +58,11 @@ pub fn decode_response(status: u16, body: &[u8]) -> Result<Value, ImpPortError> 
     let err = match status {
         401 => ImpPortError::unauthorized("impd refused the token (HTTP 401)"),
         404 => ImpPortError::new(
-            UNKNOWN_PROCEDURE,
+            ImpdCode::UnknownProcedure,
             format!("impd has no such procedure (HTTP 404: {snippet})"),
         ),
         _ => ImpPortError::new(
-            HTTP_ERROR,
+            ImpdCode::HttpError,
             format!("impd answered HTTP {status}: {snippet}"),
         ),
     };
@@ -78,7 +78,7 @@ fn envelope_error(body: &Value) -> Option<ImpPortError> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     Some(ImpPortError {
-        code: code.to_string(),
+        code: ImpdCode::parse(code),
         message: message.to_string(),
         status: None,
         data: inner.get("data").cloned().unwrap_or(Value::Null),
@@ -88,7 +88,7 @@ fn envelope_error(body: &Value) -> Option<ImpPortError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::BAD_MESSAGE;
+    use crate::error::ImpdCode;
 
     #[test]
     fn paths_and_bodies() {
@@ -113,14 +113,14 @@ mod tests {
     fn non_object_success_is_a_bad_message() {
         assert!(decode_response(200, b"not json")
             .unwrap_err()
-            .is(BAD_MESSAGE));
+            .is(ImpdCode::BadMessage));
     }
 
     #[test]
     fn error_envelope_keeps_code_status_and_data() {
         let body = br#"{"json":{"defined":true,"code":"LEASED","status":409,"message":"imp is leased","data":{"leases":[],"otherCount":2}}}"#;
         let e = decode_response(409, body).unwrap_err();
-        assert!(e.is("LEASED"));
+        assert!(e.is(ImpdCode::Leased));
         assert_eq!(e.status, Some(409));
         assert_eq!(e.message, "imp is leased");
         assert_eq!(e.data["otherCount"], 2);
@@ -131,35 +131,39 @@ mod tests {
         let body =
             br#"{"json":{"defined":true,"code":"LEASE_NOT_HELD","status":409,"message":"m"}}"#;
         let e = decode_response(409, body).unwrap_err();
-        assert!(e.is("LEASE_NOT_HELD"));
+        assert!(e.is(ImpdCode::LeaseNotHeld));
         assert!(e.data.is_null());
     }
 
     #[test]
     fn any_401_is_unauthorized() {
         let bare = decode_response(401, br#"{"error":"unauthorized"}"#).unwrap_err();
-        assert!(bare.is(UNAUTHORIZED));
+        assert!(bare.is(ImpdCode::Unauthorized));
         assert_eq!(bare.status, Some(401));
         let orpc = br#"{"json":{"defined":false,"code":"UNAUTHORIZED","status":401,"message":"token gone"}}"#;
-        assert!(decode_response(401, orpc).unwrap_err().is(UNAUTHORIZED));
-        assert!(decode_response(401, b"").unwrap_err().is(UNAUTHORIZED));
+        assert!(decode_response(401, orpc)
+            .unwrap_err()
+            .is(ImpdCode::Unauthorized));
+        assert!(decode_response(401, b"")
+            .unwrap_err()
+            .is(ImpdCode::Unauthorized));
     }
 
     #[test]
     fn plain_404_is_an_unknown_procedure_not_not_found() {
         let e = decode_response(404, b"not found").unwrap_err();
-        assert!(e.is(UNKNOWN_PROCEDURE));
+        assert!(e.is(ImpdCode::UnknownProcedure));
         assert_eq!(e.status, Some(404));
         let nf = br#"{"json":{"defined":true,"code":"NOT_FOUND","status":404,"message":"no imp","data":{"kind":"imp","name":"a"}}}"#;
         let e = decode_response(404, nf).unwrap_err();
-        assert!(e.is("NOT_FOUND"));
+        assert!(e.is(ImpdCode::NotFound));
         assert_eq!(e.data["kind"], "imp");
     }
 
     #[test]
     fn other_statuses_without_envelope_are_http_errors() {
         let e = decode_response(502, b"<html>bad gateway</html>").unwrap_err();
-        assert!(e.is(HTTP_ERROR));
+        assert!(e.is(ImpdCode::HttpError));
         assert_eq!(e.status, Some(502));
     }
 }

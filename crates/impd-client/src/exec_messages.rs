@@ -8,7 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::error::ImpPortError;
+use super::error::{ImpPortError, ImpdCode};
 use super::output::Output;
 
 /// Channel byte of stdin (client → impd only).
@@ -231,7 +231,7 @@ struct RawError {
     #[serde(default)]
     message: String,
     #[serde(default)]
-    code: Option<String>,
+    code: Option<ImpdCode>,
     #[serde(default)]
     data: Value,
 }
@@ -278,7 +278,7 @@ pub fn decode_server_text(text: &[u8]) -> Result<Option<ExecEvent>, ImpPortError
         "error" => {
             let raw = RawError::deserialize(&value).map_err(bad)?;
             ExecEvent::Error(ImpPortError {
-                code: raw.code.unwrap_or_default(),
+                code: raw.code.unwrap_or(ImpdCode::Absent),
                 message: raw.message,
                 status: None,
                 data: raw.data,
@@ -292,7 +292,7 @@ pub fn decode_server_text(text: &[u8]) -> Result<Option<ExecEvent>, ImpPortError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::BAD_MESSAGE;
+    use crate::error::ImpdCode;
     use crate::output::Resume;
 
     #[test]
@@ -397,13 +397,15 @@ mod tests {
         assert_eq!((ch, &bytes[..]), (STDERR, &b"err"[..]));
         let (ch, bytes) = decode_data(Bytes::from_static(b"\x01")).unwrap();
         assert_eq!((ch, bytes.len()), (STDOUT, 0));
-        assert!(decode_data(Bytes::new()).unwrap_err().is(BAD_MESSAGE));
+        assert!(decode_data(Bytes::new())
+            .unwrap_err()
+            .is(ImpdCode::BadMessage));
         assert!(decode_data(Bytes::from_static(b"\x00x"))
             .unwrap_err()
-            .is(BAD_MESSAGE));
+            .is(ImpdCode::BadMessage));
         assert!(decode_data(Bytes::from_static(b"\x07x"))
             .unwrap_err()
-            .is(BAD_MESSAGE));
+            .is(ImpdCode::BadMessage));
     }
 
     #[test]
@@ -470,7 +472,7 @@ mod tests {
         .unwrap() else {
             panic!("not an error")
         };
-        assert!(e.is("PRECONDITION_FAILED"));
+        assert!(e.is(ImpdCode::PreconditionFailed));
         assert_eq!(e.data["reason"], "broker_not_ready");
         let p = e.precondition().unwrap();
         assert_eq!(
@@ -483,7 +485,7 @@ mod tests {
         else {
             panic!("not an error")
         };
-        assert_eq!(e.code, "");
+        assert_eq!(e.code, ImpdCode::Absent);
         assert!(e.data.is_null());
     }
 
@@ -494,7 +496,9 @@ mod tests {
             None
         );
         for bad in [&b"{not json"[..], br#"{"pid":1}"#, br#"{"type":"started"}"#] {
-            assert!(decode_server_text(bad).unwrap_err().is(BAD_MESSAGE));
+            assert!(decode_server_text(bad)
+                .unwrap_err()
+                .is(ImpdCode::BadMessage));
         }
     }
 }

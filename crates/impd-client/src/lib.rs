@@ -8,8 +8,10 @@
 //!   [`exec_messages`] their wire shapes, [`output`] the session continuity they report.
 //! - [`run`]: a command run to completion (the daemon's guest setup and file transfer).
 //! - [`tunnel`]: reverse forwards over `/tunnel` and their flow-controlled relays.
-//! - [`error`]: [`ImpPortError`] and the codes this client adds to impd's; [`refusal`] reads
-//!   the `data` of impd's refusals (forbidden reasons, missing kinds, failed requirements).
+//! - [`error`]: [`ImpPortError`] and its [`ImpdCode`] (impd's codes and the ones this client
+//!   adds); [`refusal`] reads the `data` of impd's refusals (forbidden reasons, missing kinds,
+//!   failed requirements).
+//! - [`names`]: the names atc gives its things on impd ([`exec_session_name`]).
 //!
 //! Everything runs on the current actix-rt arbiter (awc's futures are not `Send`); sockets get
 //! their reader and writer tasks there.
@@ -20,6 +22,7 @@ pub mod envelope;
 pub mod error;
 pub mod exec;
 pub mod exec_messages;
+pub mod names;
 pub mod output;
 pub mod refusal;
 pub mod run;
@@ -30,11 +33,12 @@ mod ws_link;
 
 pub use broker::{AuthScheme, PrincipalKind, Secret, SecretKind, SecretRule, TokenScope, WhoAmI};
 pub use client::{ImpdClient, ImpdTimeouts};
-pub use error::ImpPortError;
+pub use error::{ImpPortError, ImpdCode};
 pub use exec::{ExecEvents, ExecSocket, ExecWriter, GatedOpenError};
 pub use exec_messages::{
     AttachMsg, ExecEvent, Opening, Requirement, ResumeFrom, StartMsg, Started,
 };
+pub use names::exec_session_name;
 pub use output::{cold_boot_after, ColdBoot, NoSession, Output, Previous, Resume};
 pub use refusal::{ForbiddenReason, NotFoundKind, Precondition, PreconditionReason};
 pub use run::{RunResult, RunSpec};

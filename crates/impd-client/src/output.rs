@@ -171,7 +171,7 @@ impl NoSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::BAD_MESSAGE;
+    use crate::error::ImpdCode;
     use serde_json::json;
 
     #[test]
@@ -258,13 +258,13 @@ mod tests {
     #[test]
     fn offsets_without_ids_or_with_an_unknown_resume_are_bad() {
         let e = Output::from_value(&json!({"continuity": "offsets", "end": 0})).unwrap_err();
-        assert!(e.is(BAD_MESSAGE));
+        assert!(e.is(ImpdCode::BadMessage));
         let e = Output::from_value(&json!({
             "continuity": "offsets", "bootId": "B1", "executionGeneration": "G1",
             "bufferStart": 0, "end": 0, "offset": 0, "resume": {"kind": "teleport"}
         }))
         .unwrap_err();
-        assert!(e.is(BAD_MESSAGE));
+        assert!(e.is(ImpdCode::BadMessage));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::error::{ImpPortError, FORBIDDEN, NOT_FOUND, PRECONDITION_FAILED};
+use super::error::{ImpPortError, ImpdCode};
 
 /// Why impd refused a call with `FORBIDDEN` (`data.reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl ImpPortError {
     /// The reason of a `FORBIDDEN`; `None` for another code, or a `FORBIDDEN` without a reason
     /// this client knows.
     pub fn forbidden_reason(&self) -> Option<ForbiddenReason> {
-        if !self.is(FORBIDDEN) {
+        if !self.is(ImpdCode::Forbidden) {
             return None;
         }
         match self.data.get("reason").and_then(Value::as_str)? {
@@ -70,7 +70,7 @@ impl ImpPortError {
 
     /// What a `NOT_FOUND` says is missing; `None` for another code or one without a kind.
     pub fn not_found_kind(&self) -> Option<NotFoundKind> {
-        if !self.is(NOT_FOUND) {
+        if !self.is(ImpdCode::NotFound) {
             return None;
         }
         Some(match self.data.get("kind").and_then(Value::as_str)? {
@@ -84,7 +84,7 @@ impl ImpPortError {
 
     /// A `PRECONDITION_FAILED` as a requirement refusal; `None` for another code.
     pub fn precondition(&self) -> Option<Precondition> {
-        if !self.is(PRECONDITION_FAILED) {
+        if !self.is(ImpdCode::PreconditionFailed) {
             return None;
         }
         let reason = match self.data.get("reason").and_then(Value::as_str) {
@@ -105,7 +105,8 @@ impl ImpPortError {
     /// and impd's `features.execRequire` is not `true` (spec §9.10, §11).
     pub fn impd_outdated(version: &str) -> ImpPortError {
         let detail = format!("impd {version} is older than 0.30.0 and cannot check require");
-        let mut e = ImpPortError::new(PRECONDITION_FAILED, detail.clone()).with_status(412);
+        let mut e =
+            ImpPortError::new(ImpdCode::PreconditionFailed, detail.clone()).with_status(412);
         e.data = serde_json::json!({"reason": "impd_outdated", "detail": detail});
         e
     }
@@ -116,7 +117,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn err(code: &str, data: Value) -> ImpPortError {
+    fn err(code: ImpdCode, data: Value) -> ImpPortError {
         let mut e = ImpPortError::new(code, "m");
         e.data = data;
         e
@@ -129,34 +130,38 @@ mod tests {
             ("imp_out_of_scope", ForbiddenReason::ImpOutOfScope),
             ("not_grantable", ForbiddenReason::NotGrantable),
         ] {
-            let e = err(FORBIDDEN, json!({ "reason": wire }));
+            let e = err(ImpdCode::Forbidden, json!({ "reason": wire }));
             assert_eq!(e.forbidden_reason(), Some(reason));
         }
-        assert_eq!(err(FORBIDDEN, Value::Null).forbidden_reason(), None);
         assert_eq!(
-            err(FORBIDDEN, json!({"reason": "new"})).forbidden_reason(),
+            err(ImpdCode::Forbidden, Value::Null).forbidden_reason(),
             None
         );
         assert_eq!(
-            err("CONFLICT", json!({"reason": "scope"})).forbidden_reason(),
+            err(ImpdCode::Forbidden, json!({"reason": "new"})).forbidden_reason(),
+            None
+        );
+        assert_eq!(
+            err(ImpdCode::Conflict, json!({"reason": "scope"})).forbidden_reason(),
             None
         );
     }
 
     #[test]
     fn not_found_kinds() {
-        let kind = |k: &str| err(NOT_FOUND, json!({"kind": k, "name": "x"})).not_found_kind();
+        let kind =
+            |k: &str| err(ImpdCode::NotFound, json!({"kind": k, "name": "x"})).not_found_kind();
         assert_eq!(kind("grant"), Some(NotFoundKind::Grant));
         assert_eq!(kind("secret"), Some(NotFoundKind::Secret));
         assert_eq!(kind("imp"), Some(NotFoundKind::Imp));
         assert_eq!(kind("ssh-key"), Some(NotFoundKind::Other("ssh-key".into())));
-        assert_eq!(err(NOT_FOUND, Value::Null).not_found_kind(), None);
+        assert_eq!(err(ImpdCode::NotFound, Value::Null).not_found_kind(), None);
     }
 
     #[test]
     fn preconditions() {
         let e = err(
-            PRECONDITION_FAILED,
+            ImpdCode::PreconditionFailed,
             json!({"reason": "broker_not_ready", "detail": "no grant"}),
         );
         assert_eq!(
@@ -166,11 +171,11 @@ mod tests {
                 detail: "no grant".into()
             })
         );
-        let bare = err(PRECONDITION_FAILED, Value::Null)
+        let bare = err(ImpdCode::PreconditionFailed, Value::Null)
             .precondition()
             .unwrap();
         assert_eq!((bare.reason, bare.detail.as_str()), (None, ""));
-        assert_eq!(err("FORBIDDEN", Value::Null).precondition(), None);
+        assert_eq!(err(ImpdCode::Forbidden, Value::Null).precondition(), None);
         let old = ImpPortError::impd_outdated("0.29.4");
         assert_eq!(old.status, Some(412));
         let p = old.precondition().unwrap();

@@ -51,7 +51,7 @@ impl TokenSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::UNAUTHORIZED;
+    use crate::error::ImpdCode;
 
     #[test]
     fn file_is_trimmed_and_reread() {
@@ -68,15 +68,15 @@ mod tests {
     fn missing_or_empty_sources_are_unauthorized() {
         let dir = tempfile::tempdir().unwrap();
         let missing = TokenSource::File(dir.path().join("nope"));
-        assert!(missing.current().unwrap_err().is(UNAUTHORIZED));
+        assert!(missing.current().unwrap_err().is(ImpdCode::Unauthorized));
         let empty = dir.path().join("empty");
         std::fs::write(&empty, " \n").unwrap();
         assert!(TokenSource::File(empty)
             .current()
             .unwrap_err()
-            .is(UNAUTHORIZED));
+            .is(ImpdCode::Unauthorized));
         let unset = TokenSource::Env("ATC_IMP_TEST_SURELY_UNSET_TOKEN".into());
-        assert!(unset.current().unwrap_err().is(UNAUTHORIZED));
+        assert!(unset.current().unwrap_err().is(ImpdCode::Unauthorized));
         assert_eq!(TokenSource::None.current().unwrap(), None);
     }
 }

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use super::client::ImpdClient;
-use super::error::{ImpPortError, LOST, UNAUTHORIZED};
+use super::error::{ImpPortError, ImpdCode};
 use super::ws_link::{self, Incoming, LinkReader, LinkWriter};
 
 /// Unacknowledged bytes allowed each way (spec §12, §14).
@@ -224,7 +224,7 @@ fn parse_text(text: &[u8]) -> Result<(String, Value), ImpPortError> {
 /// A tunnel `error` message (no `data` on tunnels; code may be absent).
 fn tunnel_error(value: &Value) -> ImpPortError {
     ImpPortError::new(
-        value["code"].as_str().unwrap_or_default(),
+        ImpdCode::parse(value["code"].as_str().unwrap_or_default()),
         value["message"].as_str().unwrap_or_default(),
     )
 }
@@ -234,11 +234,11 @@ fn close_error(code: Option<u16>, reason: &str) -> ImpPortError {
     let mut e = ImpPortError::closed(code, reason);
     match code {
         Some(4000) => {
-            e.code = LOST.into();
+            e.code = ImpdCode::Lost;
             e.message = format!("the guest side was lost ({reason})");
         }
         Some(1008) => {
-            e.code = UNAUTHORIZED.into();
+            e.code = ImpdCode::Unauthorized;
             e.message = format!("impd closed the tunnel: the token was revoked ({reason})");
         }
         _ => {}

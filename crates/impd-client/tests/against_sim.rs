@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use impd_client::error::{
-    BAD_MESSAGE, LOST, UNAUTHORIZED, UNKNOWN_PROCEDURE, UNREACHABLE, UPGRADE_REFUSED,
-};
+use impd_client::error::ImpdCode;
 use impd_client::{
     AttachMsg, CreateImp, ExecEvent, ExecEvents, ImpdClient, ImpdTimeouts, Opening, Resume,
     ResumeFrom, RunSpec, StartMsg, TokenSource,
@@ -140,7 +138,7 @@ async fn an_impd_without_features_supports_nothing_and_has_no_leases() {
     assert!(!info.features.leases);
     assert!(!info.features.exec_require);
     let e = c.leases_acquire("box", "atc-d", 600).await.unwrap_err();
-    assert!(e.is(UNKNOWN_PROCEDURE), "{e:?}");
+    assert!(e.is(ImpdCode::UnknownProcedure), "{e:?}");
     assert_eq!(e.status, Some(404));
     let imp = c.imps_get("box").await.unwrap().expect("box exists");
     assert!(imp.leases.is_none());
@@ -163,7 +161,7 @@ async fn a_flag_sent_as_false_is_off() {
     assert!(!info.features.exec_require);
     assert!(!info.features.leases);
     let e = c.leases_release("box", "atc-d").await.unwrap_err();
-    assert!(e.is(UNKNOWN_PROCEDURE), "{e:?}");
+    assert!(e.is(ImpdCode::UnknownProcedure), "{e:?}");
 }
 
 #[actix_rt::test]
@@ -171,32 +169,36 @@ async fn a_wrong_token_is_unauthorized_on_calls_and_upgrades() {
     let sim = sim_with_box();
     let (c, _dir) = wrong_token_client(&sim);
     let e = c.system_info().await.unwrap_err();
-    assert!(e.is(UNAUTHORIZED), "{e:?}");
+    assert!(e.is(ImpdCode::Unauthorized), "{e:?}");
     assert_eq!(e.status, Some(401));
     let e = c
         .open_exec(session_start("s1", "exec sleep 60"))
         .await
         .err()
         .expect("the upgrade is refused");
-    assert!(e.is(UNAUTHORIZED), "{e:?}");
+    assert!(e.is(ImpdCode::Unauthorized), "{e:?}");
     assert_eq!(e.status, Some(401));
     let e = c.listen_unix("box", "/tmp/x.sock").await.err().unwrap();
-    assert!(e.is(UNAUTHORIZED), "{e:?}");
+    assert!(e.is(ImpdCode::Unauthorized), "{e:?}");
     let none = ImpdClient::new(&sim.url(), TokenSource::None);
-    assert!(none.imps_get("box").await.unwrap_err().is(UNAUTHORIZED));
+    assert!(none
+        .imps_get("box")
+        .await
+        .unwrap_err()
+        .is(ImpdCode::Unauthorized));
 }
 
 #[actix_rt::test]
 async fn a_dead_port_is_unreachable() {
     let c = ImpdClient::new(&dead_url(), TokenSource::None);
     let e = c.system_info().await.unwrap_err();
-    assert!(e.is(UNREACHABLE), "{e:?}");
+    assert!(e.is(ImpdCode::Unreachable), "{e:?}");
     let e = c
         .open_exec(session_start("s1", "true"))
         .await
         .err()
         .unwrap();
-    assert!(e.is(UNREACHABLE), "{e:?}");
+    assert!(e.is(ImpdCode::Unreachable), "{e:?}");
 }
 
 #[actix_rt::test]
@@ -217,7 +219,7 @@ async fn a_hung_upgrade_is_unreachable_after_the_open_timeout() {
         .await
         .err()
         .unwrap();
-    assert!(e.is(UNREACHABLE), "{e:?}");
+    assert!(e.is(ImpdCode::Unreachable), "{e:?}");
     assert!(began.elapsed() < Duration::from_secs(5));
 }
 
@@ -230,7 +232,7 @@ async fn an_upgrade_refused_with_another_status_is_upgrade_refused() {
         .await
         .err()
         .unwrap();
-    assert!(e.is(UPGRADE_REFUSED), "{e:?}");
+    assert!(e.is(ImpdCode::UpgradeRefused), "{e:?}");
     assert_eq!(e.status, Some(503));
 }
 
@@ -243,7 +245,11 @@ async fn the_token_file_is_reread_before_every_call() {
     let c = ImpdClient::new(&sim.url(), TokenSource::File(path.clone()));
     assert!(c.imps_get("box").await.unwrap().is_some());
     std::fs::write(&path, "rotated-away\n").unwrap();
-    assert!(c.imps_get("box").await.unwrap_err().is(UNAUTHORIZED));
+    assert!(c
+        .imps_get("box")
+        .await
+        .unwrap_err()
+        .is(ImpdCode::Unauthorized));
     let named = sim.faults().add_token(Scope::Manage, None);
     std::fs::write(&path, format!("{named}\n")).unwrap();
     assert!(c.imps_get("box").await.unwrap().is_some());
@@ -251,7 +257,11 @@ async fn the_token_file_is_reread_before_every_call() {
     let socket = c.open_exec(session_start("s1", "exec sleep 60")).await;
     assert!(socket.is_ok());
     std::fs::remove_file(&path).unwrap();
-    assert!(c.imps_get("box").await.unwrap_err().is(UNAUTHORIZED));
+    assert!(c
+        .imps_get("box")
+        .await
+        .unwrap_err()
+        .is(ImpdCode::Unauthorized));
 }
 
 #[actix_rt::test]
@@ -264,14 +274,14 @@ async fn call_passes_any_procedure_through_the_envelope() {
         .call("imps.get", json!({"name": "nobody"}))
         .await
         .unwrap_err();
-    assert!(e.is("NOT_FOUND"));
+    assert!(e.is(ImpdCode::NotFound));
     assert_eq!(e.status, Some(404));
     assert_eq!(e.data["kind"], "imp");
     let e = c
         .call("nothing.here", serde_json::Value::Null)
         .await
         .unwrap_err();
-    assert!(e.is(UNKNOWN_PROCEDURE), "{e:?}");
+    assert!(e.is(ImpdCode::UnknownProcedure), "{e:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -301,7 +311,7 @@ async fn imps_get_create_sleep_wake_and_destroy() {
         })
         .await
         .unwrap_err();
-    assert!(e.is("CONFLICT"), "{e:?}");
+    assert!(e.is(ImpdCode::Conflict), "{e:?}");
     assert_eq!(e.status, Some(409));
     let slept = c.imps_sleep("atc-one", false).await.unwrap();
     assert_eq!(slept.state, "sleeping");
@@ -310,7 +320,11 @@ async fn imps_get_create_sleep_wake_and_destroy() {
     assert_eq!(woken.state, "running");
     c.imps_destroy("atc-one").await.unwrap();
     assert_eq!(c.imps_get("atc-one").await.unwrap(), None);
-    assert!(c.imps_destroy("atc-one").await.unwrap_err().is("NOT_FOUND"));
+    assert!(c
+        .imps_destroy("atc-one")
+        .await
+        .unwrap_err()
+        .is(ImpdCode::NotFound));
 }
 
 #[actix_rt::test]
@@ -324,7 +338,7 @@ async fn the_ram_budget_refusal_carries_its_data() {
         })
         .await
         .unwrap_err();
-    assert!(e.is("RAM_BUDGET_EXCEEDED"), "{e:?}");
+    assert!(e.is(ImpdCode::RamBudgetExceeded), "{e:?}");
     assert_eq!(e.status, Some(503));
     assert!(e.data.get("budgetMib").is_some(), "{}", e.data);
 }
@@ -342,19 +356,19 @@ async fn leases_acquire_renew_release_and_block_a_sleep() {
     let imp = c.imps_get("box").await.unwrap().unwrap();
     assert_eq!(imp.leases.unwrap()["leases"][0]["owner"]["label"], "atc-d1");
     let e = c.imps_sleep("box", false).await.unwrap_err();
-    assert!(e.is("LEASED"), "{e:?}");
+    assert!(e.is(ImpdCode::Leased), "{e:?}");
     assert_eq!(e.data["leases"][0]["owner"]["label"], "atc-d1");
     assert!(c.leases_release("box", "atc-d1").await.unwrap());
     assert!(!c.leases_release("box", "atc-d1").await.unwrap());
     let e = c.leases_renew("box", "atc-d1", 600).await.unwrap_err();
-    assert!(e.is("LEASE_NOT_HELD"), "{e:?}");
+    assert!(e.is(ImpdCode::LeaseNotHeld), "{e:?}");
     let e = c.leases_acquire("box", "hold", 600).await.unwrap_err();
-    assert!(e.is("BAD_REQUEST"), "{e:?}");
+    assert!(e.is(ImpdCode::BadRequest), "{e:?}");
     assert!(c
         .leases_release("nobody", "atc-d1")
         .await
         .unwrap_err()
-        .is("NOT_FOUND"));
+        .is(ImpdCode::NotFound));
 }
 
 #[actix_rt::test]
@@ -365,7 +379,7 @@ async fn a_forced_sleep_ends_our_lease() {
     let slept = c.imps_sleep("box", true).await.unwrap();
     assert_eq!(slept.state, "sleeping");
     let e = c.leases_renew("box", "atc-d1", 600).await.unwrap_err();
-    assert!(e.is("LEASE_NOT_HELD"), "{e:?}");
+    assert!(e.is(ImpdCode::LeaseNotHeld), "{e:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -502,7 +516,7 @@ async fn an_attach_to_nothing_is_no_session_then_close_1011() {
     let mut events = socket.events;
     match next_event(&mut events).await {
         ExecEvent::Error(e) => {
-            assert!(e.is("NO_SESSION"), "{e:?}");
+            assert!(e.is(ImpdCode::NoSession), "{e:?}");
             let ns = impd_client::NoSession::from_data(&e.data).expect("boot history");
             assert_eq!(
                 Some(ns.boot_id.as_str()),
@@ -532,7 +546,7 @@ async fn a_schema_violation_is_an_error_without_a_code() {
         .unwrap();
     let mut events = socket.events;
     match next_event(&mut events).await {
-        ExecEvent::Error(e) => assert_eq!(e.code, "", "{e:?}"),
+        ExecEvent::Error(e) => assert_eq!(e.code, ImpdCode::Absent, "{e:?}"),
         other => panic!("expected an error, got {other:?}"),
     }
     closed_with(&mut events, 1011).await;
@@ -566,7 +580,7 @@ async fn an_unparseable_message_is_one_bad_message_error_and_the_socket_closes()
         .unwrap();
     let mut events = socket.events;
     match next_event(&mut events).await {
-        ExecEvent::Error(e) => assert!(e.is(BAD_MESSAGE), "{e:?}"),
+        ExecEvent::Error(e) => assert!(e.is(ImpdCode::BadMessage), "{e:?}"),
         other => panic!("expected BAD_MESSAGE, got {other:?}"),
     }
     // The real answer may still arrive before the close; no second terminal event does.
@@ -657,7 +671,7 @@ async fn a_run_on_a_missing_imp_is_not_found() {
         })
         .await
         .unwrap_err();
-    assert!(e.is("NOT_FOUND"), "{e:?}");
+    assert!(e.is(ImpdCode::NotFound), "{e:?}");
 }
 
 #[actix_rt::test]
@@ -775,7 +789,7 @@ async fn a_lost_listener_ends_the_forward_with_lost() {
         .unwrap()
         .expect("an error item");
     let e = end.unwrap_err();
-    assert!(e.is(LOST), "{e:?}");
+    assert!(e.is(ImpdCode::Lost), "{e:?}");
     assert_eq!(e.data["closeCode"], 4000);
     assert!(tokio::time::timeout(WITHIN, forward.next())
         .await
@@ -794,13 +808,13 @@ async fn a_listen_refusal_is_the_error_of_listen_unix() {
         .await
         .err()
         .unwrap();
-    assert!(e.is("LISTEN_FAILED"), "{e:?}");
+    assert!(e.is(ImpdCode::ListenFailed), "{e:?}");
     let e = client(&sim)
         .listen_unix("nobody", path.to_str().unwrap())
         .await
         .err()
         .unwrap();
-    assert!(e.is("NOT_FOUND"), "{e:?}");
+    assert!(e.is(ImpdCode::NotFound), "{e:?}");
 }
 
 #[actix_rt::test]
@@ -864,6 +878,6 @@ async fn an_impd_restart_closes_exec_sockets_with_1012_and_ends_forwards() {
         .unwrap()
         .expect("an error item")
         .unwrap_err();
-    assert!(e.is(impd_client::error::CLOSED), "{e:?}");
+    assert!(e.is(ImpdCode::Closed), "{e:?}");
     assert_eq!(e.data["closeCode"], 1012);
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use impd_client::error::{CONFLICT, NOT_FOUND, PRECONDITION_FAILED, UNREACHABLE};
+use impd_client::error::ImpdCode;
 use impd_client::{
     ExecEvent, ExecEvents, ForbiddenReason, ImpPortError, ImpdClient, ImpdTimeouts, NotFoundKind,
     Opening, PreconditionReason, PrincipalKind, Requirement, StartMsg, TokenScope, TokenSource,
@@ -108,7 +108,7 @@ async fn refused(c: &ImpdClient, start: StartMsg) -> ImpPortError {
 /// The `broker_not_ready` detail of a refused start; anything else fails the test.
 async fn not_ready_detail(c: &ImpdClient, start: StartMsg) -> String {
     let e = refused(c, start).await;
-    assert!(e.is(PRECONDITION_FAILED), "{e:?}");
+    assert!(e.is(ImpdCode::PreconditionFailed), "{e:?}");
     let p = e.precondition().expect("a precondition refusal");
     assert_eq!(p.reason, Some(PreconditionReason::BrokerNotReady));
     p.detail
@@ -304,7 +304,7 @@ async fn grants_add_list_and_delete_with_conflict_and_not_found() {
     assert_eq!(c.grants_list("box").await.unwrap(), ["gh", "npm"]);
 
     let e = c.grants_add("box", "gh-bot").await.unwrap_err();
-    assert!(e.is(CONFLICT), "{e:?}");
+    assert!(e.is(ImpdCode::Conflict), "{e:?}");
     assert_eq!(e.status, Some(409));
     assert_eq!(e.data["name"], "gh");
     assert_eq!(
@@ -322,7 +322,7 @@ async fn grants_add_list_and_delete_with_conflict_and_not_found() {
 
     c.grants_delete("box", "gh").await.unwrap();
     let e = c.grants_delete("box", "gh").await.unwrap_err();
-    assert!(e.is(NOT_FOUND));
+    assert!(e.is(ImpdCode::NotFound));
     assert_eq!(e.status, Some(404));
     assert_eq!(e.not_found_kind(), Some(NotFoundKind::Grant));
     assert_eq!(e.data["name"], "gh");
@@ -412,7 +412,7 @@ async fn a_failing_grant_step_has_no_effect_and_a_lost_or_late_answer_keeps_it()
         },
     );
     let e = c.grants_add("box", "gh").await.unwrap_err();
-    assert!(e.is("SERVICE_UNAVAILABLE"), "{e:?}");
+    assert!(e.is(ImpdCode::ServiceUnavailable), "{e:?}");
     assert_eq!(e.status, Some(503));
     assert!(sim.grants()["box"].is_empty());
 
@@ -421,7 +421,7 @@ async fn a_failing_grant_step_has_no_effect_and_a_lost_or_late_answer_keeps_it()
         .fail_next_grant(GrantStep::Add, Some("npm"), GrantFault::LoseAnswer);
     c.grants_add("box", "gh").await.unwrap();
     let e = c.grants_add("box", "npm").await.unwrap_err();
-    assert!(e.is(UNREACHABLE), "a lost answer: {e:?}");
+    assert!(e.is(ImpdCode::Unreachable), "a lost answer: {e:?}");
     assert_eq!(sim.grants()["box"], ["gh", "npm"], "the effect stayed");
 
     // A delete whose answer comes after the client gave up.
@@ -431,7 +431,7 @@ async fn a_failing_grant_step_has_no_effect_and_a_lost_or_late_answer_keeps_it()
         GrantFault::AnswerAfter(Duration::from_secs(5)),
     );
     let e = c.grants_delete("box", "gh").await.unwrap_err();
-    assert!(e.is(UNREACHABLE), "a late answer: {e:?}");
+    assert!(e.is(ImpdCode::Unreachable), "a late answer: {e:?}");
     assert_eq!(sim.grants()["box"], ["npm"], "the effect stayed");
 
     // A failing delete keeps the grant.

@@ -61,31 +61,23 @@ fn real_now() -> Millis {
 }
 
 /// RFC 3339 / ISO-8601 in UTC with milliseconds, the form JavaScript's `toISOString` writes
-/// (impd's dates come from there).
+/// (impd's dates come from there). Clamped to what the form can write, from the epoch to the
+/// end of year 9999.
 pub fn iso(ms: Millis) -> String {
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    const LAST_MS: u64 = 253_402_300_799_999;
+    let ms = u64::try_from(ms).unwrap_or(0).min(LAST_MS);
+    humantime::format_rfc3339_millis(UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_written_as_to_iso_string_writes_them() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(1_796_018_645_123), "2026-11-30T06:04:05.123Z");
+        assert_eq!(iso(-1), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(i64::MAX), "9999-12-31T23:59:59.999Z");
+    }
 }

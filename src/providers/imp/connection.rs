@@ -12,11 +12,8 @@ use super::harness::ImpHarness;
 use super::outcome::ConnectionEnd;
 use crate::providers::imp::broker::host_binding::Ticket;
 use impd_client::{
-    ExecEvent, ExecWriter, GatedOpenError, ImpPortError, ImpdClient, Opening, Started,
+    ExecEvent, ExecWriter, GatedOpenError, ImpPortError, ImpdClient, ImpdCode, Opening, Started,
 };
-
-/// The code of a connection end whose launch the host's binding refused (ours, not impd's).
-pub const LAUNCH_REFUSED: &str = "LAUNCH_REFUSED";
 
 /// impd answered `started` on attempt `attempt`.
 #[derive(Message)]
@@ -115,11 +112,9 @@ impl ImpConnection {
 
 /// How an error answering the open reads as a connection end.
 fn open_failure(e: ImpPortError) -> ConnectionEnd {
-    match e.code.as_str() {
-        impd_client::error::UNAUTHORIZED => ConnectionEnd::Unauthorized,
-        impd_client::error::UNREACHABLE | impd_client::error::UPGRADE_REFUSED => {
-            ConnectionEnd::Unreachable(e.message)
-        }
+    match e.code {
+        ImpdCode::Unauthorized => ConnectionEnd::Unauthorized,
+        ImpdCode::Unreachable | ImpdCode::UpgradeRefused => ConnectionEnd::Unreachable(e.message),
         _ => ConnectionEnd::Refused {
             code: e.code,
             message: e.message,
@@ -151,7 +146,7 @@ impl Actor for ImpConnection {
                     let info = match client.system_info().await {
                         Ok(info) => info,
                         Err(e) => {
-                            let e = ImpPortError::new(impd_client::error::UNREACHABLE, e.message);
+                            let e = ImpPortError::new(ImpdCode::Unreachable, e.message);
                             return (Err(GatedOpenError::Port(e)), ticket);
                         }
                     };
@@ -183,11 +178,7 @@ impl Actor for ImpConnection {
                         act.report_end(ctx);
                     }
                     Err(GatedOpenError::Gate(error)) => {
-                        act.end = Some(ConnectionEnd::Refused {
-                            code: LAUNCH_REFUSED.into(),
-                            message: error.to_string(),
-                            data: serde_json::Value::Null,
-                        });
+                        act.end = Some(ConnectionEnd::LaunchRefused(error.to_string()));
                         act.harness.do_send(ConnLaunchRefused {
                             attempt: act.attempt,
                             error,

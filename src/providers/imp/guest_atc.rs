@@ -17,7 +17,7 @@ use bytes::Bytes;
 
 use super::host_error::HostError;
 use super::settings::ImpSettings;
-use impd_client::{ImpPortError, ImpdClient, RunSpec};
+use impd_client::{ImpPortError, ImpdClient, ImpdCode, RunSpec};
 
 /// The version this daemon is, as `atc --version` prints it after `atc `.
 pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -179,6 +179,13 @@ pub enum InstallError {
     Refused(HostError),
 }
 
+/// A guest setup step that failed inside the imp (a script that exited non-zero) or on the
+/// daemon's side (reading the atc binary). Not one of impd's codes but the daemon's, carried as
+/// an impd error so a client sees it as `host_unavailable` with `problem: guest_setup`.
+pub fn guest_setup(detail: String) -> ImpPortError {
+    ImpPortError::new(ImpdCode::Other("GUEST_SETUP".into()), detail)
+}
+
 /// Makes `<guestDir>/run` and `<guestDir>/bin/atc` ready in `imp`. `known`: what the image has,
 /// as a readying of this imp learned it since its last cold boot. Answers what is known now
 /// (to be kept for the next readying).
@@ -209,13 +216,10 @@ pub async fn install(
     let probe = match (out.code, parse(&out.stdout)) {
         (Some(0), Some(p)) => p,
         (code, _) => {
-            let e = ImpPortError::new(
-                "GUEST_SETUP",
-                format!(
-                    "the guest setup script exited {code:?}: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-            );
+            let e = guest_setup(format!(
+                "the guest setup script exited {code:?}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
             return Err(InstallError::Impd(SETUP, e));
         }
     };
@@ -238,12 +242,9 @@ pub async fn install(
     const COPY: &str = "copying atc into the imp";
     let archive = tokio::task::spawn_blocking(move || one_file_tar(&binary, "atc", 0o755))
         .await
-        .map_err(|e| InstallError::Impd(COPY, ImpPortError::new("GUEST_SETUP", e.to_string())))?
+        .map_err(|e| InstallError::Impd(COPY, guest_setup(e.to_string())))?
         .map_err(|e| {
-            InstallError::Impd(
-                COPY,
-                ImpPortError::new("GUEST_SETUP", format!("reading the atc binary: {e}")),
-            )
+            InstallError::Impd(COPY, guest_setup(format!("reading the atc binary: {e}")))
         })?;
     let bin_dir = format!("{}/bin", s.guest_dir.trim_end_matches('/'));
     let out = client
@@ -251,14 +252,11 @@ pub async fn install(
         .await
         .map_err(|e| InstallError::Impd(COPY, e))?;
     if out.code != Some(0) {
-        let e = ImpPortError::new(
-            "GUEST_SETUP",
-            format!(
-                "unpacking atc exited {:?}: {}",
-                out.code,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        );
+        let e = guest_setup(format!(
+            "unpacking atc exited {:?}: {}",
+            out.code,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
         return Err(InstallError::Impd(COPY, e));
     }
     tracing::info!(imp, target = %s.target, "atc copied into the imp");

@@ -51,7 +51,7 @@ use crate::providers::{
     ResizeTerminal, StartSpec, WriteInput,
 };
 use impd_client::ExecWriter;
-use impd_client::Opening;
+use impd_client::{ImpdCode, Opening};
 
 /// What a fresh attach writes to the session before impd's replay: reset attributes, home,
 /// clear. Not a full terminal reset, which would also clobber clients' terminal modes.
@@ -164,7 +164,7 @@ impl ImpHarness {
         });
         let revive = spec.host == HostUse::Existing && !spec.attach_only;
         let params = StartParams {
-            session: super::naming::exec_session_name(&spec.session_id.to_string()),
+            session: impd_client::exec_session_name(&spec.session_id.to_string()),
             imp,
             argv: std::iter::once(plan.bin).chain(plan.args).collect(),
             env,
@@ -423,7 +423,7 @@ impl ImpHarness {
                         Some(code) => CheckOutcome::Exited(code),
                         None => CheckOutcome::Signalled,
                     },
-                    Err(e) if e.is("EXEC_FAILED") => CheckOutcome::NotRun,
+                    Err(e) if e.is(ImpdCode::ExecFailed) => CheckOutcome::NotRun,
                     Err(e) => {
                         let err = HostError::impd(&target, "running the sign-in check", &e);
                         return act.refuse(err, ctx);

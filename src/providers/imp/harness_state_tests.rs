@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::*;
 use crate::providers::imp::input_queue::tests::FakeLink;
 use crate::providers::imp::input_queue::INPUT_BACKLOG_BYTES;
-use impd_client::Output;
+use impd_client::{ImpdCode, Output};
 use serde_json::{json, Value};
 
 type State = HarnessState<Rc<FakeLink>>;
@@ -183,7 +183,7 @@ fn then(effects: &[Effect]) -> Then {
 
 fn refused(code: &str, data: Value) -> ConnectionEnd {
     ConnectionEnd::Refused {
-        code: code.into(),
+        code: ImpdCode::parse(code),
         message: "text".into(),
         data,
     }

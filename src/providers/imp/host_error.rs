@@ -1,7 +1,7 @@
 //! Why an imp host could not do what a session asked: impd refused or could not be reached,
 //! the host is busy or leased by another owner, or its harness never started (spec §5).
 
-use impd_client::ImpPortError;
+use impd_client::{ImpPortError, ImpdCode};
 use serde_json::{Map, Value};
 
 /// A refusal from an imp host.
@@ -20,7 +20,7 @@ pub enum HostError {
         /// What was being done, e.g. "creating the imp".
         what: &'static str,
         /// impd's code, e.g. `RAM_BUDGET_EXCEEDED`.
-        code: String,
+        code: ImpdCode,
         /// impd's message.
         message: String,
     },
@@ -54,7 +54,7 @@ pub enum HostError {
         /// The target.
         target: String,
         /// impd's code.
-        code: String,
+        code: ImpdCode,
         /// impd's message.
         message: String,
     },

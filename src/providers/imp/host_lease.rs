@@ -21,7 +21,7 @@ use super::host_error::HostError;
 use super::settings::ImpSettings;
 use crate::metrics::HeldFlag;
 use crate::providers::CheckIdle;
-use impd_client::{CreateImp, ImpPortError, RunSpec};
+use impd_client::{CreateImp, ImpPortError, ImpdCode, RunSpec};
 
 /// What a readied host offers a harness.
 #[derive(Debug, Clone, Copy)]
@@ -171,7 +171,7 @@ impl HostLease {
                 .into_actor(self)
                 .map(|res, act, ctx| match res {
                     Ok(_) => {}
-                    Err(e) if e.is("LEASE_NOT_HELD") => {
+                    Err(e) if e.is(ImpdCode::LeaseNotHeld) => {
                         // Someone ended our lease (a forced sleep): never take it back by
                         // the timer.
                         tracing::warn!(imp = %act.imp, "lease not held any more; renewal stopped");
@@ -307,7 +307,7 @@ async fn ready(
         if created {
             match client.imps_destroy(imp).await {
                 Ok(()) => {}
-                Err(e) if e.is("NOT_FOUND") => {}
+                Err(e) if e.is(ImpdCode::NotFound) => {}
                 Err(e) => {
                     tracing::error!(imp, code = %e.code, "could not destroy the imp a failed readying created");
                     return err.effect_remains();
@@ -376,14 +376,11 @@ async fn make_dirs(
     if r.code == Some(0) {
         return Ok(());
     }
-    Err(ImpPortError::new(
-        "GUEST_SETUP",
-        format!(
-            "mkdir of the guest dir exited {:?}: {}",
-            r.code,
-            String::from_utf8_lossy(&r.stderr).trim()
-        ),
-    ))
+    Err(super::guest_atc::guest_setup(format!(
+        "mkdir of the guest dir exited {:?}: {}",
+        r.code,
+        String::from_utf8_lossy(&r.stderr).trim()
+    )))
 }
 
 impl Handler<BootSeen> for HostLease {
@@ -491,7 +488,7 @@ impl Handler<SuspendHost> for HostLease {
                 }
                 match client.imps_sleep(&imp, false).await {
                     Ok(_) => Suspension::Slept,
-                    Err(e) if e.is("LEASED") => Suspension::Leased {
+                    Err(e) if e.is(ImpdCode::Leased) => Suspension::Leased {
                         error: e,
                         retaken: retake().await,
                     },
@@ -585,7 +582,7 @@ impl Handler<DestroyHost> for HostLease {
                     act.suspending = false;
                     match res {
                         Ok(()) => {}
-                        Err(e) if e.is("NOT_FOUND") => {}
+                        Err(e) if e.is(ImpdCode::NotFound) => {}
                         Err(e) => {
                             act.start_renewal(ctx);
                             return Err(HostError::impd(&target, "destroying the host", &e));

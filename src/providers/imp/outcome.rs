@@ -2,6 +2,7 @@
 //! A pure function of how the connection ended, whether it had started, and the harness's
 //! cursor, so every row of the table is unit-tested without a network.
 
+use impd_client::ImpdCode;
 use serde_json::Value;
 
 use super::cursor::Cursor;
@@ -18,13 +19,15 @@ pub enum ConnectionEnd {
     },
     /// impd refused (an `error` message, or an error answering the open).
     Refused {
-        /// impd's code (`NO_SESSION`, `INVALID_STATE`, ...); empty when it sent none.
-        code: String,
+        /// impd's code (`NO_SESSION`, `INVALID_STATE`, ...).
+        code: ImpdCode,
         /// Its message.
         message: String,
         /// Its data.
         data: Value,
     },
+    /// The daemon's launch gate refused before anything was sent (its message says why).
+    LaunchRefused(String),
     /// The socket ended while the process runs on (`taken_over`, `slow`, `lost`).
     Detached {
         /// The reason.
@@ -94,7 +97,7 @@ pub fn start_refusal(end: &ConnectionEnd) -> Option<StartRefusal> {
     else {
         return None;
     };
-    if code != "PRECONDITION_FAILED" {
+    if *code != ImpdCode::PreconditionFailed {
         return None;
     }
     let detail = data
@@ -123,6 +126,7 @@ pub fn decide(end: &ConnectionEnd, started: bool, cursor: &Cursor) -> Next {
             message,
             data,
         } => refused(code, message, data, cursor),
+        ConnectionEnd::LaunchRefused(message) => Next::Ended(format!("launch refused ({message})")),
         ConnectionEnd::Detached { reason } if started && reason == "slow" => Next::ReconnectNow,
         ConnectionEnd::Closed { code: Some(1011) } if started => Next::ReconnectNow,
         ConnectionEnd::Detached { reason } => Next::Retry {
@@ -154,16 +158,16 @@ pub fn decide(end: &ConnectionEnd, started: bool, cursor: &Cursor) -> Next {
     }
 }
 
-fn refused(code: &str, message: &str, data: &Value, cursor: &Cursor) -> Next {
+fn refused(code: &ImpdCode, message: &str, data: &Value, cursor: &Cursor) -> Next {
     match code {
-        "INVALID_RESUME" => Next::FreshAttach,
-        "NO_SESSION" => lost(data, cursor),
-        "INVALID_STATE" => match data.get("state").and_then(Value::as_str) {
+        ImpdCode::InvalidResume => Next::FreshAttach,
+        ImpdCode::NoSession => lost(data, cursor),
+        ImpdCode::InvalidState => match data.get("state").and_then(Value::as_str) {
             Some("sleeping") => Next::Suspended,
             Some(state) => Next::Ended(format!("imp is {state}")),
             None => Next::Ended("imp is not running".into()),
         },
-        "PRECONDITION_FAILED" => {
+        ImpdCode::PreconditionFailed => {
             let detail = data
                 .get("detail")
                 .and_then(Value::as_str)
@@ -173,8 +177,7 @@ fn refused(code: &str, message: &str, data: &Value, cursor: &Cursor) -> Next {
                 _ => Next::Ended(format!("imp broker not ready ({detail})")),
             }
         }
-        super::connection::LAUNCH_REFUSED => Next::Ended(format!("launch refused ({message})")),
-        "" => Next::Ended(format!("imp refused the session ({message})")),
+        ImpdCode::Absent => Next::Ended(format!("imp refused the session ({message})")),
         other => Next::Ended(format!("imp refused the session ({other})")),
     }
 }
@@ -265,7 +268,7 @@ mod tests {
 
     fn refused(code: &str, data: Value) -> ConnectionEnd {
         ConnectionEnd::Refused {
-            code: code.into(),
+            code: ImpdCode::parse(code),
             message: "text".into(),
             data,
         }
@@ -441,7 +444,7 @@ mod tests {
     #[test]
     fn broker_preconditions_are_start_refusals_and_nothing_else_is() {
         let refused = |code: &str, data: Value| ConnectionEnd::Refused {
-            code: code.into(),
+            code: ImpdCode::parse(code),
             message: "m".into(),
             data,
         };

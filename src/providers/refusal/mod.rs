@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use super::registry::Providers;
 use super::{Capabilities, Capability};
-use crate::config::targets::{Scope, Target, Targets};
+use crate::config::targets::{Target, Targets};
+use atc_protocol::responses::TargetProblemScope;
 
 /// An operation that reaches a session or its target, as the refusal chain tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +123,11 @@ pub fn chain<'a>(
     provider_caps: impl Fn(&Target) -> Option<Capabilities>,
 ) -> Result<&'a Target, TargetError> {
     // 1. The file itself.
-    if let Some(p) = targets.problems().iter().find(|p| p.scope == Scope::Config) {
+    if let Some(p) = targets
+        .problems()
+        .iter()
+        .find(|p| p.scope == TargetProblemScope::Config)
+    {
         return Err(TargetError::ConfigUnusable {
             problem: p.problem.clone(),
             detail: p.detail.clone(),
@@ -134,14 +139,15 @@ pub fn chain<'a>(
         let problem = targets
             .problems()
             .iter()
-            .find(|p| p.scope != Scope::Target)
+            .find(|p| p.scope != TargetProblemScope::Target)
             .map(|p| p.problem.clone())
             .unwrap_or_else(|| "no local target and no defaultTarget".into());
         return Err(TargetError::NoDefault { problem });
     };
     // 3. The map, or this entry.
     if let Some(p) = targets.problems().iter().find(|p| {
-        p.scope == Scope::Targets || (p.scope == Scope::Target && p.target.as_deref() == Some(id))
+        p.scope == TargetProblemScope::Targets
+            || (p.scope == TargetProblemScope::Target && p.target.as_deref() == Some(id))
     }) {
         return Err(TargetError::Misconfigured {
             id: id.to_string(),
@@ -407,7 +413,7 @@ mod tests {
     #[test]
     fn the_refusal_chain_gives_codes_in_order() {
         let file = Some(crate::config::targets::TargetProblem {
-            scope: Scope::Config,
+            scope: TargetProblemScope::Config,
             target: None,
             problem: "config_malformed".into(),
             detail: "line 1".into(),

@@ -317,7 +317,7 @@ impl Session {
     /// Appends a row to the session's trail, keeping at most `limits.trailPerSession` of them.
     fn trail(&self, row: TrailRow) {
         self.deps.store.append_event(
-            crate::store::TrailEvent {
+            atc_protocol::responses::TrailEntry {
                 id: 0,
                 ts: rfc3339_now(),
                 atc_id: self.record.id.to_string(),

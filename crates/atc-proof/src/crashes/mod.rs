@@ -448,7 +448,7 @@ impl World {
         };
         let names: BTreeSet<String> = alive
             .iter()
-            .map(|id| atc::providers::imp::naming::exec_session_name(id))
+            .map(|id| impd_client::exec_session_name(id))
             .collect();
         let orphans: BTreeSet<String> = sim
             .imps()
@@ -461,7 +461,7 @@ impl World {
         let mut found = Vec::new();
         for settled in &self.book.borrow().settled {
             for run in evidence::effects(&settled.task.dir) {
-                let name = atc::providers::imp::naming::exec_session_name(&run.session);
+                let name = impd_client::exec_session_name(&run.session);
                 if orphans.contains(&name) {
                     found.push(format!(
                         "{} ran as {} and was answered {:?}",

@@ -371,7 +371,7 @@ impl Bench {
             .await
             .context("spawning a remote session")?;
         let id = spawned.id.to_string();
-        let session = atc::providers::imp::naming::exec_session_name(&id);
+        let session = impd_client::exec_session_name(&id);
         let until = Instant::now() + OUTCOME_WITHIN;
         let imp = loop {
             let found = self

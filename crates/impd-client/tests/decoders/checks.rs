@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use impd_client::envelope::{decode_response, request_body};
-use impd_client::error::UNAUTHORIZED;
+use impd_client::error::ImpdCode;
 use impd_client::exec_messages::{decode_data, decode_server_text, encode_data, STDERR, STDOUT};
 use impd_client::ExecEvent;
 use serde_json::Value;
@@ -28,7 +28,7 @@ pub fn envelope(status: u16, body: &[u8]) {
         Err(e) => {
             assert_eq!(e.status, Some(status), "{e:?}");
             if status == 401 {
-                assert_eq!(e.code, UNAUTHORIZED, "{e:?}");
+                assert_eq!(e.code, ImpdCode::Unauthorized, "{e:?}");
             }
         }
     }

@@ -7,14 +7,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use impd_client::{CreateImp, ImpdClient};
+use impd_client::{CreateImp, ImpdClient, ImpdCode};
 
-use super::binding::{Binding, BindingState, BoundSecret, Grant, GrantState};
+use super::binding::{Binding, BoundSecret, Grant};
 use super::binding_store::{SharedBindingStore, StoreFailure};
 use super::{gate, AgentAuth, BrokerError};
 use crate::clock::now_ms;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError as Error;
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 mod rebind;
 mod reconcile;
@@ -143,18 +144,18 @@ impl HostContext {
             let grant = Grant {
                 host_key: self.host_key.clone(),
                 secret: secret.name.clone(),
-                state: GrantState::Granting,
+                state: AuthGrantState::Granting,
                 preexisted: false,
                 attempt_id: binding.attempt_id,
             };
             self.store.grant_put(&grant).await.map_err(stored)?;
             let state = match self.client.grants_add(&self.imp, &secret.name).await {
-                Ok(()) => GrantState::Granted,
+                Ok(()) => AuthGrantState::Granted,
                 Err(e) => {
                     // Unknown whether impd applied it: the take-back removes it either way.
                     let _ = self
                         .store
-                        .grant_set_state(&self.host_key, &secret.name, GrantState::Uncertain)
+                        .grant_set_state(&self.host_key, &secret.name, AuthGrantState::Uncertain)
                         .await
                         .map_err(stored);
                     let err = self.impd("granting a secret", &e);
@@ -200,7 +201,7 @@ impl HostContext {
         if confirmed && binding.created_imp {
             match self.client.imps_destroy(&self.imp).await {
                 Ok(()) => {}
-                Err(e) if e.is("NOT_FOUND") => {}
+                Err(e) if e.is(ImpdCode::NotFound) => {}
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, code = %e.code,
                         "could not destroy the imp a failed create made");
@@ -213,7 +214,7 @@ impl HostContext {
         }
         if let Err(e) = self
             .store
-            .binding_set_state(&self.host_key, BindingState::RollbackPending, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::RollbackPending, now_ms())
             .await
         {
             stored(e);
@@ -233,7 +234,7 @@ impl HostContext {
         else {
             return Ok(());
         };
-        if binding.state != BindingState::Provisioning {
+        if binding.state != AuthBindingState::Provisioning {
             return Ok(());
         }
         let cause = HostError::NotStarted {
@@ -249,7 +250,7 @@ impl HostContext {
     /// The harness behind `binding` really started: the binding is `ready`.
     pub async fn mark_ready(&self) -> Result<(), Error> {
         self.store
-            .binding_set_state(&self.host_key, BindingState::Ready, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Ready, now_ms())
             .await
             .map_err(stored)
     }
@@ -269,7 +270,7 @@ impl HostContext {
             }
             .into());
         };
-        if binding.state != BindingState::Ready {
+        if binding.state != AuthBindingState::Ready {
             return Err(BrokerError::Blocked {
                 state: binding.state.as_str(),
             }
@@ -310,25 +311,29 @@ impl HostContext {
     pub async fn revoke(&self) -> Result<(), Error> {
         self.recorded().await?;
         self.store
-            .binding_set_state(&self.host_key, BindingState::RevocationPending, now_ms())
+            .binding_set_state(
+                &self.host_key,
+                AuthBindingState::RevocationPending,
+                now_ms(),
+            )
             .await
             .map_err(stored)?;
         let mut unconfirmed = Vec::new();
         for g in self.store.grants_of(&self.host_key).await.map_err(stored)? {
-            if g.state == GrantState::Revoked {
+            if g.state == AuthGrantState::Revoked {
                 continue;
             }
             self.store
-                .grant_set_state(&self.host_key, &g.secret, GrantState::Revoking)
+                .grant_set_state(&self.host_key, &g.secret, AuthGrantState::Revoking)
                 .await
                 .map_err(stored)?;
             let state = match self.ungrant(&g.secret).await {
-                Ok(()) => GrantState::Revoked,
+                Ok(()) => AuthGrantState::Revoked,
                 Err(e) => {
                     tracing::warn!(imp = %self.imp, secret = %g.secret, code = %e.code,
                         "grant not confirmed revoked");
                     unconfirmed.push(g.secret.clone());
-                    GrantState::RevocationPending
+                    AuthGrantState::RevocationPending
                 }
             };
             self.store
@@ -340,7 +345,7 @@ impl HostContext {
             return Err(BrokerError::RevocationPending { unconfirmed }.into());
         }
         self.store
-            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Revoked, now_ms())
             .await
             .map_err(stored)
     }
@@ -405,7 +410,7 @@ impl HostContext {
             return Ok(());
         };
         self.store
-            .binding_set_state(&self.host_key, BindingState::Revoked, now_ms())
+            .binding_set_state(&self.host_key, AuthBindingState::Revoked, now_ms())
             .await
             .map_err(stored)?;
         let imp = self
@@ -445,7 +450,7 @@ impl HostContext {
     pub async fn admits(&self, hash: &str, creating: Option<uuid::Uuid>) -> Result<(), Error> {
         let binding = self.recorded().await?;
         let own_create =
-            binding.state == BindingState::Provisioning && creating == Some(binding.attempt_id);
+            binding.state == AuthBindingState::Provisioning && creating == Some(binding.attempt_id);
         if !binding.state.admits_launch() && !own_create {
             return Err(BrokerError::Blocked {
                 state: binding.state.as_str(),

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+// A binding's and a grant's states are the wire's own: the store keeps their words, and
+// `GET /v1/sessions/{id}/auth` lists them as they are.
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 use impd_client::{AuthScheme, Secret, SecretRule};
 
 /// A state word that names no state; a store row holding one is corrupt.
@@ -20,132 +23,20 @@ pub struct UnknownState {
     pub word: String,
 }
 
-/// Where a host's binding stands. Only `Ready` admits a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BindingState {
-    /// A create is running (or was, when a daemon died): the imp and grants may be partial.
-    Provisioning,
-    /// Granted, and a harness really started behind the broker.
-    Ready,
-    /// Every grant was revoked; a rebind can bring it back.
-    Revoked,
-    /// A revoke began and not every grant is confirmed gone; the revoke can be retried.
-    RevocationPending,
-    /// A failed create could not confirm taking its effects back.
-    RollbackPending,
-    /// A rebind failed and took back what it added; the old revision stays.
-    RebindFailed,
+/// The binding state a store word names.
+pub fn binding_state(word: &str) -> Result<AuthBindingState, UnknownState> {
+    AuthBindingState::parse(word).ok_or_else(|| UnknownState {
+        what: "binding",
+        word: word.to_string(),
+    })
 }
 
-impl BindingState {
-    /// Every state, in declaration order.
-    pub const ALL: [BindingState; 6] = [
-        BindingState::Provisioning,
-        BindingState::Ready,
-        BindingState::Revoked,
-        BindingState::RevocationPending,
-        BindingState::RollbackPending,
-        BindingState::RebindFailed,
-    ];
-
-    /// The wire and store word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BindingState::Provisioning => "provisioning",
-            BindingState::Ready => "ready",
-            BindingState::Revoked => "revoked",
-            BindingState::RevocationPending => "revocation_pending",
-            BindingState::RollbackPending => "rollback_pending",
-            BindingState::RebindFailed => "rebind_failed",
-        }
-    }
-
-    /// The state a word names.
-    pub fn parse(word: &str) -> Result<BindingState, UnknownState> {
-        BindingState::ALL
-            .into_iter()
-            .find(|s| s.as_str() == word)
-            .ok_or_else(|| UnknownState {
-                what: "binding",
-                word: word.to_string(),
-            })
-    }
-
-    /// Whether a launch (start or attach) may be admitted: only a ready binding has every
-    /// grant confirmed and none being taken away.
-    pub fn admits_launch(self) -> bool {
-        match self {
-            BindingState::Ready => true,
-            BindingState::Provisioning
-            | BindingState::Revoked
-            | BindingState::RevocationPending
-            | BindingState::RollbackPending
-            | BindingState::RebindFailed => false,
-        }
-    }
-
-    /// Whether a rebind may start from here (spec §6.3). A revoke or a rollback still waiting
-    /// for confirmation must finish first, since a rebind would race its grant deletions.
-    pub fn allows_rebind(self) -> bool {
-        match self {
-            BindingState::Ready | BindingState::Revoked | BindingState::RebindFailed => true,
-            BindingState::Provisioning
-            | BindingState::RevocationPending
-            | BindingState::RollbackPending => false,
-        }
-    }
-}
-
-/// Where one grant of a secret to the host's imp stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GrantState {
-    /// `grants.add` is about to be sent or is in flight.
-    Granting,
-    /// impd confirmed the grant.
-    Granted,
-    /// `grants.add` got no answer: the grant may or may not exist.
-    Uncertain,
-    /// `grants.delete` is about to be sent or is in flight.
-    Revoking,
-    /// impd confirmed the grant gone (or absent).
-    Revoked,
-    /// `grants.delete` got no answer; the revoke must be retried.
-    RevocationPending,
-}
-
-impl GrantState {
-    /// Every state, in declaration order.
-    pub const ALL: [GrantState; 6] = [
-        GrantState::Granting,
-        GrantState::Granted,
-        GrantState::Uncertain,
-        GrantState::Revoking,
-        GrantState::Revoked,
-        GrantState::RevocationPending,
-    ];
-
-    /// The wire and store word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GrantState::Granting => "granting",
-            GrantState::Granted => "granted",
-            GrantState::Uncertain => "uncertain",
-            GrantState::Revoking => "revoking",
-            GrantState::Revoked => "revoked",
-            GrantState::RevocationPending => "revocation_pending",
-        }
-    }
-
-    /// The state a word names.
-    pub fn parse(word: &str) -> Result<GrantState, UnknownState> {
-        GrantState::ALL
-            .into_iter()
-            .find(|s| s.as_str() == word)
-            .ok_or_else(|| UnknownState {
-                what: "grant",
-                word: word.to_string(),
-            })
-    }
+/// The grant state a store word names.
+pub fn grant_state(word: &str) -> Result<AuthGrantState, UnknownState> {
+    AuthGrantState::parse(word).ok_or_else(|| UnknownState {
+        what: "grant",
+        word: word.to_string(),
+    })
 }
 
 /// One rule of a bound secret, as impd listed it when it was bound. The scheme stays the
@@ -265,7 +156,7 @@ pub struct Binding {
     /// What is bound: names and rules, never values.
     pub secrets: Vec<BoundSecret>,
     /// Its state.
-    pub state: BindingState,
+    pub state: AuthBindingState,
     /// The create attempt that made this record; its grants carry the same id.
     pub attempt_id: Uuid,
     /// Whether this attempt creates the imp (so taking the attempt back destroys it). Set
@@ -297,7 +188,7 @@ pub enum ReconcileAction {
 /// flight, when some listed session does or does not use its host. A rebind in flight wins:
 /// whatever the state it started from, it did not finish.
 pub fn reconcile_action(
-    state: BindingState,
+    state: AuthBindingState,
     pending_rebind: Option<&PendingRebind>,
     has_listed_session: bool,
 ) -> ReconcileAction {
@@ -306,22 +197,24 @@ pub fn reconcile_action(
     }
     match state {
         // A listed session may still own the attempt (its take-back is the session's).
-        BindingState::Provisioning | BindingState::RollbackPending if !has_listed_session => {
+        AuthBindingState::Provisioning | AuthBindingState::RollbackPending
+            if !has_listed_session =>
+        {
             ReconcileAction::TakeBackAttempt
         }
-        BindingState::Provisioning | BindingState::RollbackPending => ReconcileAction::Keep,
+        AuthBindingState::Provisioning | AuthBindingState::RollbackPending => ReconcileAction::Keep,
         // A pending revocation stays blocked until a retried revoke confirms it.
-        BindingState::Ready
-        | BindingState::Revoked
-        | BindingState::RevocationPending
-        | BindingState::RebindFailed => ReconcileAction::Keep,
+        AuthBindingState::Ready
+        | AuthBindingState::Revoked
+        | AuthBindingState::RevocationPending
+        | AuthBindingState::RebindFailed => ReconcileAction::Keep,
     }
 }
 
 /// A rebind asked for from a state that does not allow one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("a binding in state '{}' cannot be rebound", .0.as_str())]
-pub struct RebindNotAllowed(pub BindingState);
+pub struct RebindNotAllowed(pub AuthBindingState);
 
 impl Binding {
     /// The record a create writes before it touches impd: `provisioning`, revision 1, a new
@@ -343,7 +236,7 @@ impl Binding {
             revision: 1,
             hash: binding_hash(&secrets),
             secrets,
-            state: BindingState::Provisioning,
+            state: AuthBindingState::Provisioning,
             attempt_id: Uuid::new_v4(),
             created_imp: false,
             pending_rebind: None,
@@ -383,7 +276,7 @@ impl Binding {
         self.revision = p.revision;
         self.hash = p.hash;
         self.secrets = p.secrets;
-        self.state = BindingState::Ready;
+        self.state = AuthBindingState::Ready;
         self.updated_at = now;
         Some(self.revision)
     }
@@ -392,7 +285,7 @@ impl Binding {
     /// the old revision. Answers the rebind that was given up, if there was one.
     pub fn fail_rebind(&mut self, now: i64) -> Option<PendingRebind> {
         let p = self.pending_rebind.take()?;
-        self.state = BindingState::RebindFailed;
+        self.state = AuthBindingState::RebindFailed;
         self.updated_at = now;
         Some(p)
     }
@@ -406,7 +299,7 @@ pub struct Grant {
     /// The impd secret's name.
     pub secret: String,
     /// Its state.
-    pub state: GrantState,
+    pub state: AuthGrantState,
     /// The grant existed before this binding asked for it; taking an attempt back leaves it.
     pub preexisted: bool,
     /// The attempt (create or rebind) that recorded it.
@@ -458,17 +351,9 @@ pub fn plan_rebind(
 
 /// A binding and its grants as a client sees them (`GET /v1/sessions/{id}/auth`).
 pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthStatus {
-    use atc_protocol::responses::{AuthBindingState as W, AuthGrantState as G};
     use atc_protocol::responses::{AuthGrant, AuthImp, AuthStatus};
     AuthStatus {
-        state: match b.state {
-            BindingState::Provisioning => W::Provisioning,
-            BindingState::Ready => W::Ready,
-            BindingState::Revoked => W::Revoked,
-            BindingState::RevocationPending => W::RevocationPending,
-            BindingState::RollbackPending => W::RollbackPending,
-            BindingState::RebindFailed => W::RebindFailed,
-        },
+        state: b.state,
         revision: b.revision,
         hash: b.hash.clone(),
         imp: AuthImp {
@@ -481,14 +366,7 @@ pub fn listed(b: &Binding, grants: &[Grant]) -> atc_protocol::responses::AuthSta
             .iter()
             .map(|g| AuthGrant {
                 secret: g.secret.clone(),
-                state: match g.state {
-                    GrantState::Granting => G::Granting,
-                    GrantState::Granted => G::Granted,
-                    GrantState::Uncertain => G::Uncertain,
-                    GrantState::Revoking => G::Revoking,
-                    GrantState::Revoked => G::Revoked,
-                    GrantState::RevocationPending => G::RevocationPending,
-                },
+                state: g.state,
                 preexisted: g.preexisted,
             })
             .collect(),
@@ -514,7 +392,7 @@ mod tests {
         }
     }
 
-    fn binding(state: BindingState) -> Binding {
+    fn binding(state: AuthBindingState) -> Binding {
         let mut b = Binding::provisioning(
             "h1",
             "imp",
@@ -529,7 +407,7 @@ mod tests {
 
     #[test]
     fn binding_states_round_trip_through_their_words() {
-        let words: Vec<&str> = BindingState::ALL.iter().map(|s| s.as_str()).collect();
+        let words: Vec<&str> = AuthBindingState::ALL.iter().map(|s| s.as_str()).collect();
         assert_eq!(
             words,
             [
@@ -541,11 +419,11 @@ mod tests {
                 "rebind_failed"
             ]
         );
-        for s in BindingState::ALL {
-            assert_eq!(BindingState::parse(s.as_str()), Ok(s));
+        for s in AuthBindingState::ALL {
+            assert_eq!(binding_state(s.as_str()), Ok(s));
         }
         assert_eq!(
-            BindingState::parse("Ready"),
+            binding_state("Ready"),
             Err(UnknownState {
                 what: "binding",
                 word: "Ready".into()
@@ -555,7 +433,7 @@ mod tests {
 
     #[test]
     fn grant_states_round_trip_through_their_words() {
-        let words: Vec<&str> = GrantState::ALL.iter().map(|s| s.as_str()).collect();
+        let words: Vec<&str> = AuthGrantState::ALL.iter().map(|s| s.as_str()).collect();
         assert_eq!(
             words,
             [
@@ -567,11 +445,11 @@ mod tests {
                 "revocation_pending"
             ]
         );
-        for s in GrantState::ALL {
-            assert_eq!(GrantState::parse(s.as_str()), Ok(s));
+        for s in AuthGrantState::ALL {
+            assert_eq!(grant_state(s.as_str()), Ok(s));
         }
-        assert!(GrantState::parse("").is_err());
-        assert!(GrantState::parse("provisioning").is_err());
+        assert!(grant_state("").is_err());
+        assert!(grant_state("provisioning").is_err());
     }
 
     #[test]
@@ -589,11 +467,11 @@ mod tests {
                 .map(|w| w.trim().trim_matches('\'').to_string())
                 .collect()
         };
-        let binding: Vec<String> = BindingState::ALL
+        let binding: Vec<String> = AuthBindingState::ALL
             .iter()
             .map(|s| s.as_str().to_string())
             .collect();
-        let grant: Vec<String> = GrantState::ALL
+        let grant: Vec<String> = AuthGrantState::ALL
             .iter()
             .map(|s| s.as_str().to_string())
             .collect();
@@ -603,23 +481,23 @@ mod tests {
 
     #[test]
     fn only_a_ready_binding_admits_a_launch() {
-        for s in BindingState::ALL {
-            assert_eq!(s.admits_launch(), s == BindingState::Ready, "{s:?}");
+        for s in AuthBindingState::ALL {
+            assert_eq!(s.admits_launch(), s == AuthBindingState::Ready, "{s:?}");
         }
     }
 
     #[test]
     fn rebind_is_allowed_from_ready_revoked_and_rebind_failed_only() {
-        let allowed: Vec<BindingState> = BindingState::ALL
+        let allowed: Vec<AuthBindingState> = AuthBindingState::ALL
             .into_iter()
             .filter(|s| s.allows_rebind())
             .collect();
         assert_eq!(
             allowed,
             [
-                BindingState::Ready,
-                BindingState::Revoked,
-                BindingState::RebindFailed
+                AuthBindingState::Ready,
+                AuthBindingState::Revoked,
+                AuthBindingState::RebindFailed
             ]
         );
     }
@@ -691,7 +569,7 @@ mod tests {
             secrets: vec![],
             attempt_id: Uuid::new_v4(),
         };
-        for s in BindingState::ALL {
+        for s in AuthBindingState::ALL {
             for listed in [false, true] {
                 assert_eq!(
                     reconcile_action(s, Some(&pending), listed),
@@ -703,7 +581,7 @@ mod tests {
 
     #[test]
     fn reconciliation_takes_back_an_unfinished_create_only_without_a_listed_session() {
-        use BindingState::*;
+        use AuthBindingState::*;
         use ReconcileAction::*;
         let cases = [
             (Provisioning, false, TakeBackAttempt),
@@ -732,7 +610,7 @@ mod tests {
 
     #[test]
     fn a_new_binding_is_provisioning_at_revision_one_with_its_hash() {
-        let b = binding(BindingState::Provisioning);
+        let b = binding(AuthBindingState::Provisioning);
         assert_eq!(b.revision, 1);
         assert_eq!(b.hash, binding_hash(&b.secrets));
         assert_eq!(b.imp_id, None);
@@ -740,14 +618,14 @@ mod tests {
         assert_eq!(b.pending_rebind, None);
         assert_ne!(
             b.attempt_id,
-            binding(BindingState::Provisioning).attempt_id,
+            binding(AuthBindingState::Provisioning).attempt_id,
             "each attempt has its own id"
         );
     }
 
     #[test]
     fn a_committed_rebind_moves_to_the_next_revision_and_ready() {
-        let mut b = binding(BindingState::Revoked);
+        let mut b = binding(AuthBindingState::Revoked);
         let next = vec![secret("gh", "api.github.com"), secret("npm", "npmjs.org")];
         let p = b
             .begin_rebind(next.clone(), 20)
@@ -755,17 +633,21 @@ mod tests {
             .clone();
         assert_eq!(p.revision, 2);
         assert_ne!(p.attempt_id, b.attempt_id);
-        assert_eq!(b.state, BindingState::Revoked, "state holds until it ends");
+        assert_eq!(
+            b.state,
+            AuthBindingState::Revoked,
+            "state holds until it ends"
+        );
         assert_eq!(
             b.begin_rebind(next.clone(), 21),
-            Err(RebindNotAllowed(BindingState::Revoked)),
+            Err(RebindNotAllowed(AuthBindingState::Revoked)),
             "one rebind at a time"
         );
         assert_eq!(b.commit_rebind(30), Some(2));
         assert_eq!(b.revision, 2);
         assert_eq!(b.secrets, next);
         assert_eq!(b.hash, binding_hash(&next));
-        assert_eq!(b.state, BindingState::Ready);
+        assert_eq!(b.state, AuthBindingState::Ready);
         assert_eq!(b.pending_rebind, None);
         assert_eq!(b.updated_at, 30);
         assert_eq!(b.commit_rebind(31), None);
@@ -773,13 +655,13 @@ mod tests {
 
     #[test]
     fn a_failed_rebind_keeps_the_old_revision() {
-        let mut b = binding(BindingState::Ready);
+        let mut b = binding(AuthBindingState::Ready);
         let old = b.clone();
         b.begin_rebind(vec![secret("npm", "npmjs.org")], 20)
             .expect("ready allows rebind");
         let given_up = b.fail_rebind(25).expect("one was in flight");
         assert_eq!(given_up.revision, 2);
-        assert_eq!(b.state, BindingState::RebindFailed);
+        assert_eq!(b.state, AuthBindingState::RebindFailed);
         assert_eq!(
             (b.revision, &b.hash, &b.secrets),
             (old.revision, &old.hash, &old.secrets)
@@ -792,9 +674,9 @@ mod tests {
     #[test]
     fn a_rebind_is_refused_while_blocked() {
         for s in [
-            BindingState::Provisioning,
-            BindingState::RevocationPending,
-            BindingState::RollbackPending,
+            AuthBindingState::Provisioning,
+            AuthBindingState::RevocationPending,
+            AuthBindingState::RollbackPending,
         ] {
             let mut b = binding(s);
             assert_eq!(b.begin_rebind(vec![], 20), Err(RebindNotAllowed(s)));
@@ -803,7 +685,7 @@ mod tests {
         }
     }
 
-    fn row(secret: &str, state: GrantState) -> Grant {
+    fn row(secret: &str, state: AuthGrantState) -> Grant {
         Grant {
             host_key: "h1".into(),
             secret: secret.into(),
@@ -820,8 +702,8 @@ mod tests {
     #[test]
     fn a_rebind_adds_what_the_imp_lacks_and_drops_what_is_no_longer_bound() {
         let rows = [
-            row("alpha", GrantState::Granted),
-            row("beta", GrantState::Granted),
+            row("alpha", AuthGrantState::Granted),
+            row("beta", AuthGrantState::Granted),
         ];
         let held = ["alpha", "beta"].map(String::from).into_iter().collect();
         let plan = plan_rebind(&rows, &held, &names(&["gamma", "alpha", "delta"]));
@@ -844,8 +726,8 @@ mod tests {
     fn a_rebind_grants_again_a_kept_secret_the_imp_no_longer_holds() {
         // From `revoked`: the rows stay, the imp holds nothing.
         let rows = [
-            row("alpha", GrantState::Revoked),
-            row("beta", GrantState::Revoked),
+            row("alpha", AuthGrantState::Revoked),
+            row("beta", AuthGrantState::Revoked),
         ];
         let none = std::collections::BTreeSet::new();
         let plan = plan_rebind(&rows, &none, &names(&["alpha"]));
@@ -857,7 +739,7 @@ mod tests {
         );
         // A grant lost at impd behind a `granted` row is granted again too.
         let plan = plan_rebind(
-            &[row("alpha", GrantState::Granted)],
+            &[row("alpha", AuthGrantState::Granted)],
             &none,
             &names(&["alpha"]),
         );
@@ -882,7 +764,7 @@ mod tests {
 
     #[test]
     fn the_listed_states_use_the_store_words() {
-        for state in BindingState::ALL {
+        for state in AuthBindingState::ALL {
             let b = Binding {
                 state,
                 ..Binding::provisioning("h", "t", "i", "imp", vec![], 0)
@@ -890,7 +772,7 @@ mod tests {
             let wire = serde_json::to_value(listed(&b, &[]).state).unwrap();
             assert_eq!(wire, state.as_str());
         }
-        for state in GrantState::ALL {
+        for state in AuthGrantState::ALL {
             let g = Grant {
                 host_key: "h".into(),
                 secret: "s".into(),

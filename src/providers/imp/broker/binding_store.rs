@@ -8,7 +8,8 @@
 
 use futures_util::future::LocalBoxFuture;
 
-use super::binding::{Binding, BindingState, Grant, GrantState};
+use super::binding::{Binding, Grant};
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 /// Why a record could not be read or written; the binder logs it and answers `internal`.
 pub type StoreFailure = Box<dyn std::error::Error + Send + Sync>;
@@ -31,7 +32,7 @@ pub trait BindingStore {
     fn binding_set_state<'a>(
         &'a self,
         host_key: &'a str,
-        state: BindingState,
+        state: AuthBindingState,
         now: i64,
     ) -> Stored<'a, ()>;
     /// Drops a host's binding and its grant rows.
@@ -43,7 +44,7 @@ pub trait BindingStore {
         &'a self,
         host_key: &'a str,
         secret: &'a str,
-        state: GrantState,
+        state: AuthGrantState,
     ) -> Stored<'a, ()>;
     /// The grant rows of a host's binding, by secret name.
     fn grants_of<'a>(&'a self, host_key: &'a str) -> Stored<'a, Vec<Grant>>;

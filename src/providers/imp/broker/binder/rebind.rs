@@ -5,11 +5,10 @@
 
 use super::{stored, with_effect_remaining, HostContext, Launcher};
 use crate::clock::now_ms;
-use crate::providers::imp::broker::binding::{
-    plan_rebind, Binding, BindingState, Grant, GrantState, PendingRebind,
-};
+use crate::providers::imp::broker::binding::{plan_rebind, Binding, Grant, PendingRebind};
 use crate::providers::imp::broker::BrokerError;
 use crate::providers::ProviderError as Error;
+use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 impl HostContext {
     /// Rebinds the host to `who`'s `auth` as configured now (spec §6.3): allowed from
@@ -74,7 +73,7 @@ impl HostContext {
             let grant = Grant {
                 host_key: self.host_key.clone(),
                 secret: secret.clone(),
-                state: GrantState::Granting,
+                state: AuthGrantState::Granting,
                 preexisted: false,
                 attempt_id: pending.attempt_id,
             };
@@ -82,27 +81,31 @@ impl HostContext {
             if let Err(e) = self.client.grants_add(&self.imp, secret).await {
                 // Unknown whether impd applied it: the rebind's take-back removes it either way.
                 self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Uncertain)
+                    .grant_set_state(&self.host_key, secret, AuthGrantState::Uncertain)
                     .await
                     .map_err(stored)?;
                 return Err(self.impd("granting a secret", &e).into());
             }
             self.store
-                .grant_set_state(&self.host_key, secret, GrantState::Granted)
+                .grant_set_state(&self.host_key, secret, AuthGrantState::Granted)
                 .await
                 .map_err(stored)?;
         }
         for (secret, held) in &plan.drop {
             if *held {
                 self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Revoking)
+                    .grant_set_state(&self.host_key, secret, AuthGrantState::Revoking)
                     .await
                     .map_err(stored)?;
                 match self.ungrant(secret).await {
                     Ok(()) => {}
                     Err(e) => {
                         self.store
-                            .grant_set_state(&self.host_key, secret, GrantState::RevocationPending)
+                            .grant_set_state(
+                                &self.host_key,
+                                secret,
+                                AuthGrantState::RevocationPending,
+                            )
                             .await
                             .map_err(stored)?;
                         return Err(self.impd("removing a dropped grant", &e).into());
@@ -117,10 +120,10 @@ impl HostContext {
         for secret in &plan.keep {
             if before
                 .iter()
-                .any(|g| &g.secret == secret && g.state != GrantState::Granted)
+                .any(|g| &g.secret == secret && g.state != AuthGrantState::Granted)
             {
                 self.store
-                    .grant_set_state(&self.host_key, secret, GrantState::Granted)
+                    .grant_set_state(&self.host_key, secret, AuthGrantState::Granted)
                     .await
                     .map_err(stored)?;
             }
@@ -130,7 +133,7 @@ impl HostContext {
                 .grant_put(&Grant {
                     host_key: self.host_key.clone(),
                     secret: secret.clone(),
-                    state: GrantState::Granted,
+                    state: AuthGrantState::Granted,
                     preexisted: true,
                     attempt_id: pending.attempt_id,
                 })
@@ -173,7 +176,7 @@ impl HostContext {
                             .grant_set_state(
                                 &self.host_key,
                                 &g.secret,
-                                GrantState::RevocationPending,
+                                AuthGrantState::RevocationPending,
                             )
                             .await
                         {
@@ -198,7 +201,7 @@ impl HostContext {
             binding.fail_rebind(now_ms());
         } else {
             // Blocked, with the rebind left for start-up reconciliation to finish.
-            binding.state = BindingState::RebindFailed;
+            binding.state = AuthBindingState::RebindFailed;
             binding.updated_at = now_ms();
         }
         if let Err(e) = self.store.binding_put(&binding).await {

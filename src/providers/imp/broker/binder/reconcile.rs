@@ -4,9 +4,10 @@
 
 use super::{stored, HostContext};
 use crate::clock::now_ms;
-use crate::providers::imp::broker::binding::{Binding, BindingState, ReconcileAction};
+use crate::providers::imp::broker::binding::{Binding, ReconcileAction};
 use crate::providers::imp::host_error::HostError;
 use crate::providers::ProviderError as Error;
+use atc_protocol::responses::AuthBindingState;
 
 /// What start-up reconciliation did with one host's binding.
 #[derive(Debug)]
@@ -15,7 +16,7 @@ pub enum Reconciled {
     NoRecord,
     /// Left as it was, in this state: nothing was cut off, or a listed session owns the
     /// unfinished create.
-    Kept(BindingState),
+    Kept(AuthBindingState),
     /// A rebind in flight became `rebind_failed` at `revision` (the old one); `removed` are
     /// the secrets whose grants it had added.
     RebindFailed {
@@ -34,7 +35,7 @@ pub enum Reconciled {
     /// impd could not be reached (or refused): the binding is left as it was.
     Unreachable {
         /// The state it stays in.
-        state: BindingState,
+        state: AuthBindingState,
         /// The failed call.
         cause: HostError,
     },
@@ -236,7 +237,7 @@ mod tests {
         let mut s = ReconcileSummary::default();
         let outcomes = [
             Ok(Reconciled::NoRecord),
-            Ok(Reconciled::Kept(BindingState::Ready)),
+            Ok(Reconciled::Kept(AuthBindingState::Ready)),
             Ok(Reconciled::RebindFailed {
                 revision: 1,
                 removed: vec!["a".into()],
@@ -246,7 +247,7 @@ mod tests {
             }),
             Ok(Reconciled::RollbackPending),
             Ok(Reconciled::Unreachable {
-                state: BindingState::Provisioning,
+                state: AuthBindingState::Provisioning,
                 cause: HostError::LeaseGone,
             }),
             Err(Error::Internal),
