@@ -1,6 +1,6 @@
 //! The attach WebSocket: replay, resume, sizes, input, backpressure and exit.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! (2031) on, and each fresh client's prelude, read by a terminal model of the test's own,
 //! leaves that terminal in the same modes; modes the program turned off are off in it.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! Who may talk to the daemon (token, Origin), what every response carries, the events socket,
 //! and the daemon and agent listings.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

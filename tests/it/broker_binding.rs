@@ -4,7 +4,7 @@
 //! code, revoke is retryable, and the launch tickets hold their order and are released
 //! exactly once.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

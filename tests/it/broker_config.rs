@@ -2,7 +2,7 @@
 //! are listed with `brokerAuth`, spawn only on a target with a broker and never fall back to
 //! a local launch; a bad `auth` is a problem of that agent alone.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! through the real client against the simulator, and refuses with each gate code. The
 //! decision's every branch has unit tests in `src/broker/gate.rs`; this proves the reads.
 
-mod support;
+use crate::support;
 
 use atc::broker::gate;
 use atc::broker::AgentAuth;

@@ -6,7 +6,7 @@
 //! removes only what it added; one from `revoked` grants again; the gate's refusals and an
 //! agent without `auth` answer their codes.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::broker::{

@@ -3,7 +3,7 @@
 //! runs), and the next daemon settles it before it serves. Checked at the simulator (imps,
 //! grants) and in the binding rows, and in the children's logs, which never hold a secret.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! an impd that cannot check the requirement is sent no start; a revive verifies and never
 //! grants again; and the agent holds placeholders only, with a config folder of its own.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -34,26 +34,59 @@ async fn daemon(sim: &ImpdSim, dir: &std::path::Path) -> TestDaemon {
     TestDaemon::start_on(dir, config).await
 }
 
-/// Every log line the daemons of this test binary write, at debug level: what a test greps
-/// for a secret. Installed once per binary; later calls share the same buffer.
-fn captured_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+/// Tests holding a [`Captured`] now: the log layer records only while one does. The tests share
+/// one binary, so an always-on debug layer would log every other module's daemons as well.
+static CAPTURING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Every log line the daemons of this test binary write at debug level while it is held: what
+/// a test greps for a secret. The layer is installed once per binary; later calls share its
+/// buffer.
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything logged so far, as text.
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).to_string()
+    }
+}
+
+impl Drop for Captured {
+    fn drop(&mut self) {
+        CAPTURING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn captured_logs() -> Captured {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
         std::sync::OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = buf.clone();
-        let writer = move || LogSink(sink.clone());
-        // Another subscriber already installed would mean nothing reaches the buffer, and
-        // the test's grep would pass without looking: so it must be ours.
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .with_writer(writer)
-            .try_init()
-            .expect("the test binary's only log subscriber");
-        buf
-    })
-    .clone()
+    let buf = LOGS
+        .get_or_init(|| {
+            let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let sink = buf.clone();
+            let writer = move || LogSink(sink.clone());
+            let capturing = tracing_subscriber::filter::dynamic_filter_fn(|meta, _| {
+                *meta.level() <= tracing::Level::DEBUG
+                    && CAPTURING.load(std::sync::atomic::Ordering::SeqCst) > 0
+            });
+            // Another subscriber already installed would mean nothing reaches the buffer, and
+            // the test's grep would pass without looking: so it must be ours.
+            tracing_subscriber::registry()
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(writer)
+                        .with_filter(capturing),
+                )
+                .try_init()
+                .expect("the test binary's only log subscriber");
+            buf
+        })
+        .clone();
+    CAPTURING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Captured(buf)
 }
 
 struct LogSink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
@@ -301,7 +334,7 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
     let argv = std::fs::read_to_string(guest.join("argv.txt")).unwrap();
     assert!(!argv.is_empty());
     // No log line holds it, though the log is not empty (the grep looked at something).
-    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).to_string();
+    let logged = logs.text();
     assert!(logged.lines().count() > 10, "nothing was logged");
     assert!(
         !logged.contains(&value),
@@ -327,7 +360,7 @@ async fn a_bound_session_reattaches_with_the_requirement_and_revives_without_gra
 /// The time one admission adds to a reconnect: 100 `slow` detaches of a session with and
 /// without the broker, each timed from the detach until impd holds the new attach. Prints
 /// p50 and p99 of both; asserts nothing about time. Run with
-/// `cargo test --release --test broker_require -- --ignored --nocapture measure`.
+/// `cargo test --release --test it broker_require::measure -- --ignored --nocapture`.
 #[actix_rt::test]
 #[ignore]
 async fn measure_admission_on_reconnect() {

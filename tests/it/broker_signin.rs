@@ -5,7 +5,7 @@
 //! that never reported a position verifying rather than creating, and the launch tickets
 //! counted through real harness paths (`admissions` in `GET /v1/sessions/{id}/auth`).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! child process against an in-process daemon, under a real PTY where a terminal matters
 //! (colour, raw-mode attach) and with pipes where it must not (scripts).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};

@@ -5,9 +5,7 @@
 //! `auth` entry. What must hold is in `decoders/checks.rs`, shared with the fuzz targets;
 //! the case counts keep each property to a few seconds.
 
-#[path = "decoders/checks.rs"]
 mod checks;
-#[path = "decoders/mutate.rs"]
 mod mutate;
 
 use mutate::{config, mutated};
@@ -34,7 +32,7 @@ fn reporter_seeds() -> Vec<Value> {
 
 fn config_seeds() -> Vec<Value> {
     vec![
-        serde_json::from_str(include_str!("../config.example.json"))
+        serde_json::from_str(include_str!("../../config.example.json"))
             .expect("the example config is JSON"),
         json!({"agents": {"cat": {"bin": "cat"}, "shell": {"bin": "/bin/sh", "args": ["-i"]}}}),
         json!({"agents": {"claude": {"kind": "claude", "auth": {"secrets": ["anthropic"],

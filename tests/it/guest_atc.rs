@@ -8,7 +8,7 @@
 //! chooses, holding no atc, or an `atc` script the test wrote (which logs how it was called,
 //! so a test can tell the image being probed from `bin/atc` being checked).
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -344,7 +344,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// What installing guest atc adds to a first readying (spawn on a new imp) and to a later one
 /// (revive), against a session without hooks (`sh`) on the same daemon. Prints figures;
 /// asserts nothing about time. Run with
-/// `cargo test --test guest_atc -- --ignored --nocapture measure`.
+/// `cargo test --test it guest_atc::measure -- --ignored --nocapture`.
 #[actix_rt::test]
 #[ignore]
 async fn measure_guest_atc_install_time() {

@@ -1,7 +1,7 @@
 //! Attention from agent hooks: `atc hook-report` inside a session, the reporter socket, and
 //! the state each agent kind's hooks drive (spec §3.4, §9.5).
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::time::Duration;

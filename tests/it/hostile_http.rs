@@ -4,7 +4,7 @@
 //! do, with the descriptor table nearly full), a JSON key given twice, and `nosniff` on every
 //! kind of answer.
 
-mod support;
+use crate::support;
 
 use std::cell::Cell;
 use std::os::unix::process::CommandExt;

@@ -4,7 +4,7 @@
 //! test replays the probe's step through the real reporter socket and `atc hook-report`, and
 //! checks what the daemon stored, ran and spent.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

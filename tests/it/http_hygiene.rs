@@ -3,7 +3,7 @@
 //! refused from its head, the reporter socket goes with a clean stop, and only the standard
 //! streams reach a child.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -1,6 +1,6 @@
 //! Idempotent spawn: a retried spawn never runs twice (spec §7).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! owner, idle → asleep), revive waking the host and resuming the same process, and forget
 //! destroying the host after a two-step confirmation.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

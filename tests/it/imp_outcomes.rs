@@ -7,7 +7,7 @@
 //! more connection drops than the harness has reconnect delays to spend, drop its viewer,
 //! change the world, then cancel the drops so the next attempt gets through.
 
-mod support;
+use crate::support;
 
 use std::fmt::Debug;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! guest socket is a real path under the test's `guestDir`, so a test can also speak the
 //! bridge protocol on it directly, as a process inside the imp would.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

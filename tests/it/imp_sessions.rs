@@ -2,7 +2,7 @@
 //! WebSocket API: spawn, echo, resize, exit codes, reconnects after dropped connections, and
 //! the exit reasons of processes that ended while the harness was away.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The sockets' keep-alive: pings on beats every socket shares, and the drop of a client that
 //! stopped answering, which leaves its session running.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

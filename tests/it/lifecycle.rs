@@ -2,7 +2,7 @@
 //! same state dir (graceful, SIGTERM, or SIGKILL of the real binary), fleet restore, and the
 //! lock that keeps two daemons off one state dir.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -613,7 +613,7 @@ async fn last_used_agent_comes_from_prefs_and_defaults_to_claude() {
     let (_, info) = d.call("GET", "/v1/daemon", None).await;
     assert_eq!(info["lastUsedAgent"], "claude", "{info}");
     d.stop().await;
-    // What a `started` report writes (tests/names.rs); written here straight into the store.
+    // What a `started` report writes (tests/it/names.rs); written here straight into the store.
     let store = atc::store::StateStore::open(&tmp.path().join("atc.db"))
         .await
         .unwrap();

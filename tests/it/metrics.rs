@@ -3,7 +3,7 @@
 //! reconnect), checking that exactly the right figures moved; the token on the main
 //! listener; the metrics-only listener; and that every scrape is well-formed exposition text.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;

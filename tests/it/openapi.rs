@@ -2,7 +2,7 @@
 //! ones the router serves (and only those), and what every route answers, errors included,
 //! and the first frames of both sockets validate against the document's schemas.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -7,7 +7,7 @@
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
 //! What the page's files and headers are is checked without a browser here too.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -6,7 +6,7 @@
 //! The binary comes from `npm ci --prefix tests/agents` at the version its lock file pins;
 //! without it each test says it skipped and how to get it (`support::real_agents`).
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::claude_world::world;

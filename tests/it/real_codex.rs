@@ -10,7 +10,7 @@
 //! its result; `-m` and `resume -- <id>` are taken by the real binary; and, left to its
 //! default, Codex starts a setsid `codex app-server` daemon that outlives the session and atc.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -422,7 +422,7 @@ fn recording_path() -> PathBuf {
 
 /// Re-records `tests/agents/recordings/codex-0.171.0.bin`: every byte Codex wrote in a spawn,
 /// one submitted prompt, its reply and the idle prompt after it, read back from offset 0 of
-/// the session's stream. Run with `cargo test --test real_codex -- --ignored`.
+/// the session's stream. Run with `cargo test --test it real_codex:: -- --ignored`.
 #[actix_rt::test]
 #[ignore = "re-records tests/agents/recordings/codex-0.171.0.bin"]
 async fn record_a_codex_session() {

@@ -1,6 +1,6 @@
 //! The screen model's fidelity corpus: recordings of real agent sessions, the bytes atc
-//! streamed for them (`tests/agents/recordings/*.bin`, recorded by `tests/real_claude.rs` and
-//! `tests/real_codex.rs` with `ATC_RECORD=1`, at 120×40). At cut points through each stream,
+//! streamed for them (`tests/agents/recordings/*.bin`, recorded by `tests/it/real_claude.rs` and
+//! `tests/it/real_codex.rs` with `ATC_RECORD=1`, at 120×40). At cut points through each stream,
 //! a terminal that got only the model's repaint must show what a terminal that got every byte
 //! shows: the same cells with the same attributes, cursor, screen buffer and input modes.
 //!

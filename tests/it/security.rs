@@ -2,7 +2,7 @@
 //! dir holds is private to its user, a client that trickles a request body is cut off, and
 //! a credential given to the daemon by environment stays out of its local sessions.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;

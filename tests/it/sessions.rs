@@ -1,7 +1,7 @@
 //! Spawning, listing, typing into and reading sessions over HTTP, and the refusals a client
 //! sees on bad input.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{id_of, TestDaemon};

@@ -1,7 +1,7 @@
 //! Spawn overrides (spec §9.2): checked before anything starts, turned into argv without a
 //! shell, stored and reused by every revive; the agents listing advertises them.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! `--log-format json`; and an in-process daemon whose sessions' thread a test provider
 //! wedges, to see the watchdog pings stop.
 
-mod support;
+use crate::support;
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;

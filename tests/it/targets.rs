@@ -1,7 +1,7 @@
 //! Execution targets: the refusal chain as a client sees it, and a session's binding to its
 //! target's identity across restarts (spec §4).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `atc` binary in a child process, because a SIGHUP sent to this test process would reach
 //! every daemon running in it.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Watch-only attach (`?mode=watch`): a watcher sees everything an interactive client sees,
 //! but its input never reaches the process and its size never counts toward the session's.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

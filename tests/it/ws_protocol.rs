@@ -3,7 +3,7 @@
 //! with 1002, text that is not UTF-8 with 1007, and a clean close ends the TCP connection at
 //! once. Frames are hand-made on a raw TCP stream, after an upgrade done by hand.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 
 #[path = "decoders/checks.rs"]
 mod checks;
-#[path = "../../../tests/decoders/mutate.rs"]
+#[path = "../../../tests/it/decoders/mutate.rs"]
 mod mutate;
 
 use atc_protocol::{

@@ -1,5 +1,5 @@
 //! What must hold for each decoder of the daemon's inputs, whatever the bytes: the fuzz
-//! targets (`fuzz/fuzz_targets/`) and the property tests (`tests/decoders.rs`) both include
+//! targets (`fuzz/fuzz_targets/`) and the property tests (`tests/it/decoders.rs`) both include
 //! this file, so the two harnesses assert the very same things. Each check panics on a
 //! broken property; a decoder that panics by itself fails it the same way.
 

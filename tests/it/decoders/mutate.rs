@@ -1,7 +1,7 @@
 //! Mutations of real frames for the decoders' property tests: a field of the wrong type or out
 //! of range, a field missing, an unknown key, deep nesting, a cut, a byte that is never UTF-8,
 //! a number too large for any integer. Included by the property tests of each crate that owns
-//! a decoder (`tests/decoders.rs` here, in `crates/atc-protocol` and in `crates/impd-client`).
+//! a decoder (`tests/it/decoders.rs` here, in `crates/atc-protocol` and in `crates/impd-client`).
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
