@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use atc_bench::floor::Floor;
+use atc_client::frame_reader::{AttachReader, Incoming};
 use atc_protocol::{AttachFrame, TermSize};
-use awc::ws::{Frame, Message};
+use awc::ws::Message;
 use bytes::Bytes;
-use futures_util::{SinkExt as _, StreamExt as _};
 
 /// Every wait in these tests; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -71,7 +71,7 @@ async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {
 }
 
 /// The live output of one attach socket, until `want` bytes past `marker` have arrived.
-async fn read_after(socket: &mut atc_client::WsConnection, marker: &[u8], want: usize) -> Vec<u8> {
+async fn read_after(socket: &mut AttachReader, marker: &[u8], want: usize) -> Vec<u8> {
     let mut stream = Vec::new();
     let mut attached = false;
     loop {
@@ -85,18 +85,16 @@ async fn read_after(socket: &mut atc_client::WsConnection, marker: &[u8], want: 
         let frame = tokio::time::timeout(LIMIT, socket.next())
             .await
             .expect("output in time")
-            .expect("socket open")
-            .expect("frame reads");
+            .expect("an attach frame");
         match frame {
-            Frame::Text(text) => {
-                let frame: AttachFrame = serde_json::from_slice(&text).expect("an attach frame");
+            Incoming::Text(frame) => {
                 assert!(
                     matches!(frame, AttachFrame::Attached { prelude: 0, .. }),
                     "{frame:?}"
                 );
                 attached = true;
             }
-            Frame::Binary(bytes) => {
+            Incoming::Binary(bytes) => {
                 assert!(attached, "output before the attached frame");
                 stream.extend_from_slice(&bytes);
             }
@@ -126,7 +124,7 @@ async fn two_clients_on_one_floor_pty_get_the_output_byte_for_byte() {
             .await
             .expect("upgrade in time")
             .expect("the floor upgrades");
-        sockets.push(socket);
+        sockets.push(AttachReader::new(socket));
     }
     // Output post-processing off, so `seq`'s newlines arrive as they were written; the marker
     // is printed from octal escapes, so the shell's echo of this line cannot contain it.
@@ -144,20 +142,17 @@ async fn two_clients_on_one_floor_pty_get_the_output_byte_for_byte() {
     }
 
     // A socket attached later starts at the session's current offset, not at zero.
-    let (_, mut late) = tokio::time::timeout(LIMIT, client.ws(url.as_str()).connect())
+    let (_, late) = tokio::time::timeout(LIMIT, client.ws(url.as_str()).connect())
         .await
         .expect("upgrade in time")
         .expect("the floor upgrades");
+    let mut late = AttachReader::new(late);
     let first = tokio::time::timeout(LIMIT, late.next())
         .await
         .expect("attached in time")
-        .expect("socket open")
-        .expect("frame reads");
-    let Frame::Text(text) = first else {
+        .expect("an attach frame");
+    let Incoming::Text(AttachFrame::Attached { offset, .. }) = first else {
         panic!("{first:?} before attached")
-    };
-    let Ok(AttachFrame::Attached { offset, .. }) = serde_json::from_slice(&text) else {
-        panic!("not an attached frame: {text:?}")
     };
     assert!(offset >= expected.len() as u64, "offset {offset}");
 
@@ -169,8 +164,8 @@ async fn two_clients_on_one_floor_pty_get_the_output_byte_for_byte() {
                 .await
                 .expect("close in time")
             {
-                None | Some(Ok(Frame::Close(_))) | Some(Err(_)) => break,
-                Some(Ok(_)) => {}
+                Ok(Incoming::Closed(_) | Incoming::Ended) | Err(_) => break,
+                Ok(_) => {}
             }
         }
     }
