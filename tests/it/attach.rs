@@ -1,14 +1,12 @@
 //! The attach WebSocket: replay, resume, sizes, input, backpressure and exit.
 
-use crate::support;
-
 use std::time::Duration;
 
-use serde_json::json;
-use support::{
+use atc_testkit::{
     assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of,
     rendered_rows, test_config, Frame, TestDaemon,
 };
+use serde_json::json;
 
 /// Renders bytes on a fresh vt100 screen of the given size and returns its text.
 fn render(bytes: &[u8], cols: u16, rows: u16) -> String {

@@ -4,12 +4,10 @@
 //! (2031) on, and each fresh client's prelude, read by a terminal model of the test's own,
 //! leaves that terminal in the same modes; modes the program turned off are off in it.
 
-use crate::support;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use atc::config::{AgentConfig, Config};
-use support::{id_of, test_config, TestDaemon};
+use atc_testkit::{id_of, test_config, TestDaemon};
 
 /// The sequences Claude Code 2.1 writes when it starts.
 const CLAUDE_MODES: &str =

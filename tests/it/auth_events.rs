@@ -1,12 +1,10 @@
 //! Who may talk to the daemon (token, Origin), what every response carries, the events socket,
 //! and the daemon and agent listings.
 
-use crate::support;
-
 use std::time::{Duration, Instant};
 
+use atc_testkit::{id_of, test_config, ws_at, Frame, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
-use support::{id_of, test_config, ws_at, Frame, TestDaemon, Ws, WITHIN};
 
 /// Sends a WebSocket upgrade as a plain HTTP request, so a refusal's status and JSON body can be
 /// read (the WebSocket client only reports the status).
@@ -173,7 +171,7 @@ async fn websocket_upgrades_accept_the_token_as_access_token_query() {
 #[actix_rt::test]
 async fn every_response_has_a_request_id() {
     let d = TestDaemon::start().await;
-    let http = support::http_client();
+    let http = atc_testkit::http_client();
     let requests = [
         (http.get(format!("{}/v1/health", d.url)), 200),
         (

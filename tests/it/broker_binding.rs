@@ -4,8 +4,6 @@
 //! code, revoke is retryable, and the launch tickets hold their order and are released
 //! exactly once.
 
-use crate::support;
-
 use std::time::Duration;
 
 use actix::Actor;
@@ -15,8 +13,8 @@ use atc::broker::host_binding::{
     Admit, AdmitKind, Counts, Create, ForgetBegin, HostBinding, MarkReady, Rebind, Revoke, Verify,
 };
 use atc::store::StateStore;
-use support::broker::{bindable_sim, boom, claude_auth, grants_of, impd_client};
-use support::impd_sim::{GrantFault, GrantStep, ImpdSim, SecretKind};
+use atc_testkit::broker::{bindable_sim, boom, claude_auth, grants_of, impd_client};
+use atc_testkit::impd_sim::{GrantFault, GrantStep, ImpdSim, SecretKind};
 
 const IMP: &str = "atc-host1";
 

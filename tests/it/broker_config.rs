@@ -2,14 +2,12 @@
 //! are listed with `brokerAuth`, spawn only on a target with a broker and never fall back to
 //! a local launch; a bad `auth` is a problem of that agent alone.
 
-use crate::support;
-
 use std::sync::Arc;
 
 use atc::config::Config;
+use atc_testkit::caps_provider::CapsProvider;
+use atc_testkit::{test_config, TestDaemon};
 use serde_json::{json, Value};
-use support::caps_provider::CapsProvider;
-use support::{test_config, TestDaemon};
 
 /// A config value nobody may ever see again in an answer.
 const SECRET_LOOKING: &str = "sk-ant-oat01-never-shown";

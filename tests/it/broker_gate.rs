@@ -2,12 +2,10 @@
 //! through the real client against the simulator, and refuses with each gate code. The
 //! decision's every branch has unit tests in `src/broker/gate.rs`; this proves the reads.
 
-use crate::support;
-
 use atc::broker::gate;
 use atc::broker::AgentAuth;
-use support::broker::{claude_auth, identity, impd_client, sim_with_secrets};
-use support::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope};
+use atc_testkit::broker::{claude_auth, identity, impd_client, sim_with_secrets};
+use atc_testkit::impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope};
 
 async fn judge(sim: &ImpdSim, a: &AgentAuth, imp: &str) -> Result<Vec<String>, String> {
     let client = impd_client(sim);

@@ -6,15 +6,13 @@
 //! removes only what it added; one from `revoked` grants again; the gate's refusals and an
 //! agent without `auth` answer their codes.
 
-use crate::support;
-
-use serde_json::{json, Value};
-use support::broker::{
+use atc_testkit::broker::{
     self, boom, fast_reconnects, grantable_only, grants_of, kill_and_wait, rpc_calls, sh_agent,
     sim_with_secrets, spawn,
 };
-use support::impd_sim::{GrantStep, ImpdSim};
-use support::{id_of, TestDaemon};
+use atc_testkit::impd_sim::{GrantStep, ImpdSim};
+use atc_testkit::{id_of, TestDaemon};
+use serde_json::{json, Value};
 
 const SECRETS: [&str; 3] = ["key-a", "key-b", "key-c"];
 

@@ -3,18 +3,16 @@
 //! runs), and the next daemon settles it before it serves. Checked at the simulator (imps,
 //! grants) and in the binding rows, and in the children's logs, which never hold a secret.
 
-use crate::support;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
 use atc::broker::binding::{BindingState, BoundRule, BoundSecret, Grant, GrantState};
 use atc::store::StateStore;
+use atc_testkit::broker::{self, bindable_sim, boom, sh_agent, wait_auth};
+use atc_testkit::child_daemon::ChildDaemon;
+use atc_testkit::impd_sim::{GrantStep, HoldPoint, ImpdSim};
+use atc_testkit::{id_of, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::broker::{self, bindable_sim, boom, sh_agent, wait_auth};
-use support::child_daemon::ChildDaemon;
-use support::impd_sim::{GrantStep, HoldPoint, ImpdSim};
-use support::{id_of, TestDaemon, WITHIN};
 
 /// One test's simulator, state dir and the logs of every daemon it started.
 struct World {
@@ -186,7 +184,7 @@ async fn a_daemon_killed_with_the_imp_created_but_unanswered_is_taken_back_at_re
         .sim()
         .faults()
         .hold_call("imps.create", 0, HoldPoint::AfterEffect);
-    spawn_in_background(&d.client);
+    spawn_in_background(d.api());
     held.wait_held(WITHIN).await;
     let imp = only_imp(&w);
     d.kill();
@@ -229,7 +227,7 @@ async fn a_daemon_killed_during_the_second_grant_has_the_first_grant_and_the_imp
         .sim()
         .faults()
         .hold_call("grants.add", 1, HoldPoint::AfterEffect);
-    spawn_in_background(&d.client);
+    spawn_in_background(d.api());
     held.wait_held(WITHIN).await;
     let imp = only_imp(&w);
     assert_eq!(w.grants_of(&imp), ["alpha", "beta"]);
@@ -249,7 +247,7 @@ async fn an_unfinished_create_whose_imp_was_replaced_leaves_the_new_imp_alone() 
         .sim()
         .faults()
         .hold_call("grants.add", 1, HoldPoint::AfterEffect);
-    spawn_in_background(&d.client);
+    spawn_in_background(d.api());
     held.wait_held(WITHIN).await;
     let imp = only_imp(&w);
     d.kill();
@@ -297,8 +295,8 @@ async fn a_rollback_left_pending_is_taken_back_by_the_next_daemon() {
     let mut resp = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .finish()
-        .post(format!("{}/v1/sessions", d.client.url))
-        .bearer_auth(&d.client.token)
+        .post(format!("{}/v1/sessions", d.api().url))
+        .bearer_auth(&d.api().token)
         .insert_header(("Idempotency-Key", "reconcile-once"))
         .send_json(&json!({"agent": "brokered", "cwd": "/tmp"}))
         .await
@@ -339,7 +337,7 @@ async fn set_state(w: &World, host: &str, state: BindingState) {
 async fn an_unfinished_create_whose_host_a_listed_session_uses_is_left_alone() {
     let mut w = world();
     let d = w.daemon(&["alpha"]).await;
-    let id = spawn_ready(&d.client).await;
+    let id = spawn_ready(d.api()).await;
     let imp = only_imp(&w);
     d.kill();
     {
@@ -357,7 +355,7 @@ async fn an_unfinished_create_whose_host_a_listed_session_uses_is_left_alone() {
     for state in [BindingState::Provisioning, BindingState::RollbackPending] {
         set_state(&w, &id, state).await;
         let d = w.daemon(&["alpha"]).await;
-        let auth = wait_auth(&d.client, &id, state.as_str()).await;
+        let auth = wait_auth(d.api(), &id, state.as_str()).await;
         assert_eq!(auth["imp"]["name"], imp.as_str(), "{auth}");
         assert_eq!(
             w.imps(),
@@ -374,7 +372,7 @@ async fn an_unfinished_create_whose_host_a_listed_session_uses_is_left_alone() {
 async fn a_rebind_left_in_flight_fails_at_the_old_revision_with_only_its_grant_removed() {
     let mut w = world();
     let d = w.daemon(&["alpha"]).await;
-    let id = spawn_ready(&d.client).await;
+    let id = spawn_ready(d.api()).await;
     let imp = only_imp(&w);
     d.kill();
     // A rebind to alpha + beta that had granted beta when its daemon died.
@@ -413,7 +411,7 @@ async fn a_rebind_left_in_flight_fails_at_the_old_revision_with_only_its_grant_r
     assert!(w.sim().faults().grant(&imp, "beta"));
 
     let d = w.daemon(&["alpha"]).await;
-    let auth = wait_auth(&d.client, &id, "rebind_failed").await;
+    let auth = wait_auth(d.api(), &id, "rebind_failed").await;
     assert_eq!(auth["revision"], 1, "{auth}");
     assert_eq!(
         auth["grants"],
@@ -442,7 +440,7 @@ async fn an_unreachable_impd_at_start_leaves_the_binding_and_the_daemon_serves()
         .sim()
         .faults()
         .hold_call("imps.create", 0, HoldPoint::AfterEffect);
-    spawn_in_background(&d.client);
+    spawn_in_background(d.api());
     held.wait_held(WITHIN).await;
     let imp = only_imp(&w);
     d.kill();
@@ -451,7 +449,7 @@ async fn an_unreachable_impd_at_start_leaves_the_binding_and_the_daemon_serves()
 
     let d = w.daemon(&["alpha"]).await;
     // It serves: the spawn it was killed in is listed, dead, as a killed spawn is.
-    let (status, body) = d.client.call("GET", "/v1/sessions", None).await;
+    let (status, body) = d.api().call("GET", "/v1/sessions", None).await;
     assert_eq!(status, 200, "{body}");
     let log = d.log();
     assert!(
@@ -478,7 +476,7 @@ async fn an_unreachable_impd_at_start_leaves_the_binding_and_the_daemon_serves()
 async fn a_daemon_killed_during_a_rebinds_grant_has_it_failed_and_taken_back_at_restart() {
     let mut w = world();
     let d = w.daemon(&["alpha"]).await;
-    let id = spawn_ready(&d.client).await;
+    let id = spawn_ready(d.api()).await;
     let imp = only_imp(&w);
     d.kill();
     // The agent now binds beta too; its rebind is cut off once impd granted beta.
@@ -487,7 +485,7 @@ async fn a_daemon_killed_during_a_rebinds_grant_has_it_failed_and_taken_back_at_
         .sim()
         .faults()
         .hold_call("grants.add", 0, HoldPoint::AfterEffect);
-    post_in_background(&d.client, &format!("/v1/sessions/{id}/auth/rebind"));
+    post_in_background(d.api(), &format!("/v1/sessions/{id}/auth/rebind"));
     held.wait_held(WITHIN).await;
     assert_eq!(w.grants_of(&imp), ["alpha", "beta"]);
     d.kill();
@@ -504,12 +502,12 @@ async fn a_daemon_killed_during_a_rebinds_grant_has_it_failed_and_taken_back_at_
     }
 
     let d = w.daemon(&["alpha", "beta"]).await;
-    let auth = wait_auth(&d.client, &id, "rebind_failed").await;
+    let auth = wait_auth(d.api(), &id, "rebind_failed").await;
     assert_eq!(auth["revision"], 1, "{auth}");
     assert_eq!(w.grants_of(&imp), ["alpha"], "the rebind's grant stayed");
     // From rebind_failed, a rebind runs again to its end.
     let (status, body) = d
-        .client
+        .api()
         .call("POST", &format!("/v1/sessions/{id}/auth/rebind"), None)
         .await;
     assert_eq!((status, &body["revision"]), (200, &json!(2)), "{body}");
@@ -525,22 +523,22 @@ async fn a_daemon_killed_during_a_rebinds_grant_has_it_failed_and_taken_back_at_
 async fn a_daemon_killed_during_a_revoke_leaves_it_pending_and_a_retry_finishes_it() {
     let mut w = world();
     let d = w.daemon(&["alpha", "beta"]).await;
-    let id = spawn_ready(&d.client).await;
+    let id = spawn_ready(d.api()).await;
     let imp = only_imp(&w);
     let held = w
         .sim()
         .faults()
         .hold_call("grants.delete", 0, HoldPoint::AfterEffect);
-    post_in_background(&d.client, &format!("/v1/sessions/{id}/auth/revoke"));
+    post_in_background(d.api(), &format!("/v1/sessions/{id}/auth/revoke"));
     held.wait_held(WITHIN).await;
     d.kill();
     held.release();
 
     let d = w.daemon(&["alpha", "beta"]).await;
-    let auth = wait_auth(&d.client, &id, "revocation_pending").await;
+    let auth = wait_auth(d.api(), &id, "revocation_pending").await;
     assert_eq!(auth["revision"], 1, "{auth}");
     let (status, err) = d
-        .client
+        .api()
         .call("POST", &format!("/v1/sessions/{id}/revive"), None)
         .await;
     assert_eq!(
@@ -549,7 +547,7 @@ async fn a_daemon_killed_during_a_revoke_leaves_it_pending_and_a_retry_finishes_
         "{err}"
     );
     let (status, body) = d
-        .client
+        .api()
         .call("POST", &format!("/v1/sessions/{id}/auth/revoke"), None)
         .await;
     assert_eq!(

@@ -4,19 +4,17 @@
 //! an impd that cannot check the requirement is sent no start; a revive verifies and never
 //! grants again; and the agent holds placeholders only, with a config folder of its own.
 
-use crate::support;
-
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use support::broker::{
+use atc_testkit::broker::{
     self, assert_spawn_taken_back, auth, bindable_sim, boom, fast_reconnects, identity,
     impd_client, kill_and_wait, requires, rpc_calls, sh_agent, spawn,
 };
-use support::impd_sim::{
+use atc_testkit::impd_sim::{
     Flag, FlagState, HoldPoint, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind,
 };
-use support::{id_of, TestDaemon};
+use atc_testkit::{id_of, TestDaemon};
+use serde_json::{json, Value};
 
 /// A simulator whose token may bind `codex-key` to atc's imps, and the key's value.
 fn sim() -> (ImpdSim, String) {
@@ -503,7 +501,7 @@ async fn each_gate_refusal_answers_its_code_through_a_spawn_and_creates_nothing(
 /// confirmed) answers `outcome_unknown`, and a retry under the same key never runs again.
 #[actix_rt::test]
 async fn a_keyed_spawn_whose_take_back_cannot_be_confirmed_is_outcome_unknown() {
-    use support::impd_sim::GrantStep;
+    use atc_testkit::impd_sim::GrantStep;
     let (sim, _) = sim();
     sim.faults()
         .fail_next_grant(GrantStep::Add, Some("codex-key"), boom());
@@ -645,7 +643,7 @@ async fn each_binding_refusal_answers_its_code_through_the_api() {
         .hold_call("tokens.whoami", 0, HoldPoint::BeforeEffect);
     let spawning = spawn(&d);
     let squat = async {
-        held.wait_held(support::WITHIN).await;
+        held.wait_held(atc_testkit::WITHIN).await;
         let (_, listing) = d.call("GET", "/v1/sessions", None).await;
         let id = id_of(&listing["sessions"][0]);
         let imp = atc::providers::imp::naming::imp_name("atc-", &id);

@@ -5,17 +5,15 @@
 //! that never reported a position verifying rather than creating, and the launch tickets
 //! counted through real harness paths (`admissions` in `GET /v1/sessions/{id}/auth`).
 
-use crate::support;
-
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use support::broker::{
+use atc_testkit::broker::{
     self, assert_spawn_taken_back, auth, bindable_sim, fast_reconnects, harness_starts,
     kill_and_wait, rpc_calls, sh_agent, spawn,
 };
-use support::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
-use support::{id_of, TestDaemon, WITHIN};
+use atc_testkit::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
+use atc_testkit::{id_of, TestDaemon, WITHIN};
+use serde_json::{json, Value};
 
 /// A simulator whose token may bind `codex-key` to atc's imps.
 fn sim() -> ImpdSim {
@@ -350,7 +348,7 @@ async fn each_launch_ticket_is_released_exactly_once_through_the_harness() {
 
     // Re-attaches that impd drops before anything ran: each attempt's ticket comes back.
     sim.faults()
-        .drop_next_connections(2, support::impd_sim::When::BeforeStarted, 1011);
+        .drop_next_connections(2, atc_testkit::impd_sim::When::BeforeStarted, 1011);
     detach_slow_once_viewed(&sim, &imp, &session).await;
     wait_admissions(&d, &id, "re-attached past two drops", (5, 4)).await;
 

@@ -2,8 +2,6 @@
 //! child process against an in-process daemon, under a real PTY where a terminal matters
 //! (colour, raw-mode attach) and with pipes where it must not (scripts).
 
-use crate::support;
-
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -12,8 +10,8 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use support::impd_sim::{ImpdSim, SimOptions, When};
-use support::{
+use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
+use atc_testkit::{
     agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
     WITHIN,
 };

@@ -8,15 +8,13 @@
 //! chooses, holding no atc, or an `atc` script the test wrote (which logs how it was called,
 //! so a test can tell the image being probed from `bin/atc` being checked).
 
-use crate::support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use atc_testkit::impd_sim::{BootEnd, ImpdSim, SimOptions};
+use atc_testkit::{agent_shells_config, id_of, with_imp_target, TestDaemon};
 use serde_json::{json, Value};
-use support::impd_sim::{BootEnd, ImpdSim, SimOptions};
-use support::{agent_shells_config, id_of, with_imp_target, TestDaemon};
 
 /// What the image holds on its `PATH`.
 enum Image {

@@ -1,14 +1,12 @@
 //! Attention from agent hooks: `atc hook-report` inside a session, the reporter socket, and
 //! the state each agent kind's hooks drive (spec §3.4, §9.5).
 
-use crate::support;
-
 use std::io::Write;
 use std::time::Duration;
 
 use atc::config::AgentConfig;
+use atc_testkit::{agent_shells_daemon as daemon, hook, id_of, test_config, TestDaemon};
 use serde_json::{json, Value};
-use support::{agent_shells_daemon as daemon, hook, id_of, test_config, TestDaemon};
 
 /// A Claude session id (Claude Code names its sessions with UUIDs; atc takes nothing else from
 /// a claude-kind agent).

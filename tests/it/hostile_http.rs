@@ -4,17 +4,15 @@
 //! do, with the descriptor table nearly full), a JSON key given twice, and `nosniff` on every
 //! kind of answer.
 
-use crate::support;
-
 use std::cell::Cell;
 use std::os::unix::process::CommandExt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use atc_testkit::child_daemon::ChildDaemon;
+use atc_testkit::raw_answer::{content_length, RawAnswer};
+use atc_testkit::{id_of, test_config, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::child_daemon::ChildDaemon;
-use support::raw_answer::{content_length, RawAnswer};
-use support::{id_of, test_config, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -323,7 +321,7 @@ async fn the_owner_is_served_while_hundreds_of_tokenless_connections_hold_a_near
         });
     }
     let daemon = ChildDaemon::spawn(cmd, &state_dir, &log).await;
-    let owner = &daemon.client;
+    let owner = daemon.api();
     // Sessions hold descriptors too, two each: 32 of them take two thirds of their half.
     let mut sessions = Vec::new();
     for _ in 0..32 {

@@ -4,15 +4,13 @@
 //! test replays the probe's step through the real reporter socket and `atc hook-report`, and
 //! checks what the daemon stored, ran and spent.
 
-use crate::support;
-
 use std::path::Path;
 use std::time::Duration;
 
 use atc::config::Config;
+use atc_testkit::child_daemon::ChildDaemon;
+use atc_testkit::{agent_shells_config, hook, id_of, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::child_daemon::ChildDaemon;
-use support::{agent_shells_config, hook, id_of, TestDaemon, WITHIN};
 
 /// A Claude session id (Claude Code's ids are UUIDs).
 const CLAUDE_SESSION: &str = "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b";
@@ -135,7 +133,7 @@ async fn an_injected_agent_session_id_is_refused_and_never_reaches_an_argv() {
 
 #[actix_rt::test]
 async fn a_session_cannot_report_as_another() {
-    let (d, _tmp) = support::agent_shells_daemon().await;
+    let (d, _tmp) = atc_testkit::agent_shells_daemon().await;
     let thief = id_of(&d.spawn("claude").await);
     let victim = id_of(&d.spawn("claude").await);
     // The thief's process names the victim; its key is its own.
@@ -166,7 +164,7 @@ async fn a_session_cannot_report_as_another() {
 
 #[actix_rt::test]
 async fn report_fields_are_capped_and_cleaned_of_control_characters() {
-    let (d, tmp) = support::agent_shells_daemon().await;
+    let (d, tmp) = atc_testkit::agent_shells_daemon().await;
     let id = id_of(&d.spawn("claude").await);
     let message = format!("\u{1b}]0;pwned\u{7}{}", "m".repeat(100_000));
     hook_from_file(
@@ -314,7 +312,7 @@ async fn the_trail_keeps_its_share_per_session_its_total_and_forget_removes_a_tr
 
 #[actix_rt::test]
 async fn a_fifo_for_a_transcript_is_never_opened_and_blocks_nothing() {
-    let (d, tmp) = support::agent_shells_daemon().await;
+    let (d, tmp) = atc_testkit::agent_shells_daemon().await;
     let id = id_of(&d.spawn("claude").await);
     let fifo = tmp.path().join("transcript.fifo");
     rustix::fs::mknodat(
@@ -404,7 +402,7 @@ async fn reporters_that_hold_their_lines_cannot_grow_the_daemon() {
         let written = w.join().expect("a writer thread");
         assert!(written.is_ok(), "{written:?}");
     }
-    d.client.wait_reporter(0, 200).await;
+    d.api().wait_reporter(0, 200).await;
     let grew_mib = peak_rss_kib(d.pid()).saturating_sub(before) / 1024;
     assert!(
         grew_mib < 80,
@@ -461,6 +459,6 @@ async fn out_of_descriptors_the_reporter_backs_off_instead_of_spinning() {
         .expect("restore the daemon's limit");
     // With descriptors back, the waiting reporters are read (and dropped: they send nothing).
     drop(held);
-    d.client.wait_reporter(0, 10).await;
+    d.api().wait_reporter(0, 10).await;
     d.stop().await;
 }

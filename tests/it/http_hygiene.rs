@@ -3,15 +3,12 @@
 //! refused from its head, the reporter socket goes with a clean stop, and only the standard
 //! streams reach a child.
 
-use crate::support;
-
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use atc_testkit::raw_answer::{content_length, RawAnswer};
+use atc_testkit::{id_of, ChildDaemon, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::raw_answer::{content_length, RawAnswer};
-use support::{id_of, TestDaemon, WITHIN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Writes `bytes` on a fresh connection and reads the first answer (the daemon closes the
@@ -206,126 +203,75 @@ async fn a_clean_stop_leaves_a_socket_that_is_not_ours() {
     drop((other, tmp));
 }
 
-/// The real binary as a daemon, started with an extra fd 3 open, as a probe found it.
-struct ChildDaemon {
-    child: Child,
-    client: TestDaemon,
-    log: std::path::PathBuf,
-}
-
-impl ChildDaemon {
-    async fn start(root: &Path, path_env: Option<&Path>) -> ChildDaemon {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::process::CommandExt;
-        let state_dir = root.join("state");
-        let config = root.join("config.json");
-        std::fs::write(
-            &config,
-            json!({"agents": {"sleeper": {"bin": "/bin/sleep", "args": ["600"]}}}).to_string(),
-        )
-        .unwrap();
-        let log = root.join("daemon.log");
-        let leak = std::fs::File::open("/dev/null").unwrap();
-        let leak_fd = leak.as_raw_fd();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atc"));
-        cmd.arg("daemon")
-            .arg("--state-dir")
-            .arg(&state_dir)
-            .args(["--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
-        if let Some(p) = path_env {
-            cmd.env("PATH", p);
-        }
-        // SAFETY: dup2 is async-signal-safe; the hook touches nothing else.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(leak_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("start the atc binary");
-        drop(leak);
-        let mut cd = ChildDaemon {
-            client: TestDaemon::connect("http://0.0.0.0:0", "", &state_dir),
-            child,
-            log,
-        };
-        let info = support::wait_for_child_daemon(&mut cd.child, &state_dir, &cd.log).await;
-        let token = std::fs::read_to_string(state_dir.join("token")).expect("token file");
-        cd.client = TestDaemon::connect(&info.url, &token, &state_dir);
-        assert_eq!(
-            std::fs::read_link(format!("/proc/{}/fd/3", cd.child.id())).ok(),
-            Some("/dev/null".into()),
-            "the daemon runs with the probe fd open"
-        );
-        cd
+/// The real binary as a daemon (the kit's child), started with an extra fd 3 open, as a probe
+/// found it; `path_env` replaces its `PATH`.
+async fn daemon_with_fd_3(root: &Path, path_env: Option<&Path>) -> ChildDaemon {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let state_dir = root.join("state");
+    let config = json!({"agents": {"sleeper": {"bin": "/bin/sleep", "args": ["600"]}}});
+    let log = root.join("daemon.log");
+    let leak = std::fs::File::open("/dev/null").unwrap();
+    let leak_fd = leak.as_raw_fd();
+    let mut cmd = ChildDaemon::command(&state_dir, &config, &log);
+    if let Some(p) = path_env {
+        cmd.env("PATH", p);
     }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Spawns `sleeper` sessions and answers each one's open fds, once it runs `sleep`.
-    async fn session_fds(&self, sessions: usize) -> Vec<Vec<i32>> {
-        let mut all = Vec::new();
-        for _ in 0..sessions {
-            let s = self
-                .client
-                .spawn_with(json!({"agent": "sleeper", "cwd": "/tmp"}))
-                .await;
-            let id = id_of(&s);
-            let pid = self.sleep_pid(&id).await;
-            all.push(settled_fds_of(pid).await);
-        }
-        all
-    }
-
-    /// The pid of the daemon's `sleep` child for session `id`, found by its environment.
-    async fn sleep_pid(&self, id: &str) -> u32 {
-        let marker = format!("ATC_SESSION_ID={id}");
-        let deadline = Instant::now() + WITHIN;
-        loop {
-            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                if comm.trim() == "sleep"
-                    && env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes())
-                {
-                    return pid;
-                }
+    // SAFETY: dup2 is async-signal-safe; the hook touches nothing else.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(leak_fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
             }
-            assert!(
-                Instant::now() < deadline,
-                "no sleep process for {id}; log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            Ok(())
+        });
     }
+    let d = ChildDaemon::spawn(cmd, &state_dir, &log).await;
+    drop(leak);
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{}/fd/3", d.pid())).ok(),
+        Some("/dev/null".into()),
+        "the daemon runs with the probe fd open"
+    );
+    d
 }
 
-impl Drop for ChildDaemon {
-    fn drop(&mut self) {
-        // SIGTERM: a clean stop hangs up the sessions; a kill if that does not do it.
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child pid"),
-            rustix::process::Signal::TERM,
-        );
-        let deadline = Instant::now() + WITHIN;
-        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+/// Spawns `sleeper` sessions on `d` and answers each one's open fds, once it runs `sleep`.
+async fn session_fds(d: &ChildDaemon, sessions: usize) -> Vec<Vec<i32>> {
+    let mut all = Vec::new();
+    for _ in 0..sessions {
+        let s = d
+            .api()
+            .spawn_with(json!({"agent": "sleeper", "cwd": "/tmp"}))
+            .await;
+        let id = id_of(&s);
+        let pid = sleep_pid(d, &id).await;
+        all.push(settled_fds_of(pid).await);
+    }
+    all
+}
+
+/// The pid of `d`'s `sleep` child for session `id`, found by its environment.
+async fn sleep_pid(d: &ChildDaemon, id: &str) -> u32 {
+    let marker = format!("ATC_SESSION_ID={id}");
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if comm.trim() == "sleep" && env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
+                return pid;
+            }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        assert!(
+            Instant::now() < deadline,
+            "no sleep process for {id}; log:\n{}",
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -356,10 +302,12 @@ async fn settled_fds_of(pid: u32) -> Vec<i32> {
 #[actix_rt::test]
 async fn an_inherited_fd_reaches_no_session_on_the_posix_spawn_path() {
     let root = tempfile::tempdir().unwrap();
-    let d = ChildDaemon::start(root.path(), None).await;
-    for fds in d.session_fds(2).await {
+    let d = daemon_with_fd_3(root.path(), None).await;
+    for fds in session_fds(&d, 2).await {
         assert_eq!(fds, vec![0, 1, 2], "log:\n{}", d.log());
     }
+    // A clean stop hangs up the sessions.
+    d.stop().await;
 }
 
 #[actix_rt::test]
@@ -369,8 +317,10 @@ async fn an_inherited_fd_reaches_no_session_when_path_has_no_helpers() {
     let root = tempfile::tempdir().unwrap();
     let bin = root.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let d = ChildDaemon::start(root.path(), Some(&bin)).await;
-    for fds in d.session_fds(2).await {
+    let d = daemon_with_fd_3(root.path(), Some(&bin)).await;
+    for fds in session_fds(&d, 2).await {
         assert_eq!(fds, vec![0, 1, 2], "log:\n{}", d.log());
     }
+    // A clean stop hangs up the sessions.
+    d.stop().await;
 }

@@ -1,13 +1,11 @@
 //! Idempotent spawn: a retried spawn never runs twice (spec §7).
 
-use crate::support;
-
 use std::time::Duration;
 
 use atc::sessions::messages::Spawn;
 use atc::store::{KeyId, KeyState, StateStore};
+use atc_testkit::{id_of, test_config, TestDaemon};
 use serde_json::{json, Value};
-use support::{id_of, test_config, TestDaemon};
 
 /// POST /v1/sessions with an Idempotency-Key (and optionally replay-only); answers status,
 /// whether it was marked replayed, and the body.
@@ -237,7 +235,7 @@ async fn the_periodic_sweep_deletes_completed_keys_while_running() {
     let d = TestDaemon::start_on(tmp.path(), config).await;
     let (status, _, _) = keyed_spawn(&d, "short-lived", cat_body(), false).await;
     assert_eq!(status, 201);
-    let deadline = std::time::Instant::now() + support::WITHIN;
+    let deadline = std::time::Instant::now() + atc_testkit::WITHIN;
     loop {
         let (status, _, body) = keyed_spawn(&d, "short-lived", cat_body(), true).await;
         if status == 404 {

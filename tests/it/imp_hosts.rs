@@ -2,14 +2,12 @@
 //! owner, idle → asleep), revive waking the host and resuming the same process, and forget
 //! destroying the host after a two-step confirmation.
 
-use crate::support;
-
 use std::time::{Duration, Instant};
 
 use atc::config::Config;
+use atc_testkit::impd_sim::{ImpState, ImpdSim, SimOptions};
+use atc_testkit::{spawn_remote, test_config, with_imp_target, Remote, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::impd_sim::{ImpState, ImpdSim, SimOptions};
-use support::{spawn_remote, test_config, with_imp_target, Remote, TestDaemon, WITHIN};
 
 fn imp_config(sim: &ImpdSim) -> Config {
     with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}))

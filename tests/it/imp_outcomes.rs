@@ -7,16 +7,14 @@
 //! more connection drops than the harness has reconnect delays to spend, drop its viewer,
 //! change the world, then cancel the drops so the next attempt gets through.
 
-use crate::support;
-
 use std::fmt::Debug;
 use std::path::Path;
 use std::time::Duration;
 
 use atc::config::Config;
+use atc_testkit::impd_sim::{BootEnd, Clock, ImpdSim, Scope, SimOptions, When, RING_BYTES};
+use atc_testkit::{spawn_remote, test_config, with_imp_target, ws_at, Remote, TestDaemon};
 use serde_json::{json, Value};
-use support::impd_sim::{BootEnd, Clock, ImpdSim, Scope, SimOptions, When, RING_BYTES};
-use support::{spawn_remote, test_config, with_imp_target, ws_at, Remote, TestDaemon};
 
 /// What a fresh attach writes before impd's replay (spec §5.6).
 const SCREEN_RESET: &[u8] = b"\x1b[0m\x1b[H\x1b[2J";
@@ -303,7 +301,7 @@ async fn an_imp_put_to_sleep_while_the_harness_reconnects_suspends_the_session()
     // Reconnects never wake a sleeping imp.
     assert_eq!(
         sim.imp(&r.imp).unwrap().state,
-        support::impd_sim::ImpState::Sleeping
+        atc_testkit::impd_sim::ImpState::Sleeping
     );
     d.stop().await;
 }
@@ -534,7 +532,7 @@ async fn a_lease_impd_ended_is_never_taken_back_by_renewal() {
         rpc_calls(sim, "leases.renew") > before_expiry
     })
     .await;
-    let deadline = std::time::Instant::now() + support::WITHIN;
+    let deadline = std::time::Instant::now() + atc_testkit::WITHIN;
     let (mut last, mut since) = (rpc_calls(&sim, "leases.renew"), std::time::Instant::now());
     while since.elapsed() < Duration::from_millis(300) {
         assert!(

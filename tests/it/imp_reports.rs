@@ -4,15 +4,13 @@
 //! guest socket is a real path under the test's `guestDir`, so a test can also speak the
 //! bridge protocol on it directly, as a process inside the imp would.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use atc::config::Config;
+use atc_testkit::impd_sim::{ImpdSim, SimOptions};
+use atc_testkit::{agent_shells_config, hook, id_of, with_imp_target, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::impd_sim::{ImpdSim, SimOptions};
-use support::{agent_shells_config, hook, id_of, with_imp_target, TestDaemon, WITHIN};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 

@@ -2,17 +2,15 @@
 //! WebSocket API: spawn, echo, resize, exit codes, reconnects after dropped connections, and
 //! the exit reasons of processes that ended while the harness was away.
 
-use crate::support;
-
 use std::time::Duration;
 
 use atc::config::Config;
-use serde_json::json;
-use support::impd_sim::{ImpdSim, SimOptions, When};
-use support::{
+use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
+use atc_testkit::{
     assert_attached_comes_first, attaches_during_heavy_output_continue_exactly, id_of,
     spawn_remote, test_config, with_imp_target, TestDaemon,
 };
+use serde_json::json;
 
 /// The test config plus an imp target `box` (the default) on `sim`, with short reconnect
 /// delays.
@@ -291,7 +289,7 @@ async fn ctrl_c_interrupts_the_foreground_job_of_a_remote_session() {
 
 /// A remote `sh` session that prints until it is killed, and a client attached to it that
 /// has seen the printing start.
-async fn printing_remote(d: &TestDaemon, sim: &ImpdSim) -> (support::Remote, support::Ws) {
+async fn printing_remote(d: &TestDaemon, sim: &ImpdSim) -> (atc_testkit::Remote, atc_testkit::Ws) {
     let remote = spawn_remote(d, sim).await;
     let (mut other, _, _) = d.attach(&remote.id, "cols=80&rows=24").await;
     d.submit(&remote.id, "while :; do echo tick-tock; sleep 0.01; done")

@@ -1,11 +1,9 @@
 //! The sockets' keep-alive: pings on beats every socket shares, and the drop of a client that
 //! stopped answering, which leaves its session running.
 
-use crate::support;
-
 use std::time::Duration;
 
-use support::{id_of, test_config, Frame, TestDaemon, WITHIN};
+use atc_testkit::{id_of, test_config, Frame, TestDaemon, WITHIN};
 
 /// A daemon whose sockets are pinged every `ping` and dropped after `timeout` of silence, and
 /// its state dir.

@@ -2,17 +2,15 @@
 //! same state dir (graceful, SIGTERM, or SIGKILL of the real binary), fleet restore, and the
 //! lock that keeps two daemons off one state dir.
 
-use crate::support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use atc::daemon::state_dir::{read_info, StateDirError};
 use atc::daemon::StartError;
+use atc_testkit::child_daemon::ChildDaemon;
+use atc_testkit::{id_of, test_config, Frame, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
-use support::child_daemon::ChildDaemon;
-use support::{id_of, test_config, Frame, TestDaemon, Ws, WITHIN};
 
 /// The kill grace of `test_config()`.
 const GRACE: Duration = Duration::from_millis(300);
@@ -457,8 +455,8 @@ async fn sessions_of_a_sigkilled_daemon_come_back_as_daemon_stopped_and_revive()
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state");
     let child = child_daemon(tmp.path(), &dir).await;
-    let id = id_of(&child.client.spawn("sh").await);
-    shell_pid(&child.client, &id, "child").await;
+    let id = id_of(&child.api().spawn("sh").await);
+    shell_pid(child.api(), &id, "child").await;
     child.kill();
     // No graceful stop: daemon.json was left behind.
     assert!(dir.join("daemon.json").exists());
@@ -486,8 +484,8 @@ async fn sigterm_stops_the_binary_with_status_0_recording_sessions_as_daemon_sto
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state");
     let mut child = child_daemon(tmp.path(), &dir).await;
-    let id = id_of(&child.client.spawn("sh").await);
-    let pid = shell_pid(&child.client, &id, "child").await;
+    let id = id_of(&child.api().spawn("sh").await);
+    let pid = shell_pid(child.api(), &id, "child").await;
     let status = child.terminate().await;
     assert_eq!(status.code(), Some(0), "log:\n{}", child.log());
     assert!(
@@ -666,8 +664,8 @@ async fn a_harness_that_survived_a_sigkilled_daemon_is_ended_before_the_restore(
         "limits": {"killGraceMs": GRACE.as_millis() as u64},
     });
     let first = ChildDaemon::start(&dir, &config, &tmp.path().join("first.log")).await;
-    let id = id_of(&first.client.spawn("stubborn").await);
-    first.client.wait_screen(&id, "ready").await;
+    let id = id_of(&first.api().spawn("stubborn").await);
+    first.api().wait_screen(&id, "ready").await;
     let agent = running_with(&marker);
     assert_eq!(agent.len(), 1, "{agent:?}");
     first.kill();
@@ -697,13 +695,13 @@ async fn a_harness_that_survived_a_sigkilled_daemon_is_ended_before_the_restore(
         log.contains("ended the processes the last daemon left running") && log.contains(&id),
         "log:\n{log}"
     );
-    let (status, restored) = second.client.call("POST", "/v1/fleet/restore", None).await;
+    let (status, restored) = second.api().call("POST", "/v1/fleet/restore", None).await;
     assert_eq!(
         (status, restored["restored"].as_u64()),
         (200, Some(1)),
         "{restored}"
     );
-    second.client.wait_screen(&id, "ready").await;
+    second.api().wait_screen(&id, "ready").await;
     let now = running_with(&marker);
     assert_eq!(now.len(), 1, "one agent runs after the restore: {now:?}");
     assert_ne!(now, agent);

@@ -1,13 +1,10 @@
 //! The root crate's integration tests, one binary: every module below links the daemon once,
 //! rather than once a file. A test goes in the module of the feature it proves; a helper two
-//! modules share goes in `support` (and, once a crate other than this one needs it, in
-//! `crates/atc-testkit`).
+//! modules share goes in the test kit, `crates/atc-testkit` (the in-process and child daemons,
+//! their clients, waits with deadlines, the simulator's setups, the fake model APIs).
 //!
 //! Run one module with `cargo test --test it MODULE::`, e.g. `cargo test --test it attach::`;
 //! the page in Chromium is `cargo test --test it page:: -- --ignored`.
-
-/// What the tests share: the in-process daemon, its clients, the fakes and the simulator.
-mod support;
 
 /// The attach WebSocket: replay, resume, sizes, input, backpressure and exit.
 mod attach;

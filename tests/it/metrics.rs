@@ -3,19 +3,17 @@
 //! reconnect), checking that exactly the right figures moved; the token on the main
 //! listener; the metrics-only listener; and that every scrape is well-formed exposition text.
 
-use crate::support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::time::Duration;
 
 use atc::daemon::{Daemon, DaemonOptions, MetricsListen, StartError};
-use serde_json::{json, Value};
-use support::impd_sim::{ImpdSim, SimOptions, When};
-use support::{
+use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
+use atc_testkit::{
     agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
     WITHIN,
 };
+use serde_json::{json, Value};
 
 /// One scrape: its status, `Content-Type` and body.
 struct Scrape {

@@ -3,12 +3,10 @@
 //! `last_used_agent`. Reports go through the real path: `atc hook-report` typed into a shell
 //! that stands in for the agent, the reporter socket, the session.
 
-use crate::support;
-
 use std::path::Path;
 
+use atc_testkit::{agent_shells_config, agent_shells_daemon, hook, id_of, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
-use support::{agent_shells_config, agent_shells_daemon, hook, id_of, TestDaemon, Ws, WITHIN};
 
 /// Writes a JSONL file.
 fn jsonl(path: &Path, lines: &[Value]) {
@@ -207,7 +205,7 @@ async fn an_agent_name_and_the_transcript_path_survive_a_restart() {
 async fn a_codex_thread_name_from_the_session_index_names_the_session() {
     let (d, _tmp) = agent_shells_daemon().await;
     let mut events = d.ws("/v1/events").await;
-    // The test daemon's codex home (tests/it/support): never the developer's own.
+    // The test daemon's codex home (the test kit): never the developer's own.
     let index = d.state_dir.join("codex-home/session_index.jsonl");
     jsonl(
         &index,

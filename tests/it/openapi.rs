@@ -2,12 +2,10 @@
 //! ones the router serves (and only those), and what every route answers, errors included,
 //! and the first frames of both sockets validate against the document's schemas.
 
-use crate::support;
-
 use std::collections::BTreeSet;
 
+use atc_testkit::{agent_shells_daemon, hook, id_of, TestDaemon, WITHIN};
 use serde_json::{json, Value};
-use support::{agent_shells_daemon, hook, id_of, TestDaemon, WITHIN};
 
 const METHODS: [&str; 5] = ["GET", "POST", "PATCH", "DELETE", "PUT"];
 
@@ -534,11 +532,11 @@ async fn keyed_spawn(d: &TestDaemon, body: &Value, key: &str) -> (u16, Value) {
 /// a host, the two-step forget) against the document, on the impd simulator.
 #[actix_rt::test]
 async fn imp_target_answers_match_the_document_too() {
-    use support::impd_sim::{ImpdSim, SimOptions};
+    use atc_testkit::impd_sim::{ImpdSim, SimOptions};
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().expect("temp dir");
-    let config = support::with_imp_target(
-        support::test_config(),
+    let config = atc_testkit::with_imp_target(
+        atc_testkit::test_config(),
         &sim.url(),
         sim.token_file(),
         json!({}),
@@ -551,7 +549,7 @@ async fn imp_target_answers_match_the_document_too() {
     };
     let one = "/v1/sessions/{id}";
     r.call(&d, "GET", "/v1/agents", "/v1/agents", None).await;
-    let support::Remote { id, .. } = support::spawn_remote(&d, &sim).await;
+    let atc_testkit::Remote { id, .. } = atc_testkit::spawn_remote(&d, &sim).await;
     let at = |suffix: &str| format!("/v1/sessions/{id}{suffix}");
     r.call(&d, "GET", one, &at(""), None).await;
 

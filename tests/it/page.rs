@@ -2,18 +2,16 @@
 //! ephemeral port, and `tests/page/page.test.mjs` (Playwright driving Debian's
 //! `/usr/bin/chromium`) checks the page against it. Its output is relayed; its exit status
 //! decides; a second script checks a remote session's link state on the impd simulator, and a
-//! third types a prompt into a real Claude Code (`support::claude_world`) and sees its reply.
+//! third types a prompt into a real Claude Code (`atc_testkit::claude_world`) and sees its reply.
 //! Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
 //! What the page's files and headers are is checked without a browser here too.
-
-use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{TestDaemon, WITHIN};
+use atc_testkit::{TestDaemon, WITHIN};
 
 /// GET `path` without a token: status, the named headers, the body.
 async fn fetch(d: &TestDaemon, path: &str, headers: &[&str]) -> (u16, Vec<Option<String>>, String) {
@@ -139,7 +137,7 @@ async fn run_page_script(d: &TestDaemon, script: &str, env: &[(&str, &str)]) {
 #[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
 async fn the_page_works_in_headless_chromium() {
     // `claude` is a plain shell here, so the test can report its hooks with `atc hook-report`.
-    let (d, _tmp) = support::agent_shells_daemon().await;
+    let (d, _tmp) = atc_testkit::agent_shells_daemon().await;
     run_page_script(
         &d,
         "page.test.mjs",
@@ -152,11 +150,11 @@ async fn the_page_works_in_headless_chromium() {
 #[actix_rt::test]
 #[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
 async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
-    use support::impd_sim::{ImpdSim, SimOptions, When};
+    use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().expect("temp dir");
-    let config = support::with_imp_target(
-        support::test_config(),
+    let config = atc_testkit::with_imp_target(
+        atc_testkit::test_config(),
         &sim.url(),
         sim.token_file(),
         serde_json::json!({}),
@@ -164,7 +162,7 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
     let d = TestDaemon::start_on(tmp.path(), config).await;
 
     // One session whose host sleeps (suspend answers busy until its output settles)...
-    let asleep = support::spawn_remote(&d, &sim).await;
+    let asleep = atc_testkit::spawn_remote(&d, &sim).await;
     let deadline = Instant::now() + WITHIN;
     loop {
         let path = format!("/v1/sessions/{}/suspend", asleep.id);
@@ -181,7 +179,7 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
     d.wait_session(&asleep.id, "asleep", |s| s["lifecycle"]["vm"] == "asleep")
         .await;
     // ...and one whose link dropped and cannot come back (every reconnect is refused).
-    let away = support::spawn_remote(&d, &sim).await;
+    let away = atc_testkit::spawn_remote(&d, &sim).await;
     sim.faults()
         .drop_next_connections(10_000, When::BeforeStarted, 1011);
     assert!(sim.faults().drop_output(&away.imp, &away.session));
@@ -203,10 +201,10 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
 #[actix_rt::test]
 #[ignore = "needs /usr/bin/chromium, tests/page/node_modules and tests/agents/node_modules; .ci/run installs them"]
 async fn a_prompt_typed_in_the_page_reaches_a_real_claude_and_its_reply_shows() {
-    use support::fake_model::Reply;
+    use atc_testkit::fake_model::Reply;
     const PROMPT: &str = "typed in the page";
     const REPLY: &str = "Hello from the fake model, in the page.";
-    let Some(w) = support::claude_world::world(vec![Reply::Text(REPLY.into())]).await else {
+    let Some(w) = atc_testkit::claude_world::world(vec![Reply::Text(REPLY.into())]).await else {
         return;
     };
     let id = w.spawn(serde_json::json!({})).await;
@@ -223,7 +221,7 @@ async fn a_prompt_typed_in_the_page_reaches_a_real_claude_and_its_reply_shows() 
     // The browser's keys, not a submit, carried the prompt to the model.
     let turn = w.model.turns().pop().expect("the page's turn");
     assert_eq!(
-        support::fake_anthropic::user_texts(&turn)
+        atc_testkit::fake_anthropic::user_texts(&turn)
             .last()
             .map(String::as_str),
         Some(PROMPT)

@@ -1,17 +1,15 @@
 //! The real Claude Code under atc, against Anthropic's Messages API faked on loopback
-//! (`support::fake_anthropic`): spawn, submit and the turn's result, a second turn, the model
+//! (`atc_testkit::fake_anthropic`): spawn, submit and the turn's result, a second turn, the model
 //! and effort overrides, kill and revive, a daemon restart, a permission prompt, and what a
 //! fresh client's repaint carries of the terminal modes Claude turns on.
 //!
 //! The binary comes from `npm ci --prefix tests/agents` at the version its lock file pins;
-//! without it each test says it skipped and how to get it (`support::real_agents`).
+//! without it each test says it skipped and how to get it (`atc_testkit::real_agents`).
 
-use crate::support;
-
+use atc_testkit::claude_world::world;
+use atc_testkit::fake_model::{Reply, AGENT_WITHIN};
+use atc_testkit::TestDaemon;
 use serde_json::json;
-use support::claude_world::world;
-use support::fake_model::{Reply, AGENT_WITHIN};
-use support::TestDaemon;
 
 #[actix_rt::test]
 async fn a_submit_runs_a_turn_whose_reply_becomes_the_result_and_a_second_submit_another() {
@@ -172,7 +170,7 @@ async fn a_fresh_client_gets_the_terminal_modes_claude_turned_on() {
     };
     let id = w.spawn(json!({})).await;
     let (ws, _, prelude) = w.d.attach(&id, "cols=120&rows=40").await;
-    let term = support::terminal_after(&prelude, 120, 40);
+    let term = atc_testkit::terminal_after(&prelude, 120, 40);
     let screen = term.screen();
     assert!(screen.alternate_screen(), "Claude's full-screen UI");
     assert!(screen.bracketed_paste());
@@ -229,7 +227,7 @@ async fn a_real_session_is_recorded_whole_through_a_resume_from_offset_zero() {
     assert_eq!(resumed["replay"], "resume", "{resumed}");
     let bytes = ws.read_exact(end).await;
     ws.close().await;
-    let (rows, _) = support::rendered_rows(&bytes, 120, 40);
+    let (rows, _) = atc_testkit::rendered_rows(&bytes, 120, 40);
     assert!(
         rows.iter().any(|r| r.contains(REPLY)),
         "the recording replays to the reply: {rows:#?}"

@@ -1,6 +1,6 @@
 //! The real Codex CLI (`@openai/codex`, pinned in tests/agents/package.json) under atc,
-//! against the fake Responses API on loopback (support::fake_openai), each test with a private
-//! HOME and CODEX_HOME (support::codex_home). Skipped, saying how to install it, when
+//! against the fake Responses API on loopback (atc_testkit::fake_openai), each test with a private
+//! HOME and CODEX_HOME (atc_testkit::codex_home). Skipped, saying how to install it, when
 //! `npm ci --prefix tests/agents` has not run.
 //!
 //! What these show about Codex 0.171.0 that the stand-ins did not: it starts at its prompt
@@ -10,16 +10,14 @@
 //! its result; `-m` and `resume -- <id>` are taken by the real binary; and, left to its
 //! default, Codex starts a setsid `codex app-server` daemon that outlives the session and atc.
 
-use crate::support;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
 use atc::config::AgentConfig;
+use atc_testkit::codex_home::{self, AppServer, CodexHome, Setup};
+use atc_testkit::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
+use atc_testkit::{fake_openai, id_of, real_agents, test_config, TestDaemon};
 use serde_json::{json, Value};
-use support::codex_home::{self, AppServer, CodexHome, Setup};
-use support::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
-use support::{fake_openai, id_of, real_agents, test_config, TestDaemon};
 
 /// The session's terminal: wide enough that a reply is one line on the screen.
 const COLS: u16 = 120;
@@ -133,7 +131,7 @@ impl Rig {
 
     /// Submits `prompt` and waits until the fake has seen it as a turn; answers that turn.
     /// Fails with what the fake saw and the session's screen.
-    async fn turn(&self, id: &str, prompt: &str) -> support::fake_model::Asked {
+    async fn turn(&self, id: &str, prompt: &str) -> atc_testkit::fake_model::Asked {
         self.turn_pressing_again(id, prompt, None).await
     }
 
@@ -146,9 +144,9 @@ impl Rig {
         id: &str,
         prompt: &str,
         again_after: Option<Duration>,
-    ) -> support::fake_model::Asked {
+    ) -> atc_testkit::fake_model::Asked {
         self.d.submit(id, prompt).await;
-        let seen = |a: &support::fake_model::Asked| {
+        let seen = |a: &atc_testkit::fake_model::Asked| {
             a.turn && fake_openai::last_user_text(&a.body).as_deref() == Some(prompt)
         };
         let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
@@ -386,7 +384,7 @@ fn daemons_of(home: &CodexHome) -> Vec<i32> {
 
 /// Waits until nothing names `home` (killed processes are reaped by init).
 async fn wait_gone(home: &CodexHome) {
-    let deadline = tokio::time::Instant::now() + support::WITHIN;
+    let deadline = tokio::time::Instant::now() + atc_testkit::WITHIN;
     loop {
         let left = home.processes();
         if left.is_empty() {

@@ -2,13 +2,11 @@
 //! dir holds is private to its user, a client that trickles a request body is cut off, and
 //! a credential given to the daemon by environment stays out of its local sessions.
 
-use crate::support;
-
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::{TestDaemon, WITHIN};
+use atc_testkit::{TestDaemon, WITHIN};
 
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p)
@@ -30,9 +28,9 @@ async fn wait_exists(p: &Path) {
 async fn a_fresh_state_dir_keeps_the_token_database_and_sockets_private() {
     // Fresh: the daemon makes the dir (an existing one keeps its mode, see below).
     let tmp = tempfile::tempdir().unwrap();
-    let d = TestDaemon::start_on(&tmp.path().join("state"), support::test_config()).await;
+    let d = TestDaemon::start_on(&tmp.path().join("state"), atc_testkit::test_config()).await;
     // A spawn writes the database, so its WAL files exist.
-    let id = support::id_of(&d.spawn("cat").await);
+    let id = atc_testkit::id_of(&d.spawn("cat").await);
     let dir = d.state_dir.clone();
     let socket = dir.join("atc.sock");
     wait_exists(&socket).await;
@@ -63,7 +61,7 @@ async fn a_fresh_state_dir_keeps_the_token_database_and_sockets_private() {
 #[actix_rt::test]
 async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let first = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    let first = TestDaemon::start_on(tmp.path(), atc_testkit::test_config()).await;
     first.stop().await;
     for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
         let p = tmp.path().join(name);
@@ -71,7 +69,7 @@ async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start(
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
     }
-    let second = TestDaemon::start_on(tmp.path(), support::test_config()).await;
+    let second = TestDaemon::start_on(tmp.path(), atc_testkit::test_config()).await;
     for name in ["atc.db", "atc.db-wal", "atc.db-shm"] {
         let p = tmp.path().join(name);
         if p.exists() {
@@ -84,7 +82,7 @@ async fn a_database_left_world_readable_by_an_older_daemon_is_narrowed_at_start(
 #[actix_rt::test]
 async fn a_body_trickled_slower_than_the_bound_is_refused_and_the_connection_closed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut config = support::test_config();
+    let mut config = atc_testkit::test_config();
     config.timings.body_read = Duration::from_millis(800);
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), config).await;
@@ -148,14 +146,14 @@ async fn a_local_session_does_not_inherit_an_impd_token_given_by_environment() {
     });
     let parsed = atc::config::Config::from_json(text.to_string().as_bytes());
     assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-    let mut config = support::test_config();
+    let mut config = atc_testkit::test_config();
     config.agents.extend(parsed.agents);
     config.targets = parsed.targets;
     let d = TestDaemon::start_on(&tmp.path().join("state"), config).await;
     let body = d
         .spawn_with(serde_json::json!({"agent": "dumper", "cwd": tmp.path()}))
         .await;
-    let id = support::id_of(&body);
+    let id = atc_testkit::id_of(&body);
     let deadline = Instant::now() + WITHIN;
     let env = loop {
         if let Ok(t) = std::fs::read_to_string(&dump) {
@@ -192,7 +190,7 @@ async fn a_state_dir_others_can_write_to_is_refused_and_left_as_it_was() {
     let shared = tmp.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    match TestDaemon::try_start_on(&shared, support::test_config()).await {
+    match TestDaemon::try_start_on(&shared, atc_testkit::test_config()).await {
         Err(e) => {
             let said = e.to_string();
             assert!(said.contains("1777") && said.contains("others"), "{said}");
@@ -233,7 +231,7 @@ async fn a_state_dir_others_can_write_to_is_refused_and_left_as_it_was() {
     let mine = tmp.path().join("mine");
     std::fs::create_dir(&mine).unwrap();
     std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o750)).unwrap();
-    let d = TestDaemon::start_on(&mine, support::test_config()).await;
+    let d = TestDaemon::start_on(&mine, atc_testkit::test_config()).await;
     assert_eq!(mode(&mine), 0o750);
     assert_eq!(mode(&mine.join("token")), 0o600);
     d.stop().await;
@@ -247,14 +245,14 @@ async fn a_state_dir_others_can_write_to_is_refused_and_left_as_it_was() {
 async fn a_start_refuses_a_token_file_that_is_not_private_regular_and_inside() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state");
-    let first = TestDaemon::start_on(&dir, support::test_config()).await;
+    let first = TestDaemon::start_on(&dir, atc_testkit::test_config()).await;
     first.stop().await;
     let token = dir.join("token");
     let refused = |what: &'static str| {
         let dir = dir.clone();
         async move {
             let began = Instant::now();
-            match TestDaemon::try_start_on(&dir, support::test_config()).await {
+            match TestDaemon::try_start_on(&dir, atc_testkit::test_config()).await {
                 Err(e) => {
                     assert!(
                         began.elapsed() < WITHIN,

@@ -1,10 +1,8 @@
 //! Spawning, listing, typing into and reading sessions over HTTP, and the refusals a client
 //! sees on bad input.
 
-use crate::support;
-
+use atc_testkit::{id_of, TestDaemon};
 use serde_json::json;
-use support::{id_of, TestDaemon};
 
 #[actix_rt::test]
 async fn spawn_lists_and_echoes_through_the_screen() {
@@ -280,7 +278,7 @@ async fn submit_types_the_line_the_way_each_agent_expects() {
         kind: None,
         ..Default::default()
     };
-    let mut config = support::test_config();
+    let mut config = atc_testkit::test_config();
     config.agents.insert("codex".into(), raw_cat(true));
     config.agents.insert("grok".into(), raw_cat(false));
     config.agents.insert("claude".into(), raw_cat(true));
@@ -345,7 +343,7 @@ async fn status_json_counts_the_fleet() {
     d.call("POST", &format!("/v1/sessions/{a}/kill"), None)
         .await;
     let path = d.state_dir.join("status.json");
-    let deadline = std::time::Instant::now() + support::WITHIN;
+    let deadline = std::time::Instant::now() + atc_testkit::WITHIN;
     loop {
         let status: Option<serde_json::Value> = std::fs::read(&path)
             .ok()
@@ -443,7 +441,7 @@ async fn listed(d: &TestDaemon, id: &str) -> Option<serde_json::Value> {
 /// resize, exit and forget.
 #[actix_rt::test]
 async fn every_change_shows_in_the_very_next_listing() {
-    let (d, _tmp) = support::agent_shells_daemon().await;
+    let (d, _tmp) = atc_testkit::agent_shells_daemon().await;
     let a = id_of(&d.spawn("claude").await);
     let b = id_of(&d.spawn("sh").await);
     // A first listing, so a listing that failed to notice a change would repeat this one.
@@ -459,7 +457,7 @@ async fn every_change_shows_in_the_very_next_listing() {
     assert_eq!(before["state"], "running");
     assert_eq!(before["unread"], false);
 
-    support::hook(
+    atc_testkit::hook(
         &d,
         &a,
         json!({"hook_event_name": "Notification", "message": "Allow Bash?"}),
@@ -548,7 +546,7 @@ fn assert_session_cap(status: u16, body: &serde_json::Value, cap: u64) {
 #[actix_rt::test]
 async fn spawns_and_revives_past_the_session_cap_are_host_unavailable_and_a_kill_frees_a_slot() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut config = support::test_config();
+    let mut config = atc_testkit::test_config();
     config.limits.max_sessions = Some(2);
     let d = TestDaemon::start_on(tmp.path(), config.clone()).await;
     let (_, info) = d.call("GET", "/v1/daemon", None).await;
@@ -611,7 +609,7 @@ async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still
     let dir = tmp.path().join("state");
     let log = tmp.path().join("daemon.log");
     let config = json!({"agents": {"cat": {"bin": "cat"}}, "limits": {"maxSessions": null}});
-    let mut cmd = support::child_daemon::ChildDaemon::command(&dir, &config, &log);
+    let mut cmd = atc_testkit::child_daemon::ChildDaemon::command(&dir, &config, &log);
     // SAFETY: setrlimit is async-signal-safe; the hook touches nothing else.
     unsafe {
         cmd.pre_exec(|| {
@@ -625,15 +623,15 @@ async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still
             Ok(())
         });
     }
-    let child = support::child_daemon::ChildDaemon::spawn(cmd, &dir, &log).await;
+    let child = atc_testkit::child_daemon::ChildDaemon::spawn(cmd, &dir, &log).await;
     let cap = OPEN_FILES / 4;
-    let (_, info) = child.client.call("GET", "/v1/daemon", None).await;
+    let (_, info) = child.api().call("GET", "/v1/daemon", None).await;
     assert_eq!(info["limits"]["maxSessions"], cap, "{info}");
     let body = json!({"agent": "cat", "cwd": "/tmp"});
     let mut spawned = 0;
     let refusal = loop {
         let (status, answer) = child
-            .client
+            .api()
             .call("POST", "/v1/sessions", Some(body.clone()))
             .await;
         if status != 201 {
@@ -645,7 +643,7 @@ async fn with_a_small_open_file_limit_spawns_stop_at_the_cap_and_the_owner_still
     assert_eq!(spawned, cap, "{refusal:?}");
     assert_session_cap(refusal.0, &refusal.1, cap);
     // A new connection, not one from the pool, is answered.
-    let fresh = TestDaemon::connect(&child.client.url, &child.client.token, &dir);
+    let fresh = TestDaemon::connect(&child.api().url, &child.api().token, &dir);
     let (status, list) = fresh.call("GET", "/v1/sessions", None).await;
     assert_eq!(status, 200, "{list}");
     assert_eq!(

@@ -1,13 +1,11 @@
 //! Spawn overrides (spec §9.2): checked before anything starts, turned into argv without a
 //! shell, stored and reused by every revive; the agents listing advertises them.
 
-use crate::support;
-
 use std::collections::BTreeMap;
 
 use atc::config::AgentConfig;
+use atc_testkit::{id_of, test_config, TestDaemon};
 use serde_json::json;
-use support::{id_of, test_config, TestDaemon};
 
 /// A claude-kind stand-in that prints its argv (after the script) and waits.
 fn argv_printer(args_after: &[&str]) -> AgentConfig {

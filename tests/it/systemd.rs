@@ -4,17 +4,15 @@
 //! `--log-format json`; and an in-process daemon whose sessions' thread a test provider
 //! wedges, to see the watchdog pings stop.
 
-use crate::support;
-
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use atc_testkit::child_daemon::ChildDaemon;
+use atc_testkit::{id_of, TestDaemon, WITHIN};
 use serde_json::{json, Map, Value};
-use support::child_daemon::ChildDaemon;
-use support::{id_of, TestDaemon, WITHIN};
 
 /// The config of these daemons: a shell agent.
 fn config() -> Value {
@@ -97,7 +95,7 @@ async fn systemd_hears_ready_then_status_watchdog_pings_and_stopping() {
 
     // Ready comes first, and by then the port answers.
     assert_eq!(manager.next().await, "READY=1\n", "log:\n{}", d.log());
-    let (status, body) = d.client.call("GET", "/v1/health", None).await;
+    let (status, body) = d.api().call("GET", "/v1/health", None).await;
     assert_eq!(status, 200, "{body}");
     manager
         .until("an empty fleet's status", |m| {
@@ -105,7 +103,7 @@ async fn systemd_hears_ready_then_status_watchdog_pings_and_stopping() {
         })
         .await;
 
-    let id = id_of(&d.client.spawn("sh").await);
+    let id = id_of(&d.api().spawn("sh").await);
     manager
         .until("a status counting the session", |m| {
             m.starts_with("STATUS=1 session: ")
@@ -114,7 +112,7 @@ async fn systemd_hears_ready_then_status_watchdog_pings_and_stopping() {
     // The session does not inherit what systemd told the daemon.
     assert_eq!(
         session_env(
-            &d.client,
+            d.api(),
             &id,
             &["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"]
         )
@@ -151,7 +149,7 @@ async fn without_notify_socket_a_watchdog_variable_changes_nothing() {
     let mut cmd = ChildDaemon::command(&state, &config(), &log);
     cmd.env("WATCHDOG_USEC", "200000");
     let d = ChildDaemon::spawn(cmd, &state, &log).await;
-    let (status, _) = d.client.call("GET", "/v1/health", None).await;
+    let (status, _) = d.api().call("GET", "/v1/health", None).await;
     assert_eq!(status, 200);
     assert!(!d.log().contains("watchdog"), "log:\n{}", d.log());
     d.stop().await;
@@ -203,17 +201,17 @@ async fn a_socket_handed_over_as_fd_3_is_where_the_daemon_listens() {
     // Only the daemon's copy is left; connections to the port reach it.
     drop(listener);
     assert_eq!(
-        d.client.url,
+        d.api().url,
         format!("http://127.0.0.1:{port}"),
         "daemon.json names the handed socket; log:\n{}",
         d.log()
     );
-    let (status, body) = d.client.call("GET", "/v1/health", None).await;
+    let (status, body) = d.api().call("GET", "/v1/health", None).await;
     assert_eq!(status, 200, "{body}");
     assert!(d.log().contains("--listen ignored"), "log:\n{}", d.log());
-    let id = id_of(&d.client.spawn("sh").await);
+    let id = id_of(&d.api().spawn("sh").await);
     assert_eq!(
-        session_env(&d.client, &id, &["LISTEN_FDS", "LISTEN_PID"]).await,
+        session_env(d.api(), &id, &["LISTEN_FDS", "LISTEN_PID"]).await,
         "vars-2:[|]"
     );
     d.stop().await;
@@ -275,11 +273,11 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
     cmd.args(["--log-format", "json"])
         .env("RUST_LOG", "info,atc::server=debug");
     let d = ChildDaemon::spawn(cmd, &state, &log).await;
-    let token = d.client.token.clone();
+    let token = d.api().token.clone();
 
-    let http = support::http_client();
+    let http = atc_testkit::http_client();
     let resp = http
-        .get(format!("{}/v1/sessions", d.client.url))
+        .get(format!("{}/v1/sessions", d.api().url))
         .bearer_auth(&token)
         .send()
         .await
@@ -293,7 +291,7 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
         .to_string();
     // A token in the query (where WebSocket clients may put one) is never logged.
     let resp = http
-        .get(format!("{}/v1/fleet?access_token={token}", d.client.url))
+        .get(format!("{}/v1/fleet?access_token={token}", d.api().url))
         .send()
         .await
         .unwrap();
@@ -304,7 +302,7 @@ async fn json_log_lines_carry_the_fields_jq_users_expect() {
         .and_then(|v| v.to_str().ok())
         .expect("X-Request-Id")
         .to_string();
-    let id = id_of(&d.client.spawn("sh").await);
+    let id = id_of(&d.api().spawn("sh").await);
     let mut d = d;
     let exit = d.terminate().await;
     assert!(exit.success());
@@ -401,7 +399,7 @@ async fn a_wedged_sessions_thread_stops_the_watchdog_pings() {
     assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
     let config = atc::config::Config {
         targets: parsed.targets,
-        ..support::test_config()
+        ..atc_testkit::test_config()
     };
     let stall = Duration::from_millis(1200);
     let provider = StallingProvider {

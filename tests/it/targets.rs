@@ -1,13 +1,11 @@
 //! Execution targets: the refusal chain as a client sees it, and a session's binding to its
 //! target's identity across restarts (spec §4).
 
-use crate::support;
-
 use std::time::Duration;
 
 use atc::config::Config;
+use atc_testkit::{id_of, test_config, TestDaemon};
 use serde_json::json;
-use support::{id_of, test_config, TestDaemon};
 
 /// The test config with `targets`/`defaultTarget` taken from config text (text, not json!,
 /// because the order of targets in the file is kept).
@@ -217,12 +215,12 @@ async fn a_session_stays_bound_to_its_targets_identity_across_restarts() {
 /// anything written to it, so no echo means nothing reached the process.
 #[actix_rt::test]
 async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_and_never_written() {
+    use atc_testkit::Frame;
     use std::sync::Arc;
-    use support::Frame;
     let config =
         config_with(r#"{"targets": {"mute": {"provider": "mute-pty"}}, "defaultTarget": "mute"}"#);
     // The local PTY provider without the `input` capability, behind the provider trait.
-    let mute = support::caps_provider::CapsProvider {
+    let mute = atc_testkit::caps_provider::CapsProvider {
         kind: "mute-pty",
         inner: Arc::new(atc::providers::local_pty::LocalPty {
             exit_drain: config.timings.exit_drain,

@@ -3,67 +3,42 @@
 //! `atc` binary in a child process, because a SIGHUP sent to this test process would reach
 //! every daemon running in it.
 
-use crate::support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use atc::daemon::state_dir::read_info;
+use atc_testkit::{id_of, ChildDaemon, Frame, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
-use support::{id_of, Frame, TestDaemon, Ws, WITHIN};
 
 /// Tokens as an operator would write them (at least 32 bytes).
 const NEW: &str = "new-token-0123456789abcdef0123456789abcdef";
 const OTHER: &str = "other-token-0123456789abcdef0123456789abcd";
 
-/// The real `atc` binary running as a daemon in a child process.
-struct ChildDaemon {
-    child: Child,
+/// The real `atc` binary as a daemon in a child process (the kit's), and what these tests do
+/// to it.
+struct Daemon {
+    child: ChildDaemon,
     url: String,
     state_dir: PathBuf,
-    log: PathBuf,
 }
 
-impl ChildDaemon {
-    /// Starts `atc daemon` on a fresh state dir under `root` (port 0) and waits until its
-    /// `daemon.json` names it.
-    async fn start(root: &Path) -> ChildDaemon {
+impl Daemon {
+    /// Starts `atc daemon` on a fresh state dir under `root` (port 0) and waits until it
+    /// answers.
+    async fn start(root: &Path) -> Daemon {
         let state_dir = root.join("state");
-        let config = root.join("config.json");
-        std::fs::write(
-            &config,
-            json!({"agents": {"sh": {"bin": "/bin/sh", "env": {"PS1": ""}}}}).to_string(),
-        )
-        .unwrap();
-        let log = root.join("daemon.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_atc"))
-            .arg("daemon")
-            .arg("--state-dir")
-            .arg(&state_dir)
-            .args(["--listen", "127.0.0.1:0", "--workers", "1", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start the atc binary");
-        let mut d = ChildDaemon {
+        let config = json!({"agents": {"sh": {"bin": "/bin/sh", "env": {"PS1": ""}}}});
+        let child = ChildDaemon::start(&state_dir, &config, &root.join("daemon.log")).await;
+        Daemon {
+            url: child.url().to_string(),
             child,
-            url: String::new(),
             state_dir,
-            log,
-        };
-        d.url = support::wait_for_child_daemon(&mut d.child, &d.state_dir, &d.log)
-            .await
-            .url;
-        d
+        }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.child.log()
     }
 
     fn token_file(&self) -> PathBuf {
@@ -90,50 +65,31 @@ impl ChildDaemon {
     }
 
     fn signal(&self, signal: rustix::process::Signal) {
-        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), signal)
-            .unwrap();
+        self.child.signal(signal);
     }
 
     /// Asserts the daemon still runs and its `daemon.json` still names it.
     fn assert_running(&mut self) {
         assert!(
-            self.child.try_wait().unwrap().is_none(),
+            self.child.is_running(),
             "the daemon exited; log:\n{}",
             self.log()
         );
         let info = read_info(&self.state_dir).expect("daemon.json left in place");
-        assert_eq!(info.pid, self.child.id());
+        assert_eq!(info.pid, self.child.pid());
     }
 
     /// SIGTERM still stops it cleanly, after any number of SIGHUPs.
     async fn stop(mut self) {
-        self.signal(rustix::process::Signal::TERM);
-        let deadline = Instant::now() + WITHIN;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "no exit after SIGTERM");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let status = self.child.terminate().await;
         assert_eq!(status.code(), Some(0), "log:\n{}", self.log());
         assert!(!self.state_dir.join("daemon.json").exists());
     }
 }
 
-impl Drop for ChildDaemon {
-    fn drop(&mut self) {
-        // A failed test must not leave the daemon running; an error here means it already ended.
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 /// Polls `GET /v1/sessions` with `token` until it answers `status`: a reload is asynchronous
 /// to the signal that asked for it.
-async fn wait_status(d: &ChildDaemon, token: &str, status: u16) {
+async fn wait_status(d: &Daemon, token: &str, status: u16) {
     let client = d.client(token);
     let deadline = Instant::now() + WITHIN;
     loop {
@@ -192,7 +148,7 @@ async fn assert_events_work(ws: &mut Ws, client: &TestDaemon) {
 #[actix_rt::test]
 async fn sighup_rotates_the_token_with_an_overlap_and_drops_only_the_sockets_of_the_old_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut d = ChildDaemon::start(tmp.path()).await;
+    let mut d = Daemon::start(tmp.path()).await;
     let old = d.minted_token();
     let on_old = d.client(&old);
     let id = id_of(&on_old.spawn("sh").await);
@@ -251,7 +207,7 @@ async fn sighup_rotates_the_token_with_an_overlap_and_drops_only_the_sockets_of_
 #[actix_rt::test]
 async fn a_socket_opened_with_a_ticket_closes_when_the_token_that_asked_for_it_goes() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut d = ChildDaemon::start(tmp.path()).await;
+    let mut d = Daemon::start(tmp.path()).await;
     let old = d.minted_token();
     let on_old = d.client(&old);
     let id = id_of(&on_old.spawn("sh").await);
@@ -262,7 +218,7 @@ async fn a_socket_opened_with_a_ticket_closes_when_the_token_that_asked_for_it_g
     };
     let ws_url = |path: &str| format!("{}{path}", d.url.replace("http://", "ws://"));
     let t = ticket().await;
-    let mut attach = support::ws_at(
+    let mut attach = atc_testkit::ws_at(
         &ws_url(&format!("/v1/sessions/{id}/attach?ticket={t}")),
         None,
         None,
@@ -285,7 +241,8 @@ async fn a_socket_opened_with_a_ticket_closes_when_the_token_that_asked_for_it_g
         "the ticket's socket closed without saying why: {said:?}"
     );
     // A ticket the old token asked for and never spent opens nothing now.
-    let refused = support::ws_at(&ws_url(&format!("/v1/events?ticket={spare}")), None, None).await;
+    let refused =
+        atc_testkit::ws_at(&ws_url(&format!("/v1/events?ticket={spare}")), None, None).await;
     assert_eq!(refused.err().map(|e| e.0), Some(401));
     let log = d.log();
     for secret in [old.as_str(), t.as_str(), spare.as_str()] {
@@ -301,7 +258,7 @@ async fn a_socket_opened_with_a_ticket_closes_when_the_token_that_asked_for_it_g
 #[actix_rt::test]
 async fn an_unusable_token_file_fails_closed_until_a_good_one_is_read_on_sighup() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut d = ChildDaemon::start(tmp.path()).await;
+    let mut d = Daemon::start(tmp.path()).await;
     let old = d.minted_token();
     let on_old = d.client(&old);
     let id = id_of(&on_old.spawn("sh").await);
@@ -372,7 +329,7 @@ async fn an_unusable_token_file_fails_closed_until_a_good_one_is_read_on_sighup(
 #[actix_rt::test]
 async fn the_bearer_scheme_is_accepted_in_any_case() {
     let d = TestDaemon::start().await;
-    let http = support::http_client();
+    let http = atc_testkit::http_client();
     for header in [
         format!("bearer {}", d.token),
         format!("BEARER {}", d.token),
@@ -406,8 +363,8 @@ async fn the_bearer_scheme_is_accepted_in_any_case() {
 }
 
 /// The daemon's peak resident memory in KiB (`VmHWM`).
-fn peak_rss_kib(d: &ChildDaemon) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.id())).unwrap();
+fn peak_rss_kib(d: &Daemon) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.pid())).unwrap();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -435,10 +392,10 @@ fn fifo_at(path: &Path) {
 #[actix_rt::test]
 async fn a_fifo_a_device_or_a_huge_token_file_fails_a_reload_at_once_and_stops_stay_prompt() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut d = ChildDaemon::start(tmp.path()).await;
+    let mut d = Daemon::start(tmp.path()).await;
     let token = d.minted_token();
     let before = peak_rss_kib(&d);
-    let good = |d: &ChildDaemon| {
+    let good = |d: &Daemon| {
         let _ = std::fs::remove_file(d.token_file());
         std::fs::write(d.token_file(), format!("{NEW}\n")).unwrap();
         std::fs::set_permissions(d.token_file(), std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -484,18 +441,8 @@ async fn a_fifo_a_device_or_a_huge_token_file_fails_a_reload_at_once_and_stops_s
     wait_status(&d, NEW, 200).await;
     let (status, body) = d.client(NEW).call("POST", "/v1/daemon/quit", None).await;
     assert_eq!(status, 200, "{body}");
-    let deadline = Instant::now() + WITHIN;
-    let exited = loop {
-        if let Some(status) = d.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no exit after quit; log:\n{}",
-            d.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let exited = d.child.exit_within(WITHIN).await;
+    let exited = exited.unwrap_or_else(|| panic!("no exit after quit; log:\n{}", d.log()));
     assert_eq!(exited.code(), Some(0), "log:\n{}", d.log());
 }
 
@@ -504,7 +451,7 @@ async fn a_fifo_a_device_or_a_huge_token_file_fails_a_reload_at_once_and_stops_s
 #[actix_rt::test]
 async fn sigterm_right_after_a_sighup_on_a_fifo_stops_the_daemon() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = ChildDaemon::start(tmp.path()).await;
+    let d = Daemon::start(tmp.path()).await;
     fifo_at(&d.token_file());
     d.signal(rustix::process::Signal::HUP);
     d.stop().await;
@@ -515,7 +462,7 @@ async fn sigterm_right_after_a_sighup_on_a_fifo_stops_the_daemon() {
 #[actix_rt::test]
 async fn a_token_file_others_can_read_or_one_outside_the_state_dir_is_refused_at_a_reload() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut d = ChildDaemon::start(tmp.path()).await;
+    let mut d = Daemon::start(tmp.path()).await;
     let token = d.minted_token();
     std::fs::set_permissions(d.token_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
     d.signal(rustix::process::Signal::HUP);

@@ -1,12 +1,10 @@
 //! Watch-only attach (`?mode=watch`): a watcher sees everything an interactive client sees,
 //! but its input never reaches the process and its size never counts toward the session's.
 
-use crate::support;
-
 use std::time::Duration;
 
+use atc_testkit::{id_of, Frame, TestDaemon};
 use serde_json::json;
-use support::{id_of, Frame, TestDaemon};
 
 /// Long enough for a debounced resize (50 ms) to have landed had it counted.
 const QUIET: Duration = Duration::from_millis(400);
@@ -160,7 +158,7 @@ async fn a_mode_other_than_watch_is_bad_args() {
 }
 
 /// No `resized` frame arrives within [`QUIET`] (other frames are fine).
-async fn assert_no_resize(ws: &mut support::Ws) {
+async fn assert_no_resize(ws: &mut atc_testkit::Ws) {
     let deadline = tokio::time::Instant::now() + QUIET;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());

@@ -3,11 +3,9 @@
 //! with 1002, text that is not UTF-8 with 1007, and a clean close ends the TCP connection at
 //! once. Frames are hand-made on a raw TCP stream, after an upgrade done by hand.
 
-use crate::support;
-
 use std::time::{Duration, Instant};
 
-use support::{id_of, TestDaemon};
+use atc_testkit::{id_of, TestDaemon};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;

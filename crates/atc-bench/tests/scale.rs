@@ -1,105 +1,40 @@
-//! The scale and spawn phases against the real daemon: the `atc` binary in a child process on
-//! a fresh state dir and port 0, found as the bench finds any daemon (its `daemon.json` and
-//! token).
+//! The scale and spawn phases against the real daemon: the `atc` binary in a child process
+//! (the test kit's) on a fresh state dir and port 0.
 //! Tiny steps, real PTYs, real shells and `cat`s, real WebSockets; no timing is asserted.
 //!
 //! The daemon binary is `target/<profile>/atc` beside this test's own binary (`cargo test
-//! --workspace` builds it), or `$ATC_BIN`.
+//! --workspace` builds it), or `$ATC_BIN` (the test kit's `atc_bin`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
+
+use atc_testkit::{atc_bin, ChildDaemon, DaemonSpec};
 
 /// Every wait in this test; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
 
 mod common;
 
-/// The `atc` binary built beside this test (`target/<profile>/deps/scale-*` → `target/<profile>/atc`).
-fn atc_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("ATC_BIN") {
-        return PathBuf::from(bin);
-    }
-    let me = std::env::current_exe().expect("the test's own path");
-    let bin = me
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test runs from target/<profile>/deps")
-        .join("atc");
-    assert!(
-        bin.exists(),
-        "no daemon binary at {}: build it first (`cargo build --bin atc`) or set ATC_BIN",
-        bin.display()
-    );
-    bin
-}
-
-/// `atc daemon` in a child process, killed when dropped so a failed test leaves nothing behind.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(dir: &Path) -> Daemon {
-        let config = dir.join("config.json");
-        std::fs::write(&config, r#"{"agents": {"cat": {"bin": "cat"}}}"#).expect("write config");
-        let log = dir.join("daemon.log");
-        let child = Command::new(atc_bin())
-            .arg("daemon")
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .args(["--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("create the daemon's log"))
-            .spawn()
-            .expect("start the atc binary");
-        Daemon { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits until the state dir names a daemon that answers, and returns its URL and token.
-    async fn found(&mut self, state_dir: &Path) -> (String, String) {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            if let Ok(found) = atc_client::discovery::read_state_dir(state_dir) {
-                let client =
-                    atc_client::DaemonClient::new(found.base_url.clone(), found.token.clone());
-                if client.list_sessions().await.is_ok() {
-                    return (found.base_url, found.token);
-                }
-            }
-            if let Some(status) = self.child.try_wait().expect("poll the daemon") {
-                panic!("the daemon exited with {status}; log:\n{}", self.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no daemon within {LIMIT:?}; log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // Best effort: a daemon that already exited has nothing to kill or reap.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `atc daemon` in a child process on `dir/state` with a `cat` agent, killed when dropped so a
+/// failed test leaves nothing behind.
+async fn daemon(dir: &Path) -> ChildDaemon {
+    let spec = DaemonSpec {
+        start_limit: LIMIT,
+        ..DaemonSpec::new(
+            atc_bin(),
+            serde_json::json!({"agents": {"cat": {"bin": "cat"}}}),
+        )
+    };
+    ChildDaemon::launch(&spec, &dir.join("state"), &dir.join("daemon.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 #[actix_rt::test]
 async fn a_scale_run_reports_every_step_refuses_one_past_the_ptys_and_leaves_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut daemon = Daemon::start(dir.path());
-    let (url, token) = daemon.found(&dir.path().join("state")).await;
+    let daemon = daemon(dir.path()).await;
+    let (url, token) = (daemon.url().to_string(), daemon.token().to_string());
 
     let args = common::args(&[
         "--phases",
@@ -173,8 +108,8 @@ async fn a_scale_run_reports_every_step_refuses_one_past_the_ptys_and_leaves_not
 #[actix_rt::test]
 async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut daemon = Daemon::start(dir.path());
-    let (url, token) = daemon.found(&dir.path().join("state")).await;
+    let daemon = daemon(dir.path()).await;
+    let (url, token) = (daemon.url().to_string(), daemon.token().to_string());
 
     let timeline = dir.path().join("timeline.csv");
     let args = common::args(&[

@@ -26,12 +26,12 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::emitting::{self, Emitting};
 use crate::rawws::{op, Frame, Options, RawWs, WsError};
 use crate::reassembly::{Asked, Reassembly, Replay, Tally};
 use crate::rng::Rng;
 use crate::{Plan, Report, Want};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 
 /// The figure.
 const DEFAULT_DROPS: u64 = 1000;
@@ -251,7 +251,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let spec = DaemonSpec::new(plan.daemon_bin.clone(), config);
     let dir = plan.work_dir.join("drops");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let daemon = ChildDaemon::start(&spec, &dir.join("state"), &dir.join("daemon.log")).await?;
+    let daemon = ChildDaemon::launch(&spec, &dir.join("state"), &dir.join("daemon.log")).await?;
     let client = daemon.client();
     let mut sessions = Vec::new();
     for i in 0..shape.sessions {
@@ -448,8 +448,8 @@ async fn teardown(daemon: ChildDaemon, client: &atc_client::DaemonClient, sessio
     for s in sessions {
         s.kill(client).await;
     }
-    if let Err(e) = daemon.stop(Duration::from_secs(15)).await {
-        tracing_free_warn(&format!("stopping the daemon: {e:#}"));
+    if !daemon.stop_within(Duration::from_secs(15)).await {
+        tracing_free_warn("the daemon did not stop within 15 s of SIGTERM and was killed");
     }
 }
 

@@ -1,9 +1,9 @@
-//! The suites' daemon child: `atc-proof daemon` is a real daemon, `kill9` stops it dead, and a
+//! The suites' daemon child: `atc-proof daemon` is a real daemon, `kill` stops it dead, and a
 //! new one on the same state dir is found by its own pid, not the dead one's `daemon.json`.
 
 use std::path::PathBuf;
 
-use atc_proof::child::{ChildDaemon, DaemonSpec};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 
 fn spec() -> DaemonSpec {
     DaemonSpec::new(
@@ -17,7 +17,7 @@ async fn a_killed_daemon_restarts_on_its_state_dir() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
     let log = dir.path().join("daemon-1.log");
-    let first = ChildDaemon::start(&spec(), &state, &log)
+    let first = ChildDaemon::launch(&spec(), &state, &log)
         .await
         .expect("the first daemon starts");
     let spawned = first
@@ -26,11 +26,11 @@ async fn a_killed_daemon_restarts_on_its_state_dir() {
         .await
         .expect("spawn a cat");
     let first_pid = first.pid();
-    let first_log = first.log_text();
-    first.kill9().expect("SIGKILL");
+    let first_log = first.log();
+    first.kill();
 
     let log = dir.path().join("daemon-2.log");
-    let second = ChildDaemon::start(&spec(), &state, &log)
+    let second = ChildDaemon::launch(&spec(), &state, &log)
         .await
         .expect("the second daemon starts on the same state dir");
     assert_ne!(second.pid(), first_pid);
@@ -40,10 +40,7 @@ async fn a_killed_daemon_restarts_on_its_state_dir() {
     assert!(
         rows.iter().any(|row| row["sessionId"] == id.as_str()),
         "the row survives the kill: {fleet}\nfirst:\n{first_log}\nsecond:\n{}",
-        second.log_text()
+        second.log()
     );
-    assert!(second
-        .stop(std::time::Duration::from_secs(15))
-        .await
-        .expect("stop"));
+    assert!(second.stop_within(std::time::Duration::from_secs(15)).await);
 }

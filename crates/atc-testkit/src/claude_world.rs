@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::fake_anthropic::{self, user_texts};
-use super::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
-use super::{id_of, real_agents::real_bin, test_config, TestDaemon};
+use crate::config::test_config;
+use crate::fake_anthropic::{self, user_texts};
+use crate::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
+use crate::real_agents::real_bin;
+use crate::test_daemon::{id_of, TestDaemon};
 
 /// One test's world: the daemon, the fake API and its script, Claude's private home and the
 /// folder it works in.

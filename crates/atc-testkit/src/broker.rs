@@ -3,17 +3,19 @@
 //! small reads and calls those tests make of the simulator and the daemon.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atc::broker::AgentAuth;
 use atc::config::Config;
 use impd_client::{ImpdClient, TokenSource};
 use serde_json::{json, Value};
 
-use super::impd_sim::{
+use crate::config::test_config;
+use crate::impd_sim::{
     Flag, FlagState, GrantFault, Identity, ImpdSim, OpenKind, Scope, SecretKind, SimOptions,
 };
-use super::{test_config, TestDaemon, WITHIN};
+use crate::test_daemon::TestDaemon;
+use crate::wait::{poll, WITHIN};
 
 /// The broker-backed agent every broker test configures.
 pub const AGENT: &str = "brokered";
@@ -163,19 +165,22 @@ pub async fn kill_and_wait(d: &TestDaemon, id: &str) {
 
 /// `GET /v1/sessions/{id}/auth` once its state is `state`.
 pub async fn wait_auth(d: &TestDaemon, id: &str, state: &str) -> Value {
-    let deadline = Instant::now() + WITHIN;
-    loop {
+    let mut last = (0, Value::Null);
+    let found = poll(WITHIN, async || {
         let (status, body) = d
             .call("GET", &format!("/v1/sessions/{id}/auth"), None)
             .await;
         if status == 200 && body["auth"]["state"] == state {
-            return body["auth"].clone();
+            return Some(body["auth"].clone());
         }
-        if Instant::now() > deadline {
-            panic!("the binding never became {state}: {status} {body}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        last = (status, body);
+        None
+    })
+    .await;
+    found.unwrap_or_else(|| {
+        let (status, body) = last;
+        panic!("the binding never became {state}: {status} {body}")
+    })
 }
 
 /// The `require` of every harness opening of `kind` (the readying's plain execs, which name

@@ -16,6 +16,8 @@ use std::time::Duration;
 use actix_web::{web, App, HttpServer};
 use serde_json::Value;
 
+use crate::wait::poll;
+
 /// How long a real agent may take to get a request to the fake; it only bounds failure (a
 /// real CLI starts in a second or two, and a cold CI machine is slower).
 pub const AGENT_WITHIN: Duration = Duration::from_secs(60);
@@ -92,21 +94,19 @@ impl FakeModel {
     /// Waits until `pred` holds for the requests so far and answers them; panics with what
     /// was asked after [`AGENT_WITHIN`].
     pub async fn wait_asked(&self, what: &str, pred: impl Fn(&[Asked]) -> bool) -> Vec<Asked> {
-        let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
-        loop {
+        let found = poll(AGENT_WITHIN, async || {
             let asked = self.asked();
-            if pred(&asked) {
-                return asked;
-            }
-            if tokio::time::Instant::now() > deadline {
-                let summary: Vec<String> = asked
-                    .iter()
-                    .map(|a| format!("{} {} turn={}", a.path, a.model, a.turn))
-                    .collect();
-                panic!("the fake model never saw {what}; it saw {summary:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+            pred(&asked).then_some(asked)
+        })
+        .await;
+        found.unwrap_or_else(|| {
+            let summary: Vec<String> = self
+                .asked()
+                .iter()
+                .map(|a| format!("{} {} turn={}", a.path, a.model, a.turn))
+                .collect();
+            panic!("the fake model never saw {what}; it saw {summary:?}")
+        })
     }
 
     /// The conversation's turns so far (requests that carried tools).

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 /// Where `npm ci` puts the agents' binaries.
 pub fn bin_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules/.bin")
+    // This crate sits at `crates/atc-testkit`; `tests/agents` is the workspace root's.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin")
 }
 
 /// The installed binary `name` (`claude`, `codex`), or `None` after printing why the test

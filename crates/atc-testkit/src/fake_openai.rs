@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
-use super::fake_model::{serve, Asked, FakeModel, Reply, Served};
+use crate::fake_model::{serve, Asked, FakeModel, Reply, Served};
 
 /// The tool a [`Reply::Bash`] calls: Codex 0.171.0's shell.
 pub const SHELL_TOOL: &str = "exec_command";

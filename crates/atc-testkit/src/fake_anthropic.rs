@@ -12,7 +12,7 @@ use actix_web::{web, HttpResponse};
 use atc::config::AgentConfig;
 use serde_json::{json, Value};
 
-use super::fake_model::{serve, Asked, FakeModel, Reply, Served};
+use crate::fake_model::{serve, Asked, FakeModel, Reply, Served};
 
 /// The key the tests give Claude. Claude Code asks once whether to use a key from the
 /// environment; the private home approves this one (by its last 20 characters, as Claude
