@@ -627,22 +627,30 @@ async fn last_used_agent_comes_from_prefs_and_defaults_to_claude() {
     d.stop().await;
 }
 
-/// The running processes (zombies left out) whose command line holds `marker`.
+/// The running processes (zombies left out) whose command line holds `marker`, but for one
+/// whose parent holds it too: that is the agent's shell forked to run `sleep` and not yet
+/// exec'd, a copy of the agent for a moment, not another agent.
 fn running_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
+    let marked: Vec<(u32, u32)> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
+        .filter_map(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie
-                && cmdline
-                    .split(|b| *b == 0)
-                    .any(|arg| arg == marker.as_bytes())
+            // After the command's closing parenthesis: the state, then the parent's pid.
+            let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+            let zombie = rest.next() == Some("Z");
+            let parent = rest.next()?.parse().ok()?;
+            let holds = cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == marker.as_bytes());
+            (!zombie && holds).then_some((pid, parent))
         })
+        .collect();
+    marked
+        .iter()
+        .filter(|(_, parent)| !marked.iter().any(|(pid, _)| pid == parent))
+        .map(|(pid, _)| *pid)
         .collect()
 }
 
