@@ -13,7 +13,7 @@ use atc_testkit::broker::{
 use atc_testkit::impd_sim::{
     Flag, FlagState, HoldPoint, Identity, ImpdSim, OauthStatus, OpenKind, Scope, SecretKind,
 };
-use atc_testkit::{id_of, TestDaemon};
+use atc_testkit::{id_of, poll_every, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 
 /// A simulator whose token may bind `codex-key` to atc's imps, and the key's value.
@@ -393,9 +393,12 @@ async fn measure_admission_on_reconnect() {
             let before = attaches(&sim);
             let t = std::time::Instant::now();
             assert!(sim.faults().detach_slow(&start.0, &start.1));
-            while attaches(&sim) == before {
-                tokio::time::sleep(Duration::from_micros(200)).await;
-            }
+            // A fine beat: the wait is what is measured.
+            poll_every(Duration::from_micros(200), WITHIN, async || {
+                (attaches(&sim) != before).then_some(())
+            })
+            .await
+            .expect("the harness attaches again");
             times.push(t.elapsed());
             d.wait_session(&id, "attached", |s| {
                 s["lifecycle"]["attachment"] == "attached"

@@ -5,14 +5,14 @@
 //! that never reported a position verifying rather than creating, and the launch tickets
 //! counted through real harness paths (`admissions` in `GET /v1/sessions/{id}/auth`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atc_testkit::broker::{
     self, assert_spawn_taken_back, auth, bindable_sim, fast_reconnects, harness_starts,
     kill_and_wait, rpc_calls, sh_agent, spawn,
 };
 use atc_testkit::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
-use atc_testkit::{id_of, TestDaemon, WITHIN};
+use atc_testkit::{id_of, poll, wait_until, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 
 /// A simulator whose token may bind `codex-key` to atc's imps.
@@ -55,17 +55,16 @@ async fn admissions(d: &TestDaemon, id: &str) -> (u64, u64) {
 
 /// Waits until the binding's counts are `want`, or panics with the last seen.
 async fn wait_admissions(d: &TestDaemon, id: &str, what: &str, want: (u64, u64)) {
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let seen = admissions(d, id).await;
-        if seen == want {
-            return;
-        }
-        if Instant::now() > deadline {
-            panic!("{what}: admissions {seen:?}, wanted {want:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut seen = (0, 0);
+    let reached = poll(WITHIN, async || {
+        seen = admissions(d, id).await;
+        (seen == want).then_some(())
+    })
+    .await;
+    assert!(
+        reached.is_some(),
+        "{what}: admissions {seen:?}, wanted {want:?}"
+    );
 }
 
 /// Ends the session's process, then puts its imp to sleep at impd (as an idle imp would
@@ -453,11 +452,10 @@ async fn a_revoke_that_runs_before_a_revives_admission_means_no_start_is_sent() 
         issued_before,
         "a ticket was issued"
     );
-    let deadline = Instant::now() + WITHIN;
-    while sim.imp(&imp).map(|i| i.state) != Some(ImpState::Sleeping) {
-        assert!(Instant::now() < deadline, "the host stayed awake");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(WITHIN, "the host goes back to sleep", async || {
+        sim.imp(&imp).map(|i| i.state) == Some(ImpState::Sleeping)
+    })
+    .await;
     d.stop().await;
     sim.stop();
 }

@@ -6,14 +6,14 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
 use atc_testkit::{
-    agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
-    WITHIN,
+    agent_shells_daemon, hook, id_of, poll, spawn_remote, test_config, wait_for, with_imp_target,
+    TestDaemon, WITHIN,
 };
 
 /// `atc --state-dir DIR args...` with pipes for stdout and stderr; its output once it exits.
@@ -369,21 +369,17 @@ async fn logs_prints_the_sessions_trail_and_follows_it() {
 /// Waits until the trail holds an event whose message is `message` (hooks report through the
 /// session, after `hook` returns).
 async fn wait_trail(d: &TestDaemon, message: &str) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let mut last = Value::Null;
+    let found = poll(WITHIN, async || {
         let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
         let found = trail["events"]
             .as_array()
             .is_some_and(|events| events.iter().any(|e| e["message"] == message));
-        if found {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no {message:?} in the trail: {trail}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        last = trail;
+        found.then_some(())
+    })
+    .await;
+    assert!(found.is_some(), "no {message:?} in the trail: {last}");
 }
 
 #[actix_rt::test]
@@ -442,17 +438,10 @@ async fn open_prints_the_url_without_the_token_and_starts_the_browser() {
     assert!(out.status.success(), "{out:?}");
     let url = format!("{}/", d.url);
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{url}\n"));
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    let got = loop {
-        if let Ok(got) = std::fs::read_to_string(&opened) {
-            break got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the browser was never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let got = wait_for(WITHIN, "the browser starts", async || {
+        std::fs::read_to_string(&opened).ok()
+    })
+    .await;
     assert_eq!(got, url);
     assert!(!got.contains(&d.token) && !String::from_utf8_lossy(&out.stderr).contains(&d.token));
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use atc::config::Config;
 use atc_testkit::child_daemon::ChildDaemon;
-use atc_testkit::{agent_shells_config, hook, id_of, TestDaemon, WITHIN};
+use atc_testkit::{agent_shells_config, hook, id_of, poll, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 
 /// A Claude session id (Claude Code's ids are UUIDs).
@@ -58,21 +58,16 @@ async fn kill_and_revive(d: &TestDaemon, id: &str) {
 
 /// The screen text once it shows `needle` `times` times.
 async fn screen_with(d: &TestDaemon, id: &str, needle: &str, times: usize) -> String {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let mut last = String::new();
+    let found = poll(WITHIN, async || {
         let (_, s) = d
             .call("GET", &format!("/v1/sessions/{id}/screen"), None)
             .await;
-        let text = s["text"].as_str().unwrap_or_default().to_string();
-        if text.matches(needle).count() >= times {
-            return text;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the screen never showed {needle:?} {times} times: {text}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        last = s["text"].as_str().unwrap_or_default().to_string();
+        (last.matches(needle).count() >= times).then(|| last.clone())
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("the screen never showed {needle:?} {times} times: {last}"))
 }
 
 #[actix_rt::test]
@@ -280,22 +275,22 @@ async fn the_trail_keeps_its_share_per_session_its_total_and_forget_removes_a_tr
     // A daemon that keeps two rows in all sweeps the rest away at its start.
     config.limits.trail_rows = 2;
     let d = TestDaemon::start_on(tmp.path(), config).await;
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let mut last = Value::Null;
+    let swept = poll(WITHIN, async || {
         let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
         let messages: Vec<&str> = trail["events"]
             .as_array()
             .map(|r| r.iter().filter_map(|r| r["message"].as_str()).collect())
             .unwrap_or_default();
-        if messages == ["p5", "o1"] {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the trail was never swept to its newest two: {trail}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let swept = messages == ["p5", "o1"];
+        last = trail;
+        swept.then_some(())
+    })
+    .await;
+    assert!(
+        swept.is_some(),
+        "the trail was never swept to its newest two: {last}"
+    );
     // Forgetting a session takes its trail with it.
     let (status, body) = d
         .call("DELETE", &format!("/v1/sessions/{other}"), None)
@@ -435,20 +430,19 @@ async fn out_of_descriptors_the_reporter_backs_off_instead_of_spinning() {
     let held: Vec<_> = (0..10)
         .map(|_| std::os::unix::net::UnixStream::connect(&socket).expect("connect"))
         .collect();
-    let deadline = std::time::Instant::now() + WITHIN;
-    while !d.log().contains("the reporter socket cannot accept") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "accept never failed; log:\n{}",
-            d.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let failed = poll(WITHIN, async || {
+        d.log()
+            .contains("the reporter socket cannot accept")
+            .then_some(())
+    })
+    .await;
+    assert!(failed.is_some(), "accept never failed; log:\n{}", d.log());
     // Over a second, a spinning accept loop burns most of a core; backing off costs nearly
     // nothing.
     // SAFETY: sysconf reads a constant of the system.
     let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     let before = cpu_ticks(d.pid());
+    // The second measured: this sleep is the window, not a wait for a state.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let used = cpu_ticks(d.pid()) - before;
     assert!(

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use atc_testkit::raw_answer::{content_length, RawAnswer};
-use atc_testkit::{id_of, ChildDaemon, TestDaemon, WITHIN};
+use atc_testkit::{id_of, poll, ChildDaemon, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -254,25 +254,20 @@ async fn session_fds(d: &ChildDaemon, sessions: usize) -> Vec<Vec<i32>> {
 /// The pid of `d`'s `sleep` child for session `id`, found by its environment.
 async fn sleep_pid(d: &ChildDaemon, id: &str) -> u32 {
     let marker = format!("ATC_SESSION_ID={id}");
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            if comm.trim() == "sleep" && env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
-                return pid;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no sleep process for {id}; log:\n{}",
-            d.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let found = poll(WITHIN, async || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .find_map(|entry| {
+                let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                (comm.trim() == "sleep" && env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
+                    .then_some(pid)
+            })
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("no sleep process for {id}; log:\n{}", d.log()))
 }
 
 fn fds_of(pid: u32) -> Vec<i32> {
@@ -289,14 +284,12 @@ fn fds_of(pid: u32) -> Vec<i32> {
 /// listed a fourth fd in CI (not reproduced since): a read that early can land inside the exec.
 /// An fd that really leaked stays open for the life of `sleep`, so this still catches it.
 async fn settled_fds_of(pid: u32) -> Vec<i32> {
-    let deadline = Instant::now() + WITHIN;
-    loop {
+    let settled = poll(WITHIN, async || {
         let fds = fds_of(pid);
-        if fds == [0, 1, 2] || Instant::now() >= deadline {
-            return fds;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (fds == [0, 1, 2]).then_some(fds)
+    })
+    .await;
+    settled.unwrap_or_else(|| fds_of(pid))
 }
 
 #[actix_rt::test]

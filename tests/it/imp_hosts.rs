@@ -2,31 +2,17 @@
 //! owner, idle → asleep), revive waking the host and resuming the same process, and forget
 //! destroying the host after a two-step confirmation.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atc::config::Config;
 use atc_testkit::impd_sim::{ImpState, ImpdSim, SimOptions};
-use atc_testkit::{spawn_remote, test_config, with_imp_target, Remote, TestDaemon, WITHIN};
+use atc_testkit::{
+    spawn_remote, suspend_when_idle, test_config, with_imp_target, Remote, TestDaemon,
+};
 use serde_json::{json, Value};
 
 fn imp_config(sim: &ImpdSim) -> Config {
     with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}))
-}
-
-/// Suspends until the session is idle enough (it answers `busy` until its output settles),
-/// within the deadline; returns the last answer.
-async fn suspend_when_idle(d: &TestDaemon, id: &str) -> (u16, Value) {
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let (status, body) = d
-            .call("POST", &format!("/v1/sessions/{id}/suspend"), None)
-            .await;
-        let busy = status == 503 && body["error"]["data"]["problem"] == "busy";
-        if !busy || Instant::now() > deadline {
-            return (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[actix_rt::test]

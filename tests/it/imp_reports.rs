@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use atc::config::Config;
 use atc_testkit::impd_sim::{ImpdSim, SimOptions};
-use atc_testkit::{agent_shells_config, hook, id_of, with_imp_target, TestDaemon, WITHIN};
+use atc_testkit::{agent_shells_config, hook, id_of, poll, with_imp_target, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -290,19 +290,21 @@ async fn a_report_resent_with_the_same_report_id_lands_once() {
         "payload": {"message": "sentinel"},
     }))
     .await;
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let (reports, events) = reports_in_trail(&s.d, &id).await;
-        if events.iter().any(|e| e["message"] == "sentinel") {
-            assert_eq!(reports, 1, "the report landed once: {events:?}");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the sentinel never reached the trail: {events:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut last = (0, Vec::new());
+    let reached = poll(WITHIN, async || {
+        last = reports_in_trail(&s.d, &id).await;
+        last.1
+            .iter()
+            .any(|e| e["message"] == "sentinel")
+            .then_some(())
+    })
+    .await;
+    let (reports, events) = last;
+    assert!(
+        reached.is_some(),
+        "the sentinel never reached the trail: {events:?}"
+    );
+    assert_eq!(reports, 1, "the report landed once: {events:?}");
     s.stop().await;
 }
 
@@ -472,7 +474,8 @@ async fn a_transcript_path_from_inside_the_imp_is_never_opened_on_the_host() {
     })
     .await;
     // The remote session's report was applied before the local one was sent, and its name
-    // would have been read in the same time: a short window more proves it never comes.
+    // would have been read in the same time: a short window more proves it never comes (the
+    // sleep is that window, absence being what is checked).
     tokio::time::sleep(Duration::from_millis(300)).await;
     let session = s.d.session(&remote).await;
     assert_ne!(session["name"], "read off the host", "{session}");

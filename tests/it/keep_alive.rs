@@ -27,7 +27,7 @@ async fn a_socket_opened_between_beats_is_pinged_on_the_same_beats_as_the_others
         .await
         .expect("a first ping");
     // Open the second socket half a period after a beat: had it a timer of its own, its pings
-    // would fall half a period away from the first socket's.
+    // would fall half a period away from the first socket's. The sleep is that offset.
     tokio::time::sleep(period / 2).await;
     let (mut second, _, _) = d.attach(&id, "cols=80&rows=24").await;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use atc::daemon::state_dir::{read_info, StateDirError};
 use atc::daemon::StartError;
 use atc_testkit::child_daemon::ChildDaemon;
-use atc_testkit::{id_of, test_config, Frame, TestDaemon, Ws, WITHIN};
+use atc_testkit::{id_of, poll, test_config, Frame, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
 
 /// The kill grace of `test_config()`.
@@ -45,13 +45,10 @@ fn process_exists(pid: u32) -> bool {
 
 /// Waits until `/proc/<pid>` is gone.
 async fn wait_process_gone(pid: u32) {
-    let deadline = Instant::now() + WITHIN;
-    while process_exists(pid) {
-        if Instant::now() > deadline {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-            panic!("process {pid} still exists after {WITHIN:?}: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let gone = poll(WITHIN, async || (!process_exists(pid)).then_some(())).await;
+    if gone.is_none() {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        panic!("process {pid} still exists after {WITHIN:?}: {status}");
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use atc::daemon::{Daemon, DaemonOptions, MetricsListen, StartError};
 use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
 use atc_testkit::{
-    agent_shells_daemon, hook, id_of, spawn_remote, test_config, with_imp_target, TestDaemon,
+    agent_shells_daemon, hook, id_of, poll, spawn_remote, test_config, with_imp_target, TestDaemon,
     WITHIN,
 };
 use serde_json::{json, Value};
@@ -153,17 +153,17 @@ impl Samples {
 
 /// Scrapes until `pred` holds, or fails with the last scrape.
 async fn scrape_until(d: &TestDaemon, what: &str, pred: impl Fn(&Samples) -> bool) -> Samples {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let mut last = String::new();
+    let found = poll(WITHIN, async || {
         let s = scrape(d).await;
         if pred(&s) {
-            return s;
+            return Some(s);
         }
-        if tokio::time::Instant::now() > deadline {
-            panic!("the metrics never showed {what}; last scrape:\n{}", s.text);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        last = s.text;
+        None
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("the metrics never showed {what}; last scrape:\n{last}"))
 }
 
 /// A spawn under an `Idempotency-Key`; answers the status and body.

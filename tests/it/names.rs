@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use atc_testkit::{agent_shells_config, agent_shells_daemon, hook, id_of, TestDaemon, Ws, WITHIN};
+use atc_testkit::{
+    agent_shells_config, agent_shells_daemon, hook, id_of, poll, TestDaemon, Ws, WITHIN,
+};
 use serde_json::{json, Value};
 
 /// Writes a JSONL file.
@@ -29,23 +31,17 @@ async fn next_rename(events: &mut Ws, id: &str) -> Value {
 
 /// Polls until `pred` holds on the daemon's `/v1/fleet` row of `id`; answers the row.
 async fn fleet_row(d: &TestDaemon, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let (_, fleet) = d.call("GET", "/v1/fleet", None).await;
-        let row = fleet["fleet"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
-            .cloned()
-            .unwrap_or(Value::Null);
+    let mut last = Value::Null;
+    let found = poll(WITHIN, async || {
+        let row = d.fleet_row(id).await;
         if pred(&row) {
-            return row;
+            return Some(row);
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "fleet row of {id} never had {what}: {fleet}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        last = row;
+        None
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("fleet row of {id} never had {what}: {last}"))
 }
 
 /// Polls the trail until it holds `count` `event` reports of session `id`; answers those rows,
@@ -66,18 +62,18 @@ async fn trail_rows(d: &TestDaemon, id: &str, event: &str, count: usize) -> Vec<
 
 /// Polls `/v1/daemon` until `lastUsedAgent` is `agent`.
 async fn last_used_agent_becomes(d: &TestDaemon, agent: &str) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let mut last = Value::Null;
+    let became = poll(WITHIN, async || {
         let (_, info) = d.call("GET", "/v1/daemon", None).await;
-        if info["lastUsedAgent"] == agent {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "lastUsedAgent never became {agent}: {info}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        let became = info["lastUsedAgent"] == agent;
+        last = info;
+        became.then_some(())
+    })
+    .await;
+    assert!(
+        became.is_some(),
+        "lastUsedAgent never became {agent}: {last}"
+    );
 }
 
 #[actix_rt::test]

@@ -554,26 +554,25 @@ async fn imp_target_answers_match_the_document_too() {
     r.call(&d, "GET", one, &at(""), None).await;
 
     // Sleep the host once its output has settled (it answers `busy` until then).
-    let deadline = std::time::Instant::now() + WITHIN;
-    loop {
-        let (status, body) = r
-            .call(
-                &d,
-                "POST",
-                "/v1/sessions/{id}/suspend",
-                &at("/suspend"),
-                None,
-            )
-            .await;
-        if status == 200 {
-            break;
-        }
-        assert!(
-            status == 503 && std::time::Instant::now() < deadline,
-            "suspend: {status} {body}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let mut last = (0, Value::Null);
+    let slept =
+        atc_testkit::poll_every(std::time::Duration::from_millis(100), WITHIN, async || {
+            let (status, body) = r
+                .call(
+                    &d,
+                    "POST",
+                    "/v1/sessions/{id}/suspend",
+                    &at("/suspend"),
+                    None,
+                )
+                .await;
+            assert!(status == 200 || status == 503, "suspend: {status} {body}");
+            last = (status, body);
+            (status == 200).then_some(())
+        })
+        .await;
+    let (status, body) = last;
+    assert!(slept.is_some(), "suspend: {status} {body}");
     r.call(&d, "GET", "/v1/sessions", "/v1/sessions", None)
         .await;
     let (status, body) = r

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atc_testkit::{TestDaemon, WITHIN};
 
@@ -163,19 +163,8 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
 
     // One session whose host sleeps (suspend answers busy until its output settles)...
     let asleep = atc_testkit::spawn_remote(&d, &sim).await;
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let path = format!("/v1/sessions/{}/suspend", asleep.id);
-        let (status, body) = d.call("POST", &path, None).await;
-        if status == 200 {
-            break;
-        }
-        assert!(
-            status == 503 && Instant::now() < deadline,
-            "suspend: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (status, body) = atc_testkit::suspend_when_idle(&d, &asleep.id).await;
+    assert_eq!(status, 200, "suspend: {status} {body}");
     d.wait_session(&asleep.id, "asleep", |s| s["lifecycle"]["vm"] == "asleep")
         .await;
     // ...and one whose link dropped and cannot come back (every reconnect is refused).

@@ -16,7 +16,7 @@ use std::time::Duration;
 use atc::config::AgentConfig;
 use atc_testkit::codex_home::{self, AppServer, CodexHome, Setup};
 use atc_testkit::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
-use atc_testkit::{fake_openai, id_of, real_agents, test_config, TestDaemon};
+use atc_testkit::{fake_openai, id_of, poll, real_agents, test_config, TestDaemon};
 use serde_json::{json, Value};
 
 /// The session's terminal: wide enough that a reply is one line on the screen.
@@ -115,18 +115,16 @@ impl Rig {
     /// screen with the prompt and `shows` (its first frames have the prompt before the
     /// resumed history).
     async fn ready_after(&self, id: &str, old: &str, shows: &str) {
-        let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
-        loop {
-            let now = self.screen(id).await;
-            if now != old && now.contains(READY) && now.contains(shows) {
-                return;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the revived Codex never painted its prompt and {shows:?}; screen:\n{now}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let mut now = String::new();
+        let painted = poll(AGENT_WITHIN, async || {
+            now = self.screen(id).await;
+            (now != old && now.contains(READY) && now.contains(shows)).then_some(())
+        })
+        .await;
+        assert!(
+            painted.is_some(),
+            "the revived Codex never painted its prompt and {shows:?}; screen:\n{now}"
+        );
     }
 
     /// Submits `prompt` and waits until the fake has seen it as a turn; answers that turn.
@@ -149,11 +147,10 @@ impl Rig {
         let seen = |a: &atc_testkit::fake_model::Asked| {
             a.turn && fake_openai::last_user_text(&a.body).as_deref() == Some(prompt)
         };
-        let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
         let mut again_at = again_after.map(|after| tokio::time::Instant::now() + after);
-        loop {
+        let found = poll(AGENT_WITHIN, async || {
             if let Some(asked) = self.fake.asked().into_iter().find(seen) {
-                return asked;
+                return Some(asked);
             }
             if again_at.is_some_and(|at| tokio::time::Instant::now() > at)
                 && self.screen(id).await.contains(&format!("› {prompt}"))
@@ -167,20 +164,22 @@ impl Rig {
                     .await;
                 assert_eq!(status, 200, "{body}");
             }
-            if tokio::time::Instant::now() > deadline {
-                let asked: Vec<(bool, Option<String>)> = self
-                    .fake
-                    .asked()
-                    .iter()
-                    .map(|a| (a.turn, fake_openai::last_user_text(&a.body)))
-                    .collect();
-                panic!(
-                    "the fake never saw a turn with {prompt:?}; it saw {asked:?}; screen:\n{}",
-                    self.screen(id).await
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            None
+        })
+        .await;
+        if let Some(asked) = found {
+            return asked;
         }
+        let asked: Vec<(bool, Option<String>)> = self
+            .fake
+            .asked()
+            .iter()
+            .map(|a| (a.turn, fake_openai::last_user_text(&a.body)))
+            .collect();
+        panic!(
+            "the fake never saw a turn with {prompt:?}; it saw {asked:?}; screen:\n{}",
+            self.screen(id).await
+        );
     }
 
     /// Waits until the session is `done` with `result` (Codex's Stop hook).
@@ -384,18 +383,11 @@ fn daemons_of(home: &CodexHome) -> Vec<i32> {
 
 /// Waits until nothing names `home` (killed processes are reaped by init).
 async fn wait_gone(home: &CodexHome) {
-    let deadline = tokio::time::Instant::now() + atc_testkit::WITHIN;
-    loop {
-        let left = home.processes();
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "still running: {left:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let gone = poll(atc_testkit::WITHIN, async || {
+        home.processes().is_empty().then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "still running: {:?}", home.processes());
 }
 
 #[test]

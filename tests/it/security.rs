@@ -6,7 +6,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use atc_testkit::{TestDaemon, WITHIN};
+use atc_testkit::{wait_for, wait_until, TestDaemon, WITHIN};
 
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p)
@@ -17,11 +17,10 @@ fn mode(p: &Path) -> u32 {
 }
 
 async fn wait_exists(p: &Path) {
-    let deadline = Instant::now() + WITHIN;
-    while !p.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", p.display());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(WITHIN, format!("{} appears", p.display()), async || {
+        p.exists()
+    })
+    .await;
 }
 
 #[actix_rt::test]
@@ -154,19 +153,12 @@ async fn a_local_session_does_not_inherit_an_impd_token_given_by_environment() {
         .spawn_with(serde_json::json!({"agent": "dumper", "cwd": tmp.path()}))
         .await;
     let id = atc_testkit::id_of(&body);
-    let deadline = Instant::now() + WITHIN;
-    let env = loop {
-        if let Ok(t) = std::fs::read_to_string(&dump) {
-            if t.contains("ATC_SESSION_ID=") {
-                break t;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the session never dumped its env"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let env = wait_for(WITHIN, "the session dumps its env", async || {
+        std::fs::read_to_string(&dump)
+            .ok()
+            .filter(|t| t.contains("ATC_SESSION_ID="))
+    })
+    .await;
     assert!(
         !env.contains(value),
         "the impd token reached the session:\n{env}"

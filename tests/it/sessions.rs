@@ -343,24 +343,25 @@ async fn status_json_counts_the_fleet() {
     d.call("POST", &format!("/v1/sessions/{a}/kill"), None)
         .await;
     let path = d.state_dir.join("status.json");
-    let deadline = std::time::Instant::now() + atc_testkit::WITHIN;
-    loop {
+    let mut last = None;
+    let counted = atc_testkit::poll(atc_testkit::WITHIN, async || {
         let status: Option<serde_json::Value> = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
-        if let Some(s) = &status {
-            if s["running"] == 1 && s["exited"] == 1 {
-                assert_eq!(s["needs_you"], 0);
-                assert_eq!(s["needsYouName"], serde_json::Value::Null);
-                break;
-            }
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "status.json never counted 1 running and 1 exited: {status:?}"
-        );
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        let counted = status
+            .as_ref()
+            .is_some_and(|s| s["running"] == 1 && s["exited"] == 1);
+        last = status;
+        counted.then_some(())
+    })
+    .await;
+    assert!(
+        counted.is_some(),
+        "status.json never counted 1 running and 1 exited: {last:?}"
+    );
+    let s = last.expect("status.json was read");
+    assert_eq!(s["needs_you"], 0);
+    assert_eq!(s["needsYouName"], serde_json::Value::Null);
     d.stop().await;
 }
 

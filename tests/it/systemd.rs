@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use atc_testkit::child_daemon::ChildDaemon;
-use atc_testkit::{id_of, TestDaemon, WITHIN};
+use atc_testkit::{id_of, poll, TestDaemon, WITHIN};
 use serde_json::{json, Map, Value};
 
 /// The config of these daemons: a shell agent.
@@ -231,18 +231,12 @@ async fn a_handed_non_loopback_socket_needs_allow_remote() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + WITHIN;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            // Dropping a Child does not end it: do it here, before failing.
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the daemon kept running on a non-loopback handed socket");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let exited = poll(WITHIN, async || child.try_wait().unwrap()).await;
+    let Some(status) = exited else {
+        // Dropping a Child does not end it: do it here, before failing.
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the daemon kept running on a non-loopback handed socket");
     };
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!status.success(), "log:\n{text}");
@@ -362,6 +356,7 @@ impl atc::providers::ExecutionProvider for StallingProvider {
         spec: atc::providers::StartSpec,
         events: atc::providers::HarnessEvents,
     ) -> Result<atc::providers::StartedHarness, atc::providers::ProviderError> {
+        // The wedge under test: this thread is blocked, not waiting for anything.
         std::thread::sleep(self.stall);
         self.inner.start(spec, events)
     }

@@ -39,7 +39,7 @@ pub use attach_checks::{
 };
 pub use child_daemon::{ChildDaemon, DaemonSpec};
 pub use config::{test_agents, test_config, with_imp_target};
-pub use remote::{spawn_remote, Remote};
+pub use remote::{spawn_remote, suspend_when_idle, Remote};
 pub use screen::{rendered_rows, terminal_after};
 pub use test_daemon::{http_client, id_of, TestDaemon};
 pub use wait::{poll, poll_every, wait_for, wait_until, POLL, WITHIN};

@@ -267,14 +267,19 @@ impl TestDaemon {
                 s["state"] == "done"
             })
             .await;
+        let row = self.fleet_row(id).await;
+        assert_eq!(row["result"], result, "the turn's result: {row}");
+        (descriptor, row)
+    }
+
+    /// Session `id`'s row of `GET /v1/fleet` (`Null` when it has none).
+    pub async fn fleet_row(&self, id: &str) -> Value {
         let (_, fleet) = self.call("GET", "/v1/fleet", None).await;
-        let row = fleet["fleet"]
+        fleet["fleet"]
             .as_array()
             .and_then(|rows| rows.iter().find(|r| r["sessionId"] == id))
             .cloned()
-            .unwrap_or(Value::Null);
-        assert_eq!(row["result"], result, "the turn's result: {row}");
-        (descriptor, row)
+            .unwrap_or(Value::Null)
     }
 
     /// Polls the trail until `pred` holds for session `id`'s rows (oldest first, among the
