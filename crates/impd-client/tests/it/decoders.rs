@@ -1,11 +1,11 @@
 //! Property tests of the decoders of what impd sends, on stable inside `cargo test`: random
 //! bytes and mutated real answers and `/exec` messages (the mutations are the daemon's, in
-//! `tests/decoders/mutate.rs` at the repository root). What must hold is in
+//! `tests/it/decoders/mutate.rs` at the repository root). What must hold is in
 //! `decoders/checks.rs`, shared with the fuzz targets.
 
-#[path = "decoders/checks.rs"]
 mod checks;
-#[path = "../../../tests/it/decoders/mutate.rs"]
+// The daemon's mutations, at the repository root.
+#[path = "../../../../tests/it/decoders/mutate.rs"]
 mod mutate;
 
 use mutate::{config, mutated};

@@ -2,7 +2,7 @@
 //! (the silence cases need a long run and are left out), by the real binary: each answered as
 //! expected, no hang, the daemon up and the session unharmed, the witness missing nothing.
 
-mod support;
+use crate::support;
 
 use support::figure;
 

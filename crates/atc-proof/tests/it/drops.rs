@@ -1,7 +1,7 @@
 //! The short version of the `drops` suite: 30 drops of every kind across two sessions, run by
 //! the real binary, with nothing lost, repeated or wrong and both sessions unharmed.
 
-mod support;
+use crate::support;
 
 use support::figure;
 

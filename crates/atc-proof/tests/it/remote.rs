@@ -3,7 +3,7 @@
 //! be the one the spec gives for its fault, and no line may be lost or repeated where offsets
 //! hold.
 
-mod support;
+use crate::support;
 
 use support::figure;
 

@@ -2,7 +2,7 @@
 //! connections, every check of the full one. It must pass, and its key figures must be
 //! there and right (a walk that walked nothing would pass for the wrong reason).
 
-mod support;
+use crate::support;
 
 use support::figure;
 

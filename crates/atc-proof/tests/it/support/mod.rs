@@ -1,13 +1,13 @@
 //! Running a suite's short version the way a user runs the full one: the real `atc-proof`
 //! binary with `--json`, its work dir a fresh temporary one, and the JSON line read back.
 
-// Each test binary compiles this module and uses part of it.
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+/// Held while a suite runs.
+static SUITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// One finished run of the binary.
 pub struct Run {
@@ -20,6 +20,11 @@ pub struct Run {
 /// Runs `atc-proof <suite> <args> --json --work-dir <fresh dir>` and parses its last line. No
 /// JSON line fails the test with the run's stdout, stderr and the tail of every log it wrote.
 pub fn run_suite(suite: &str, args: &[&str]) -> Run {
+    // A suite loads the machine on purpose; one runs at a time, as when each was a test binary
+    // of its own. A suite that panicked leaves the lock poisoned, which stops no other.
+    let _alone = SUITES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let work = tempfile::tempdir().expect("a work dir");
     let output = Command::new(env!("CARGO_BIN_EXE_atc-proof"))
         .arg(suite)

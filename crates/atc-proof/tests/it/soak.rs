@@ -4,7 +4,7 @@
 //! 256, which must stop at that limit, name it, leave every held session alive and leave no
 //! child of the refused start behind.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 

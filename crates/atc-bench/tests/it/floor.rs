@@ -14,7 +14,7 @@ use bytes::Bytes;
 /// Every wait in these tests; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
 
-mod common;
+use crate::common;
 
 #[actix_rt::test]
 async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {

@@ -1,7 +1,7 @@
 //! The `crashes` suite's short version: the real binary, five `kill -9`s of its daemon child
 //! during keyed spawns of all three kinds (local, imp, imp with the broker), and its figures.
 
-mod support;
+use crate::support;
 
 use support::figure;
 

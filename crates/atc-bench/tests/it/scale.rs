@@ -13,7 +13,7 @@ use atc_testkit::{atc_bin, ChildDaemon, DaemonSpec};
 /// Every wait in this test; generous, since the machine may be busy.
 const LIMIT: Duration = Duration::from_secs(60);
 
-mod common;
+use crate::common;
 
 /// `atc daemon` in a child process on `dir/state` with a `cat` agent, killed when dropped so a
 /// failed test leaves nothing behind.
