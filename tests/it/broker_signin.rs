@@ -12,7 +12,7 @@ use atc_testkit::broker::{
     kill_and_wait, rpc_calls, sh_agent, spawn,
 };
 use atc_testkit::impd_sim::{Flag, FlagState, HoldPoint, ImpState, ImpdSim, OpenKind};
-use atc_testkit::{id_of, poll, wait_until, TestDaemon, WITHIN};
+use atc_testkit::{id_of, poll_ok, wait_until, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 
 /// A simulator whose token may bind `codex-key` to atc's imps.
@@ -55,16 +55,18 @@ async fn admissions(d: &TestDaemon, id: &str) -> (u64, u64) {
 
 /// Waits until the binding's counts are `want`, or panics with the last seen.
 async fn wait_admissions(d: &TestDaemon, id: &str, what: &str, want: (u64, u64)) {
-    let mut seen = (0, 0);
-    let reached = poll(WITHIN, async || {
-        seen = admissions(d, id).await;
-        (seen == want).then_some(())
+    let reached = poll_ok(WITHIN, async || {
+        let seen = admissions(d, id).await;
+        if seen == want {
+            Ok(())
+        } else {
+            Err(seen)
+        }
     })
     .await;
-    assert!(
-        reached.is_some(),
-        "{what}: admissions {seen:?}, wanted {want:?}"
-    );
+    if let Err(seen) = reached {
+        panic!("{what}: admissions {seen:?}, wanted {want:?}");
+    }
 }
 
 /// Ends the session's process, then puts its imp to sleep at impd (as an idle imp would

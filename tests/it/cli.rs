@@ -6,14 +6,14 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
 use atc_testkit::{
-    agent_shells_daemon, hook, id_of, poll, spawn_remote, test_config, wait_for, with_imp_target,
-    TestDaemon, WITHIN,
+    agent_shells_daemon, hook, id_of, poll_ok, spawn_remote, test_config, wait_for,
+    with_imp_target, TestDaemon, WITHIN,
 };
 
 /// `atc --state-dir DIR args...` with pipes for stdout and stderr; its output once it exits.
@@ -369,17 +369,21 @@ async fn logs_prints_the_sessions_trail_and_follows_it() {
 /// Waits until the trail holds an event whose message is `message` (hooks report through the
 /// session, after `hook` returns).
 async fn wait_trail(d: &TestDaemon, message: &str) {
-    let mut last = Value::Null;
-    let found = poll(WITHIN, async || {
+    let found = poll_ok(WITHIN, async || {
         let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
         let found = trail["events"]
             .as_array()
             .is_some_and(|events| events.iter().any(|e| e["message"] == message));
-        last = trail;
-        found.then_some(())
+        if found {
+            Ok(())
+        } else {
+            Err(trail)
+        }
     })
     .await;
-    assert!(found.is_some(), "no {message:?} in the trail: {last}");
+    if let Err(trail) = found {
+        panic!("no {message:?} in the trail: {trail}");
+    }
 }
 
 #[actix_rt::test]

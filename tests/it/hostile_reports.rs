@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use atc::config::Config;
 use atc_testkit::child_daemon::ChildDaemon;
-use atc_testkit::{agent_shells_config, hook, id_of, poll, TestDaemon, WITHIN};
+use atc_testkit::{agent_shells_config, hook, id_of, poll, poll_ok, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 
 /// A Claude session id (Claude Code's ids are UUIDs).
@@ -58,16 +58,19 @@ async fn kill_and_revive(d: &TestDaemon, id: &str) {
 
 /// The screen text once it shows `needle` `times` times.
 async fn screen_with(d: &TestDaemon, id: &str, needle: &str, times: usize) -> String {
-    let mut last = String::new();
-    let found = poll(WITHIN, async || {
+    poll_ok(WITHIN, async || {
         let (_, s) = d
             .call("GET", &format!("/v1/sessions/{id}/screen"), None)
             .await;
-        last = s["text"].as_str().unwrap_or_default().to_string();
-        (last.matches(needle).count() >= times).then(|| last.clone())
+        let text = s["text"].as_str().unwrap_or_default().to_string();
+        if text.matches(needle).count() >= times {
+            Ok(text)
+        } else {
+            Err(text)
+        }
     })
-    .await;
-    found.unwrap_or_else(|| panic!("the screen never showed {needle:?} {times} times: {last}"))
+    .await
+    .unwrap_or_else(|text| panic!("the screen never showed {needle:?} {times} times: {text}"))
 }
 
 #[actix_rt::test]
@@ -275,22 +278,22 @@ async fn the_trail_keeps_its_share_per_session_its_total_and_forget_removes_a_tr
     // A daemon that keeps two rows in all sweeps the rest away at its start.
     config.limits.trail_rows = 2;
     let d = TestDaemon::start_on(tmp.path(), config).await;
-    let mut last = Value::Null;
-    let swept = poll(WITHIN, async || {
+    let swept = poll_ok(WITHIN, async || {
         let (_, trail) = d.call("GET", "/v1/events/trail?limit=200", None).await;
         let messages: Vec<&str> = trail["events"]
             .as_array()
             .map(|r| r.iter().filter_map(|r| r["message"].as_str()).collect())
             .unwrap_or_default();
-        let swept = messages == ["p5", "o1"];
-        last = trail;
-        swept.then_some(())
+        if messages == ["p5", "o1"] {
+            Ok(())
+        } else {
+            Err(trail)
+        }
     })
     .await;
-    assert!(
-        swept.is_some(),
-        "the trail was never swept to its newest two: {last}"
-    );
+    if let Err(trail) = swept {
+        panic!("the trail was never swept to its newest two: {trail}");
+    }
     // Forgetting a session takes its trail with it.
     let (status, body) = d
         .call("DELETE", &format!("/v1/sessions/{other}"), None)

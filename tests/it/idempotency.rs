@@ -235,15 +235,17 @@ async fn the_periodic_sweep_deletes_completed_keys_while_running() {
     let d = TestDaemon::start_on(tmp.path(), config).await;
     let (status, _, _) = keyed_spawn(&d, "short-lived", cat_body(), false).await;
     assert_eq!(status, 201);
-    let mut last = (0, Value::Null);
-    let swept = atc_testkit::poll(atc_testkit::WITHIN, async || {
+    let swept = atc_testkit::poll_ok(atc_testkit::WITHIN, async || {
         let (status, _, body) = keyed_spawn(&d, "short-lived", cat_body(), true).await;
-        last = (status, body);
-        (status == 404).then_some(())
+        if status == 404 {
+            Ok(body)
+        } else {
+            Err((status, body))
+        }
     })
     .await;
-    let (status, body) = last;
-    assert!(swept.is_some(), "the key was never swept: {status} {body}");
+    let body =
+        swept.unwrap_or_else(|(status, body)| panic!("the key was never swept: {status} {body}"));
     assert_eq!(body["error"]["code"], "idempotency_key_unknown");
     d.stop().await;
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use atc::config::Config;
 use atc_testkit::impd_sim::{ImpdSim, SimOptions};
-use atc_testkit::{agent_shells_config, hook, id_of, poll, with_imp_target, TestDaemon, WITHIN};
+use atc_testkit::{agent_shells_config, hook, id_of, poll_ok, with_imp_target, TestDaemon, WITHIN};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -290,20 +290,17 @@ async fn a_report_resent_with_the_same_report_id_lands_once() {
         "payload": {"message": "sentinel"},
     }))
     .await;
-    let mut last = (0, Vec::new());
-    let reached = poll(WITHIN, async || {
-        last = reports_in_trail(&s.d, &id).await;
-        last.1
-            .iter()
-            .any(|e| e["message"] == "sentinel")
-            .then_some(())
+    let reached = poll_ok(WITHIN, async || {
+        let (reports, events) = reports_in_trail(&s.d, &id).await;
+        if events.iter().any(|e| e["message"] == "sentinel") {
+            Ok((reports, events))
+        } else {
+            Err(events)
+        }
     })
     .await;
-    let (reports, events) = last;
-    assert!(
-        reached.is_some(),
-        "the sentinel never reached the trail: {events:?}"
-    );
+    let (reports, events) =
+        reached.unwrap_or_else(|events| panic!("the sentinel never reached the trail: {events:?}"));
     assert_eq!(reports, 1, "the report landed once: {events:?}");
     s.stop().await;
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use atc::daemon::{Daemon, DaemonOptions, MetricsListen, StartError};
 use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
 use atc_testkit::{
-    agent_shells_daemon, hook, id_of, poll, spawn_remote, test_config, with_imp_target, TestDaemon,
-    WITHIN,
+    agent_shells_daemon, hook, id_of, poll_ok, spawn_remote, test_config, with_imp_target,
+    TestDaemon, WITHIN,
 };
 use serde_json::{json, Value};
 
@@ -153,17 +153,16 @@ impl Samples {
 
 /// Scrapes until `pred` holds, or fails with the last scrape.
 async fn scrape_until(d: &TestDaemon, what: &str, pred: impl Fn(&Samples) -> bool) -> Samples {
-    let mut last = String::new();
-    let found = poll(WITHIN, async || {
+    poll_ok(WITHIN, async || {
         let s = scrape(d).await;
         if pred(&s) {
-            return Some(s);
+            Ok(s)
+        } else {
+            Err(s.text)
         }
-        last = s.text;
-        None
     })
-    .await;
-    found.unwrap_or_else(|| panic!("the metrics never showed {what}; last scrape:\n{last}"))
+    .await
+    .unwrap_or_else(|text| panic!("the metrics never showed {what}; last scrape:\n{text}"))
 }
 
 /// A spawn under an `Idempotency-Key`; answers the status and body.

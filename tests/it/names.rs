@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use atc_testkit::{
-    agent_shells_config, agent_shells_daemon, hook, id_of, poll, TestDaemon, Ws, WITHIN,
+    agent_shells_config, agent_shells_daemon, hook, id_of, poll_ok, TestDaemon, Ws, WITHIN,
 };
 use serde_json::{json, Value};
 
@@ -31,17 +31,16 @@ async fn next_rename(events: &mut Ws, id: &str) -> Value {
 
 /// Polls until `pred` holds on the daemon's `/v1/fleet` row of `id`; answers the row.
 async fn fleet_row(d: &TestDaemon, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    let found = poll(WITHIN, async || {
+    poll_ok(WITHIN, async || {
         let row = d.fleet_row(id).await;
         if pred(&row) {
-            return Some(row);
+            Ok(row)
+        } else {
+            Err(row)
         }
-        last = row;
-        None
     })
-    .await;
-    found.unwrap_or_else(|| panic!("fleet row of {id} never had {what}: {last}"))
+    .await
+    .unwrap_or_else(|row| panic!("fleet row of {id} never had {what}: {row}"))
 }
 
 /// Polls the trail until it holds `count` `event` reports of session `id`; answers those rows,
@@ -62,18 +61,18 @@ async fn trail_rows(d: &TestDaemon, id: &str, event: &str, count: usize) -> Vec<
 
 /// Polls `/v1/daemon` until `lastUsedAgent` is `agent`.
 async fn last_used_agent_becomes(d: &TestDaemon, agent: &str) {
-    let mut last = Value::Null;
-    let became = poll(WITHIN, async || {
+    let became = poll_ok(WITHIN, async || {
         let (_, info) = d.call("GET", "/v1/daemon", None).await;
-        let became = info["lastUsedAgent"] == agent;
-        last = info;
-        became.then_some(())
+        if info["lastUsedAgent"] == agent {
+            Ok(())
+        } else {
+            Err(info)
+        }
     })
     .await;
-    assert!(
-        became.is_some(),
-        "lastUsedAgent never became {agent}: {last}"
-    );
+    if let Err(info) = became {
+        panic!("lastUsedAgent never became {agent}: {info}");
+    }
 }
 
 #[actix_rt::test]

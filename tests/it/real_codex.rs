@@ -16,7 +16,7 @@ use std::time::Duration;
 use atc::config::AgentConfig;
 use atc_testkit::codex_home::{self, AppServer, CodexHome, Setup};
 use atc_testkit::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
-use atc_testkit::{fake_openai, id_of, poll, real_agents, test_config, TestDaemon};
+use atc_testkit::{fake_openai, id_of, poll, poll_ok, real_agents, test_config, TestDaemon};
 use serde_json::{json, Value};
 
 /// The session's terminal: wide enough that a reply is one line on the screen.
@@ -115,16 +115,18 @@ impl Rig {
     /// screen with the prompt and `shows` (its first frames have the prompt before the
     /// resumed history).
     async fn ready_after(&self, id: &str, old: &str, shows: &str) {
-        let mut now = String::new();
-        let painted = poll(AGENT_WITHIN, async || {
-            now = self.screen(id).await;
-            (now != old && now.contains(READY) && now.contains(shows)).then_some(())
+        let painted = poll_ok(AGENT_WITHIN, async || {
+            let now = self.screen(id).await;
+            if now != old && now.contains(READY) && now.contains(shows) {
+                Ok(())
+            } else {
+                Err(now)
+            }
         })
         .await;
-        assert!(
-            painted.is_some(),
-            "the revived Codex never painted its prompt and {shows:?}; screen:\n{now}"
-        );
+        if let Err(now) = painted {
+            panic!("the revived Codex never painted its prompt and {shows:?}; screen:\n{now}");
+        }
     }
 
     /// Submits `prompt` and waits until the fake has seen it as a turn; answers that turn.

@@ -343,23 +343,19 @@ async fn status_json_counts_the_fleet() {
     d.call("POST", &format!("/v1/sessions/{a}/kill"), None)
         .await;
     let path = d.state_dir.join("status.json");
-    let mut last = None;
-    let counted = atc_testkit::poll(atc_testkit::WITHIN, async || {
+    let counted = atc_testkit::poll_ok(atc_testkit::WITHIN, async || {
         let status: Option<serde_json::Value> = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
-        let counted = status
-            .as_ref()
-            .is_some_and(|s| s["running"] == 1 && s["exited"] == 1);
-        last = status;
-        counted.then_some(())
+        match status {
+            Some(s) if s["running"] == 1 && s["exited"] == 1 => Ok(s),
+            other => Err(other),
+        }
     })
     .await;
-    assert!(
-        counted.is_some(),
-        "status.json never counted 1 running and 1 exited: {last:?}"
-    );
-    let s = last.expect("status.json was read");
+    let s = counted.unwrap_or_else(|status| {
+        panic!("status.json never counted 1 running and 1 exited: {status:?}")
+    });
     assert_eq!(s["needs_you"], 0);
     assert_eq!(s["needsYouName"], serde_json::Value::Null);
     d.stop().await;

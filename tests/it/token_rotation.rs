@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use atc::daemon::state_dir::read_info;
-use atc_testkit::{id_of, poll, ChildDaemon, Frame, TestDaemon, Ws, WITHIN};
+use atc_testkit::{id_of, poll_ok, ChildDaemon, Frame, TestDaemon, Ws, WITHIN};
 use serde_json::{json, Value};
 
 /// Tokens as an operator would write them (at least 32 bytes).
@@ -91,18 +91,18 @@ impl Daemon {
 /// to the signal that asked for it.
 async fn wait_status(d: &Daemon, token: &str, status: u16) {
     let client = d.client(token);
-    let mut last = (0, Value::Null);
-    let answered = poll(WITHIN, async || {
-        last = client.call("GET", "/v1/sessions", None).await;
-        (last.0 == status).then_some(())
+    let answered = poll_ok(WITHIN, async || {
+        let (got, body) = client.call("GET", "/v1/sessions", None).await;
+        if got == status {
+            Ok(())
+        } else {
+            Err((got, body))
+        }
     })
     .await;
-    let (got, body) = last;
-    assert!(
-        answered.is_some(),
-        "still {got} {body} instead of {status}; log:\n{}",
-        d.log()
-    );
+    if let Err((got, body)) = answered {
+        panic!("still {got} {body} instead of {status}; log:\n{}", d.log());
+    }
 }
 
 /// Reads until the socket closes; answers the text frames seen on the way.

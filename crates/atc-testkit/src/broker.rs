@@ -15,7 +15,7 @@ use crate::impd_sim::{
     Flag, FlagState, GrantFault, Identity, ImpdSim, OpenKind, Scope, SecretKind, SimOptions,
 };
 use crate::test_daemon::TestDaemon;
-use crate::wait::{poll, WITHIN};
+use crate::wait::{poll_ok, WITHIN};
 
 /// The broker-backed agent every broker test configures.
 pub const AGENT: &str = "brokered";
@@ -165,22 +165,18 @@ pub async fn kill_and_wait(d: &TestDaemon, id: &str) {
 
 /// `GET /v1/sessions/{id}/auth` once its state is `state`.
 pub async fn wait_auth(d: &TestDaemon, id: &str, state: &str) -> Value {
-    let mut last = (0, Value::Null);
-    let found = poll(WITHIN, async || {
+    poll_ok(WITHIN, async || {
         let (status, body) = d
             .call("GET", &format!("/v1/sessions/{id}/auth"), None)
             .await;
         if status == 200 && body["auth"]["state"] == state {
-            return Some(body["auth"].clone());
+            Ok(body["auth"].clone())
+        } else {
+            Err((status, body))
         }
-        last = (status, body);
-        None
     })
-    .await;
-    found.unwrap_or_else(|| {
-        let (status, body) = last;
-        panic!("the binding never became {state}: {status} {body}")
-    })
+    .await
+    .unwrap_or_else(|(status, body)| panic!("the binding never became {state}: {status} {body}"))
 }
 
 /// The `require` of every harness opening of `kind` (the readying's plain execs, which name

@@ -42,5 +42,5 @@ pub use config::{test_agents, test_config, with_imp_target};
 pub use remote::{spawn_remote, suspend_when_idle, Remote};
 pub use screen::{rendered_rows, terminal_after};
 pub use test_daemon::{http_client, id_of, TestDaemon};
-pub use wait::{poll, poll_every, wait_for, wait_until, POLL, WITHIN};
+pub use wait::{poll, poll_every, poll_ok, wait_for, wait_until, POLL, WITHIN};
 pub use ws::{ws_at, Frame, Ws};

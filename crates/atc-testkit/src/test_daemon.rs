@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::atc_binary::atc_bin;
 use crate::config::test_config;
 use crate::screen::terminal_after;
-use crate::wait::{poll, poll_every, WITHIN};
+use crate::wait::{poll_every, poll_ok, WITHIN};
 use crate::ws::{ws_at, Ws};
 
 /// A daemon running in this test's actix system.
@@ -246,17 +246,16 @@ impl TestDaemon {
         within: Duration,
         pred: impl Fn(&Value) -> bool,
     ) -> Value {
-        let mut last = Value::Null;
-        let found = poll(within, async || {
+        poll_ok(within, async || {
             let d = self.session(id).await;
             if pred(&d) {
-                return Some(d);
+                Ok(d)
+            } else {
+                Err(d)
             }
-            last = d;
-            None
         })
-        .await;
-        found.unwrap_or_else(|| panic!("session {id} never became {what}; last descriptor: {last}"))
+        .await
+        .unwrap_or_else(|d| panic!("session {id} never became {what}; last descriptor: {d}"))
     }
 
     /// Waits until session `id` is `done` (its agent's Stop hook) and checks that the fleet row
@@ -291,36 +290,36 @@ impl TestDaemon {
         what: &str,
         pred: impl Fn(&[Value]) -> bool,
     ) -> Vec<Value> {
-        let mut last = Value::Null;
-        let found = poll(WITHIN, async || {
+        poll_ok(WITHIN, async || {
             let (_, trail) = self.call("GET", "/v1/events/trail?limit=200", None).await;
             let rows: Vec<Value> = trail["events"]
                 .as_array()
                 .map(|rows| rows.iter().filter(|r| r["atcId"] == id).cloned().collect())
                 .unwrap_or_default();
             if pred(&rows) {
-                return Some(rows);
+                Ok(rows)
+            } else {
+                Err(trail)
             }
-            last = trail;
-            None
         })
-        .await;
-        found.unwrap_or_else(|| panic!("the trail of {id} never showed {what}: {last}"))
+        .await
+        .unwrap_or_else(|trail| panic!("the trail of {id} never showed {what}: {trail}"))
     }
 
     /// Polls `GET /v1/daemon` until the reporter socket's counts are `(accepted, dropped)`.
     pub async fn wait_reporter(&self, accepted: u64, dropped: u64) {
-        let mut last = None;
-        let found = poll(WITHIN, async || {
+        let counted = poll_ok(WITHIN, async || {
             let r = self.get::<DaemonInfo>("/v1/daemon").await.reporter;
-            last = Some(r);
-            (r.accepted == accepted && r.dropped == dropped).then_some(())
+            if r.accepted == accepted && r.dropped == dropped {
+                Ok(())
+            } else {
+                Err(r)
+            }
         })
         .await;
-        assert!(
-            found.is_some(),
-            "reporter counts never became {accepted}/{dropped}: {last:?}"
-        );
+        if let Err(r) = counted {
+            panic!("reporter counts never became {accepted}/{dropped}: {r:?}");
+        }
     }
 
     /// Polls the screen until its text contains `needle`.
@@ -330,21 +329,18 @@ impl TestDaemon {
 
     /// [`Self::wait_screen`] with its own deadline (a real agent starts slower).
     pub async fn wait_screen_within(&self, id: &str, needle: &str, within: Duration) -> Value {
-        let mut last = Value::Null;
-        let found = poll(within, async || {
+        poll_ok(within, async || {
             let (_, s) = self
                 .call("GET", &format!("/v1/sessions/{id}/screen"), None)
                 .await;
             if s["text"].as_str().is_some_and(|t| t.contains(needle)) {
-                return Some(s);
+                Ok(s)
+            } else {
+                Err(s)
             }
-            last = s;
-            None
         })
-        .await;
-        found.unwrap_or_else(|| {
-            panic!("screen of {id} never showed {needle:?}; last screen: {last}")
-        })
+        .await
+        .unwrap_or_else(|s| panic!("screen of {id} never showed {needle:?}; last screen: {s}"))
     }
 
     /// Waits until the program in session `id` has turned bracketed paste on (DEC 2004), as a

@@ -39,6 +39,30 @@ pub async fn poll<T>(within: Duration, check: impl AsyncFnMut() -> Option<T>) ->
     poll_every(POLL, within, check).await
 }
 
+/// Runs `check` every [`POLL`] until it answers `Ok`, and answers that; once `within` has
+/// passed, the `Err` of its last look: what the state was at the deadline, for the failure
+/// message.
+pub async fn poll_ok<T, E>(
+    within: Duration,
+    mut check: impl AsyncFnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    let mut last = None;
+    let found = poll(within, async || match check().await {
+        Ok(found) => Some(found),
+        Err(seen) => {
+            last = Some(seen);
+            None
+        }
+    })
+    .await;
+    match (found, last) {
+        (Some(found), _) => Ok(found),
+        (None, Some(seen)) => Err(seen),
+        // `poll` looks at least once, and that look was an `Err`.
+        (None, None) => unreachable!("poll_ok looked at nothing"),
+    }
+}
+
 /// Waits until `condition` holds, or panics naming `what` once `within` has passed.
 pub async fn wait_until(
     within: Duration,
