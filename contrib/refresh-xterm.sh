@@ -7,7 +7,7 @@
 #   XTERM=6.0.0 FIT=0.11.0 LINKS=0.12.0 contrib/refresh-xterm.sh
 #
 # Then rebuild (the files are compiled into the binary by src/server/page.rs) and run the
-# page test (`cargo test --test page -- --ignored`).
+# page test (`cargo test --test it page:: -- --ignored`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

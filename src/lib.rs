@@ -2,7 +2,7 @@
 //! WebSocket clients, plus the `atc` command-line clients.
 //!
 //! Read it layer by layer, from the wire inwards. Each module uses only those below it
-//! (`tests/import_graph.rs` checks it, and lists the layers):
+//! (`tests/it/import_graph.rs` checks it, and lists the layers):
 //!
 //! - [`cli`]: the `atc` client commands, on the `atc-client` crate, which find a daemon
 //!   through its state dir and speak its HTTP/WebSocket API like any other client (the load

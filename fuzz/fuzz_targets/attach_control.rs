@@ -1,8 +1,8 @@
 //! The attach socket's client text frames: the daemon's decoder (`server::control_frame`)
-//! and the wire type clients encode with. Properties: `tests/decoders/checks.rs`.
+//! and the wire type clients encode with. Properties: `tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../tests/decoders/checks.rs"]
+#[path = "../../tests/it/decoders/checks.rs"]
 mod checks;
 #[path = "../../crates/atc-protocol/tests/decoders/checks.rs"]
 mod proto_checks;

@@ -1,9 +1,9 @@
 //! An agent's `auth` entry (`broker::AgentAuth::from_config`), with the agent's kind and
 //! env around it; the rest of the input is the entry's JSON. Properties:
-//! `tests/decoders/checks.rs`.
+//! `tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../tests/decoders/checks.rs"]
+#[path = "../../tests/it/decoders/checks.rs"]
 mod checks;
 
 use std::collections::BTreeMap;

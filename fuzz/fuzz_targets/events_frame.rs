@@ -1,10 +1,10 @@
 //! The events socket: its frames as clients decode them (`FleetEvent`, which must re-encode
 //! to the same event), and what a client sends it, through the daemon's decoder at the
 //! socket's cap. Properties: `crates/atc-protocol/tests/decoders/checks.rs` and
-//! `tests/decoders/checks.rs`.
+//! `tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../tests/decoders/checks.rs"]
+#[path = "../../tests/it/decoders/checks.rs"]
 mod checks;
 #[path = "../../crates/atc-protocol/tests/decoders/checks.rs"]
 mod proto_checks;

@@ -1,8 +1,8 @@
 //! impd's oRPC answers (`envelope::decode_response`): an HTTP status (the first two bytes)
-//! and a body. Properties: `crates/impd-client/tests/decoders/checks.rs`.
+//! and a body. Properties: `crates/impd-client/tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../crates/impd-client/tests/decoders/checks.rs"]
+#[path = "../../crates/impd-client/tests/it/decoders/checks.rs"]
 mod impd_checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

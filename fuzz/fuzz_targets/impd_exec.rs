@@ -1,8 +1,8 @@
 //! impd's `/exec` messages (`exec_messages`): the first byte says binary (channel byte and
-//! data) or text (a JSON event). Properties: `crates/impd-client/tests/decoders/checks.rs`.
+//! data) or text (a JSON event). Properties: `crates/impd-client/tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../crates/impd-client/tests/decoders/checks.rs"]
+#[path = "../../crates/impd-client/tests/it/decoders/checks.rs"]
 mod impd_checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

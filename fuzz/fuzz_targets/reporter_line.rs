@@ -1,8 +1,8 @@
 //! The reporter socket's line (`server::reporter::parse`). Properties:
-//! `tests/decoders/checks.rs`.
+//! `tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../tests/decoders/checks.rs"]
+#[path = "../../tests/it/decoders/checks.rs"]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,9 +1,9 @@
 //! The WebSocket message decoder both sockets read clients with (`server::InboundMessages`,
 //! which splits binary from text): any bytes in any chunking, and well-formed messages that
-//! must come out as sent. Properties: `tests/decoders/checks.rs`.
+//! must come out as sent. Properties: `tests/it/decoders/checks.rs`.
 #![no_main]
 
-#[path = "../../tests/decoders/checks.rs"]
+#[path = "../../tests/it/decoders/checks.rs"]
 mod checks;
 
 use arbitrary::Arbitrary;

@@ -347,7 +347,7 @@ impl AgentCatalog {
 ///
 /// The spec's plan for Claude, the text and `\n` in one write, leaves the text in Claude Code
 /// 2.1's input box: it takes a `\n` inside a read as a newline of the prompt, not as Enter.
-/// Checked against the real binaries, as `tests/real_claude.rs` and `tests/real_codex.rs` run
+/// Checked against the real binaries, as `tests/it/real_claude.rs` and `tests/it/real_codex.rs` run
 /// them: Claude Code 2.1.332 and Codex 0.171.0 (README, "What submit types"). Grok's plan is
 /// the same shape but has not been checked against a real Grok.
 pub fn line_plan(kind: Option<AgentKind>, text: &str, bracketed_paste: bool) -> Vec<Vec<u8>> {

@@ -252,7 +252,7 @@ mod tests {
         assert_eq!(AgentAuth::env_conflict(&env[..1]), None);
     }
 
-    /// Found by the `auth` property test (tests/decoders.rs): a token pasted where a list
+    /// Found by the `auth` property test (tests/it/decoders.rs): a token pasted where a list
     /// belongs came back inside the problem, which `GET /v1/daemon` and the log show.
     #[test]
     fn a_wrong_type_names_the_key_and_not_the_value() {

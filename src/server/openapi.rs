@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document of the API (`GET /v1/openapi.json`): its paths and methods are
 //! [`ROUTES`], its schemas are the `atc-protocol` types (through `utoipa::ToSchema`), and what
 //! each endpoint takes and answers is [`operation`]'s exhaustive match. It owns no behaviour;
-//! `tests/openapi.rs` checks the document against the live daemon, route by route.
+//! `tests/it/openapi.rs` checks the document against the live daemon, route by route.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -1,4 +1,4 @@
-// A real Claude Code in the page (tests/page.rs starts it against the fake Messages API and
+// A real Claude Code in the page (tests/it/page.rs starts it against the fake Messages API and
 // names its session in ATC_CLAUDE): open it from its row, type a prompt into the terminal as a
 // person would, press Enter, and see the model's reply drawn in the terminal.
 
@@ -6,7 +6,7 @@ import { ATC_TOKEN, check, run, shot, signIn } from './harness.mjs';
 
 const { ATC_CLAUDE, ATC_PROMPT, ATC_REPLY } = process.env;
 if (!ATC_CLAUDE || !ATC_PROMPT || !ATC_REPLY) {
-  console.error('ATC_CLAUDE, ATC_PROMPT and ATC_REPLY must be set (tests/page.rs sets them)');
+  console.error('ATC_CLAUDE, ATC_PROMPT and ATC_REPLY must be set (tests/it/page.rs sets them)');
   process.exit(2);
 }
 

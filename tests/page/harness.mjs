@@ -1,4 +1,4 @@
-// What both page scripts share: the environment tests/page.rs sets, Debian's Chromium with
+// What both page scripts share: the environment tests/it/page.rs sets, Debian's Chromium with
 // the flags that keep it off the network, checks that print as they pass, the API from the
 // test's side, and a page that records CSP violations, page errors, desktop notifications
 // and every URL it uses. `run` fails the script if any of those went wrong.
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 export const { ATC_URL, ATC_TOKEN, ATC_SHOTS } = process.env;
 if (!ATC_URL || !ATC_TOKEN || !ATC_SHOTS) {
-  console.error('ATC_URL, ATC_TOKEN and ATC_SHOTS must be set (tests/page.rs sets them)');
+  console.error('ATC_URL, ATC_TOKEN and ATC_SHOTS must be set (tests/it/page.rs sets them)');
   process.exit(2);
 }
 mkdirSync(ATC_SHOTS, { recursive: true });

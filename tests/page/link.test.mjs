@@ -1,4 +1,4 @@
-// A remote session's link state in the page (tests/page.rs sets it up on the impd simulator):
+// A remote session's link state in the page (tests/it/page.rs sets it up on the impd simulator):
 // ATC_ASLEEP names a session whose host sleeps, ATC_AWAY one whose link dropped and keeps
 // failing to come back. Each row says so, and so does the bar over its terminal. Forgetting the
 // sleeping one takes the two-step confirmation, since it destroys the host. And a respondable
@@ -8,7 +8,7 @@ import { ATC_TOKEN, check, run, shot, signIn, until } from './harness.mjs';
 
 const { ATC_ASLEEP, ATC_AWAY } = process.env;
 if (!ATC_ASLEEP || !ATC_AWAY) {
-  console.error('ATC_ASLEEP and ATC_AWAY must be set (tests/page.rs sets them)');
+  console.error('ATC_ASLEEP and ATC_AWAY must be set (tests/it/page.rs sets them)');
   process.exit(2);
 }
 

@@ -1,4 +1,4 @@
-// The daemon's browser page in Debian's headless Chromium, driven by Playwright. `tests/page.rs`
+// The daemon's browser page in Debian's headless Chromium, driven by Playwright. `tests/it/page.rs`
 // starts the daemon and runs this with ATC_URL, ATC_TOKEN, ATC_SHOTS (the screenshot folder)
 // and ATC_BIN (the atc binary, for hook reports) in the environment; any failed check exits
 // non-zero with the reason.
@@ -15,7 +15,7 @@ import { ATC_URL, ATC_TOKEN, api, check, run, shot, signIn, until } from './harn
 
 const { ATC_BIN } = process.env;
 if (!ATC_BIN) {
-  console.error('ATC_BIN must be set (tests/page.rs sets it)');
+  console.error('ATC_BIN must be set (tests/it/page.rs sets it)');
   process.exit(2);
 }
 

@@ -7,8 +7,10 @@
 //! driven by the same measuring code through the same attach client. The opt-in scale phase
 //! holds thousands of sessions and reports what each step costs the daemon.
 //!
-//! Layout: one module per phase (`spawn`, `echo`, `throughput`, `fanout`, `slow_client`,
-//! `scale`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
+//! Layout: `args` is the command line and the plan checked from it; `context` what every server
+//! phase runs with (the daemon or the floor, its client, its ledger of sessions); this file runs
+//! the phases in order and in rounds. One module per phase (`spawn`, `echo`, `throughput`,
+//! `fanout`, `slow_client`, `scale`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `progress` is the phase line on stderr (a terminal's only); `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
@@ -19,9 +21,11 @@
 //! of hanging, and every daemon phase kills and forgets its sessions afterwards, timed out or not.
 
 mod api;
+mod args;
 mod attach;
 mod bare_pty;
 mod cleanup;
+mod context;
 mod cpu;
 mod delivery;
 mod echo;
@@ -42,23 +46,21 @@ pub mod stats;
 mod stream;
 mod throughput;
 
-use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use futures_util::future::{FutureExt as _, LocalBoxFuture};
-use serde::Serialize;
 
+pub use args::{BenchArgs, FloorUse, Phase};
 pub use report::Report;
 
-use api::{DaemonApi, SessionId, SpawnRequest, TermSize};
+use api::{DaemonApi, TermSize};
+use args::Plan;
 use cleanup::SessionLedger;
-use cpu::Ticks;
+use context::{Context, Server};
 use floor::Floor;
-use payload::Payload;
 use phase::{run_bounded, Deadline, Figures, PhaseReport};
 use progress::PhaseProgress;
-use rss::DaemonPid;
 
 /// The built-in agent that runs the user's shell: the phases that type commands need one.
 const SHELL_AGENT: &str = "shell";
@@ -77,351 +79,6 @@ const CLEANUP_LIMIT: Duration = Duration::from_secs(120);
 /// Time allowed for the first `GET /v1/daemon`, before any phase starts.
 const HELLO_LIMIT: Duration = Duration::from_secs(10);
 
-/// A part of the run that can be selected with `--phases`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Phase {
-    /// Spawn N sessions with concurrency C.
-    Spawn,
-    /// Echo round trips through the attach WebSocket.
-    Echo,
-    /// One client reading the payload.
-    Throughput,
-    /// Several clients reading the same payload.
-    Fanout,
-    /// A slow client beside a fast one.
-    Slow,
-    /// N sessions held at each of `--scale-steps`, a tenth busy: RSS, fds, idle CPU, listing
-    /// and echo latency per step. Not in the default list: it holds thousands of PTYs.
-    Scale,
-    /// The bare-PTY ceilings (spawn, echo, read), no daemon needed.
-    Bare,
-}
-
-impl Phase {
-    /// The default phases, in the order they run; `scale` must be asked for.
-    pub const ALL: [Phase; 6] = [
-        Phase::Spawn,
-        Phase::Echo,
-        Phase::Throughput,
-        Phase::Fanout,
-        Phase::Slow,
-        Phase::Bare,
-    ];
-}
-
-/// Whether the echo, throughput and fan-out phases also run against the floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum FloorUse {
-    /// Against the daemon only (`--no-floor`).
-    Off,
-    /// Against the daemon, each followed by the same phase against the floor (the default).
-    Beside,
-    /// Against the floor only, no daemon needed (`--floor-only`); phases without a floor
-    /// (spawn, slow client) are skipped.
-    Only,
-}
-
-/// Command-line arguments of `atc bench`.
-///
-/// The spawn phase uses `--agent`; the others always use the built-in `shell` agent because they
-/// type commands. The issue's spawn figures are for `cat` sessions: for those, define an agent
-/// named `cat` in the daemon's config (`{"agents":{"cat":{"bin":"cat"}}}`) and pass `--agent cat`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// Sessions the spawn phase creates (and the bare spawn ceiling cycles).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub sessions: u32,
-    /// Spawn requests in flight at once (also used for cleanup).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub concurrency: u32,
-    /// Agent the spawn phase spawns (an agent id from the daemon's config).
-    #[arg(long, default_value = SHELL_AGENT)]
-    pub agent: String,
-    /// Working directory of every spawned session (absolute, on the daemon's machine).
-    #[arg(long, default_value = "/tmp")]
-    pub cwd: String,
-    /// Program the floor runs in each of its PTYs (default: what the daemon's `shell` agent
-    /// runs, `$SHELL`, else `/bin/sh`). Give the daemon's `shell` agent the same program, or
-    /// the two sides start different shells.
-    #[arg(long, value_name = "PROGRAM")]
-    pub floor_shell: Option<String>,
-    /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    pub payload_mib: u32,
-    /// What the payload is: `lines` of printable text, or a real agent's session replayed
-    /// (`claude`, `codex`; recorded by the real-agent tests).
-    #[arg(long, value_enum, default_value_t = payload::Shape::Lines)]
-    pub payload: payload::Shape,
-    /// Echo round trips timed.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub echo_count: u32,
-    /// Clients attached to one session in the fan-out phase.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub fanout_clients: u32,
-    /// Reading rate of the slow client, in MiB/s.
-    #[arg(long, default_value_t = 1.0)]
-    pub slow_rate_mib: f64,
-    /// Steps of the scale phase: sessions held at each, comma-separated and growing (each step
-    /// keeps the sessions of the last).
-    #[arg(long, value_delimiter = ',', default_values_t = scale::DEFAULT_STEPS,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub scale_steps: Vec<u32>,
-    /// Phases to run, comma-separated; they always run in the listed order (`scale` only
-    /// when named).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
-    pub phases: Vec<Phase>,
-    /// Rounds of the echo, throughput, fan-out and slow-client phases. Each round runs the
-    /// daemon's phase and then the floor's; the report shows each phase's median round and
-    /// every round's key figure. One pass on a busy machine swings more than most changes.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
-    pub rounds: u32,
-    /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
-    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
-    pub phase_timeout_secs: u64,
-    /// Write each spawn of the spawn phase to this file as CSV (when it was sent, in ms from
-    /// the batch's start, and its latency), for a look at how the slow ones fall: spread
-    /// out, or held up together.
-    #[arg(long, value_name = "PATH")]
-    pub spawn_timeline: Option<std::path::PathBuf>,
-    /// Print the report as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Skip the floor: do not run echo, throughput and fan-out against the in-process minimal
-    /// WebSocket-to-PTY server beside the daemon's.
-    #[arg(long, conflicts_with = "floor_only")]
-    pub no_floor: bool,
-    /// Run echo, throughput and fan-out against the floor only (and the bare PTY, if selected);
-    /// no daemon is needed.
-    #[arg(long)]
-    pub floor_only: bool,
-}
-
-impl BenchArgs {
-    /// Whether the selected phases talk to a daemon; with `--phases bare` alone the caller need
-    /// not find one (and may pass empty `url` and `token` to [`run`]).
-    pub fn needs_daemon(&self) -> bool {
-        !self.floor_only && self.phases.iter().any(|p| *p != Phase::Bare)
-    }
-
-    fn floor_use(&self) -> FloorUse {
-        match (self.no_floor, self.floor_only) {
-            (_, true) => FloorUse::Only,
-            (true, false) => FloorUse::Off,
-            (false, false) => FloorUse::Beside,
-        }
-    }
-}
-
-/// The arguments, checked once; nothing downstream re-reads [`BenchArgs`].
-#[derive(Debug, Clone)]
-struct Plan {
-    /// Selected phases, deduplicated and in run order.
-    phases: Vec<Phase>,
-    sessions: u32,
-    concurrency: usize,
-    agent: String,
-    cwd: String,
-    /// The floor's shell, resolved once.
-    floor_shell: String,
-    payload: Payload,
-    echo_count: u32,
-    fanout_clients: u32,
-    slow_rate_mib: f64,
-    /// Growing steps of the scale phase.
-    scale_steps: Vec<u32>,
-    /// Rounds of the phases compared with the floor (and the slow client).
-    rounds: u32,
-    phase_limit: Duration,
-    floor: FloorUse,
-    /// Where the spawn phase's timeline goes, if anywhere.
-    spawn_timeline: Option<std::path::PathBuf>,
-}
-
-impl Plan {
-    fn from_args(args: &BenchArgs) -> anyhow::Result<Plan> {
-        anyhow::ensure!(
-            args.slow_rate_mib.is_finite() && args.slow_rate_mib > 0.0,
-            "--slow-rate-mib must be a positive number of MiB/s, not {}",
-            args.slow_rate_mib
-        );
-        anyhow::ensure!(
-            args.cwd.starts_with('/'),
-            "--cwd must be an absolute directory, not {:?}",
-            args.cwd
-        );
-        anyhow::ensure!(!args.agent.is_empty(), "--agent must name an agent");
-        let scale_steps = scale::checked_steps(&args.scale_steps).map_err(anyhow::Error::msg)?;
-        let mut phases = args.phases.clone();
-        phases.sort_unstable();
-        phases.dedup();
-        Ok(Plan {
-            phases,
-            sessions: args.sessions,
-            concurrency: args.concurrency as usize,
-            agent: args.agent.clone(),
-            cwd: args.cwd.clone(),
-            floor_shell: args
-                .floor_shell
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(floor::default_shell),
-            payload: Payload {
-                bytes: u64::from(args.payload_mib) << 20,
-                shape: args.payload,
-            },
-            echo_count: args.echo_count,
-            fanout_clients: args.fanout_clients,
-            slow_rate_mib: args.slow_rate_mib,
-            scale_steps,
-            rounds: args.rounds,
-            phase_limit: Duration::from_secs(args.phase_timeout_secs),
-            floor: args.floor_use(),
-            spawn_timeline: args.spawn_timeline.clone(),
-        })
-    }
-
-    fn has(&self, phase: Phase) -> bool {
-        self.phases.contains(&phase)
-    }
-
-    fn needs_daemon(&self) -> bool {
-        self.floor != FloorUse::Only && self.phases.iter().any(|p| *p != Phase::Bare)
-    }
-
-    /// Whether the daemon runs `phase`.
-    fn on_daemon(&self, phase: Phase) -> bool {
-        self.has(phase) && self.floor != FloorUse::Only
-    }
-
-    /// Whether the floor runs `phase` (only echo, throughput and fan-out have one).
-    fn on_floor(&self, phase: Phase) -> bool {
-        self.has(phase)
-            && self.floor != FloorUse::Off
-            && matches!(phase, Phase::Echo | Phase::Throughput | Phase::Fanout)
-    }
-}
-
-/// The server a phase runs against.
-enum Server {
-    /// The daemon at the context's URL; sessions are spawned and ended over its API.
-    Daemon,
-    /// The floor in this process; sessions are spawned and ended by calling it.
-    Floor(Floor),
-}
-
-/// What every server phase needs: the client, the daemon's pid for RSS, the plan, the run's id
-/// that prefixes session names, and which server it is.
-struct Context {
-    api: DaemonApi,
-    pid: Option<DaemonPid>,
-    plan: Plan,
-    run_id: String,
-    server: Server,
-    /// The phase line on stderr, shared by the daemon's and the floor's contexts.
-    progress: PhaseProgress,
-}
-
-impl Context {
-    /// A ledger for one phase's sessions, named `bench-<run>-<phase>-<n>`.
-    fn ledger(&self, phase: &str) -> SessionLedger {
-        SessionLedger::new(format!("bench-{}-{phase}-", self.run_id))
-    }
-
-    /// Spawns a `shell` session at the bench's terminal size, named and recorded in `ledger`.
-    async fn spawn_shell(
-        &self,
-        ledger: &SessionLedger,
-        deadline: Deadline,
-    ) -> anyhow::Result<SessionId> {
-        if let Server::Floor(floor) = &self.server {
-            let id = floor.spawn_shell(&self.plan.floor_shell, &self.plan.cwd, TERMINAL)?;
-            ledger.record(id);
-            return Ok(id);
-        }
-        let name = ledger.next_name();
-        let spawn = SpawnRequest {
-            agent: SHELL_AGENT,
-            cwd: &self.plan.cwd,
-            name: &name,
-            cols: TERMINAL.cols,
-            rows: TERMINAL.rows,
-        };
-        let id = deadline
-            .within("spawning the shell session", self.api.spawn(&spawn))
-            .await??;
-        ledger.record(id);
-        Ok(id)
-    }
-
-    /// Announces a phase and runs its body under the phase limit.
-    async fn bounded<T, F, Fut>(&self, label: &str, body: F) -> PhaseReport<T>
-    where
-        T: Figures,
-        F: FnOnce(Deadline) -> Fut,
-        Fut: Future<Output = anyhow::Result<T>>,
-    {
-        self.progress.start(label);
-        run_bounded(self.plan.phase_limit, body).await
-    }
-
-    /// CPU the server has used so far: the daemon process, or the floor's threads.
-    fn server_cpu(&self) -> Option<Ticks> {
-        match &self.server {
-            Server::Daemon => self.pid.and_then(DaemonPid::cpu_ticks),
-            Server::Floor(floor) => floor.cpu_ticks(),
-        }
-    }
-
-    /// Runs a server phase: announced as `label`, with a ledger of its own named for `key`,
-    /// bounded, and its sessions ended afterwards however it ended.
-    async fn server_phase<T, F>(&self, label: &str, key: &str, body: F) -> PhaseReport<T>
-    where
-        T: Figures,
-        F: for<'a> FnOnce(
-            &'a Context,
-            &'a SessionLedger,
-            Deadline,
-        ) -> LocalBoxFuture<'a, anyhow::Result<T>>,
-    {
-        let ledger = self.ledger(key);
-        let r = self.bounded(label, |d| body(self, &ledger, d)).await;
-        self.clean_up(&ledger, r).await
-    }
-
-    /// Ends a phase's sessions and, for the daemon, attaches the cleanup figures to its report.
-    async fn clean_up<T>(&self, ledger: &SessionLedger, report: PhaseReport<T>) -> PhaseReport<T> {
-        self.clean_up_within(ledger, report, CLEANUP_LIMIT).await
-    }
-
-    /// [`Context::clean_up`] with its own time limit, for phases with more sessions than usual.
-    async fn clean_up_within<T>(
-        &self,
-        ledger: &SessionLedger,
-        mut report: PhaseReport<T>,
-        limit: Duration,
-    ) -> PhaseReport<T> {
-        if let Server::Floor(floor) = &self.server {
-            // This blocks the bench's thread while the shells are killed and their readers
-            // end; the phase is over, so nothing it measures is in flight.
-            floor.end_sessions(&ledger.ids());
-            return report;
-        }
-        report.cleanup = Some(
-            ledger
-                .clean_up(&self.api, self.plan.concurrency, limit, self.pid)
-                .await,
-        );
-        report
-    }
-}
-
-/// Runs the selected phases against the daemon at `url` (e.g. `http://127.0.0.1:7767`) with
-/// `token`, and returns the report. Must run inside an actix System. Fails only when the run
-/// cannot start (bad arguments, daemon unreachable); a phase that fails or times out is recorded
-/// in the report and the run goes on. Ctrl-C interrupts the current phase, which still cleans up,
-/// and skips the rest; the report then has what was measured so far.
 /// Runs the tool as `atc-bench` and `atc bench` do: finds the daemon through `state_dir` (or
 /// the default one) when a phase needs it, prints the report, and gives the exit status: 130
 /// after a Ctrl-C, 1 on failure.
@@ -457,7 +114,11 @@ fn run_from_state_dir(
     Ok(report.interrupted())
 }
 
-/// Runs every phase the arguments ask for against the daemon at `url`.
+/// Runs the selected phases against the daemon at `url` (e.g. `http://127.0.0.1:7767`) with
+/// `token`, and returns the report. Must run inside an actix System. Fails only when the run
+/// cannot start (bad arguments, daemon unreachable); a phase that fails or times out is recorded
+/// in the report and the run goes on. Ctrl-C interrupts the current phase, which still cleans up,
+/// and skips the rest; the report then has what was measured so far.
 pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<Report> {
     let plan = Plan::from_args(&args)?;
     plan.payload
@@ -729,86 +390,4 @@ fn run_id() -> anyhow::Result<String> {
     getrandom::fill(&mut bytes)
         .map_err(|e| anyhow::anyhow!("reading random bytes for the run id: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        bench: BenchArgs,
-    }
-
-    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
-        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
-    }
-
-    #[test]
-    fn defaults_match_the_issue() {
-        let a = parse(&[]).expect("defaults parse");
-        assert_eq!((a.sessions, a.concurrency, a.payload_mib), (1000, 16, 256));
-        assert_eq!((a.echo_count, a.fanout_clients), (2000, 8));
-        assert_eq!(a.agent, "shell");
-        assert_eq!(a.phases, Phase::ALL.to_vec());
-        assert!(a.needs_daemon());
-        let plan = Plan::from_args(&a).expect("defaults are valid");
-        assert_eq!(plan.payload.bytes, 268_435_456);
-        assert_eq!(plan.rounds, 1, "one pass unless asked");
-    }
-
-    #[test]
-    fn phases_are_deduplicated_and_run_in_order() {
-        let a = parse(&["--phases", "bare,spawn,bare"]).expect("parses");
-        let plan = Plan::from_args(&a).expect("valid");
-        assert_eq!(plan.phases, vec![Phase::Spawn, Phase::Bare]);
-        let bare = parse(&["--phases", "bare"]).expect("parses");
-        assert!(!bare.needs_daemon());
-    }
-
-    #[test]
-    fn the_floor_runs_beside_the_daemon_unless_told_otherwise() {
-        let plan = |args: &[&str]| Plan::from_args(&parse(args).expect("parses")).expect("valid");
-        let beside = plan(&[]);
-        assert_eq!(beside.floor, FloorUse::Beside);
-        assert!(beside.on_daemon(Phase::Echo) && beside.on_floor(Phase::Echo));
-        assert!(!beside.on_floor(Phase::Spawn) && !beside.on_floor(Phase::Slow));
-        let off = plan(&["--no-floor"]);
-        assert!(off.on_daemon(Phase::Throughput) && !off.on_floor(Phase::Throughput));
-        let only = parse(&["--floor-only"]).expect("parses");
-        assert!(!only.needs_daemon());
-        let only = Plan::from_args(&only).expect("valid");
-        assert!(!only.on_daemon(Phase::Fanout) && only.on_floor(Phase::Fanout));
-        assert!(!only.on_daemon(Phase::Spawn) && only.has(Phase::Bare));
-        assert!(parse(&["--floor-only", "--no-floor"]).is_err());
-    }
-
-    #[test]
-    fn scale_runs_only_when_named_with_growing_steps() {
-        let a = parse(&[]).expect("defaults parse");
-        assert!(!a.phases.contains(&Phase::Scale));
-        assert_eq!(a.scale_steps, vec![500, 1000, 2000, 4000]);
-        let a = parse(&["--phases", "scale", "--scale-steps", "5,10"]).expect("parses");
-        assert!(a.needs_daemon());
-        let plan = Plan::from_args(&a).expect("valid");
-        assert!(plan.on_daemon(Phase::Scale) && !plan.has(Phase::Spawn));
-        assert_eq!(plan.scale_steps, vec![5, 10]);
-        let shrinking = parse(&["--scale-steps", "10,5"]).expect("parses");
-        assert!(Plan::from_args(&shrinking).is_err());
-        assert!(parse(&["--scale-steps", "0,5"]).is_err());
-    }
-
-    #[test]
-    fn bad_values_are_refused() {
-        assert!(parse(&["--sessions", "0"]).is_err());
-        assert!(parse(&["--phases", "nope"]).is_err());
-        assert!(parse(&["--rounds", "0"]).is_err());
-        assert_eq!(parse(&["--rounds", "5"]).expect("parses").rounds, 5);
-        let a = parse(&["--slow-rate-mib", "0"]).expect("parses");
-        assert!(Plan::from_args(&a).is_err());
-        let a = parse(&["--cwd", "tmp"]).expect("parses");
-        assert!(Plan::from_args(&a).is_err());
-    }
 }

@@ -57,20 +57,26 @@ impl ControlFrame {
     /// [`ControlFrame::Other`] (a newer daemon may add frames); anything else that does not
     /// parse is an error, since the contract promises every text frame is one of its frames.
     pub fn parse(text: &[u8]) -> Result<ControlFrame, StreamError> {
-        let frame = match serde_json::from_slice::<AttachFrame>(text) {
-            Ok(frame) => frame,
+        match serde_json::from_slice::<AttachFrame>(text) {
+            Ok(frame) => Ok(ControlFrame::from(frame)),
             Err(e) => {
                 let typed = serde_json::from_slice::<serde_json::Value>(text)
                     .ok()
                     .is_some_and(|v| v.get("type").is_some_and(|t| t.is_string()));
-                return if typed {
+                if typed {
                     Ok(ControlFrame::Other)
                 } else {
                     Err(StreamError::BadControl(e.to_string()))
-                };
+                }
             }
-        };
-        Ok(match frame {
+        }
+    }
+}
+
+impl From<AttachFrame> for ControlFrame {
+    /// What the bench keeps of a frame it read.
+    fn from(frame: AttachFrame) -> ControlFrame {
+        match frame {
             AttachFrame::Attached {
                 offset, prelude, ..
             } => ControlFrame::Attached {
@@ -87,7 +93,7 @@ impl ControlFrame {
             AttachFrame::Resized { .. }
             | AttachFrame::State { .. }
             | AttachFrame::Attachment { .. } => ControlFrame::Other,
-        })
+        }
     }
 }
 

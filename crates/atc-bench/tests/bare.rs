@@ -1,8 +1,9 @@
 //! The bare-PTY ceilings as the bench uses them: a `--phases bare` run, whose spawn ceiling
 //! must keep each child running until its batch ends and leave none behind. Real PTYs and real
-//! children; no timing is asserted. A file of its own, so no other test's children share this
-//! process while it counts them.
+//! children; no timing is asserted. A test binary of its own, outside `tests/it/`, so no other
+//! test's children share this process while it counts them.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 #[actix_rt::test]

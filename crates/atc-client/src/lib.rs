@@ -2,13 +2,15 @@
 //! (`discovery`), sends authenticated HTTP/1.1 requests and opens WebSockets with `awc`, and
 //! turns every failure into a [`ClientError`] whose message says what to do next.
 //!
-//! It knows the transport (paths in `routes`, the error envelope in `error`) and the session
-//! lookup rule (`session`), not what any command does with the answers; that is `cli/`'s job.
+//! It knows the transport (paths in `routes`, the error envelope in `error`, the sockets'
+//! frames in `frame_reader`) and the session lookup rule (`session`), not what any command does
+//! with the answers; that is `cli/`'s job.
 //! `awc` needs an actix system, so every async method here must run inside one
 //! (`actix_rt::System::new().block_on(..)`).
 
 pub mod discovery;
 pub mod error;
+pub mod frame_reader;
 pub mod routes;
 pub mod session;
 
@@ -27,6 +29,7 @@ pub use atc_protocol::Descriptor;
 pub use discovery::default_state_dir;
 pub use error::ApiCode;
 pub use error::{ApiError, ClientError};
+pub use frame_reader::{AttachReader, EventsReader, FrameReader, Incoming};
 pub use session::SessionLabels;
 
 /// What a request carries.

@@ -18,11 +18,11 @@ use anyhow::Context as _;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::emitting::{self, Emitting};
 use crate::rawws::{self, op, Frame, Options, RawWs, WsError};
 use crate::reassembly::{Asked, Reassembly, Replay, Tally};
 use crate::{Plan, Report, Want};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 
 /// The attach socket's message cap: the daemon's `bodyCapBytes` (its default).
 const ATTACH_CAP: u64 = 1024 * 1024;
@@ -404,13 +404,14 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         "limits": { "bodyCapBytes": ATTACH_CAP },
     });
     let spec = DaemonSpec::new(plan.daemon_bin.clone(), config);
-    let mut daemon = ChildDaemon::start(&spec, &dir.join("state"), &dir.join("daemon.log")).await?;
+    let mut daemon =
+        ChildDaemon::launch(&spec, &dir.join("state"), &dir.join("daemon.log")).await?;
     let client = daemon.client();
     let session = match Emitting::spawn(&client, dir.join("session"), "frames").await {
         Ok(s) => s,
         Err(e) => {
             // Teardown of a run that could not begin.
-            let _ = daemon.stop(Duration::from_secs(15)).await;
+            daemon.stop_within(Duration::from_secs(15)).await;
             return Err(e);
         }
     };
@@ -515,8 +516,10 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
         report.note(row);
     }
     session.kill(&client).await;
-    if let Err(e) = daemon.stop(Duration::from_secs(15)).await {
-        eprintln!("atc-proof frames: stopping the daemon: {e:#}");
+    if !daemon.stop_within(Duration::from_secs(15)).await {
+        eprintln!(
+            "atc-proof frames: the daemon did not stop within 15 s of SIGTERM and was killed"
+        );
     }
     Ok(report)
 }

@@ -1,15 +1,15 @@
 //! `atc-proof`: atc's promises turned into bounded, repeatable loops that print their figures.
-//! Each suite drives real daemons (children of this binary, see [`child`]) over loopback, counts
+//! Each suite drives real daemons (children of this binary, started by the test kit's
+//! [`ChildDaemon`](atc_testkit::ChildDaemon)) over loopback, counts
 //! what the promise says must never happen (bytes lost, double spawns, 5xx answers), and
 //! measures what it costs (resume and reconnect latency). A suite stops by itself: every loop
 //! is bounded by a count (`--count`) and by time (`--seconds`).
 //!
 //! Layout: one module per suite; [`report`] holds the figures and decides pass or fail from
-//! their bounds; [`child`] starts, kills and restarts daemons; [`rng`] makes the random moments
+//! their bounds; the kit's `ChildDaemon` starts, kills and restarts daemons; [`rng`] makes the random moments
 //! repeatable from `--seed`. The short versions run in `cargo test` (this crate's `tests/`);
 //! the full ones with `cargo run --release -p atc-proof -- <suite>`.
 
-pub mod child;
 mod crashes;
 mod drops;
 pub mod emit;

@@ -1,6 +1,6 @@
 //! The JSON answers of the HTTP routes (api.md, "Routes"): the daemon serializes these types
 //! and clients read them. `GET /v1/sessions` alone is sent as bytes the session manager keeps
-//! serialized (each descriptor is still this crate's); `tests/openapi.rs` validates every
+//! serialized (each descriptor is still this crate's); the root crate's `tests/it/openapi.rs` validates every
 //! route's answers against the document these types generate.
 
 use std::collections::BTreeMap;

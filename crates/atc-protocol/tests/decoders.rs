@@ -1,11 +1,11 @@
 //! Property tests of the socket frames as clients decode them, on stable inside `cargo test`:
 //! random bytes and mutated real frames (the mutations are the daemon's, in
-//! `tests/decoders/mutate.rs` at the repository root). What must hold is in
+//! `tests/it/decoders/mutate.rs` at the repository root). What must hold is in
 //! `decoders/checks.rs`, shared with the fuzz targets.
 
 #[path = "decoders/checks.rs"]
 mod checks;
-#[path = "../../../tests/decoders/mutate.rs"]
+#[path = "../../../tests/it/decoders/mutate.rs"]
 mod mutate;
 
 use atc_protocol::{

@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::rng::Rng;
 use crate::{Plan, Report, Suite, Want};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 use evidence::Ledger;
 use load::{Book, Client, KillMoment, Kind, Outcome, Signals};
 
@@ -117,7 +117,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
             .settle(&d, plan.limit.saturating_sub(began.elapsed()))
             .await;
         world.count_orphans(&d, &sim).await;
-        if !d.stop(Duration::from_secs(15)).await? {
+        if !d.stop_within(Duration::from_secs(15)).await {
             report.note("the last daemon did not stop within 15 s of SIGTERM and was killed");
         }
         world.check_at_rest().await;
@@ -238,7 +238,7 @@ impl World {
     async fn start(&mut self, life: u64) -> anyhow::Result<ChildDaemon> {
         let log = self.logs.join(format!("daemon-{life:03}.log"));
         let began = Instant::now();
-        let d = ChildDaemon::start(&self.spec, &self.state, &log).await?;
+        let d = ChildDaemon::launch(&self.spec, &self.state, &log).await?;
         if life > 0 {
             self.tally.restarts.push(began.elapsed());
         }
@@ -278,11 +278,12 @@ impl World {
             async move {
                 load::kill_moment(&signals, moment, warmup, &mut killer_rng, LIFE_LIMIT).await;
                 let in_flight = signals.in_flight();
-                daemon.kill9().map(|()| in_flight)
+                daemon.kill();
+                in_flight
             }
         };
         let (_, killed) = tokio::join!(futures_util::future::join_all(clients), killer);
-        let in_flight = killed?;
+        let in_flight = killed;
         self.tally.kills_in_flight += u64::from(in_flight > 0);
         *self.tally.moments.entry(moment.name()).or_default() += 1;
         self.tally

@@ -9,14 +9,16 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use atc_client::frame_reader::{AttachReader, Incoming, ReadError};
 use atc_client::DaemonClient;
 use atc_protocol::frames::{AttachFrame, LinkState, Replay};
 use atc_protocol::session::ExitReason;
-use awc::ws::{Frame, Message};
-use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::mpsc;
 
 use super::lines::{LineCheck, LineCounts};
+
+/// How long a polite close may take before the socket is simply dropped.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// What the client saw, in order.
 #[derive(Debug, Clone)]
@@ -256,7 +258,7 @@ impl LinkProbe<'_> {
 
 /// Reads one socket until it ends.
 async fn one_socket(
-    mut socket: atc_client::WsConnection,
+    socket: atc_client::WsConnection,
     tally: &Rc<RefCell<Tally>>,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     events: &mpsc::UnboundedSender<Seen>,
@@ -267,30 +269,31 @@ async fn one_socket(
     let mut skip: usize = 0;
     let mut next: Option<u64> = None;
     let mut exited = false;
+    let mut reader = AttachReader::new(socket);
     loop {
         let frame = tokio::select! {
-            frame = socket.next() => frame,
+            frame = reader.next() => frame,
             command = commands.recv() => match command {
                 Some(Command::Drop) => {
-                    close(&mut socket).await;
+                    reader.close(CLOSE_WAIT).await;
                     return SocketEnd::Lost;
                 }
                 Some(Command::Reattach) => continue,
                 Some(Command::Stop) | None => {
-                    close(&mut socket).await;
+                    reader.close(CLOSE_WAIT).await;
                     return SocketEnd::Stop;
                 }
             },
         };
         let frame = match frame {
-            Some(Ok(f)) => f,
-            Some(Err(_)) | None => return ended(exited),
+            Ok(f) => f,
+            // What is not an attach frame is skipped; the line check sees only output.
+            Err(ReadError::NotAFrame { .. } | ReadError::Fragmented) => continue,
+            // A failed read, or a pong that could not be sent: the socket is gone.
+            Err(ReadError::Socket(_)) => return ended(exited),
         };
         match frame {
-            Frame::Text(text) => {
-                let Ok(parsed) = serde_json::from_slice::<AttachFrame>(&text) else {
-                    continue;
-                };
+            Incoming::Text(parsed) => {
                 match parsed {
                     AttachFrame::Attached {
                         stream,
@@ -357,7 +360,7 @@ async fn one_socket(
                     | AttachFrame::Error { .. } => {}
                 }
             }
-            Frame::Binary(data) => {
+            Incoming::Binary(data) => {
                 let Some(at) = next else { continue };
                 let from_prelude = skip.min(data.len());
                 skip -= from_prelude;
@@ -375,13 +378,7 @@ async fn one_socket(
                 t.high = t.high.max(after);
                 next = Some(after);
             }
-            Frame::Ping(payload) => {
-                if socket.send(Message::Pong(payload)).await.is_err() {
-                    return ended(exited);
-                }
-            }
-            Frame::Close(_) => return ended(exited),
-            Frame::Pong(_) | Frame::Continuation(_) => {}
+            Incoming::Closed(_) | Incoming::Ended => return ended(exited),
         }
     }
 }
@@ -392,13 +389,4 @@ fn ended(exited: bool) -> SocketEnd {
     } else {
         SocketEnd::Lost
     }
-}
-
-async fn close(socket: &mut atc_client::WsConnection) {
-    // A socket that is already gone needs no close.
-    let _ = tokio::time::timeout(
-        Duration::from_secs(1),
-        socket.send(Message::Close(Some(awc::ws::CloseCode::Normal.into()))),
-    )
-    .await;
 }

@@ -25,10 +25,10 @@ use atc_protocol::frames::LinkState;
 use impd_sim::{BootEnd, ImpdSim, Scope, SimOptions, When};
 use serde_json::json;
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::report::{Report, Want};
 use crate::rng::Rng;
 use crate::{Plan, Suite};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 
 use client::{Seen, Watcher};
 use kinds::{Expected, Kind, Observed};
@@ -115,7 +115,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     let token = sim.faults().add_token(Scope::Manage, None);
     write_token(&token_file, &token)?;
     let spec = DaemonSpec::new(plan.daemon_bin.clone(), config(&sim.url(), &token_file));
-    let daemon = ChildDaemon::start(
+    let daemon = ChildDaemon::launch(
         &spec,
         &plan.work_dir.join("state"),
         &plan.work_dir.join("daemon.log"),
@@ -205,7 +205,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Report> {
     report.info("clientDesyncs", bench.desyncs as f64, "count");
     report.info("linesChecked", bench.retired.lines as f64, "lines");
     let Bench { sim, daemon, .. } = bench;
-    if !daemon.stop(Duration::from_secs(15)).await? {
+    if !daemon.stop_within(Duration::from_secs(15)).await {
         report.note("the daemon did not stop within 15 s of SIGTERM and was killed");
     }
     sim.stop();

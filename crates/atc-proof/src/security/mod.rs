@@ -26,8 +26,8 @@ use anyhow::Context as _;
 use impd_sim::{Flag, FlagState, Identity, ImpdSim, Scope, SecretKind, SimOptions};
 use serde_json::{json, Value};
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::{Plan, Report, Suite, Want};
+use atc_testkit::{ChildDaemon, DaemonSpec};
 use leaks::{Credential, Place};
 
 /// Answers the walks got, kept for the credential grep.
@@ -131,7 +131,7 @@ async fn with_sim(
         ("RUST_LOG".into(), "trace".into()),
         (IMPD_TOKEN_ENV.into(), sim.token().to_string()),
     ];
-    let daemon = ChildDaemon::start(&spec, &state, &log).await?;
+    let daemon = ChildDaemon::launch(&spec, &state, &log).await?;
     let addr = daemon.url().trim_start_matches("http://").to_string();
     let token = daemon.token().to_string();
     let client = daemon.client();
@@ -299,7 +299,7 @@ async fn with_sim(
     }
     places.push(Place {
         name: "the daemon log (trace)".into(),
-        bytes: daemon.log_text().into_bytes(),
+        bytes: daemon.log().into_bytes(),
     });
     let guest = work.join("guest");
     places.extend(
@@ -356,7 +356,7 @@ async fn with_sim(
     }
 
     // Sessions go with the daemon; a clean stop ends them.
-    if !daemon.stop(Duration::from_secs(20)).await? {
+    if !daemon.stop_within(Duration::from_secs(20)).await {
         report.note("the daemon did not stop within 20 s and was killed");
     }
     Ok(())

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use atc_client::{routes, DaemonClient, WsConnection};
+use atc_client::frame_reader::{AttachReader, Incoming, ReadError};
+use atc_client::{routes, DaemonClient};
 use atc_protocol::{AttachFrame, ClientFrame};
-use awc::ws::{CloseCode, CloseReason, Frame, Message};
+use awc::ws::Message;
 use bytes::Bytes;
-use futures_util::{SinkExt as _, StreamExt as _};
 use uuid::Uuid;
 
 /// How long a polite close may take before the socket is simply dropped.
@@ -22,12 +22,13 @@ pub enum AttachError {
     /// The upgrade or the connection failed.
     #[error("attach: {0}")]
     Client(#[from] atc_client::ClientError),
-    /// The socket failed while reading or writing.
+    /// The socket failed while writing.
     #[error("attach socket: {0}")]
     Socket(String),
-    /// A text frame that is not an attach frame.
-    #[error("attach socket sent a frame that is not the protocol's: {0}")]
-    BadFrame(String),
+    /// Reading failed: the socket broke, or sent what an attach socket does not carry (a
+    /// text frame that is not an attach frame, a fragment).
+    #[error("attach socket: {0}")]
+    Read(#[from] ReadError),
     /// The socket ended before the `attached` frame.
     #[error("attach socket ended before the attached frame: {0}")]
     NotAttached(String),
@@ -46,7 +47,7 @@ pub enum Event {
 
 /// An attached client.
 pub struct Attach {
-    socket: WsConnection,
+    reader: AttachReader,
     /// Repaint bytes still to come before live ones.
     prelude_left: usize,
 }
@@ -61,7 +62,7 @@ impl Attach {
     ) -> Result<Attach, AttachError> {
         let socket = client.ws_connect(&routes::attach(id, cols, rows)).await?;
         let mut attach = Attach {
-            socket,
+            reader: AttachReader::new(socket),
             prelude_left: 0,
         };
         match attach.next_raw().await? {
@@ -96,50 +97,18 @@ impl Attach {
         }
     }
 
-    /// One frame off the socket, pings answered, prelude not yet accounted for.
+    /// One frame off the socket, prelude not yet accounted for.
     async fn next_raw(&mut self) -> Result<Event, AttachError> {
-        loop {
-            let Some(frame) = self.socket.next().await else {
-                return Ok(Event::Closed("connection ended".into()));
-            };
-            match frame.map_err(|e| AttachError::Socket(e.to_string()))? {
-                Frame::Binary(data) => return Ok(Event::Live(data)),
-                Frame::Text(text) => {
-                    let frame: AttachFrame = serde_json::from_slice(&text).map_err(|e| {
-                        AttachError::BadFrame(format!("{e}: {}", String::from_utf8_lossy(&text)))
-                    })?;
-                    return Ok(Event::Frame(frame));
-                }
-                Frame::Ping(payload) => self
-                    .socket
-                    .send(Message::Pong(payload))
-                    .await
-                    .map_err(|e| AttachError::Socket(format!("answering a ping: {e}")))?,
-                Frame::Pong(_) => {}
-                Frame::Close(reason) => {
-                    return Ok(Event::Closed(reason.map_or_else(
-                        || "closed without a reason".to_string(),
-                        |r| {
-                            format!(
-                                "closed ({:?}) {}",
-                                r.code,
-                                r.description.unwrap_or_default()
-                            )
-                        },
-                    )))
-                }
-                Frame::Continuation(_) => {
-                    return Err(AttachError::BadFrame(
-                        "a fragmented message; the daemon sends whole frames".into(),
-                    ))
-                }
-            }
-        }
+        Ok(match self.reader.next().await? {
+            Incoming::Text(frame) => Event::Frame(frame),
+            Incoming::Binary(data) => Event::Live(data),
+            ending => Event::Closed(ending.ending().unwrap_or_default()),
+        })
     }
 
     /// Sends input bytes as one binary frame.
     pub async fn input(&mut self, data: Bytes) -> Result<(), AttachError> {
-        self.socket
+        self.reader
             .send(Message::Binary(data))
             .await
             .map_err(|e| AttachError::Socket(format!("sending input: {e}")))
@@ -148,18 +117,15 @@ impl Attach {
     /// Reports this client's size.
     pub async fn resize(&mut self, cols: u16, rows: u16) -> Result<(), AttachError> {
         let text = serde_json::to_string(&ClientFrame::Resize { cols, rows })
-            .map_err(|e| AttachError::BadFrame(e.to_string()))?;
-        self.socket
+            .map_err(|e| AttachError::Socket(format!("encoding a resize: {e}")))?;
+        self.reader
             .send(Message::Text(text.into()))
             .await
             .map_err(|e| AttachError::Socket(format!("sending a resize: {e}")))
     }
 
     /// Detaches politely, waiting at most [`CLOSE_WAIT`] for the close to go out.
-    pub async fn close(mut self) {
-        let close = Message::Close(Some(CloseReason::from(CloseCode::Normal)));
-        // Best effort: a socket already gone or too backed up to take the frame ends when it
-        // is dropped here, and the daemon treats that as the same detach.
-        let _ = tokio::time::timeout(CLOSE_WAIT, self.socket.send(close)).await;
+    pub async fn close(self) {
+        self.reader.close(CLOSE_WAIT).await;
     }
 }

@@ -309,7 +309,7 @@ pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         report.note(format!("ending the fleet: {e}"));
     }
     // The stop's own answer only says whether it took the SIGKILL.
-    let _ = daemon.stop(Duration::from_secs(30)).await;
+    daemon.stop_within(Duration::from_secs(30)).await;
     Ok(report)
 }
 

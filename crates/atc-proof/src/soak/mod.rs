@@ -30,9 +30,9 @@ use atc_bench::limits::{Limit, PtyCount};
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
-use crate::child::{ChildDaemon, DaemonSpec};
 use crate::report::{Report, Want};
 use crate::Plan;
+use atc_testkit::{ChildDaemon, DaemonSpec};
 use churn::{ChurnKind, Ctx, Rates, Tally};
 use fleet::{Fleet, Kind};
 use sample::{Probe, Trend};
@@ -149,7 +149,7 @@ async fn start_daemon(
     });
     let mut spec = DaemonSpec::new(plan.daemon_bin.clone(), config);
     spec.start_limit = Duration::from_secs(60);
-    ChildDaemon::start(&spec, &dir.join("state"), &dir.join("daemon.log")).await
+    ChildDaemon::launch(&spec, &dir.join("state"), &dir.join("daemon.log")).await
 }
 
 /// The fleet size the PTYs allow: what was asked, or what is free less a margin.
@@ -402,7 +402,7 @@ async fn hold(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
         report.note(e);
     }
     // Whether it exited by itself or took the SIGKILL, it is gone.
-    let _ = daemon.stop(Duration::from_secs(30)).await;
+    daemon.stop_within(Duration::from_secs(30)).await;
     report.series(sample::series(&tally.samples.borrow()));
     Ok(report)
 }

@@ -1,0 +1,318 @@
+//! What a run is asked to do: the command line of `atc bench` ([`BenchArgs`], with its
+//! [`Phase`]s and [`FloorUse`]), and the [`Plan`] made of it once, checked, that the rest of
+//! the run reads.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::payload::{self, Payload};
+use crate::{floor, scale, SHELL_AGENT};
+
+/// A part of the run that can be selected with `--phases`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    /// Spawn N sessions with concurrency C.
+    Spawn,
+    /// Echo round trips through the attach WebSocket.
+    Echo,
+    /// One client reading the payload.
+    Throughput,
+    /// Several clients reading the same payload.
+    Fanout,
+    /// A slow client beside a fast one.
+    Slow,
+    /// N sessions held at each of `--scale-steps`, a tenth busy: RSS, fds, idle CPU, listing
+    /// and echo latency per step. Not in the default list: it holds thousands of PTYs.
+    Scale,
+    /// The bare-PTY ceilings (spawn, echo, read), no daemon needed.
+    Bare,
+}
+
+impl Phase {
+    /// The default phases, in the order they run; `scale` must be asked for.
+    pub const ALL: [Phase; 6] = [
+        Phase::Spawn,
+        Phase::Echo,
+        Phase::Throughput,
+        Phase::Fanout,
+        Phase::Slow,
+        Phase::Bare,
+    ];
+}
+
+/// Whether the echo, throughput and fan-out phases also run against the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FloorUse {
+    /// Against the daemon only (`--no-floor`).
+    Off,
+    /// Against the daemon, each followed by the same phase against the floor (the default).
+    Beside,
+    /// Against the floor only, no daemon needed (`--floor-only`); phases without a floor
+    /// (spawn, slow client) are skipped.
+    Only,
+}
+
+/// Command-line arguments of `atc bench`.
+///
+/// The spawn phase uses `--agent`; the others always use the built-in `shell` agent because they
+/// type commands. The issue's spawn figures are for `cat` sessions: for those, define an agent
+/// named `cat` in the daemon's config (`{"agents":{"cat":{"bin":"cat"}}}`) and pass `--agent cat`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Sessions the spawn phase creates (and the bare spawn ceiling cycles).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sessions: u32,
+    /// Spawn requests in flight at once (also used for cleanup).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
+    /// Agent the spawn phase spawns (an agent id from the daemon's config).
+    #[arg(long, default_value = SHELL_AGENT)]
+    pub agent: String,
+    /// Working directory of every spawned session (absolute, on the daemon's machine).
+    #[arg(long, default_value = "/tmp")]
+    pub cwd: String,
+    /// Program the floor runs in each of its PTYs (default: what the daemon's `shell` agent
+    /// runs, `$SHELL`, else `/bin/sh`). Give the daemon's `shell` agent the same program, or
+    /// the two sides start different shells.
+    #[arg(long, value_name = "PROGRAM")]
+    pub floor_shell: Option<String>,
+    /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub payload_mib: u32,
+    /// What the payload is: `lines` of printable text, or a real agent's session replayed
+    /// (`claude`, `codex`; recorded by the real-agent tests).
+    #[arg(long, value_enum, default_value_t = payload::Shape::Lines)]
+    pub payload: payload::Shape,
+    /// Echo round trips timed.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub echo_count: u32,
+    /// Clients attached to one session in the fan-out phase.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub fanout_clients: u32,
+    /// Reading rate of the slow client, in MiB/s.
+    #[arg(long, default_value_t = 1.0)]
+    pub slow_rate_mib: f64,
+    /// Steps of the scale phase: sessions held at each, comma-separated and growing (each step
+    /// keeps the sessions of the last).
+    #[arg(long, value_delimiter = ',', default_values_t = scale::DEFAULT_STEPS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub scale_steps: Vec<u32>,
+    /// Phases to run, comma-separated; they always run in the listed order (`scale` only
+    /// when named).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
+    pub phases: Vec<Phase>,
+    /// Rounds of the echo, throughput, fan-out and slow-client phases. Each round runs the
+    /// daemon's phase and then the floor's; the report shows each phase's median round and
+    /// every round's key figure. One pass on a busy machine swings more than most changes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub rounds: u32,
+    /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub phase_timeout_secs: u64,
+    /// Write each spawn of the spawn phase to this file as CSV (when it was sent, in ms from
+    /// the batch's start, and its latency), for a look at how the slow ones fall: spread
+    /// out, or held up together.
+    #[arg(long, value_name = "PATH")]
+    pub spawn_timeline: Option<std::path::PathBuf>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the floor: do not run echo, throughput and fan-out against the in-process minimal
+    /// WebSocket-to-PTY server beside the daemon's.
+    #[arg(long, conflicts_with = "floor_only")]
+    pub no_floor: bool,
+    /// Run echo, throughput and fan-out against the floor only (and the bare PTY, if selected);
+    /// no daemon is needed.
+    #[arg(long)]
+    pub floor_only: bool,
+}
+
+impl BenchArgs {
+    /// Whether the selected phases talk to a daemon; with `--phases bare` alone the caller need
+    /// not find one (and may pass empty `url` and `token` to [`run`]).
+    pub fn needs_daemon(&self) -> bool {
+        !self.floor_only && self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+
+    fn floor_use(&self) -> FloorUse {
+        match (self.no_floor, self.floor_only) {
+            (_, true) => FloorUse::Only,
+            (true, false) => FloorUse::Off,
+            (false, false) => FloorUse::Beside,
+        }
+    }
+}
+
+/// The arguments, checked once; nothing downstream re-reads [`BenchArgs`].
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Selected phases, deduplicated and in run order.
+    pub(crate) phases: Vec<Phase>,
+    pub(crate) sessions: u32,
+    pub(crate) concurrency: usize,
+    pub(crate) agent: String,
+    pub(crate) cwd: String,
+    /// The floor's shell, resolved once.
+    pub(crate) floor_shell: String,
+    pub(crate) payload: Payload,
+    pub(crate) echo_count: u32,
+    pub(crate) fanout_clients: u32,
+    pub(crate) slow_rate_mib: f64,
+    /// Growing steps of the scale phase.
+    pub(crate) scale_steps: Vec<u32>,
+    /// Rounds of the phases compared with the floor (and the slow client).
+    pub(crate) rounds: u32,
+    pub(crate) phase_limit: Duration,
+    pub(crate) floor: FloorUse,
+    /// Where the spawn phase's timeline goes, if anywhere.
+    pub(crate) spawn_timeline: Option<std::path::PathBuf>,
+}
+
+impl Plan {
+    pub(crate) fn from_args(args: &BenchArgs) -> anyhow::Result<Plan> {
+        anyhow::ensure!(
+            args.slow_rate_mib.is_finite() && args.slow_rate_mib > 0.0,
+            "--slow-rate-mib must be a positive number of MiB/s, not {}",
+            args.slow_rate_mib
+        );
+        anyhow::ensure!(
+            args.cwd.starts_with('/'),
+            "--cwd must be an absolute directory, not {:?}",
+            args.cwd
+        );
+        anyhow::ensure!(!args.agent.is_empty(), "--agent must name an agent");
+        let scale_steps = scale::checked_steps(&args.scale_steps).map_err(anyhow::Error::msg)?;
+        let mut phases = args.phases.clone();
+        phases.sort_unstable();
+        phases.dedup();
+        Ok(Plan {
+            phases,
+            sessions: args.sessions,
+            concurrency: args.concurrency as usize,
+            agent: args.agent.clone(),
+            cwd: args.cwd.clone(),
+            floor_shell: args
+                .floor_shell
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(floor::default_shell),
+            payload: Payload {
+                bytes: u64::from(args.payload_mib) << 20,
+                shape: args.payload,
+            },
+            echo_count: args.echo_count,
+            fanout_clients: args.fanout_clients,
+            slow_rate_mib: args.slow_rate_mib,
+            scale_steps,
+            rounds: args.rounds,
+            phase_limit: Duration::from_secs(args.phase_timeout_secs),
+            floor: args.floor_use(),
+            spawn_timeline: args.spawn_timeline.clone(),
+        })
+    }
+
+    pub(crate) fn has(&self, phase: Phase) -> bool {
+        self.phases.contains(&phase)
+    }
+
+    pub(crate) fn needs_daemon(&self) -> bool {
+        self.floor != FloorUse::Only && self.phases.iter().any(|p| *p != Phase::Bare)
+    }
+
+    /// Whether the daemon runs `phase`.
+    pub(crate) fn on_daemon(&self, phase: Phase) -> bool {
+        self.has(phase) && self.floor != FloorUse::Only
+    }
+
+    /// Whether the floor runs `phase` (only echo, throughput and fan-out have one).
+    pub(crate) fn on_floor(&self, phase: Phase) -> bool {
+        self.has(phase)
+            && self.floor != FloorUse::Off
+            && matches!(phase, Phase::Echo | Phase::Throughput | Phase::Fanout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+    }
+
+    #[test]
+    fn defaults_match_the_issue() {
+        let a = parse(&[]).expect("defaults parse");
+        assert_eq!((a.sessions, a.concurrency, a.payload_mib), (1000, 16, 256));
+        assert_eq!((a.echo_count, a.fanout_clients), (2000, 8));
+        assert_eq!(a.agent, "shell");
+        assert_eq!(a.phases, Phase::ALL.to_vec());
+        assert!(a.needs_daemon());
+        let plan = Plan::from_args(&a).expect("defaults are valid");
+        assert_eq!(plan.payload.bytes, 268_435_456);
+        assert_eq!(plan.rounds, 1, "one pass unless asked");
+    }
+
+    #[test]
+    fn phases_are_deduplicated_and_run_in_order() {
+        let a = parse(&["--phases", "bare,spawn,bare"]).expect("parses");
+        let plan = Plan::from_args(&a).expect("valid");
+        assert_eq!(plan.phases, vec![Phase::Spawn, Phase::Bare]);
+        let bare = parse(&["--phases", "bare"]).expect("parses");
+        assert!(!bare.needs_daemon());
+    }
+
+    #[test]
+    fn the_floor_runs_beside_the_daemon_unless_told_otherwise() {
+        let plan = |args: &[&str]| Plan::from_args(&parse(args).expect("parses")).expect("valid");
+        let beside = plan(&[]);
+        assert_eq!(beside.floor, FloorUse::Beside);
+        assert!(beside.on_daemon(Phase::Echo) && beside.on_floor(Phase::Echo));
+        assert!(!beside.on_floor(Phase::Spawn) && !beside.on_floor(Phase::Slow));
+        let off = plan(&["--no-floor"]);
+        assert!(off.on_daemon(Phase::Throughput) && !off.on_floor(Phase::Throughput));
+        let only = parse(&["--floor-only"]).expect("parses");
+        assert!(!only.needs_daemon());
+        let only = Plan::from_args(&only).expect("valid");
+        assert!(!only.on_daemon(Phase::Fanout) && only.on_floor(Phase::Fanout));
+        assert!(!only.on_daemon(Phase::Spawn) && only.has(Phase::Bare));
+        assert!(parse(&["--floor-only", "--no-floor"]).is_err());
+    }
+
+    #[test]
+    fn scale_runs_only_when_named_with_growing_steps() {
+        let a = parse(&[]).expect("defaults parse");
+        assert!(!a.phases.contains(&Phase::Scale));
+        assert_eq!(a.scale_steps, vec![500, 1000, 2000, 4000]);
+        let a = parse(&["--phases", "scale", "--scale-steps", "5,10"]).expect("parses");
+        assert!(a.needs_daemon());
+        let plan = Plan::from_args(&a).expect("valid");
+        assert!(plan.on_daemon(Phase::Scale) && !plan.has(Phase::Spawn));
+        assert_eq!(plan.scale_steps, vec![5, 10]);
+        let shrinking = parse(&["--scale-steps", "10,5"]).expect("parses");
+        assert!(Plan::from_args(&shrinking).is_err());
+        assert!(parse(&["--scale-steps", "0,5"]).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse(&["--sessions", "0"]).is_err());
+        assert!(parse(&["--phases", "nope"]).is_err());
+        assert!(parse(&["--rounds", "0"]).is_err());
+        assert_eq!(parse(&["--rounds", "5"]).expect("parses").rounds, 5);
+        let a = parse(&["--slow-rate-mib", "0"]).expect("parses");
+        assert!(Plan::from_args(&a).is_err());
+        let a = parse(&["--cwd", "tmp"]).expect("parses");
+        assert!(Plan::from_args(&a).is_err());
+    }
+}
