@@ -45,7 +45,6 @@ use super::settings::ImpSettings;
 use crate::providers::imp::broker::broker_error::CheckOutcome;
 use crate::providers::imp::broker::host_binding::AdmitKind;
 use crate::providers::imp::broker::BrokerError;
-use crate::providers::ProviderError as Error;
 use crate::providers::{
     output_pieces, DetachHarness, Hangup, HarnessEvents, HostUse, OutputArrived, ProviderError,
     ResizeTerminal, StartSpec, WriteInput,
@@ -63,7 +62,7 @@ pub struct ImpHarness {
     lease: Addr<HostLease>,
     state: HarnessState<ExecWriter>,
     events: HarnessEvents,
-    ready_tx: Option<oneshot::Sender<Result<(), Error>>>,
+    ready_tx: Option<oneshot::Sender<Result<(), ProviderError>>>,
     /// The broker refusal the last connection ended with, answered to a waiting spawn.
     start_refusal: Option<StartRefusal>,
     kill_timer: Option<SpawnHandle>,
@@ -81,7 +80,7 @@ pub struct ImpHarness {
     /// The host's broker binding, for a broker-backed agent.
     broker: Option<BrokerSide>,
     /// Why the binding refused a connection's launch, answered to a waiting spawn.
-    launch_refusal: Option<Error>,
+    launch_refusal: Option<ProviderError>,
     /// A broker-backed agent's sign-in check, run once the host is readied.
     signin: Option<SigninCheck>,
     /// The sign-in check failed, so the start was refused behind the broker.
@@ -115,7 +114,7 @@ impl ImpHarness {
         imp: String,
         spec: StartSpec,
         events: HarnessEvents,
-        ready_tx: oneshot::Sender<Result<(), Error>>,
+        ready_tx: oneshot::Sender<Result<(), ProviderError>>,
         report: ReportForward,
     ) -> ImpHarness {
         let plan = spec.plan;
@@ -374,7 +373,7 @@ impl ImpHarness {
 
     /// The binding refused a launch (at admission or at its last-moment check): nothing
     /// was sent, and the harness ends with that refusal.
-    fn launch_refused(&mut self, e: Error, ctx: &mut Context<Self>) {
+    fn launch_refused(&mut self, e: ProviderError, ctx: &mut Context<Self>) {
         let detail = format!("launch refused ({e})");
         self.launch_refusal = Some(e);
         let effects = self.state.ended_with(detail);
@@ -494,7 +493,7 @@ impl ImpHarness {
 
     /// A start that never succeeded, refused before any connection (the host could not be
     /// readied): the refusal is the spawn's answer.
-    fn refuse(&mut self, err: impl Into<Error>, ctx: &mut Context<Self>) {
+    fn refuse(&mut self, err: impl Into<ProviderError>, ctx: &mut Context<Self>) {
         let err = err.into();
         let detail = err.to_string();
         if let Some(tx) = self.ready_tx.take() {

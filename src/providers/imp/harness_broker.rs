@@ -10,7 +10,7 @@ use crate::providers::imp::broker::binding::Binding;
 use crate::providers::imp::broker::host_binding::{
     Abandon, Admit, AdmitKind, Create, HostBinding, MarkReady, Ticket, Verify,
 };
-use crate::providers::ProviderError as Error;
+use crate::providers::ProviderError;
 
 /// The harness's handle on its host's binding.
 pub struct BrokerSide {
@@ -43,7 +43,9 @@ impl BrokerSide {
 
     /// Create or verify, before the host is readied. The binding actor being gone means the
     /// daemon is stopping.
-    pub fn prepare(&self) -> impl std::future::Future<Output = Result<Binding, Error>> + 'static {
+    pub fn prepare(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Binding, ProviderError>> + 'static {
         let (binding, launcher, creates) =
             (self.binding.clone(), self.launcher.clone(), self.creates);
         async move {
@@ -52,7 +54,7 @@ impl BrokerSide {
             } else {
                 binding.send(Verify(launcher)).await
             };
-            answer.unwrap_or(Err(Error::Internal))
+            answer.unwrap_or(Err(ProviderError::Internal))
         }
     }
 
@@ -66,7 +68,7 @@ impl BrokerSide {
     pub fn admit(
         &self,
         kind: AdmitKind,
-    ) -> impl std::future::Future<Output = Result<Ticket, Error>> + 'static {
+    ) -> impl std::future::Future<Output = Result<Ticket, ProviderError>> + 'static {
         let binding = self.binding.clone();
         let hash = self.hash.clone().unwrap_or_default();
         // Once the harness started, its binding is `ready` and admits like any other.
@@ -79,7 +81,7 @@ impl BrokerSide {
                     creating,
                 })
                 .await
-                .unwrap_or(Err(Error::Internal))
+                .unwrap_or(Err(ProviderError::Internal))
         }
     }
 

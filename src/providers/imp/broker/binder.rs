@@ -14,7 +14,7 @@ use super::binding_store::{SharedBindingStore, StoreFailure};
 use super::{gate, AgentAuth, BrokerError};
 use crate::clock::now_ms;
 use crate::providers::imp::host_error::HostError;
-use crate::providers::ProviderError as Error;
+use crate::providers::ProviderError;
 use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 mod rebind;
@@ -52,16 +52,16 @@ pub struct Launcher {
     pub auth: AgentAuth,
 }
 
-fn stored(e: StoreFailure) -> Error {
+fn stored(e: StoreFailure) -> ProviderError {
     tracing::error!(error = %e, "binding store step failed");
-    Error::Internal
+    ProviderError::Internal
 }
 
 /// `cause`, saying that its effect may remain. Only a host's error can say so; a store
 /// failure is already an internal error, logged where it happened.
-fn with_effect_remaining(cause: Error) -> Error {
+fn with_effect_remaining(cause: ProviderError) -> ProviderError {
     match cause {
-        Error::Host(h) => h.effect_remains().into(),
+        ProviderError::Host(h) => h.effect_remains().into(),
         other => other,
     }
 }
@@ -82,7 +82,7 @@ impl HostContext {
 
     /// A new host for `who` (a spawn): the gate, then `provisioning`, the imp, each grant.
     /// Answers the binding, still `provisioning` until [`mark_ready`](Self::mark_ready).
-    pub async fn create(&self, who: &Launcher) -> Result<Binding, Error> {
+    pub async fn create(&self, who: &Launcher) -> Result<Binding, ProviderError> {
         if self
             .store
             .binding_get(&self.host_key)
@@ -173,7 +173,7 @@ impl HostContext {
     /// Takes back exactly what `binding`'s attempt did: its grants that did not preexist,
     /// then the imp it created, then the record. What cannot be confirmed leaves
     /// `rollback_pending`, and the answer says the effect may remain.
-    async fn take_back(&self, binding: &Binding, cause: HostError) -> Error {
+    async fn take_back(&self, binding: &Binding, cause: HostError) -> ProviderError {
         let mut confirmed = true;
         let grants = self
             .store
@@ -225,7 +225,7 @@ impl HostContext {
     /// A create whose harness never started (impd refused it, or it ended first): its
     /// attempt is taken back, as a failed step would have been. A binding past
     /// `provisioning` is left alone.
-    pub async fn abandon(&self, why: &str) -> Result<(), Error> {
+    pub async fn abandon(&self, why: &str) -> Result<(), ProviderError> {
         let Some(binding) = self
             .store
             .binding_get(&self.host_key)
@@ -248,7 +248,7 @@ impl HostContext {
     }
 
     /// The harness behind `binding` really started: the binding is `ready`.
-    pub async fn mark_ready(&self) -> Result<(), Error> {
+    pub async fn mark_ready(&self) -> Result<(), ProviderError> {
         self.store
             .binding_set_state(&self.host_key, AuthBindingState::Ready, now_ms())
             .await
@@ -258,7 +258,7 @@ impl HostContext {
     /// A launch onto an existing host (revive, restore): the binding is `ready` and its
     /// secrets are the agent's, the gate passes with the bound rules, the imp is the one it
     /// created, and the imp holds exactly its grants. Never grants again.
-    pub async fn verify(&self, who: &Launcher) -> Result<Binding, Error> {
+    pub async fn verify(&self, who: &Launcher) -> Result<Binding, ProviderError> {
         let Some(binding) = self
             .store
             .binding_get(&self.host_key)
@@ -308,7 +308,7 @@ impl HostContext {
     /// Revokes every grant of the host's binding: `revocation_pending` first, then each grant
     /// (one already gone counts as revoked), then `revoked`. A grant impd did not confirm
     /// keeps the state, so the call can be retried.
-    pub async fn revoke(&self) -> Result<(), Error> {
+    pub async fn revoke(&self) -> Result<(), ProviderError> {
         self.recorded().await?;
         self.store
             .binding_set_state(
@@ -352,7 +352,7 @@ impl HostContext {
 
     /// The gate on what impd has now, with no bound rules to hold it to: `who`'s secrets as
     /// they are to be bound, or the gate's refusal.
-    async fn judged_afresh(&self, who: &Launcher) -> Result<Vec<BoundSecret>, Error> {
+    async fn judged_afresh(&self, who: &Launcher) -> Result<Vec<BoundSecret>, ProviderError> {
         let view = gate::read(&self.client, &self.target).await?;
         Ok(gate::judge(&view, &who.agent, &who.auth, &self.imp, None)?
             .into_iter()
@@ -362,7 +362,7 @@ impl HostContext {
 
     /// `auth_runtime_mismatch` unless the imp under the host's name is the one `binding`
     /// created; none there counts as another.
-    async fn check_bound_imp(&self, binding: &Binding) -> Result<(), Error> {
+    async fn check_bound_imp(&self, binding: &Binding) -> Result<(), ProviderError> {
         let imp = self
             .client
             .imps_get(&self.imp)
@@ -378,7 +378,7 @@ impl HostContext {
     }
 
     /// The secrets impd holds granted to the host's imp now.
-    async fn held_grants(&self) -> Result<BTreeSet<String>, Error> {
+    async fn held_grants(&self) -> Result<BTreeSet<String>, ProviderError> {
         Ok(self
             .client
             .grants_list(&self.imp)
@@ -389,7 +389,7 @@ impl HostContext {
     }
 
     /// The host's binding; `NotBound` when it holds none.
-    async fn recorded(&self) -> Result<Binding, Error> {
+    async fn recorded(&self) -> Result<Binding, ProviderError> {
         self.store
             .binding_get(&self.host_key)
             .await
@@ -400,7 +400,7 @@ impl HostContext {
     /// A forget of a bound host, before the destroy: the binding admits no more launches,
     /// and the imp under its name must be the one it created, or nothing is destroyed. A
     /// host without a binding has nothing to block.
-    pub async fn forget_begin(&self) -> Result<(), Error> {
+    pub async fn forget_begin(&self) -> Result<(), ProviderError> {
         let Some(binding) = self
             .store
             .binding_get(&self.host_key)
@@ -430,7 +430,7 @@ impl HostContext {
     }
 
     /// The forgotten host was destroyed: its binding and grant rows go.
-    pub async fn forget_end(&self) -> Result<(), Error> {
+    pub async fn forget_end(&self) -> Result<(), ProviderError> {
         self.store
             .binding_delete(&self.host_key)
             .await
@@ -438,7 +438,7 @@ impl HostContext {
     }
 
     /// The binding as `GET /v1/sessions/{id}/auth` shows it.
-    pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, Error> {
+    pub async fn status(&self) -> Result<atc_protocol::responses::AuthStatus, ProviderError> {
         let b = self.recorded().await?;
         let grants = self.store.grants_of(&self.host_key).await.map_err(stored)?;
         Ok(super::binding::listed(&b, &grants))
@@ -447,7 +447,11 @@ impl HostContext {
     /// Whether the host's binding admits a launch planned for `hash` now. `creating`: the
     /// create attempt the launch belongs to, whose own first start the binding admits while
     /// it is still `provisioning`.
-    pub async fn admits(&self, hash: &str, creating: Option<uuid::Uuid>) -> Result<(), Error> {
+    pub async fn admits(
+        &self,
+        hash: &str,
+        creating: Option<uuid::Uuid>,
+    ) -> Result<(), ProviderError> {
         let binding = self.recorded().await?;
         let own_create =
             binding.state == AuthBindingState::Provisioning && creating == Some(binding.attempt_id);

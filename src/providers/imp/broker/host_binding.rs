@@ -17,7 +17,7 @@ use actix::prelude::*;
 
 use super::binder::{HostContext, Launcher, Reconciled};
 use super::binding::Binding;
-use crate::providers::ProviderError as Error;
+use crate::providers::ProviderError;
 
 /// Runs `op` on the actor's context with nothing else of this host's running meanwhile.
 macro_rules! in_turn {
@@ -76,48 +76,48 @@ impl Actor for HostBinding {
 
 /// A new host: see [`HostContext::create`].
 #[derive(Message)]
-#[rtype(result = "Result<Binding, Error>")]
+#[rtype(result = "Result<Binding, ProviderError>")]
 pub struct Create(pub Launcher);
 
 /// A launch onto an existing host: see [`HostContext::verify`].
 #[derive(Message)]
-#[rtype(result = "Result<Binding, Error>")]
+#[rtype(result = "Result<Binding, ProviderError>")]
 pub struct Verify(pub Launcher);
 
 /// The harness behind a create really started.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct MarkReady;
 
 /// A create whose harness never started: see [`HostContext::abandon`].
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct Abandon(pub String);
 
 /// The binding as a client sees it: see [`HostContext::status`].
 #[derive(Message)]
-#[rtype(result = "Result<atc_protocol::responses::AuthStatus, Error>")]
+#[rtype(result = "Result<atc_protocol::responses::AuthStatus, ProviderError>")]
 pub struct Status;
 
 /// A forget is about to destroy the host: see [`HostContext::forget_begin`].
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct ForgetBegin;
 
 /// The host was destroyed: the binding's record goes.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct ForgetEnd;
 
 impl Handler<ForgetBegin> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, _: ForgetBegin, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.forget_begin().await })
     }
 }
 
 impl Handler<ForgetEnd> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, _: ForgetEnd, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.forget_end().await })
     }
@@ -125,14 +125,14 @@ impl Handler<ForgetEnd> for HostBinding {
 
 /// Start-up reconciliation of the host's binding: see [`HostContext::reconcile`].
 #[derive(Message)]
-#[rtype(result = "Result<Reconciled, Error>")]
+#[rtype(result = "Result<Reconciled, ProviderError>")]
 pub struct Reconcile {
     /// Whether a listed session uses the host (it then owns an unfinished create).
     pub has_listed_session: bool,
 }
 
 impl Handler<Reconcile> for HostBinding {
-    type Result = AtomicResponse<Self, Result<Reconciled, Error>>;
+    type Result = AtomicResponse<Self, Result<Reconciled, ProviderError>>;
     fn handle(&mut self, msg: Reconcile, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move {
             c.reconcile(msg.has_listed_session).await
@@ -142,17 +142,17 @@ impl Handler<Reconcile> for HostBinding {
 
 /// Revoke every grant: see [`HostContext::revoke`].
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 pub struct Revoke;
 
 /// Rebind the host to the agent's `auth` as configured now: see [`HostContext::rebind`].
 /// Answers the new revision.
 #[derive(Message)]
-#[rtype(result = "Result<u32, Error>")]
+#[rtype(result = "Result<u32, ProviderError>")]
 pub struct Rebind(pub Launcher);
 
 impl Handler<Rebind> for HostBinding {
-    type Result = AtomicResponse<Self, Result<u32, Error>>;
+    type Result = AtomicResponse<Self, Result<u32, ProviderError>>;
     fn handle(&mut self, msg: Rebind, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.rebind(&msg.0).await })
     }
@@ -160,7 +160,7 @@ impl Handler<Rebind> for HostBinding {
 
 /// Admit one opening planned for the binding hash `hash`.
 #[derive(Message)]
-#[rtype(result = "Result<Ticket, Error>")]
+#[rtype(result = "Result<Ticket, ProviderError>")]
 pub struct Admit {
     /// Start or attach.
     pub kind: AdmitKind,
@@ -172,7 +172,7 @@ pub struct Admit {
 
 /// The last-moment check of ticket `id`.
 #[derive(Message)]
-#[rtype(result = "Result<(), Error>")]
+#[rtype(result = "Result<(), ProviderError>")]
 struct CheckTicket {
     hash: String,
     creating: Option<uuid::Uuid>,
@@ -189,28 +189,28 @@ struct Released;
 pub struct Counts;
 
 impl Handler<Create> for HostBinding {
-    type Result = AtomicResponse<Self, Result<Binding, Error>>;
+    type Result = AtomicResponse<Self, Result<Binding, ProviderError>>;
     fn handle(&mut self, msg: Create, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.create(&msg.0).await })
     }
 }
 
 impl Handler<Verify> for HostBinding {
-    type Result = AtomicResponse<Self, Result<Binding, Error>>;
+    type Result = AtomicResponse<Self, Result<Binding, ProviderError>>;
     fn handle(&mut self, msg: Verify, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.verify(&msg.0).await })
     }
 }
 
 impl Handler<MarkReady> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, _: MarkReady, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.mark_ready().await })
     }
 }
 
 impl Handler<Abandon> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, msg: Abandon, _: &mut Self::Context) -> Self::Result {
         in_turn!(
             self,
@@ -220,7 +220,7 @@ impl Handler<Abandon> for HostBinding {
 }
 
 impl Handler<Status> for HostBinding {
-    type Result = AtomicResponse<Self, Result<atc_protocol::responses::AuthStatus, Error>>;
+    type Result = AtomicResponse<Self, Result<atc_protocol::responses::AuthStatus, ProviderError>>;
     fn handle(&mut self, _: Status, _: &mut Self::Context) -> Self::Result {
         let host = self.ctx.clone();
         AtomicResponse::new(Box::pin(
@@ -240,14 +240,14 @@ impl Handler<Status> for HostBinding {
 }
 
 impl Handler<Revoke> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, _: Revoke, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move { c.revoke().await })
     }
 }
 
 impl Handler<Admit> for HostBinding {
-    type Result = AtomicResponse<Self, Result<Ticket, Error>>;
+    type Result = AtomicResponse<Self, Result<Ticket, ProviderError>>;
     fn handle(&mut self, msg: Admit, ctx: &mut Self::Context) -> Self::Result {
         let host = self.ctx.clone();
         let addr = ctx.address();
@@ -273,7 +273,7 @@ impl Handler<Admit> for HostBinding {
 }
 
 impl Handler<CheckTicket> for HostBinding {
-    type Result = AtomicResponse<Self, Result<(), Error>>;
+    type Result = AtomicResponse<Self, Result<(), ProviderError>>;
     fn handle(&mut self, msg: CheckTicket, _: &mut Self::Context) -> Self::Result {
         in_turn!(self, |c: HostContext| async move {
             c.admits(&msg.hash, msg.creating).await
@@ -322,14 +322,14 @@ impl Ticket {
 
     /// The last-moment check: whether the binding still admits this launch. A binding actor
     /// that is gone refuses (the daemon is stopping).
-    pub async fn check(&self) -> Result<(), Error> {
+    pub async fn check(&self) -> Result<(), ProviderError> {
         self.binding
             .send(CheckTicket {
                 hash: self.hash.clone(),
                 creating: self.creating,
             })
             .await
-            .unwrap_or(Err(Error::Internal))
+            .unwrap_or(Err(ProviderError::Internal))
     }
 
     /// Gives the admission back; a ticket released (or dropped) once counts once.

@@ -7,7 +7,7 @@ use super::{stored, with_effect_remaining, HostContext, Launcher};
 use crate::clock::now_ms;
 use crate::providers::imp::broker::binding::{plan_rebind, Binding, Grant, PendingRebind};
 use crate::providers::imp::broker::BrokerError;
-use crate::providers::ProviderError as Error;
+use crate::providers::ProviderError;
 use atc_protocol::responses::{AuthBindingState, AuthGrantState};
 
 impl HostContext {
@@ -22,7 +22,7 @@ impl HostContext {
     /// old revision. When a removal is not confirmed, the rebind stays recorded in flight
     /// (blocked as `rebind_failed`, so no launch is admitted) for start-up reconciliation to
     /// finish, and the answer says the effect may remain.
-    pub async fn rebind(&self, who: &Launcher) -> Result<u32, Error> {
+    pub async fn rebind(&self, who: &Launcher) -> Result<u32, ProviderError> {
         let mut binding = self.recorded().await?;
         if !binding.state.allows_rebind() || binding.pending_rebind.is_some() {
             return Err(BrokerError::Blocked {
@@ -53,7 +53,7 @@ impl HostContext {
                 let mut committed = binding.clone();
                 let revision = committed.commit_rebind(now_ms());
                 match self.store.binding_put(&committed).await {
-                    Ok(()) => revision.ok_or(Error::Internal),
+                    Ok(()) => revision.ok_or(ProviderError::Internal),
                     Err(e) => Err(self.rebind_failed(binding, &before, stored(e)).await),
                 }
             }
@@ -68,7 +68,7 @@ impl HostContext {
         pending: &PendingRebind,
         plan: &crate::providers::imp::broker::binding::RebindPlan,
         before: &[Grant],
-    ) -> Result<(), Error> {
+    ) -> Result<(), ProviderError> {
         for secret in &plan.add {
             let grant = Grant {
                 host_key: self.host_key.clone(),
@@ -147,7 +147,12 @@ impl HostContext {
     /// to what `before` recorded, then `rebind_failed` at the old revision. A
     /// removal impd did not confirm keeps the rebind recorded in flight (see
     /// [`rebind`](Self::rebind)).
-    async fn rebind_failed(&self, mut binding: Binding, before: &[Grant], cause: Error) -> Error {
+    async fn rebind_failed(
+        &self,
+        mut binding: Binding,
+        before: &[Grant],
+        cause: ProviderError,
+    ) -> ProviderError {
         let Some(pending) = binding.pending_rebind.clone() else {
             return cause;
         };

@@ -6,7 +6,7 @@ use super::{stored, HostContext};
 use crate::clock::now_ms;
 use crate::providers::imp::broker::binding::{Binding, ReconcileAction};
 use crate::providers::imp::host_error::HostError;
-use crate::providers::ProviderError as Error;
+use crate::providers::ProviderError;
 use atc_protocol::responses::AuthBindingState;
 
 /// What start-up reconciliation did with one host's binding.
@@ -72,7 +72,7 @@ pub struct ReconcileSummary {
 impl ReconcileSummary {
     /// Counts what reconciliation did with `binding`, and logs it when it acted (or could
     /// not): one line per binding, naming the target, the host and the imp, never a token.
-    pub fn record(&mut self, binding: &Binding, outcome: &Result<Reconciled, Error>) {
+    pub fn record(&mut self, binding: &Binding, outcome: &Result<Reconciled, ProviderError>) {
         let (target, host, imp) = (&binding.target, &binding.host_key, &binding.imp_name);
         match outcome {
             Ok(Reconciled::NoRecord) | Ok(Reconciled::Kept(_)) => self.kept += 1,
@@ -131,7 +131,7 @@ impl HostContext {
     /// a rebind left in flight fails, with the grants it added removed; an unfinished create
     /// (`provisioning`, `rollback_pending`) whose host no listed session uses is taken back;
     /// anything else is left. An impd that cannot be reached leaves the binding as it was.
-    pub async fn reconcile(&self, has_listed_session: bool) -> Result<Reconciled, Error> {
+    pub async fn reconcile(&self, has_listed_session: bool) -> Result<Reconciled, ProviderError> {
         let Some(binding) = self
             .store
             .binding_get(&self.host_key)
@@ -150,7 +150,10 @@ impl HostContext {
     /// A rebind a dead daemon left in flight: the grants carrying its attempt id go (impd
     /// first, then the row), then `rebind_failed` at the old revision. A grant impd did not
     /// confirm gone leaves the record as it is, so the next start tries again.
-    async fn fail_rebind_in_flight(&self, mut binding: Binding) -> Result<Reconciled, Error> {
+    async fn fail_rebind_in_flight(
+        &self,
+        mut binding: Binding,
+    ) -> Result<Reconciled, ProviderError> {
         let Some(pending) = binding.pending_rebind.clone() else {
             return Ok(Reconciled::Kept(binding.state));
         };
@@ -188,7 +191,7 @@ impl HostContext {
     /// grants that did not preexist and the imp it created go, then the record. The imp goes
     /// only if impd's id for it is the recorded one, or none was recorded yet and the attempt
     /// was creating it; another imp under the name is left alone, with its grants.
-    async fn take_back_unfinished(&self, binding: Binding) -> Result<Reconciled, Error> {
+    async fn take_back_unfinished(&self, binding: Binding) -> Result<Reconciled, ProviderError> {
         let found = match self.client.imps_get(&self.imp).await {
             Ok(found) => found,
             Err(e) => {
@@ -250,7 +253,7 @@ mod tests {
                 state: AuthBindingState::Provisioning,
                 cause: HostError::LeaseGone,
             }),
-            Err(Error::Internal),
+            Err(ProviderError::Internal),
         ];
         for o in &outcomes {
             s.record(&b, o);
