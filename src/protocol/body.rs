@@ -10,9 +10,9 @@
 use serde_json::{Map, Value};
 
 use atc_protocol::requests::RequestBody;
-use atc_protocol::{TermSize, DIM_RANGE};
+use atc_protocol::TermSize;
 
-use super::params::dim_out_of_range;
+use super::params::dim;
 use super::strict_json::{self, StrictJsonError};
 use super::RequestError;
 
@@ -38,16 +38,12 @@ pub fn read<T: RequestBody>(bytes: &[u8]) -> Result<T, RequestError> {
     serde_path_to_error::deserialize(Value::Object(fields)).map_err(refusal)
 }
 
-/// A terminal size a body gave, each dimension within [`DIM_RANGE`] (serde checks only that
+/// A terminal size a body gave, each dimension within [`atc_protocol::DIM_RANGE`] (serde checks only that
 /// they are integers that fit).
 pub fn size(cols: u16, rows: u16) -> Result<TermSize, RequestError> {
-    let dim = |field, v: u16| match DIM_RANGE.contains(&u64::from(v)) {
-        true => Ok(v),
-        false => Err(dim_out_of_range(field)),
-    };
     Ok(TermSize {
-        cols: dim("cols", cols)?,
-        rows: dim("rows", rows)?,
+        cols: dim("cols", u64::from(cols))?,
+        rows: dim("rows", u64::from(rows))?,
     })
 }
 

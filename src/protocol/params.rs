@@ -46,10 +46,18 @@ impl Params {
     pub fn opt_dim(&self, name: &str) -> Result<Option<u16>, RequestError> {
         self.opt_str(name)
             .map(|s| match s.parse::<u64>() {
-                Ok(v) if DIM_RANGE.contains(&v) => Ok(v as u16),
-                _ => Err(dim_out_of_range(name)),
+                Ok(v) => dim(name, v),
+                Err(_) => Err(dim_out_of_range(name)),
             })
             .transpose()
+    }
+}
+
+/// `v` as the terminal dimension `field`, if it is within [`DIM_RANGE`].
+pub fn dim(field: &str, v: u64) -> Result<u16, RequestError> {
+    match DIM_RANGE.contains(&v) {
+        true => u16::try_from(v).map_err(|_| dim_out_of_range(field)),
+        false => Err(dim_out_of_range(field)),
     }
 }
 

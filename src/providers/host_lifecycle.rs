@@ -68,12 +68,12 @@ pub fn host_lifecycle(
     }
 }
 
-/// The host's broker binding through `provider`'s host lifecycle; a provider without hosts
-/// holds no binding.
-pub fn auth_of(
+/// An operation on the host's broker binding (its status, a revoke, a rebind) through
+/// `provider`'s host lifecycle; a provider without hosts holds no binding.
+pub fn auth_of<T: 'static>(
     provider: &dyn ExecutionProvider,
-    ask: impl FnOnce(&dyn HostLifecycle) -> LocalBoxFuture<'static, AuthAnswer>,
-) -> LocalBoxFuture<'static, AuthAnswer> {
+    ask: impl FnOnce(&dyn HostLifecycle) -> LocalBoxFuture<'static, Result<T, ProviderError>>,
+) -> LocalBoxFuture<'static, Result<T, ProviderError>> {
     match provider.hosts() {
         Some(hosts) => ask(hosts),
         None => Box::pin(std::future::ready(Err(

@@ -197,17 +197,6 @@ impl Error {
             message: self.to_string(),
         }
     }
-
-    /// Whether the failed operation may have left its effect standing (an imp it created
-    /// and could not destroy again): a keyed spawn then answers `outcome_unknown` and never
-    /// runs again (spec §7.4 "effect remains").
-    pub fn effect_remains(&self) -> bool {
-        match self {
-            Error::Provider(e) => e.effect_remains(),
-            Error::Session(e) => e.effect_remains(),
-            _ => false,
-        }
-    }
 }
 
 /// The wire form of one module's own error, for a caller (or a test) that holds it by
@@ -637,9 +626,11 @@ mod tests {
     #[test]
     fn an_effect_left_standing_is_seen_through_the_host_error() {
         let e = HostError::Busy { target: "t".into() };
-        assert!(!Error::from(e.clone()).effect_remains());
-        let standing = Error::from(e.effect_remains().effect_remains());
+        // The ledger asks a spawn's error (`LedgerError` reaches the wire through it).
+        assert!(!SessionError::from(e.clone()).effect_remains());
+        let standing = SessionError::from(e.effect_remains().effect_remains());
         assert!(standing.effect_remains());
+        let standing = Error::from(standing);
         assert_eq!(standing.wire().data["problem"], "busy");
         assert!(
             !standing.to_string().is_empty(),

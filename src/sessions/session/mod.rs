@@ -699,12 +699,7 @@ impl Handler<RebindAuth> for Session {
             auth,
         };
         let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => match p.hosts() {
-                Some(h) => h.auth_rebind(&host, launcher),
-                None => Box::pin(fut::ready(Err(
-                    crate::providers::imp::broker::BrokerError::NotBound.into(),
-                ))),
-            },
+            Ok(p) => auth_of(p.as_ref(), |h| h.auth_rebind(&host, launcher)),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         // Done or failed, the binding moved (a new revision, or `rebind_failed`): the
