@@ -294,8 +294,8 @@ pub struct Config {
     pub timings: Timings,
     /// What went wrong while loading, if anything.
     pub problems: Vec<ConfigProblem>,
-    /// Execution targets, their default and their problems.
-    pub targets: targets::Targets,
+    /// Execution targets as written, and their default (checked in `providers::targets`).
+    pub targets: targets::TargetsConfig,
     /// The file this came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -312,7 +312,7 @@ impl Default for Config {
             limits: Limits::default(),
             timings: Timings::default(),
             problems: Vec::new(),
-            targets: targets::Targets::from_config(None, None, None),
+            targets: targets::TargetsConfig::default(),
             source: None,
         }
     }
@@ -407,8 +407,11 @@ impl Config {
             }
         }
         config.allowed_origins = raw.allowed_origins;
-        config.targets =
-            targets::Targets::from_config(raw.targets.as_ref(), raw.default_target.as_ref(), None);
+        config.targets = targets::TargetsConfig {
+            entries: raw.targets,
+            default: raw.default_target,
+            file_problem: None,
+        };
         for (id, entry) in raw.agents {
             match raw_agent(entry)
                 .map_err(|detail| ("agent_invalid", detail))
@@ -481,16 +484,16 @@ impl Config {
     fn with_problem(mut self, problem: ConfigProblem) -> Config {
         // A file that cannot be used at all leaves no target usable (spec §4.1).
         if problem.scope == "config" {
-            self.targets = targets::Targets::from_config(
-                None,
-                None,
-                Some(targets::TargetProblem {
+            self.targets = targets::TargetsConfig {
+                entries: None,
+                default: None,
+                file_problem: Some(targets::TargetProblem {
                     scope: targets::TargetProblemScope::Config,
                     target: None,
                     problem: problem.problem.to_string(),
                     detail: problem.detail.clone(),
                 }),
-            );
+            };
         }
         self.problems.push(problem);
         self
@@ -589,8 +592,7 @@ mod tests {
             default.timings.resize_debounce
         );
         assert!(example.agents.contains_key("cat"));
-        // An explicit `local` target over no options is the implicit one.
-        assert_eq!(example.targets.revision(), default.targets.revision());
+        // Its targets are checked against the default's in `providers::targets`.
     }
 
     #[test]

@@ -264,9 +264,11 @@ impl Daemon {
 
         let catalog =
             Arc::new(AgentCatalog::new(&config.agents).with_invalid(config.invalid_agents()));
+        // Each target's options are its provider kind's to check, once, here.
+        let targets = Arc::new(crate::providers::targets::Targets::settle(&config.targets));
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
-            withheld: config.targets.credential_vars(),
+            withheld: targets.credential_vars(),
         });
         let atc_program = opts
             .atc_program
@@ -286,7 +288,7 @@ impl Daemon {
             bindings: &bindings,
             metrics: &metrics,
         };
-        let providers = crate::providers::registry::Providers::build(&config.targets, local, |t| {
+        let providers = crate::providers::registry::Providers::build(&targets, local, |t| {
             match extra.by_kind.get(&t.provider) {
                 Some(p) => Some(p.clone()),
                 None => crate::providers::registry::build_remote(t, &build),
@@ -324,7 +326,6 @@ impl Daemon {
         let serve_keys = report_keys.clone();
         let bound_socket = Arc::new(std::sync::OnceLock::new());
         let worker_bound_socket = bound_socket.clone();
-        let targets = Arc::new(config.targets.clone());
         let (scrape_targets, scrape_reporter) = (targets.clone(), reporter_stats.clone());
         let refusal = crate::providers::refusal::Refusal::new(targets.clone(), providers.clone());
         let deps_refusal = refusal.clone();

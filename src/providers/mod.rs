@@ -18,6 +18,7 @@ pub mod local;
 pub mod provider_error;
 pub mod refusal;
 pub mod registry;
+pub mod targets;
 
 pub use host_lifecycle::{AuthAnswer, HostLifecycle};
 pub use provider_error::ProviderError;

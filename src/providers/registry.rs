@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use super::imp::bridge::Bridges;
 use super::imp::broker::binding_store::SharedBindingStore;
+use super::targets::{OptionCheck, Target, Targets};
 use super::ExecutionProvider;
-use crate::config::targets::{Target, Targets};
 use crate::config::Timings;
 use crate::metrics::Metrics;
+use serde_json::{Map, Value};
 
 /// What the daemon gives a provider kind to build a target's provider with.
 pub struct BuildContext<'a> {
@@ -33,11 +34,18 @@ pub struct BuildContext<'a> {
     pub metrics: &'a Metrics,
 }
 
-/// A provider kind other than the local one: the name targets give it, and how it builds the
-/// provider of one of its targets (`None`: this target's options leave it nothing to serve).
+/// A provider kind other than the local one: the name targets give it, what its targets'
+/// options mean, and how it builds the provider of one of its targets (`None`: this target's
+/// options leave it nothing to serve).
 pub struct ProviderKind {
     /// The target's `provider`.
     pub name: &'static str,
+    /// Checks a target's options (without `provider`) when the config is read.
+    pub check_options: fn(&Map<String, Value>) -> OptionCheck,
+    /// A target's identity from its options (without `provider`), spec §4.2.
+    pub identity: fn(&Map<String, Value>) -> String,
+    /// The environment variables a target's options name as holding its credential.
+    pub credential_vars: fn(&Map<String, Value>) -> Vec<String>,
     /// Builds the provider of a target of this kind.
     pub build: fn(&Target, &BuildContext<'_>) -> Option<Arc<dyn ExecutionProvider>>,
 }

@@ -13,9 +13,9 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 
 use super::reporter::ReporterStats;
 use super::AppState;
-use crate::config::targets::Targets;
 use crate::metrics::scrape::{render, SessionCounts, Snapshot, CONTENT_TYPE};
 use crate::metrics::Metrics;
+use crate::providers::targets::Targets;
 use crate::server::error::Error;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::CountSessions;

@@ -83,7 +83,7 @@ pub struct AppState {
     /// Asks the daemon to stop (`POST /v1/daemon/quit`).
     pub quit: tokio::sync::mpsc::UnboundedSender<()>,
     /// Execution targets and the refusal chain.
-    pub targets: Arc<crate::config::targets::Targets>,
+    pub targets: Arc<crate::providers::targets::Targets>,
     /// The refusal chain (spec §4.4); routes ask it only for a spawn, sessions for the rest.
     pub refusal: crate::providers::refusal::Refusal,
     /// The provider of each target.

@@ -6,7 +6,7 @@
 //!
 //! * [`provider`]: [`provider::ImpProvider`], the `ExecutionProvider` of one imp target; it
 //!   hands each session a harness and keeps one lease actor per imp. [`settings`] reads the
-//!   target's options.
+//!   target's options once a provider is built, [`target_options`] checks them before.
 //! * [`host_lease`]: one actor per imp that readies it, holds and renews this daemon's lease,
 //!   and sleeps or destroys it, strictly one request after another.
 //! * [`harness`]: one actor per remote process, keeping it connected across drops, impd
@@ -41,17 +41,21 @@ pub mod outcome;
 pub mod provider;
 pub mod report_forward;
 pub mod settings;
+pub mod target_options;
 
 /// The `imp` kind as the provider registry lists it: each usable imp target gets an
 /// [`provider::ImpProvider`] of its own, keeping its broker bindings in the daemon's store.
 pub const KIND: crate::providers::registry::ProviderKind =
     crate::providers::registry::ProviderKind {
         name: "imp",
+        check_options: target_options::check,
+        identity: target_options::identity,
+        credential_vars: target_options::credential_vars,
         build: build_provider,
     };
 
 fn build_provider(
-    target: &crate::config::targets::Target,
+    target: &crate::providers::targets::Target,
     ctx: &crate::providers::registry::BuildContext<'_>,
 ) -> Option<std::sync::Arc<dyn crate::providers::ExecutionProvider>> {
     let settings = settings::ImpSettings::from_options(

@@ -71,13 +71,13 @@ impl ImpSettings {
         };
         Some(ImpSettings {
             target: target.to_string(),
-            identity: crate::config::targets::identity("imp", options),
+            identity: super::target_options::identity(options),
             url,
             token,
             image: text("image"),
             memory_mib: options.get("memoryMib").and_then(Value::as_u64),
             guest_dir: text("guestDir").unwrap_or_else(|| DEFAULT_GUEST_DIR.to_string()),
-            // A non-boolean value is the target's config problem (`config::targets`).
+            // A non-boolean value is the target's config problem (`target_options`).
             guest_atc: options.get("guestATC").and_then(Value::as_bool) == Some(true),
             atc_binary: None,
             imp_prefix: text("impPrefix").unwrap_or_else(|| DEFAULT_IMP_PREFIX.to_string()),

@@ -13,8 +13,8 @@ pub use target_error::TargetError;
 use std::sync::Arc;
 
 use super::registry::Providers;
+use super::targets::{Target, Targets};
 use super::{Capabilities, Capability};
-use crate::config::targets::{Target, Targets};
 use atc_protocol::responses::TargetProblemScope;
 
 /// An operation that reaches a session or its target, as the refusal chain tells them apart.
@@ -481,7 +481,7 @@ mod tests {
         assert!(chain(
             &t,
             None,
-            Some(crate::config::targets::IMPLICIT_LOCAL_IDENTITY),
+            Some(crate::providers::targets::IMPLICIT_LOCAL_IDENTITY),
             Capability::Input,
             local_only
         )

@@ -103,7 +103,7 @@ impl SessionRecord {
             target: row.target.unwrap_or_else(|| "local".into()),
             target_identity: row
                 .target_identity
-                .unwrap_or_else(|| crate::config::targets::IMPLICIT_LOCAL_IDENTITY.into()),
+                .unwrap_or_else(|| crate::providers::targets::IMPLICIT_LOCAL_IDENTITY.into()),
             agent_session_id: row.agent_session_id.and_then(|raw| {
                 // Rows written before ids were checked may hold anything a report sent: such
                 // an id is dropped (the next revive starts the agent afresh), never resumed.
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(record.target, "local");
         assert_eq!(
             record.target_identity,
-            crate::config::targets::IMPLICIT_LOCAL_IDENTITY
+            crate::providers::targets::IMPLICIT_LOCAL_IDENTITY
         );
         assert_eq!(record.named_by, NamedBy::Auto);
         assert!(record.remote.is_none(), "half a position is none");

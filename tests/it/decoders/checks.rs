@@ -300,7 +300,7 @@ pub fn config_text(text: &[u8]) {
         planted.assert_absent(&p.scope, p);
         planted.assert_absent(&p.detail, p);
     }
-    for problem in config.targets.problems() {
+    for problem in atc::providers::targets::Targets::settle(&config.targets).problems() {
         planted.assert_absent(&problem.detail, &problem);
     }
 }
