@@ -3,9 +3,9 @@
 //! like `atc spawn`.
 
 use clap::Args;
-use serde_json::json;
 
 use super::{output, terminal};
+use atc_client::atc_protocol::requests::ReviveRequest;
 use atc_client::{routes, DaemonClient};
 
 /// Arguments of `atc revive`.
@@ -22,7 +22,10 @@ pub async fn run(client: &DaemonClient, args: ReviveArgs) -> anyhow::Result<i32>
     client
         .post_json(
             &routes::session_action(session.id, "revive"),
-            &json!({ "cols": size.cols, "rows": size.rows }),
+            &serde_json::to_value(ReviveRequest {
+                cols: Some(size.cols),
+                rows: Some(size.rows),
+            })?,
         )
         .await?;
     output::print(&format!("{}\n", session.id))?;

@@ -8,9 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{attach, output, terminal};
+use atc_client::atc_protocol::requests::SpawnRequest;
 use atc_client::atc_protocol::AttachMode;
 use atc_client::{routes, session, DaemonClient, SessionLabels};
 
@@ -44,7 +45,7 @@ pub struct SpawnArgs {
 pub async fn run(client: &DaemonClient, args: SpawnArgs) -> anyhow::Result<i32> {
     let cwd = absolute_cwd(args.cwd.as_deref())?;
     let size = terminal::stdout_size().unwrap_or(terminal::FALLBACK_SIZE);
-    let body = spawn_body(&args, &cwd, size);
+    let body = serde_json::to_value(spawn_body(&args, &cwd, size))?;
     let answer = client.post_json(routes::SESSIONS, &body).await?;
     for warning in warnings(&answer) {
         output::note(&format!("warning: {warning}"));
@@ -78,23 +79,17 @@ fn absolute_cwd(given: Option<&Path>) -> anyhow::Result<String> {
 }
 
 /// The `POST /v1/sessions` body: `cwd` and the size always, everything else only when given.
-pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Value {
-    let mut body = json!({ "cwd": cwd, "cols": size.cols, "rows": size.rows });
-    let optional = [
-        ("agent", &args.agent),
-        ("target", &args.target),
-        ("name", &args.name),
-        ("model", &args.model),
-        ("effort", &args.effort),
-    ];
-    if let Some(map) = body.as_object_mut() {
-        for (key, value) in optional {
-            if let Some(value) = value {
-                map.insert(key.to_string(), Value::String(value.clone()));
-            }
-        }
+pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> SpawnRequest {
+    SpawnRequest {
+        cwd: cwd.to_string(),
+        cols: Some(size.cols),
+        rows: Some(size.rows),
+        agent: args.agent.clone(),
+        target: args.target.clone(),
+        name: args.name.clone(),
+        model: args.model.clone(),
+        effort: args.effort.clone(),
     }
-    body
 }
 
 /// The spawn answer's `warnings`, as text whether the daemon sends strings or objects with a
@@ -117,6 +112,7 @@ fn warnings(answer: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn args() -> SpawnArgs {
         SpawnArgs {
@@ -140,7 +136,10 @@ mod tests {
                 rows: 30,
             },
         );
-        assert_eq!(body, json!({"cwd": "/w", "cols": 100, "rows": 30}));
+        assert_eq!(
+            serde_json::to_value(body).unwrap(),
+            json!({"cwd": "/w", "cols": 100, "rows": 30})
+        );
     }
 
     #[test]
@@ -155,7 +154,7 @@ mod tests {
         };
         let body = spawn_body(&given, "/w", terminal::FALLBACK_SIZE);
         assert_eq!(
-            body,
+            serde_json::to_value(body).unwrap(),
             json!({"cwd": "/w", "cols": 80, "rows": 24, "agent": "claude", "target": "box",
                    "name": "n", "model": "opus", "effort": "high"})
         );

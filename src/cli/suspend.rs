@@ -5,6 +5,7 @@
 use clap::Args;
 
 use super::output;
+use atc_client::atc_protocol::requests::SuspendRequest;
 use atc_client::{routes, DaemonClient, SessionLabels};
 
 /// Arguments of `atc suspend`.
@@ -23,7 +24,9 @@ pub async fn run(client: &DaemonClient, args: SuspendArgs) -> anyhow::Result<i32
     client
         .post_json(
             &routes::session_action(session.id, "suspend"),
-            &serde_json::json!({ "force": args.force }),
+            &serde_json::to_value(SuspendRequest {
+                force: Some(args.force),
+            })?,
         )
         .await?;
     output::note(&format!(

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::providers::SessionView;
@@ -49,7 +49,8 @@ pub struct Binding {
 }
 
 /// Why a line was refused: the stable codes of the bridge's `{ok:false, code}` answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BridgeCode {
     /// A malformed line, an unknown op, or a hook line for another session (then closed).
     Forbidden,
@@ -189,33 +190,85 @@ pub fn binding_holds(
     view.target == binding.target && view.target_identity == binding.target_identity && !newer
 }
 
-/// A success answer: `{id, ok:true, …extra}`.
-pub fn ok(id: &Value, extra: Map<String, Value>) -> Value {
-    let mut answer = Map::new();
-    answer.insert("id".into(), id.clone());
-    answer.insert("ok".into(), Value::Bool(true));
-    answer.extend(extra);
-    Value::Object(answer)
+/// One answer line: `{id, ok:true, …}` or `{id, ok:false, code}` (spec §5.7), with `id`
+/// left out when the line had none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    /// The caller's id, echoed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    /// Whether the line was served.
+    pub ok: bool,
+    /// Why not, on a refusal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<BridgeCode>,
+    /// A report already applied: served again as a success, not applied twice.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+    /// The session's state and last message, for `status.read`.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusFields>,
 }
 
-/// A refusal: `{id, ok:false, code}` (`id` left out when the line had none).
-pub fn refusal(id: Option<&Value>, code: BridgeCode) -> Value {
-    match id {
-        Some(id) => json!({"id": id, "ok": false, "code": code.as_str()}),
-        None => json!({"ok": false, "code": code.as_str()}),
+/// What `status.read` answers beside `ok`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusFields {
+    /// The session's attention state.
+    pub state: atc_protocol::SessionState,
+    /// Its last message.
+    pub last_msg: String,
+}
+
+impl Answer {
+    /// A success answer to request `id`.
+    pub fn ok(id: &Value) -> Answer {
+        Answer {
+            id: Some(id.clone()),
+            ok: true,
+            code: None,
+            duplicate: false,
+            status: None,
+        }
     }
-}
 
-/// The answer to `status.read`.
-pub fn status(id: &Value, view: &SessionView) -> Value {
-    let mut extra = Map::new();
-    // A unit enum always serializes; `null` would only show a broken invariant.
-    extra.insert(
-        "state".into(),
-        serde_json::to_value(view.state).unwrap_or(Value::Null),
-    );
-    extra.insert("lastMsg".into(), Value::String(view.last_msg.clone()));
-    ok(id, extra)
+    /// A success answer to a report already applied.
+    pub fn duplicate(id: &Value) -> Answer {
+        Answer {
+            duplicate: true,
+            ..Answer::ok(id)
+        }
+    }
+
+    /// A refusal (`id` left out when the line had none).
+    pub fn refusal(id: Option<&Value>, code: BridgeCode) -> Answer {
+        Answer {
+            id: id.cloned(),
+            ok: false,
+            code: Some(code),
+            duplicate: false,
+            status: None,
+        }
+    }
+
+    /// The answer to `status.read`.
+    pub fn status(id: &Value, view: &SessionView) -> Answer {
+        Answer {
+            status: Some(StatusFields {
+                state: view.state,
+                last_msg: view.last_msg.clone(),
+            }),
+            ..Answer::ok(id)
+        }
+    }
+
+    /// The answer as one line, without its newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        // Every field is a plain value or a JSON value already; serializing cannot fail, and
+        // an empty line would be a refusal the reader cannot parse rather than a panic.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
 }
 
 /// What every bridge counted, for the daemon's stats.
@@ -314,6 +367,7 @@ impl Bridges {
 mod tests {
     use super::*;
     use atc_protocol::SessionState;
+    use serde_json::json;
 
     fn binding() -> Binding {
         Binding {
@@ -429,17 +483,31 @@ mod tests {
 
     #[test]
     fn answers_have_the_spec_shapes() {
+        let line = |a: Answer| serde_json::from_slice::<Value>(&a.to_line()).unwrap();
         assert_eq!(
-            refusal(Some(&json!(2)), BridgeCode::StaleBinding),
+            line(Answer::refusal(Some(&json!(2)), BridgeCode::StaleBinding)),
             json!({"id": 2, "ok": false, "code": "stale_binding"})
         );
         assert_eq!(
-            refusal(None, BridgeCode::Forbidden),
+            line(Answer::refusal(None, BridgeCode::Forbidden)),
             json!({"ok": false, "code": "forbidden"})
         );
         assert_eq!(
-            status(&json!("s"), &view()),
+            line(Answer::status(&json!("s"), &view())),
             json!({"id": "s", "ok": true, "state": "needs_you", "lastMsg": "Allow?"})
         );
+        assert_eq!(line(Answer::ok(&json!(1))), json!({"id": 1, "ok": true}));
+        assert_eq!(
+            line(Answer::duplicate(&json!(1))),
+            json!({"id": 1, "ok": true, "duplicate": true})
+        );
+        for code in [
+            BridgeCode::Forbidden,
+            BridgeCode::StaleBinding,
+            BridgeCode::Unsupported,
+            BridgeCode::Refused,
+        ] {
+            assert_eq!(serde_json::to_value(code).unwrap(), json!(code.as_str()));
+        }
     }
 }

@@ -22,9 +22,9 @@ use std::sync::Arc;
 use actix::prelude::*;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::bridge::{self, Binding, BridgeCode, Bridges, Line, Op};
+use super::bridge::{self, Answer, Binding, BridgeCode, Bridges, Line, Op};
 use super::host_error::HostError;
 use super::settings::ImpSettings;
 use crate::providers::{HookReported, ReadSessionView, ReportOrigin};
@@ -224,9 +224,9 @@ async fn accept_all(mut forward: ReverseForward, served: Rc<Served>) -> ImpPortE
 /// What serving one line leads to.
 enum Step {
     /// Go on, after writing this answer if any.
-    Continue(Option<Value>),
+    Continue(Option<Answer>),
     /// Write this answer and close the connection.
-    Close(Value),
+    Close(Answer),
 }
 
 /// Serves one guest connection: line framed both ways, lines one at a time, answers in order.
@@ -250,7 +250,7 @@ async fn serve(relay: Relay, served: Rc<Served>) {
                 .dropped
                 .fetch_add(1, Ordering::Relaxed);
             tracing::warn!(session = %served.binding.session, "report socket line too long");
-            let refused = bridge::refusal(None, BridgeCode::Forbidden);
+            let refused = Answer::refusal(None, BridgeCode::Forbidden);
             run_step(Step::Close(refused), &mut writer).await;
             return;
         }
@@ -282,7 +282,7 @@ async fn run_step(step: Step, writer: &mut RelayWriter) -> bool {
         Step::Close(answer) => (Some(answer), true),
     };
     if let Some(answer) = answer {
-        let mut line = answer.to_string().into_bytes();
+        let mut line = answer.to_line();
         line.push(b'\n');
         if writer.write(Bytes::from(line)).await.is_err() {
             return false;
@@ -352,21 +352,19 @@ async fn serve_line(line: &[u8], served: &Served) -> Step {
                 if !served.bridges.first_report(binding.session, &report_id) {
                     let stats = served.bridges.stats();
                     stats.repeated.fetch_add(1, Ordering::Relaxed);
-                    let mut extra = Map::new();
-                    extra.insert("duplicate".into(), Value::Bool(true));
-                    return Step::Continue(Some(bridge::ok(&id, extra)));
+                    return Step::Continue(Some(Answer::duplicate(&id)));
                 }
                 match deliver(served, "Report".into(), payload).await {
-                    Delivery::Taken => Step::Continue(Some(bridge::ok(&id, Map::new()))),
+                    Delivery::Taken => Step::Continue(Some(Answer::ok(&id))),
                     Delivery::Refused => {
-                        Step::Continue(Some(bridge::refusal(Some(&id), BridgeCode::Refused)))
+                        Step::Continue(Some(Answer::refusal(Some(&id), BridgeCode::Refused)))
                     }
                     Delivery::Gone => refuse(served, Some(&id), BridgeCode::StaleBinding),
                 }
             }
-            Op::StatusRead => Step::Continue(Some(bridge::status(&id, &view))),
+            Op::StatusRead => Step::Continue(Some(Answer::status(&id, &view))),
             Op::TapOpen | Op::TapAck => {
-                Step::Continue(Some(bridge::refusal(Some(&id), BridgeCode::Unsupported)))
+                Step::Continue(Some(Answer::refusal(Some(&id), BridgeCode::Unsupported)))
             }
         },
     }
@@ -414,5 +412,5 @@ async fn deliver(served: &Served, event: String, payload: Value) -> Delivery {
 fn refuse(served: &Served, id: Option<&Value>, code: BridgeCode) -> Step {
     let stats = served.bridges.stats();
     stats.dropped.fetch_add(1, Ordering::Relaxed);
-    Step::Close(bridge::refusal(id, code))
+    Step::Close(Answer::refusal(id, code))
 }
