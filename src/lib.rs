@@ -15,6 +15,7 @@
 //!   owns the screen model, the output ring and the attached clients' bounded queues.
 //! - [`permissions`]: the permission requests sessions put to their users.
 //! - [`store`]: SQLite through sqlx; the only module that names a table.
+//! - [`workspaces`]: each agent's own copy of a repository at a commit.
 //! - [`providers`]: where processes run, in two wings: `local` (a child and its PTY in one
 //!   actor) and `imp` (microVMs on an impd host, with the broker), and the refusal chain.
 //! - [`agents`], [`config`]: what can run, and how it is configured.
@@ -39,3 +40,4 @@ pub mod providers;
 pub mod server;
 pub mod sessions;
 pub mod store;
+pub mod workspaces;

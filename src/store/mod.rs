@@ -15,6 +15,7 @@ mod connection;
 mod events;
 mod fleet;
 pub mod idempotency;
+mod workspaces;
 mod writer;
 
 use std::path::Path;

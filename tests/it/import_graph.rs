@@ -22,6 +22,8 @@ const LAYERS: &[&str] = &[
     "agents",
     // Where processes run: the local and imp wings, the refusal chain.
     "providers",
+    // Each agent's own copy of a repository, made with git and recorded by the store.
+    "workspaces",
     // SQLite.
     "store",
     // What sessions ask their users, then the sessions themselves.

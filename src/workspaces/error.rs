@@ -1,0 +1,120 @@
+//! What can go wrong with a workspace, in the spec's words (§2.8, "workspace codes"). Every
+//! error carries the phase it happened in; the server maps each problem to its wire code in
+//! `server::error`, with `data.phase`.
+
+use super::phase::Phase;
+
+/// A workspace problem and the phase it stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("{problem} (while {})", phase.as_str())]
+pub struct WorkspaceError {
+    /// Where it stopped.
+    pub phase: Phase,
+    /// What went wrong.
+    pub problem: WorkspaceProblem,
+}
+
+/// What went wrong. Details name what the user gave (a ref, a path), never a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceProblem {
+    /// The path is not inside a git repository.
+    #[error("{0} is not a git repository")]
+    NotAGitRepo(String),
+    /// The repository has no commit to start from.
+    #[error("the repository has no commits")]
+    NoCommits,
+    /// The ref or sha does not name a commit of the repository.
+    #[error("{0} does not name a commit of the repository")]
+    RefNotFound(String),
+    /// The tree at the commit has submodules, which a copy would leave empty.
+    #[error("the tree has submodules ({0}), which the workspace could not include")]
+    HasSubmodules(String),
+    /// The tree at the commit keeps files in Git LFS, which a copy would leave as pointers.
+    #[error("the tree keeps files in Git LFS, which the workspace could not include")]
+    LfsUnsupported,
+    /// The workspace's directory or branch exists already.
+    #[error("{0} exists already")]
+    Exists(String),
+    /// Removing the workspace would lose work.
+    #[error("the workspace has {0}; forget with force to remove it anyway")]
+    Dirty(Loss),
+    /// The URL carries a credential (`user:password@`, a token as user).
+    #[error("the URL carries a credential; give it through a credential helper instead")]
+    CredentialInUrl,
+    /// The URL is not one git can clone from here.
+    #[error("{0}")]
+    InvalidUrl(String),
+    /// `git clone` failed.
+    #[error("cloning failed: {0}")]
+    CloneFailed(String),
+    /// The claimed directory overlaps another session's.
+    #[error("{0}")]
+    Overlap(String),
+    /// The daemon was stopped while the workspace was being made.
+    #[error("the daemon stopped while the workspace was being made")]
+    Interrupted,
+    /// git itself failed in a way none of the above explains (not found, a crash).
+    #[error("git failed: {0}")]
+    Git(String),
+}
+
+/// What removing a workspace would lose.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loss {
+    /// Files changed, added or deleted and not committed (untracked files count, ignored ones
+    /// do not).
+    pub changed_files: usize,
+    /// Commits on no branch that outlives the workspace.
+    pub unkept_commits: usize,
+}
+
+impl Loss {
+    /// Whether there is nothing to lose.
+    pub fn is_empty(&self) -> bool {
+        self.changed_files == 0 && self.unkept_commits == 0
+    }
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match (self.changed_files, self.unkept_commits) {
+            (0, 0) => write!(f, "nothing to lose"),
+            (files, 0) => write!(f, "{files} uncommitted file{}", plural(files)),
+            (0, commits) => write!(f, "{commits} commit{} on no other branch", plural(commits)),
+            (files, commits) => write!(
+                f,
+                "{files} uncommitted file{} and {commits} commit{} on no other branch",
+                plural(files),
+                plural(commits)
+            ),
+        }
+    }
+}
+
+impl WorkspaceError {
+    /// `problem`, stopped in `phase`.
+    pub fn at(phase: Phase, problem: WorkspaceProblem) -> WorkspaceError {
+        WorkspaceError { phase, problem }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loss_says_what_would_go() {
+        let loss = |changed_files, unkept_commits| Loss {
+            changed_files,
+            unkept_commits,
+        };
+        assert!(loss(0, 0).is_empty());
+        assert_eq!(loss(1, 0).to_string(), "1 uncommitted file");
+        assert_eq!(loss(0, 2).to_string(), "2 commits on no other branch");
+        assert_eq!(
+            loss(3, 1).to_string(),
+            "3 uncommitted files and 1 commit on no other branch"
+        );
+    }
+}

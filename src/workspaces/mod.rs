@@ -1,0 +1,23 @@
+//! Workspaces: each agent in a copy of its own of a repository at a commit (spec §2.6, §3.5
+//! step 9, §10). This module knows git and the copy; the session's spawn decides when to make
+//! one, and the store records each materialization's phase before the phase starts.
+//!
+//! - [`source`]: the request checked and the commit resolved, before anything is written.
+//! - [`worktree`]: a repository on this machine becomes a worktree on a branch of its own.
+//! - [`git`]: how the daemon runs git (never prompting, without withheld variables).
+//! - [`record`]: a workspace as the store keeps it.
+//! - [`phase`], [`error`]: where a materialization is, and what went wrong, in the spec's
+//!   words.
+
+pub mod error;
+pub mod git;
+pub mod phase;
+pub mod record;
+pub mod source;
+pub mod worktree;
+
+#[cfg(test)]
+mod test_repo;
+
+pub use error::{Loss, WorkspaceError, WorkspaceProblem};
+pub use phase::Phase;
