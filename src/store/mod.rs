@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use atc_protocol::responses::TrailEntry;
+use atc_protocol::SessionId;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
@@ -189,7 +190,7 @@ impl StateStore {
     /// Queues the update of one row's transcript path (the rest of the row is left alone).
     pub fn set_transcript_path(
         &self,
-        id: Uuid,
+        id: SessionId,
         path: &str,
     ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::TranscriptPath {
@@ -199,7 +200,11 @@ impl StateStore {
     }
 
     /// Queues the update of one row's last turn result (the rest of the row is left alone).
-    pub fn set_result(&self, id: Uuid, result: &str) -> oneshot::Receiver<Result<(), StoreError>> {
+    pub fn set_result(
+        &self,
+        id: SessionId,
+        result: &str,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::TurnResult {
             id,
             result: result.to_string(),
@@ -207,7 +212,7 @@ impl StateStore {
     }
 
     /// Queues the deletion of one fleet row.
-    pub fn delete_session(&self, id: Uuid) -> oneshot::Receiver<Result<(), StoreError>> {
+    pub fn delete_session(&self, id: SessionId) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::DeleteSession(id))
     }
 
@@ -373,7 +378,7 @@ impl StateStore {
 mod tests {
     use super::*;
 
-    fn row(id: Uuid, name: &str) -> FleetRow {
+    fn row(id: SessionId, name: &str) -> FleetRow {
         FleetRow {
             session_id: id,
             name: name.into(),
@@ -408,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_row_uses_its_host_only_once_a_process_ran_there() {
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let mut r = row(id, "s");
         assert_eq!(r.host_in_use(), None, "a spawn that never started");
         r.remote_boot_id = Some("boot-1".into());
@@ -420,7 +425,7 @@ mod tests {
     async fn rows_round_trip_and_writes_keep_order() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         store.upsert_session(row(id, "first"));
         let mut second = row(id, "second");
         second.exited = true;
@@ -462,7 +467,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("atc.db");
         let store = StateStore::open(&path).await.unwrap();
-        let ids: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
+        let ids: Vec<SessionId> = (0..10).map(|_| SessionId::new()).collect();
         let mut answers = Vec::new();
         for round in 0..20 {
             for (i, id) in ids.iter().enumerate() {
@@ -473,7 +478,7 @@ mod tests {
             }
         }
         let closed = store.enqueue(WriteOp::Close);
-        let after = store.upsert_session(row(Uuid::new_v4(), "after the close"));
+        let after = store.upsert_session(row(SessionId::new(), "after the close"));
         for answer in answers {
             answer.await.unwrap().unwrap();
         }
@@ -507,7 +512,7 @@ mod tests {
         gone.stop();
         gone.join().unwrap();
         store.move_writer(&gone_handle).await.unwrap();
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b) = (SessionId::new(), SessionId::new());
         store
             .upsert_session(row(a, "stayed"))
             .await
@@ -531,7 +536,7 @@ mod tests {
         // With the writer's thread stopped, nothing drains the queue any more.
         there.stop();
         there.join().unwrap();
-        let lost = store.upsert_session(row(Uuid::new_v4(), "nobody writes this"));
+        let lost = store.upsert_session(row(SessionId::new(), "nobody writes this"));
         assert!(
             matches!(lost.await, Err(_) | Ok(Err(StoreError::Closed))),
             "the writer went with its thread"
@@ -547,7 +552,7 @@ mod tests {
         let store = StateStore::open(&path).await.unwrap();
         let (first, last) = (actix::Arbiter::new(), actix::Arbiter::new());
         let (first_handle, last_handle) = (first.handle(), last.handle());
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let moves = (
             store.move_writer(&first_handle),
             store.move_writer(&last_handle),
@@ -581,7 +586,7 @@ mod tests {
     async fn a_transcript_path_update_touches_that_column_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         store.upsert_session(row(id, "named"));
         store.set_transcript_path(id, "/t/one.jsonl");
         let rows = store.load_fleet().await.unwrap();
@@ -669,7 +674,7 @@ mod tests {
     async fn forgetting_a_session_deletes_its_trail() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
+        let (gone, kept) = (SessionId::new(), SessionId::new());
         let keep = TrailKeep {
             per_session: 10,
             rows: 10,
@@ -706,7 +711,7 @@ mod tests {
         FleetRow {
             cwd: cwd.into(),
             created_at,
-            ..row(Uuid::new_v4(), "s")
+            ..row(SessionId::new(), "s")
         }
     }
 

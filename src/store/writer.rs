@@ -5,23 +5,23 @@
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use uuid::Uuid;
 
 use super::connection::Db;
 use super::events::TrailKeep;
 use super::{events, fleet, FleetRow, StoreError};
 use atc_protocol::responses::TrailEntry;
+use atc_protocol::SessionId;
 
 /// One queued write.
 pub(super) enum WriteOp {
     UpsertSession(Box<FleetRow>),
-    DeleteSession(Uuid),
+    DeleteSession(SessionId),
     TranscriptPath {
-        id: Uuid,
+        id: SessionId,
         path: String,
     },
     TurnResult {
-        id: Uuid,
+        id: SessionId,
         result: String,
     },
     SetPref {

@@ -18,16 +18,18 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// A session's id. `Default` is the nil id, for building a [`crate::Descriptor`] field by
-/// field; the daemon mints real ones with [`SessionId::new`].
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
-)]
+/// A session's id. `Default` is [`SessionId::NIL`], for building a [`crate::Descriptor`]
+/// field by field; the daemon mints real ones with [`SessionId::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SessionId(Uuid);
 
 impl SessionId {
-    /// A fresh random (v4) id, for a new session.
+    /// The nil id, which no session has: a placeholder before an id is known, and a fixed id
+    /// a test can name in a `const`.
+    pub const NIL: SessionId = SessionId(Uuid::nil());
+
+    /// A fresh random (v4) id, for a new session (unlike `default()`, which is the nil id).
     pub fn new() -> SessionId {
         SessionId(Uuid::new_v4())
     }
@@ -36,6 +38,12 @@ impl SessionId {
     /// the id, a short display prefix).
     pub fn as_uuid(&self) -> &Uuid {
         &self.0
+    }
+}
+
+impl Default for SessionId {
+    fn default() -> SessionId {
+        SessionId::NIL
     }
 }
 
@@ -136,6 +144,7 @@ mod tests {
 
     #[test]
     fn the_default_is_the_nil_id() {
-        assert!(SessionId::default().as_uuid().is_nil());
+        assert_eq!(SessionId::default(), SessionId::NIL);
+        assert!(SessionId::NIL.as_uuid().is_nil());
     }
 }
