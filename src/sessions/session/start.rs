@@ -289,9 +289,7 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> Result<StartWait, SessionError> {
         if self.harness.is_some() {
-            return Err(SessionError::StillRunning {
-                id: self.record.id.to_string(),
-            });
+            return Err(SessionError::StillRunning { id: self.record.id });
         }
         // Given back if the start fails below.
         let slot = self.deps.slots.take()?;
