@@ -600,11 +600,11 @@ mod tests {
         assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/two.jsonl"));
     }
 
-    fn trail_row(atc_id: &str, ts: &str, message: &str) -> TrailEntry {
+    fn trail_row(atc_id: SessionId, ts: &str, message: &str) -> TrailEntry {
         TrailEntry {
             id: 0,
             ts: ts.into(),
-            atc_id: atc_id.into(),
+            atc_id,
             event: "Notification".into(),
             message: Some(message.into()),
             session_id: None,
@@ -625,13 +625,14 @@ mod tests {
             per_session: 2,
             rows: 100,
         };
+        let (a, b) = (SessionId::new(), SessionId::new());
         for (n, ts) in ["2026-01-01", "2026-02-01", "2026-03-01"]
             .iter()
             .enumerate()
         {
             let ts = format!("{ts}T00:00:00.000Z");
-            store.append_event(trail_row("a", &ts, &format!("a{n}")), keep);
-            store.append_event(trail_row("b", &ts, &format!("b{n}")), keep);
+            store.append_event(trail_row(a, &ts, &format!("a{n}")), keep);
+            store.append_event(trail_row(b, &ts, &format!("b{n}")), keep);
         }
         let rows = store.trail_latest(100).await.unwrap();
         assert_eq!(messages(&rows), ["a1", "b1", "a2", "b2"]);
@@ -657,14 +658,15 @@ mod tests {
             rows: 10,
         };
         let ts = "2026-01-01T00:00:00.000Z";
+        let a = SessionId::new();
         for n in 1..events::PRUNE_EVERY {
-            store.append_event(trail_row("a", ts, &n.to_string()), keep);
+            store.append_event(trail_row(a, ts, &n.to_string()), keep);
         }
         assert_eq!(
             store.trail_latest(2000).await.unwrap().len() as i64,
             events::PRUNE_EVERY - 1
         );
-        store.append_event(trail_row("a", ts, "last"), keep);
+        store.append_event(trail_row(a, ts, "last"), keep);
         let rows = store.trail_latest(2000).await.unwrap();
         assert_eq!(rows.len(), 10);
         assert_eq!(rows.last().and_then(|r| r.message.as_deref()), Some("last"));
@@ -681,15 +683,12 @@ mod tests {
         };
         for id in [gone, kept] {
             store.upsert_session(row(id, "s"));
-            store.append_event(
-                trail_row(&id.to_string(), "2026-01-01T00:00:00.000Z", "m"),
-                keep,
-            );
+            store.append_event(trail_row(id, "2026-01-01T00:00:00.000Z", "m"), keep);
         }
         store.delete_session(gone).await.unwrap().unwrap();
         let rows = store.trail_latest(10).await.unwrap();
-        let owners: Vec<&str> = rows.iter().map(|r| r.atc_id.as_str()).collect();
-        assert_eq!(owners, [kept.to_string()]);
+        let owners: Vec<SessionId> = rows.iter().map(|r| r.atc_id).collect();
+        assert_eq!(owners, [kept]);
     }
 
     #[tokio::test]

@@ -259,7 +259,7 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
         WriteOp::DeleteSession(id) => {
             // The trail first: a failure between the two leaves the row, so the forget can
             // be made again, and never a trail without its session.
-            events::forget(&mut *db, &id.to_string()).await?;
+            events::forget(&mut *db, *id).await?;
             sqlx::query("DELETE FROM fleet WHERE session_id = ?")
                 .bind(id.to_string())
                 .execute(db)

@@ -730,7 +730,10 @@ pub struct TrailEntry {
     /// RFC 3339 UTC time.
     pub ts: String,
     /// The atc session id.
-    pub atc_id: String,
+    // Documented as the plain string it was listed as before it had a type (a `uuid` format
+    // here would change the published document).
+    #[schema(value_type = String)]
+    pub atc_id: SessionId,
     /// The hook's name.
     pub event: String,
     /// Its message.
