@@ -1,11 +1,12 @@
 //! The frames of the two sockets (api.md): the attach socket both ways, and the events
 //! socket. Binary frames are raw terminal bytes and have no type here.
 
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
 use crate::error::ErrorCode;
 use crate::session::{Descriptor, ExitReason, NamedBy};
 use crate::session_id::SessionId;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// How an `attached` frame's replay is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
