@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use atc_protocol::SessionId;
 use serde_json::{json, Map, Value};
 
 use super::shell_quote;
@@ -54,12 +55,12 @@ pub fn settings(atc: &Path, status_file: &Path, configured: Option<&Map<String, 
 }
 
 /// Where session `id`'s settings file lives.
-pub fn path(state_dir: &Path, id: &uuid::Uuid) -> PathBuf {
+pub fn path(state_dir: &Path, id: &SessionId) -> PathBuf {
     state_dir.join("claude").join(format!("{id}.json"))
 }
 
 /// Writes `contents` as the settings file of session `id` under `state_dir`, atomically.
-pub fn write(state_dir: &Path, id: &uuid::Uuid, contents: &Value) -> std::io::Result<PathBuf> {
+pub fn write(state_dir: &Path, id: &SessionId, contents: &Value) -> std::io::Result<PathBuf> {
     let dir = state_dir.join("claude");
     std::fs::create_dir_all(&dir)?;
     let path = path(state_dir, id);

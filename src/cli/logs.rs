@@ -13,6 +13,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::output;
 use atc_client::atc_protocol::responses::{Trail, TrailEntry};
+use atc_client::atc_protocol::SessionId;
 use atc_client::{routes, ClientError, DaemonClient};
 
 /// Arguments of `atc logs`.
@@ -34,11 +35,11 @@ const FOLLOW_WAIT: Duration = Duration::from_secs(25);
 /// Prints the trail, and with `-f` follows it. Exit code 0 (also on Ctrl-C while following).
 pub async fn run(client: &DaemonClient, args: LogsArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
-    let id = session.id.to_string();
+    let id = session.id;
     let mut page = read(client, None, Duration::ZERO).await?;
     let mut shown = 0usize;
     if !args.follow {
-        shown += print_page(&page, &id)?;
+        shown += print_page(&page, id)?;
         if shown == 0 {
             output::note(&format!(
                 "no events for this session in the trail's latest {TRAIL_PAGE}; its agent \
@@ -52,7 +53,7 @@ pub async fn run(client: &DaemonClient, args: LogsArgs) -> anyhow::Result<i32> {
     let mut terminate = signal(SignalKind::terminate())
         .map_err(|err| anyhow::anyhow!("cannot watch for signals: {err}"))?;
     loop {
-        print_page(&page, &id)?;
+        print_page(&page, id)?;
         // `more`: the next page is already there, so it is read without waiting.
         let wait = if page.more {
             Duration::ZERO
@@ -83,7 +84,7 @@ async fn read(
 }
 
 /// Prints the page's events of session `id`; how many there were.
-fn print_page(page: &Trail, id: &str) -> anyhow::Result<usize> {
+fn print_page(page: &Trail, id: SessionId) -> anyhow::Result<usize> {
     let lines: Vec<String> = page
         .events
         .iter()
@@ -138,7 +139,7 @@ mod tests {
         TrailEntry {
             id: 1,
             ts: "2026-12-01T21:04:10.000Z".into(),
-            atc_id: "s".into(),
+            atc_id: SessionId::NIL,
             event: event.into(),
             message: message.map(str::to_string),
             session_id: None,

@@ -349,7 +349,7 @@ mod tests {
 
     fn sample(id: &str, name: Option<&str>, cwd: &str, created_at: i64) -> Descriptor {
         Descriptor {
-            id: uuid::Uuid::parse_str(id).expect("test ids are uuids"),
+            id: id.parse().expect("test ids are uuids"),
             name: name.unwrap_or_default().into(),
             agent: "shell".into(),
             state: SessionState::Running,

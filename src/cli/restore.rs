@@ -15,11 +15,10 @@ use awc::ws::{Frame, Message};
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
-use uuid::Uuid;
 
 use super::output;
 use atc_client::atc_protocol::responses::Restored;
-use atc_client::atc_protocol::{Descriptor, ExitReason, FleetEvent};
+use atc_client::atc_protocol::{Descriptor, ExitReason, FleetEvent, SessionId};
 use atc_client::{routes, ClientError, DaemonClient, SessionLabels, WsConnection};
 
 /// Arguments of `atc restore` (none yet).
@@ -36,7 +35,7 @@ const RESTORE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Restores the fleet; exit code 0 when the daemon answered (also when nothing was waiting).
 pub async fn run(client: &DaemonClient, _args: RestoreArgs) -> anyhow::Result<i32> {
     let sessions = client.list_sessions().await?;
-    let mut waiting: HashSet<Uuid> = sessions
+    let mut waiting: HashSet<SessionId> = sessions
         .iter()
         .filter(|s| restorable(s))
         .map(|s| s.id)

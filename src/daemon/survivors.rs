@@ -16,8 +16,8 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use atc_protocol::SessionId;
 use rustix::process::{Pid, PidfdFlags, Signal};
-use uuid::Uuid;
 
 use crate::providers::local::group_leader::{GroupLeader, LeaderNow, Stat};
 use crate::store::FleetRow;
@@ -28,7 +28,7 @@ pub enum Survivor {
     /// Its processes were signalled: this many.
     Ended {
         /// The session.
-        session: Uuid,
+        session: SessionId,
         /// Its leader's pid.
         pid: i32,
         /// Processes signalled, the leader among them.
@@ -44,7 +44,7 @@ pub enum Survivor {
 /// `wait` for them to be gone. Logs each session it ended, and any process still there when
 /// the wait ran out.
 pub async fn end(rows: &[FleetRow], wait: Duration) -> Vec<Survivor> {
-    let marked: Vec<(Uuid, GroupLeader)> = rows
+    let marked: Vec<(SessionId, GroupLeader)> = rows
         .iter()
         .filter_map(|r| Some((r.session_id, r.leader()?)))
         .collect();
@@ -91,7 +91,7 @@ pub async fn end(rows: &[FleetRow], wait: Duration) -> Vec<Survivor> {
 
 /// Signals every process of `leader`'s session, if the leader still matches; keeps a pidfd of
 /// each signalled process in `pidfds` to wait on.
-fn end_session(session: Uuid, leader: &GroupLeader, pidfds: &mut Vec<OwnedFd>) -> Survivor {
+fn end_session(session: SessionId, leader: &GroupLeader, pidfds: &mut Vec<OwnedFd>) -> Survivor {
     let Some(pid) = Pid::from_raw(leader.pid) else {
         return Survivor::Stranger;
     };
@@ -217,7 +217,7 @@ mod tests {
 
     fn row_with(leader: &GroupLeader) -> FleetRow {
         FleetRow {
-            session_id: Uuid::new_v4(),
+            session_id: SessionId::new(),
             name: "s".into(),
             named_by: "auto".into(),
             cwd: "/".into(),

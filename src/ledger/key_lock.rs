@@ -4,8 +4,7 @@
 //! concurrent retries start exactly one session.
 
 use actix::prelude::*;
-use atc_protocol::Descriptor;
-use uuid::Uuid;
+use atc_protocol::{Descriptor, SessionId};
 
 use crate::clock::now_ms;
 use crate::providers::refusal::TargetError;
@@ -199,7 +198,7 @@ impl Handler<RunSpawn> for KeyLock {
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }
-                let session_id = Uuid::new_v4();
+                let session_id = SessionId::new();
                 let effect_ref = session_id.to_string();
                 match store
                     .idempotency_claim(&key, &payload_hash, &effect_ref, now_ms())

@@ -9,11 +9,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use actix::prelude::*;
-use uuid::Uuid;
 
 use crate::metrics::{Metrics, PermissionResolution};
 use atc_protocol::responses::PermissionRequest;
-use atc_protocol::FleetEvent;
+use atc_protocol::{FleetEvent, SessionId};
 
 /// How many resolved ids are remembered (spec §8).
 pub const RESOLVED_CAP: usize = 1000;
@@ -23,7 +22,7 @@ pub const RESOLVED_CAP: usize = 1000;
 #[rtype(result = "String")]
 pub struct OpenRequest {
     /// The session.
-    pub session: Uuid,
+    pub session: SessionId,
     /// The agent's message.
     pub message: String,
     /// Whether it can be answered through the API.
@@ -33,7 +32,7 @@ pub struct OpenRequest {
 /// Resolve every pending request of a session as `dismissed`.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct DismissSession(pub Uuid);
+pub struct DismissSession(pub SessionId);
 
 /// Why a permission answer is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -287,7 +286,7 @@ mod tests {
 
     fn open(respondable: bool) -> OpenRequest {
         OpenRequest {
-            session: Uuid::new_v4(),
+            session: SessionId::new(),
             message: "allow?".into(),
             respondable,
         }

@@ -231,7 +231,7 @@ pub struct StartedHarness {
 #[derive(Debug)]
 pub struct StartSpec {
     /// The session it belongs to (goes into `ATC_SESSION_ID`).
-    pub session_id: uuid::Uuid,
+    pub session_id: atc_protocol::SessionId,
     /// Program, argv, environment and cwd.
     pub plan: LaunchPlan,
     /// Initial terminal size.

@@ -85,7 +85,7 @@ pub async fn attach(
         })
         .await
         .map_err(|_| SessionError::Dead {
-            id: found.descriptor.id.to_string(),
+            id: found.descriptor.id,
         })??;
     let session = found.addr.clone();
     let on_drained = Box::new(move || {

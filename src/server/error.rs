@@ -402,13 +402,13 @@ fn session_wire(e: &SessionError) -> Wire {
     match e {
         SessionError::NoSuch { key } => Wire::new(C::NoSuchSession).with("session", key.clone()),
         SessionError::AmbiguousName { .. } => bad_args("session"),
-        SessionError::Dead { id } => Wire::new(C::SessionDead).with("session", id.clone()),
+        SessionError::Dead { id } => Wire::new(C::SessionDead).with("session", id.to_string()),
         SessionError::Gone => Wire::new(C::SessionDead),
         SessionError::StillRunning { id } => {
-            Wire::new(C::NoSuchSession).with("session", id.clone())
+            Wire::new(C::NoSuchSession).with("session", id.to_string())
         }
         SessionError::ConfirmationRequired { id } => {
-            Wire::new(C::ConfirmationRequired).with("session", id.clone())
+            Wire::new(C::ConfirmationRequired).with("session", id.to_string())
         }
         SessionError::BadConfirmation(p) => bad_args("confirm").with("reason", p.as_str()),
         SessionError::BadName(p) => bad_args("name").with("reason", p.as_str()),

@@ -17,12 +17,12 @@ use actix::Addr;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::net::UnixListener;
-use uuid::Uuid;
 
 use crate::providers::{HookReported, ReportOrigin};
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::HookRecipient;
 use crate::sessions::report_key::ReportKeys;
+use atc_protocol::SessionId;
 
 /// Longest line accepted; a hook payload is far smaller (a turn's last message is its
 /// largest part, and only 16 KiB of that is kept).
@@ -221,7 +221,7 @@ impl AcceptBackoff {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReporterLine {
     /// The session it names (`ATC_SESSION_ID`).
-    pub atc_id: Uuid,
+    pub atc_id: SessionId,
     /// The key it carries (`ATC_REPORT_KEY`), checked against the session's.
     pub key: String,
     /// The hook's name.
@@ -237,7 +237,7 @@ pub fn parse(line: &[u8]) -> Option<ReporterLine> {
     // A key given twice is malformed here as in a request body: what the line names must not
     // depend on which reader kept which copy.
     let v: Value = crate::protocol::strict_json::parse(line.trim_ascii()).ok()?;
-    let atc_id = Uuid::try_parse(v.get("atcId")?.as_str()?).ok()?;
+    let atc_id = v.get("atcId")?.as_str()?.parse::<SessionId>().ok()?;
     let key = v.get("key")?.as_str()?.to_string();
     let event = v.get("event")?.as_str()?.to_string();
     let payload = v.get("payload").filter(|p| p.is_object())?.clone();

@@ -12,9 +12,8 @@
 use std::collections::HashMap;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use uuid::Uuid;
 
-use atc_protocol::Descriptor;
+use atc_protocol::{Descriptor, SessionId};
 
 /// One session: where to reach it and what it last reported.
 pub struct Entry<A> {
@@ -45,9 +44,9 @@ impl<A> Entry<A> {
 
 /// The sessions the manager supervises, oldest first.
 pub struct Fleet<A> {
-    sessions: HashMap<Uuid, Entry<A>>,
+    sessions: HashMap<SessionId, Entry<A>>,
     /// Spawn order, so lists are stable (oldest first).
-    order: Vec<Uuid>,
+    order: Vec<SessionId>,
     /// The listing body as of the last listing; `None` once any entry changed since.
     body: Option<Bytes>,
 }
@@ -78,7 +77,7 @@ impl<A> Fleet<A> {
     }
 
     /// Changes the descriptor of `id`, if it is listed.
-    pub fn update(&mut self, id: &Uuid, change: impl FnOnce(&mut Descriptor)) {
+    pub fn update(&mut self, id: &SessionId, change: impl FnOnce(&mut Descriptor)) {
         if let Some(e) = self.sessions.get_mut(id) {
             change(&mut e.descriptor);
             e.json = None;
@@ -87,7 +86,7 @@ impl<A> Fleet<A> {
     }
 
     /// Drops a session.
-    pub fn remove(&mut self, id: &Uuid) {
+    pub fn remove(&mut self, id: &SessionId) {
         if self.sessions.remove(id).is_some() {
             self.order.retain(|o| o != id);
             self.body = None;
@@ -95,7 +94,7 @@ impl<A> Fleet<A> {
     }
 
     /// The entry of `id`.
-    pub fn get(&self, id: &Uuid) -> Option<&Entry<A>> {
+    pub fn get(&self, id: &SessionId) -> Option<&Entry<A>> {
         self.sessions.get(id)
     }
 
@@ -169,7 +168,7 @@ mod tests {
 
     fn session(n: u128, name: &str) -> Descriptor {
         Descriptor {
-            id: Uuid::from_u128(n),
+            id: SessionId::from(uuid::Uuid::from_u128(n)),
             name: name.into(),
             ..Descriptor::default()
         }
@@ -214,7 +213,7 @@ mod tests {
         // Unchanged: the same bytes, not a rebuild.
         assert_eq!(fleet.listing().as_ptr(), before.as_ptr());
 
-        fleet.update(&Uuid::from_u128(2), |d| {
+        fleet.update(&SessionId::from(uuid::Uuid::from_u128(2)), |d| {
             d.state = SessionState::NeedsYou;
             d.unread = true;
             d.alive = false;
@@ -230,9 +229,9 @@ mod tests {
         let names: Vec<String> = listed(&mut fleet).into_iter().map(|d| d.name).collect();
         assert_eq!(names, ["renamed", "b"]);
 
-        fleet.remove(&Uuid::from_u128(1));
-        let ids: Vec<Uuid> = listed(&mut fleet).into_iter().map(|d| d.id).collect();
-        assert_eq!(ids, [Uuid::from_u128(2)]);
+        fleet.remove(&SessionId::from(uuid::Uuid::from_u128(1)));
+        let ids: Vec<SessionId> = listed(&mut fleet).into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, [SessionId::from(uuid::Uuid::from_u128(2))]);
         assert_eq!(fleet.len(), 1);
     }
 
@@ -241,8 +240,10 @@ mod tests {
         let mut fleet = Fleet::default();
         fleet.insert((), session(1, "a"));
         let before = fleet.listing();
-        fleet.update(&Uuid::from_u128(9), |d| d.name = "x".into());
-        fleet.remove(&Uuid::from_u128(9));
+        fleet.update(&SessionId::from(uuid::Uuid::from_u128(9)), |d| {
+            d.name = "x".into()
+        });
+        fleet.remove(&SessionId::from(uuid::Uuid::from_u128(9)));
         assert_eq!(fleet.listing().as_ptr(), before.as_ptr());
     }
 }

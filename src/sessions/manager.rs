@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use uuid::Uuid;
 
 use super::blocking_threads;
 use super::client_queue::{ClientQueue, Outgoing};
@@ -27,7 +26,7 @@ use crate::clock::now_ms;
 use crate::providers::refusal::Operation;
 use crate::providers::StartSpec;
 use crate::store::FleetRow;
-use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy};
+use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy, SessionId};
 
 /// The supervisor of all sessions.
 pub struct SessionManager {
@@ -143,7 +142,7 @@ impl SessionManager {
     }
 
     fn lookup(&self, key: &str) -> Result<&Entry<Addr<Session>>, SessionError> {
-        if let Ok(id) = Uuid::parse_str(key) {
+        if let Ok(id) = key.parse::<SessionId>() {
             if let Some(e) = self.sessions.get(&id) {
                 return Ok(e);
             }
@@ -164,7 +163,7 @@ impl SessionManager {
     }
 
     /// The other session whose id `name` would shadow (see `session_name`).
-    fn shadowed_id(&self, name: &str, own: Uuid) -> Option<Uuid> {
+    fn shadowed_id(&self, name: &str, own: SessionId) -> Option<SessionId> {
         session_name::shadowed_id(
             name,
             own,
@@ -175,7 +174,7 @@ impl SessionManager {
     /// The name a spawn without one gets: its cwd's basename, without characters a name
     /// cannot hold; the session's own short id where that leaves nothing or would shadow
     /// another session's id.
-    fn auto_name(&self, cwd: &Path, own: Uuid) -> String {
+    fn auto_name(&self, cwd: &Path, own: SessionId) -> String {
         let base: String = cwd
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -186,7 +185,7 @@ impl SessionManager {
         let base = base.trim();
         match session_name::check(base) {
             Ok(()) if self.shadowed_id(base, own).is_none() => base.to_string(),
-            _ => own.simple().to_string().chars().take(8).collect(),
+            _ => own.as_uuid().simple().to_string().chars().take(8).collect(),
         }
     }
 
@@ -224,7 +223,10 @@ impl SessionManager {
         if let Some(e) = &msg.effort {
             plan.args = apply(kind, &plan.args, SpawnOption::Effort, e);
         }
-        let id = msg.id.unwrap_or_else(Uuid::new_v4);
+        // Not `unwrap_or_default`, which clippy takes `new` to equal: SessionId's default is
+        // the nil id, and a spawn needs a fresh one.
+        #[allow(clippy::unwrap_or_default)]
+        let id = msg.id.unwrap_or_else(SessionId::new);
         let (name, named_by) = match msg.name {
             Some(n) => {
                 if self.shadowed_id(&n, id).is_some() {
@@ -435,7 +437,7 @@ impl Handler<Spawn> for SessionManager {
 }
 
 impl Handler<ShadowedId> for SessionManager {
-    type Result = Option<Uuid>;
+    type Result = Option<SessionId>;
 
     fn handle(&mut self, msg: ShadowedId, _: &mut Self::Context) -> Self::Result {
         self.shadowed_id(&msg.name, msg.own)
@@ -577,7 +579,7 @@ impl Handler<RestoreFleet> for SessionManager {
             return Box::pin(fut::ready(Err(SessionError::RestoreRunning)));
         }
         let refusal = self.deps.refusal.clone();
-        let mut queue: Vec<(i64, Uuid, Addr<Session>)> = self
+        let mut queue: Vec<(i64, SessionId, Addr<Session>)> = self
             .sessions
             .entries()
             .filter(|e| {

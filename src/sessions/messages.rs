@@ -9,7 +9,7 @@ use super::client_queue::ClientQueue;
 use super::screen::ScreenText;
 use super::session_error::SessionError;
 use atc_protocol::TermSize;
-use atc_protocol::{Descriptor, FleetEvent};
+use atc_protocol::{Descriptor, FleetEvent, SessionId};
 
 /// A host's broker binding as a client sees it, or why not.
 pub type AuthAnswer = Result<atc_protocol::responses::AuthStatus, SessionError>;
@@ -250,7 +250,7 @@ pub struct CountSessions;
 pub struct Spawn {
     /// The session id, when the caller minted it first (an idempotent spawn records it in its
     /// claim before anything starts); a fresh one otherwise.
-    pub id: Option<uuid::Uuid>,
+    pub id: Option<SessionId>,
     /// Agent id.
     pub agent: String,
     /// Working directory (absolute).
@@ -272,12 +272,12 @@ pub struct Spawn {
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a
 /// name from a client or its agent; see `session_name`).
 #[derive(Message)]
-#[rtype(result = "Option<uuid::Uuid>")]
+#[rtype(result = "Option<SessionId>")]
 pub struct ShadowedId {
     /// The name.
     pub name: String,
     /// The asking session, whose own id a name may spell.
-    pub own: uuid::Uuid,
+    pub own: SessionId,
 }
 
 /// Revive every session that died with an old daemon, one at a time, newest first.
@@ -311,7 +311,7 @@ pub use crate::providers::HookReported;
 /// hook reports (`None`: no such session).
 #[derive(Message)]
 #[rtype(result = "Option<actix::Recipient<HookReported>>")]
-pub struct HookRecipient(pub uuid::Uuid);
+pub struct HookRecipient(pub SessionId);
 
 /// Stop every session and flush the store (daemon shutdown).
 #[derive(Message)]

@@ -7,13 +7,14 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use atc_protocol::SessionId;
 use serde_json::{json, Value};
 
 /// The record's `format` field.
 pub const FORMAT: &str = "atc.session-record";
 
 /// Where a session's record lives.
-pub fn path_for(state_dir: &Path, session: &uuid::Uuid) -> PathBuf {
+pub fn path_for(state_dir: &Path, session: &SessionId) -> PathBuf {
     state_dir.join("records").join(format!("{session}.json"))
 }
 
@@ -41,7 +42,7 @@ pub fn contents(session: Value, daemon_id: &uuid::Uuid, updated_at: i64) -> Valu
 /// whole through a temp file and a rename. The records dir is made on the first write that
 /// misses it rather than checked on every write, since a spawn storm pays each syscall a
 /// thousand times.
-pub fn write(state_dir: &Path, session: &uuid::Uuid, record: &Value) -> std::io::Result<PathBuf> {
+pub fn write(state_dir: &Path, session: &SessionId, record: &Value) -> std::io::Result<PathBuf> {
     let body = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
     let dir = state_dir.join("records");
     let path = path_for(state_dir, session);
@@ -86,7 +87,7 @@ fn create_read_only(dir: &Path, path: &Path, body: &[u8]) -> std::io::Result<()>
 }
 
 /// Removes a session's record; a missing one is fine.
-pub fn remove(state_dir: &Path, session: &uuid::Uuid) {
+pub fn remove(state_dir: &Path, session: &SessionId) {
     if let Err(e) = std::fs::remove_file(path_for(state_dir, session)) {
         if e.kind() != std::io::ErrorKind::NotFound {
             tracing::warn!(session = %session, error = %e, "could not remove the session record");
@@ -101,7 +102,7 @@ mod tests {
     #[test]
     fn records_are_read_only_in_a_private_dir_and_replaced_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let id = uuid::Uuid::new_v4();
+        let id = SessionId::new();
         let daemon = uuid::Uuid::new_v4();
         let first = write(dir.path(), &id, &contents(json!({"name": "a"}), &daemon, 1)).unwrap();
         let second = write(dir.path(), &id, &contents(json!({"name": "b"}), &daemon, 2)).unwrap();
@@ -125,7 +126,7 @@ mod tests {
     fn a_rewrite_replaces_the_file_by_rename_past_a_stale_temp_file() {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
-        let id = uuid::Uuid::new_v4();
+        let id = SessionId::new();
         let daemon = uuid::Uuid::new_v4();
         let path = write(dir.path(), &id, &contents(json!({"name": "a"}), &daemon, 1)).unwrap();
         let first_inode = std::fs::metadata(&path).unwrap().ino();

@@ -15,9 +15,9 @@
 //! prints them), not against one that reads another process's environment: processes of one
 //! user can read each other's `/proc/<pid>/environ`.
 
+use atc_protocol::SessionId;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use uuid::Uuid;
 
 /// The environment variable that carries a session's key.
 pub const ENV: &str = "ATC_REPORT_KEY";
@@ -46,16 +46,16 @@ impl ReportKeys {
         Ok(ReportKeys { secret })
     }
 
-    fn mac(&self, session: Uuid) -> Hmac<Sha256> {
+    fn mac(&self, session: SessionId) -> Hmac<Sha256> {
         // HMAC takes a key of any length; 32 bytes cannot be refused.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.secret)
             .expect("HMAC accepts a key of any length");
-        mac.update(session.as_bytes());
+        mac.update(session.as_uuid().as_bytes());
         mac
     }
 
     /// The key of `session`, as its process's environment carries it.
-    pub fn key_for(&self, session: Uuid) -> String {
+    pub fn key_for(&self, session: SessionId) -> String {
         let tag = self.mac(session).finalize().into_bytes();
         tag.iter()
             .take(KEY_BYTES)
@@ -64,7 +64,7 @@ impl ReportKeys {
     }
 
     /// Whether `key` is `session`'s, compared in constant time.
-    pub fn holds(&self, session: Uuid, key: &str) -> bool {
+    pub fn holds(&self, session: SessionId, key: &str) -> bool {
         let Some(bytes) = decode_hex(key) else {
             return false;
         };
@@ -93,7 +93,7 @@ mod tests {
     #[test]
     fn a_key_opens_its_own_session_only_and_only_for_its_daemon_run() {
         let keys = ReportKeys::generate().unwrap();
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b) = (SessionId::new(), SessionId::new());
         let key = keys.key_for(a);
         assert_eq!(key.len(), 2 * KEY_BYTES);
         assert!(keys.holds(a, &key));

@@ -9,6 +9,7 @@ use crate::providers::imp::broker::BrokerError;
 use crate::providers::imp::host_error::HostError;
 use crate::providers::refusal::TargetError;
 use crate::providers::ProviderError;
+use atc_protocol::SessionId;
 
 /// A refusal from the session manager or a session.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +30,7 @@ pub enum SessionError {
     #[error("session '{id}' has no running process; revive it first")]
     Dead {
         /// The session id.
-        id: String,
+        id: SessionId,
     },
     /// The session's actor stopped while a socket still talked to it.
     #[error("the session is gone")]
@@ -38,7 +39,7 @@ pub enum SessionError {
     #[error("session '{id}' is still running; only an exited session can be revived")]
     StillRunning {
         /// The session id.
-        id: String,
+        id: SessionId,
     },
     /// Killing a dead session would forget it and destroy its host: that takes two steps.
     #[error(
@@ -46,7 +47,7 @@ pub enum SessionError {
     )]
     ConfirmationRequired {
         /// The session id.
-        id: String,
+        id: SessionId,
     },
     /// A destroying forget's confirmation token that does not hold.
     #[error("{}; ask again with DELETE and no confirm to get a new token", .0.what())]

@@ -15,7 +15,7 @@
 //! The syntax is checked here ([`check`]); whether a name shadows an id needs the fleet, which
 //! the manager owns ([`shadowed_id`] is the rule it applies).
 
-use uuid::Uuid;
+use atc_protocol::SessionId;
 
 use crate::agents::report_check::is_bidi_control;
 
@@ -89,10 +89,10 @@ pub fn check(name: &str) -> Result<(), NameProblem> {
 /// the daemon parses as that id, or whose short id it is (in either case).
 pub fn shadowed_id<'a>(
     name: &str,
-    own: Uuid,
-    ids: impl IntoIterator<Item = &'a Uuid>,
-) -> Option<Uuid> {
-    let full = Uuid::parse_str(name).ok();
+    own: SessionId,
+    ids: impl IntoIterator<Item = &'a SessionId>,
+) -> Option<SessionId> {
+    let full = name.parse::<SessionId>().ok();
     let short = (name.len() == SHORT_ID_LEN && name.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| name.to_ascii_lowercase());
     if full.is_none() && short.is_none() {
@@ -103,7 +103,7 @@ pub fn shadowed_id<'a>(
             && (full == Some(*id)
                 || short
                     .as_deref()
-                    .is_some_and(|s| id.simple().to_string().starts_with(s)))
+                    .is_some_and(|s| id.as_uuid().simple().to_string().starts_with(s)))
     })
 }
 
@@ -137,8 +137,8 @@ mod tests {
 
     #[test]
     fn a_name_shadows_another_sessions_full_or_short_id_in_any_spelling() {
-        let other = Uuid::parse_str("3f2a9c1b-0d4e-4a7b-9c2d-1e5f6a7b8c9d").unwrap();
-        let own = Uuid::parse_str("aaaaaaaa-0000-4000-8000-000000000000").unwrap();
+        let other: SessionId = "3f2a9c1b-0d4e-4a7b-9c2d-1e5f6a7b8c9d".parse().unwrap();
+        let own: SessionId = "aaaaaaaa-0000-4000-8000-000000000000".parse().unwrap();
         let ids = [own, other];
         for name in [
             "3f2a9c1b-0d4e-4a7b-9c2d-1e5f6a7b8c9d",

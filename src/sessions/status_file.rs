@@ -117,7 +117,7 @@ mod tests {
 
     fn session(name: &str, state: SessionState, unread: bool) -> Descriptor {
         Descriptor {
-            id: uuid::Uuid::new_v4(),
+            id: atc_protocol::SessionId::new(),
             name: name.into(),
             named_by: NamedBy::Auto,
             agent: "shell".into(),

@@ -14,6 +14,7 @@ use super::StoreError;
 
 // One trail row is the answer's own type: the table holds exactly what a client reads.
 use atc_protocol::responses::TrailEntry;
+use atc_protocol::SessionId;
 
 /// How much of the trail is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub(super) async fn append(
          VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&e.ts)
-    .bind(&e.atc_id)
+    .bind(e.atc_id.to_string())
     .bind(&e.event)
     .bind(&e.message)
     .bind(&e.session_id)
@@ -55,7 +56,7 @@ pub(super) async fn append(
         "DELETE FROM events WHERE atc_id = ?1 AND id <= (
              SELECT id FROM events WHERE atc_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
     )
-    .bind(&e.atc_id)
+    .bind(e.atc_id.to_string())
     .bind(keep.per_session)
     .execute(&mut *db)
     .await?;
@@ -90,19 +91,26 @@ pub(super) async fn drop_before(
 }
 
 /// Deletes every row of session `atc_id` (it is being forgotten).
-pub(super) async fn forget(db: impl SqliteExecutor<'_>, atc_id: &str) -> Result<(), StoreError> {
+pub(super) async fn forget(
+    db: impl SqliteExecutor<'_>,
+    atc_id: SessionId,
+) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM events WHERE atc_id = ?")
-        .bind(atc_id)
+        .bind(atc_id.to_string())
         .execute(db)
         .await?;
     Ok(())
 }
 
 fn row(r: sqlx::sqlite::SqliteRow) -> Result<TrailEntry, StoreError> {
+    let atc_id: String = r.try_get("atc_id")?;
+    let atc_id = atc_id
+        .parse::<SessionId>()
+        .map_err(|e| StoreError::Corrupt(format!("events.atc_id: {e}")))?;
     Ok(TrailEntry {
         id: r.try_get("id")?,
         ts: r.try_get("ts")?,
-        atc_id: r.try_get("atc_id")?,
+        atc_id,
         event: r.try_get("event")?,
         message: r.try_get("message")?,
         session_id: r.try_get("session_id")?,

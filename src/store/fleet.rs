@@ -5,15 +5,15 @@
 use sqlx::sqlite::SqliteExecutor;
 use sqlx::Row;
 use sqlx::SqliteConnection;
-use uuid::Uuid;
 
 use super::StoreError;
+use atc_protocol::SessionId;
 
 /// One persisted session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetRow {
     /// Session id.
-    pub session_id: Uuid,
+    pub session_id: SessionId,
     /// Display name.
     pub name: String,
     /// `auto`, `user` or `agent`.
@@ -196,7 +196,7 @@ pub(super) async fn upsert<'e>(
 /// The single-row update of spec §3.10 for a turn-done result.
 pub(super) async fn set_result<'e>(
     db: impl SqliteExecutor<'e>,
-    id: Uuid,
+    id: SessionId,
     result: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("UPDATE fleet SET result = ? WHERE session_id = ?")
@@ -210,7 +210,7 @@ pub(super) async fn set_result<'e>(
 /// The single-row update of spec §3.10 for a transcript path change.
 pub(super) async fn set_transcript_path<'e>(
     db: impl SqliteExecutor<'e>,
-    id: Uuid,
+    id: SessionId,
     path: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("UPDATE fleet SET transcript_path = ? WHERE session_id = ?")
@@ -235,7 +235,7 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("session_id")?;
-        let Ok(session_id) = Uuid::parse_str(&id) else {
+        let Ok(session_id) = id.parse::<SessionId>() else {
             tracing::warn!(row = %id, "skipping fleet row with a malformed session id");
             continue;
         };

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use atc_protocol::responses::TrailEntry;
+use atc_protocol::SessionId;
 use connection::Db;
 use writer::{Queued, WriteOp, Writer};
 
@@ -190,7 +191,7 @@ impl StateStore {
     /// Queues the update of one row's transcript path (the rest of the row is left alone).
     pub fn set_transcript_path(
         &self,
-        id: Uuid,
+        id: SessionId,
         path: &str,
     ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::TranscriptPath {
@@ -200,7 +201,11 @@ impl StateStore {
     }
 
     /// Queues the update of one row's last turn result (the rest of the row is left alone).
-    pub fn set_result(&self, id: Uuid, result: &str) -> oneshot::Receiver<Result<(), StoreError>> {
+    pub fn set_result(
+        &self,
+        id: SessionId,
+        result: &str,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::TurnResult {
             id,
             result: result.to_string(),
@@ -208,7 +213,7 @@ impl StateStore {
     }
 
     /// Queues the deletion of one fleet row.
-    pub fn delete_session(&self, id: Uuid) -> oneshot::Receiver<Result<(), StoreError>> {
+    pub fn delete_session(&self, id: SessionId) -> oneshot::Receiver<Result<(), StoreError>> {
         self.enqueue(WriteOp::DeleteSession(id))
     }
 
@@ -374,7 +379,7 @@ impl StateStore {
 mod tests {
     use super::*;
 
-    fn row(id: Uuid, name: &str) -> FleetRow {
+    fn row(id: SessionId, name: &str) -> FleetRow {
         FleetRow {
             session_id: id,
             name: name.into(),
@@ -409,7 +414,7 @@ mod tests {
 
     #[test]
     fn a_row_uses_its_host_only_once_a_process_ran_there() {
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let mut r = row(id, "s");
         assert_eq!(r.host_in_use(), None, "a spawn that never started");
         r.remote_boot_id = Some("boot-1".into());
@@ -421,7 +426,7 @@ mod tests {
     async fn rows_round_trip_and_writes_keep_order() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         store.upsert_session(row(id, "first"));
         let mut second = row(id, "second");
         second.exited = true;
@@ -463,7 +468,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("atc.db");
         let store = StateStore::open(&path).await.unwrap();
-        let ids: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
+        let ids: Vec<SessionId> = (0..10).map(|_| SessionId::new()).collect();
         let mut answers = Vec::new();
         for round in 0..20 {
             for (i, id) in ids.iter().enumerate() {
@@ -474,7 +479,7 @@ mod tests {
             }
         }
         let closed = store.enqueue(WriteOp::Close);
-        let after = store.upsert_session(row(Uuid::new_v4(), "after the close"));
+        let after = store.upsert_session(row(SessionId::new(), "after the close"));
         for answer in answers {
             answer.await.unwrap().unwrap();
         }
@@ -508,7 +513,7 @@ mod tests {
         gone.stop();
         gone.join().unwrap();
         store.move_writer(&gone_handle).await.unwrap();
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b) = (SessionId::new(), SessionId::new());
         store
             .upsert_session(row(a, "stayed"))
             .await
@@ -532,7 +537,7 @@ mod tests {
         // With the writer's thread stopped, nothing drains the queue any more.
         there.stop();
         there.join().unwrap();
-        let lost = store.upsert_session(row(Uuid::new_v4(), "nobody writes this"));
+        let lost = store.upsert_session(row(SessionId::new(), "nobody writes this"));
         assert!(
             matches!(lost.await, Err(_) | Ok(Err(StoreError::Closed))),
             "the writer went with its thread"
@@ -548,7 +553,7 @@ mod tests {
         let store = StateStore::open(&path).await.unwrap();
         let (first, last) = (actix::Arbiter::new(), actix::Arbiter::new());
         let (first_handle, last_handle) = (first.handle(), last.handle());
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let moves = (
             store.move_writer(&first_handle),
             store.move_writer(&last_handle),
@@ -582,7 +587,7 @@ mod tests {
     async fn a_transcript_path_update_touches_that_column_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         store.upsert_session(row(id, "named"));
         store.set_transcript_path(id, "/t/one.jsonl");
         let rows = store.load_fleet().await.unwrap();
@@ -596,11 +601,11 @@ mod tests {
         assert_eq!(rows[0].transcript_path.as_deref(), Some("/t/two.jsonl"));
     }
 
-    fn trail_row(atc_id: &str, ts: &str, message: &str) -> TrailEntry {
+    fn trail_row(atc_id: SessionId, ts: &str, message: &str) -> TrailEntry {
         TrailEntry {
             id: 0,
             ts: ts.into(),
-            atc_id: atc_id.into(),
+            atc_id,
             event: "Notification".into(),
             message: Some(message.into()),
             session_id: None,
@@ -621,13 +626,14 @@ mod tests {
             per_session: 2,
             rows: 100,
         };
+        let (a, b) = (SessionId::new(), SessionId::new());
         for (n, ts) in ["2026-01-01", "2026-02-01", "2026-03-01"]
             .iter()
             .enumerate()
         {
             let ts = format!("{ts}T00:00:00.000Z");
-            store.append_event(trail_row("a", &ts, &format!("a{n}")), keep);
-            store.append_event(trail_row("b", &ts, &format!("b{n}")), keep);
+            store.append_event(trail_row(a, &ts, &format!("a{n}")), keep);
+            store.append_event(trail_row(b, &ts, &format!("b{n}")), keep);
         }
         let rows = store.trail_latest(100).await.unwrap();
         assert_eq!(messages(&rows), ["a1", "b1", "a2", "b2"]);
@@ -653,14 +659,15 @@ mod tests {
             rows: 10,
         };
         let ts = "2026-01-01T00:00:00.000Z";
+        let a = SessionId::new();
         for n in 1..events::PRUNE_EVERY {
-            store.append_event(trail_row("a", ts, &n.to_string()), keep);
+            store.append_event(trail_row(a, ts, &n.to_string()), keep);
         }
         assert_eq!(
             store.trail_latest(2000).await.unwrap().len() as i64,
             events::PRUNE_EVERY - 1
         );
-        store.append_event(trail_row("a", ts, "last"), keep);
+        store.append_event(trail_row(a, ts, "last"), keep);
         let rows = store.trail_latest(2000).await.unwrap();
         assert_eq!(rows.len(), 10);
         assert_eq!(rows.last().and_then(|r| r.message.as_deref()), Some("last"));
@@ -670,22 +677,19 @@ mod tests {
     async fn forgetting_a_session_deletes_its_trail() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::open(&dir.path().join("atc.db")).await.unwrap();
-        let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
+        let (gone, kept) = (SessionId::new(), SessionId::new());
         let keep = TrailKeep {
             per_session: 10,
             rows: 10,
         };
         for id in [gone, kept] {
             store.upsert_session(row(id, "s"));
-            store.append_event(
-                trail_row(&id.to_string(), "2026-01-01T00:00:00.000Z", "m"),
-                keep,
-            );
+            store.append_event(trail_row(id, "2026-01-01T00:00:00.000Z", "m"), keep);
         }
         store.delete_session(gone).await.unwrap().unwrap();
         let rows = store.trail_latest(10).await.unwrap();
-        let owners: Vec<&str> = rows.iter().map(|r| r.atc_id.as_str()).collect();
-        assert_eq!(owners, [kept.to_string()]);
+        let owners: Vec<SessionId> = rows.iter().map(|r| r.atc_id).collect();
+        assert_eq!(owners, [kept]);
     }
 
     #[tokio::test]
@@ -707,7 +711,7 @@ mod tests {
         FleetRow {
             cwd: cwd.into(),
             created_at,
-            ..row(Uuid::new_v4(), "s")
+            ..row(SessionId::new(), "s")
         }
     }
 

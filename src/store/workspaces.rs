@@ -3,9 +3,9 @@
 //! committed when they return, since each is the record an effect on disk is taken under;
 //! one spawn at a time touches a row, so rows need no further locking.
 
+use atc_protocol::SessionId;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
-use uuid::Uuid;
 
 use super::{StateStore, StoreError};
 use crate::workspaces::phase::Phase;
@@ -24,7 +24,7 @@ fn row_of(r: &SqliteRow) -> Result<Materialization, StoreError> {
     let phase: String = r.try_get("phase")?;
     let withheld: String = r.try_get("withheld_env")?;
     Ok(Materialization {
-        session_id: Uuid::parse_str(&id).map_err(|_| corrupt("session_id"))?,
+        session_id: id.parse().map_err(|_| corrupt("session_id"))?,
         target: r.try_get("target")?,
         dir: r.try_get::<String, _>("dir")?.into(),
         source_kind: SourceKind::parse(&kind).ok_or_else(|| corrupt("source_kind"))?,
@@ -75,7 +75,7 @@ impl StateStore {
     /// when it became ready, and `failed` the code it failed with.
     pub async fn workspace_phase(
         &self,
-        session_id: Uuid,
+        session_id: SessionId,
         phase: Phase,
         sha: Option<&str>,
         error_code: Option<&str>,
@@ -107,7 +107,7 @@ impl StateStore {
     /// The workspace of a session, if it has one.
     pub async fn workspace_get(
         &self,
-        session_id: Uuid,
+        session_id: SessionId,
     ) -> Result<Option<Materialization>, StoreError> {
         let mut db = self.db.hold().await?;
         sqlx::query(&format!(
@@ -135,7 +135,7 @@ impl StateStore {
     }
 
     /// Forgets a session's workspace row (once its directory is gone).
-    pub async fn workspace_delete(&self, session_id: Uuid) -> Result<(), StoreError> {
+    pub async fn workspace_delete(&self, session_id: SessionId) -> Result<(), StoreError> {
         let mut db = self.db.hold().await?;
         sqlx::query("DELETE FROM workspace_materialization WHERE session_id = ?")
             .bind(session_id.to_string())
@@ -175,7 +175,7 @@ mod tests {
 
     fn row(phase: Phase) -> Materialization {
         Materialization {
-            session_id: Uuid::new_v4(),
+            session_id: SessionId::new(),
             target: "local".into(),
             dir: "/w/app-1".into(),
             source_kind: SourceKind::Path,
@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(got.materialized_at, Some(3));
         assert_eq!(got.withheld_env, ["IMPD_TOKEN"]);
         assert!(store
-            .workspace_phase(Uuid::new_v4(), Phase::Ready, None, None, 4)
+            .workspace_phase(SessionId::new(), Phase::Ready, None, None, 4)
             .await
             .is_err());
         store.workspace_delete(m.session_id).await.unwrap();

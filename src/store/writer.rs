@@ -5,23 +5,23 @@
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use uuid::Uuid;
 
 use super::connection::Db;
 use super::events::TrailKeep;
 use super::{events, fleet, FleetRow, StoreError};
 use atc_protocol::responses::TrailEntry;
+use atc_protocol::SessionId;
 
 /// One queued write.
 pub(super) enum WriteOp {
     UpsertSession(Box<FleetRow>),
-    DeleteSession(Uuid),
+    DeleteSession(SessionId),
     TranscriptPath {
-        id: Uuid,
+        id: SessionId,
         path: String,
     },
     TurnResult {
-        id: Uuid,
+        id: SessionId,
         result: String,
     },
     SetPref {
@@ -259,7 +259,7 @@ async fn apply(db: &mut sqlx::SqliteConnection, op: &WriteOp) -> Result<(), Stor
         WriteOp::DeleteSession(id) => {
             // The trail first: a failure between the two leaves the row, so the forget can
             // be made again, and never a trail without its session.
-            events::forget(&mut *db, &id.to_string()).await?;
+            events::forget(&mut *db, *id).await?;
             sqlx::query("DELETE FROM fleet WHERE session_id = ?")
                 .bind(id.to_string())
                 .execute(db)

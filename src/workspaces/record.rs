@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use uuid::Uuid;
+use atc_protocol::SessionId;
 
 use super::phase::Phase;
 
@@ -39,7 +39,7 @@ impl SourceKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Materialization {
     /// The session it belongs to.
-    pub session_id: Uuid,
+    pub session_id: SessionId,
     /// The session's target.
     pub target: String,
     /// Where the copy lives on the session's host.

@@ -15,7 +15,7 @@ use super::rss::DaemonPid;
 pub type Socket = atc_client::WsConnection;
 
 /// A session id as the daemon gave it.
-pub type SessionId = uuid::Uuid;
+pub use atc_protocol::SessionId;
 
 /// Per-request limit. Generous because a spawn under load can queue behind hundreds of others;
 /// phases bound the total with their own deadline anyway.

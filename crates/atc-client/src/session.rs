@@ -100,7 +100,7 @@ mod tests {
 
     fn with_id(id: &str) -> Descriptor {
         Descriptor {
-            id: uuid::Uuid::parse_str(id).expect("test ids are uuids"),
+            id: id.parse().expect("test ids are uuids"),
             ..Descriptor::default()
         }
     }

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::error::ErrorCode;
 use crate::session::{Descriptor, ExitReason, NamedBy};
+use crate::session_id::SessionId;
 
 /// How an `attached` frame's replay is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -70,7 +70,8 @@ pub enum AttachFrame {
     /// First frame: where the byte stream starts and how the screen is replayed.
     Attached {
         /// Session id.
-        session: Uuid,
+        #[schema(value_type = uuid::Uuid)]
+        session: SessionId,
         /// Stream id.
         stream: String,
         /// Effective columns.
@@ -165,7 +166,8 @@ pub enum FleetEvent {
     #[serde(rename = "session.renamed")]
     Renamed {
         /// Session id.
-        s: Uuid,
+        #[schema(value_type = uuid::Uuid)]
+        s: SessionId,
         /// New name.
         name: String,
         /// Who named it.
@@ -176,7 +178,8 @@ pub enum FleetEvent {
     #[serde(rename = "session.removed")]
     Removed {
         /// Session id.
-        s: Uuid,
+        #[schema(value_type = uuid::Uuid)]
+        s: SessionId,
     },
     /// A permission request was opened.
     #[serde(rename = "permission.requested")]
@@ -184,7 +187,8 @@ pub enum FleetEvent {
         /// Request id.
         request: String,
         /// Session id.
-        s: Uuid,
+        #[schema(value_type = uuid::Uuid)]
+        s: SessionId,
         /// What the agent asked.
         message: String,
         /// Whether it can be answered through the API.
@@ -202,7 +206,8 @@ pub enum FleetEvent {
     #[serde(rename = "session.resized")]
     Resized {
         /// Session id.
-        s: Uuid,
+        #[schema(value_type = uuid::Uuid)]
+        s: SessionId,
         /// Columns.
         cols: u16,
         /// Rows.
@@ -238,7 +243,7 @@ mod tests {
     #[test]
     fn attached_reads_back_what_it_wrote() {
         let frame = AttachFrame::Attached {
-            session: Uuid::nil(),
+            session: SessionId::NIL,
             stream: "s1".into(),
             cols: 80,
             rows: 24,
@@ -279,11 +284,11 @@ mod tests {
 
     #[test]
     fn fleet_events_use_dotted_type_names() {
-        let text = FleetEvent::Removed { s: Uuid::nil() }.to_text();
+        let text = FleetEvent::Removed { s: SessionId::NIL }.to_text();
         assert!(text.contains(r#""type":"session.removed""#), "{text}");
         assert_eq!(
             serde_json::from_str::<FleetEvent>(&text).unwrap(),
-            FleetEvent::Removed { s: Uuid::nil() }
+            FleetEvent::Removed { s: SessionId::NIL }
         );
     }
 }

@@ -6,6 +6,8 @@
 //!   `{"error": {code, message, data}}` body.
 //! - [`session`]: the session [`Descriptor`] and the closed sets inside it (state, exit
 //!   reason, the lifecycle layers, attachment, who named it).
+//! - [`session_id`]: [`SessionId`], the one type a session's id has, on the wire and inside
+//!   the daemon.
 //! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
 //! - [`size`]: terminal sizes and their bounds.
 //! - [`state_dir`]: where the state dir is and what `daemon.json` and `token` in it say.
@@ -25,6 +27,7 @@ pub mod frames;
 pub mod requests;
 pub mod responses;
 pub mod session;
+pub mod session_id;
 pub mod size;
 pub mod state_dir;
 
@@ -34,6 +37,7 @@ pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
     OutputKind, SessionState, VmState,
 };
+pub use session_id::{BadSessionId, SessionId};
 pub use size::{TermSize, DIM_RANGE};
 
 /// How long the daemon keeps an idle HTTP/1.1 connection open before closing it. A client

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::capabilities::Capabilities;
 use crate::session::Descriptor;
+use crate::session_id::SessionId;
 
 /// `GET /v1/health`'s one status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -628,7 +629,8 @@ pub struct FleetList {
 #[serde(rename_all = "camelCase")]
 pub struct FleetEntry {
     /// Session id.
-    pub session_id: Uuid,
+    #[schema(value_type = uuid::Uuid)]
+    pub session_id: SessionId,
     /// Display name.
     pub name: String,
     /// `auto`, `user` or `agent`.
@@ -700,7 +702,8 @@ pub struct PermissionRequest {
     /// `p<n>`.
     pub request: String,
     /// The session it concerns.
-    pub session: Uuid,
+    #[schema(value_type = uuid::Uuid)]
+    pub session: SessionId,
     /// What the agent asked.
     pub message: String,
     /// Whether a decision can be sent through the API (PTY prompts are answered by typing).
@@ -727,7 +730,10 @@ pub struct TrailEntry {
     /// RFC 3339 UTC time.
     pub ts: String,
     /// The atc session id.
-    pub atc_id: String,
+    // Documented as the plain string it was listed as before it had a type (a `uuid` format
+    // here would change the published document).
+    #[schema(value_type = String)]
+    pub atc_id: SessionId,
     /// The hook's name.
     pub event: String,
     /// Its message.

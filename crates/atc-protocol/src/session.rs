@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::session_id::SessionId;
 use crate::size::TermSize;
 
 /// The listed state of a session (spec §3.3): the attention state while a harness runs,
@@ -183,7 +184,8 @@ pub enum NamedBy {
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
     /// Minted at spawn, stable forever.
-    pub id: Uuid,
+    #[schema(value_type = uuid::Uuid)]
+    pub id: SessionId,
     /// Display name.
     pub name: String,
     /// Strength of the name.

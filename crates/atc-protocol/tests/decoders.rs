@@ -10,6 +10,7 @@ mod mutate;
 
 use atc_protocol::{
     AttachFrame, Descriptor, ErrorCode, ExitReason, FleetEvent, LinkState, NamedBy, Replay,
+    SessionId,
 };
 use mutate::{config, mutated};
 use proptest::prelude::*;
@@ -22,7 +23,7 @@ fn value<T: serde::Serialize>(frame: &T) -> Value {
 
 fn descriptor() -> Box<Descriptor> {
     Box::new(Descriptor {
-        id: Uuid::from_u128(7),
+        id: SessionId::from(Uuid::from_u128(7)),
         name: "work".into(),
         agent: "cat".into(),
         cwd: "/tmp".into(),
@@ -38,7 +39,7 @@ fn descriptor() -> Box<Descriptor> {
 fn attach_seeds() -> Vec<Value> {
     vec![
         value(&AttachFrame::Attached {
-            session: Uuid::from_u128(7),
+            session: SessionId::from(Uuid::from_u128(7)),
             stream: "s1".into(),
             cols: 80,
             rows: 24,
@@ -76,12 +77,12 @@ fn fleet_seeds() -> Vec<Value> {
             session: descriptor(),
         }),
         value(&FleetEvent::Renamed {
-            s: Uuid::from_u128(7),
+            s: SessionId::from(Uuid::from_u128(7)),
             name: "renamed".into(),
             named_by: NamedBy::User,
         }),
         value(&FleetEvent::Removed {
-            s: Uuid::from_u128(7),
+            s: SessionId::from(Uuid::from_u128(7)),
         }),
     ]
 }

@@ -18,9 +18,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 use serde_json::Value;
-use uuid::Uuid;
 
 use crate::providers::SessionView;
+use atc_protocol::SessionId;
 
 /// Longest line served, the same as the reporter socket's; a hook payload is far smaller.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -37,7 +37,7 @@ const REMEMBERED_REPORTS: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
     /// The session whose harness listened.
-    pub session: Uuid,
+    pub session: SessionId,
     /// Its target's id.
     pub target: String,
     /// Its target's identity (spec §4.2).
@@ -304,14 +304,14 @@ struct SessionBridge {
 #[derive(Debug, Default)]
 pub struct Bridges {
     last_epoch: AtomicU64,
-    sessions: Mutex<HashMap<Uuid, SessionBridge>>,
+    sessions: Mutex<HashMap<SessionId, SessionBridge>>,
     stats: BridgeStats,
 }
 
 impl Bridges {
     /// A harness of `session` on `host_key` starts or attaches: its new epoch, which makes
     /// every connection bound to an older harness of the session stale.
-    pub fn begin(&self, session: Uuid, host_key: &str) -> u64 {
+    pub fn begin(&self, session: SessionId, host_key: &str) -> u64 {
         let epoch = self.last_epoch.fetch_add(1, Ordering::SeqCst) + 1;
         let mut sessions = self.lock();
         let entry = sessions.entry(session).or_default();
@@ -321,14 +321,14 @@ impl Bridges {
     }
 
     /// The latest epoch and host key of `session`'s harnesses, if it had one.
-    pub fn current(&self, session: Uuid) -> Option<(u64, String)> {
+    pub fn current(&self, session: SessionId) -> Option<(u64, String)> {
         self.lock()
             .get(&session)
             .map(|s| (s.epoch, s.host_key.clone()))
     }
 
     /// Records `report_id` for `session`; `false` when it was applied already.
-    pub fn first_report(&self, session: Uuid, report_id: &str) -> bool {
+    pub fn first_report(&self, session: SessionId, report_id: &str) -> bool {
         let mut sessions = self.lock();
         let entry = sessions.entry(session).or_default();
         if !entry.seen.insert(report_id.to_string()) {
@@ -344,7 +344,7 @@ impl Bridges {
     }
 
     /// Forgets `session` (it is gone; nothing of it can be served again).
-    pub fn forget(&self, session: Uuid) {
+    pub fn forget(&self, session: SessionId) {
         self.lock().remove(&session);
     }
 
@@ -353,7 +353,7 @@ impl Bridges {
         &self.stats
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, SessionBridge>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionBridge>> {
         match self.sessions.lock() {
             Ok(g) => g,
             // A panic while holding this lock left at worst one entry half-written: an epoch
@@ -371,7 +371,7 @@ mod tests {
 
     fn binding() -> Binding {
         Binding {
-            session: Uuid::nil(),
+            session: SessionId::NIL,
             target: "box".into(),
             target_identity: "imp:reach-v1:0011".into(),
             host_key: "h".into(),
@@ -461,7 +461,10 @@ mod tests {
     #[test]
     fn epochs_grow_and_report_ids_land_once() {
         let bridges = Bridges::default();
-        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let (a, b) = (
+            SessionId::from(uuid::Uuid::from_u128(1)),
+            SessionId::from(uuid::Uuid::from_u128(2)),
+        );
         let e1 = bridges.begin(a, "ha");
         let e2 = bridges.begin(b, "hb");
         let e3 = bridges.begin(a, "ha");

@@ -28,6 +28,7 @@ use super::bridge::{self, Answer, Binding, BridgeCode, Bridges, Line, Op};
 use super::host_error::HostError;
 use super::settings::ImpSettings;
 use crate::providers::{HookReported, ReadSessionView, ReportOrigin};
+use atc_protocol::SessionId;
 use impd_client::{ImpPortError, Relay, RelayWriter, ReverseForward};
 
 /// Listen on the guest socket unless already listening. Answers once impd listens, or with
@@ -334,7 +335,9 @@ async fn serve_line(line: &[u8], served: &Served) -> Step {
             event,
             payload,
         } => {
-            let names_bound = uuid::Uuid::parse_str(&atc_id).is_ok_and(|id| id == binding.session);
+            let names_bound = atc_id
+                .parse::<SessionId>()
+                .is_ok_and(|id| id == binding.session);
             if !names_bound {
                 tracing::warn!(session = %binding.session,
                     "report socket hook line for another session");

@@ -320,7 +320,7 @@ impl Session {
             atc_protocol::responses::TrailEntry {
                 id: 0,
                 ts: rfc3339_now(),
-                atc_id: self.record.id.to_string(),
+                atc_id: self.record.id,
                 event: row.event,
                 message: row.message,
                 session_id: self

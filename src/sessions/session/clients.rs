@@ -19,7 +19,7 @@ use crate::sessions::client_queue::{ClientQueue, Outgoing};
 use crate::sessions::messages::{AttachMode, ClientId, ResumeFrom};
 use crate::sessions::ring::OutputRing;
 use crate::sessions::screen_worker::Snapshot;
-use atc_protocol::{AttachFrame, TermSize};
+use atc_protocol::{AttachFrame, SessionId, TermSize};
 
 /// One attached client. Everything the session sends it goes through `delivery`, which
 /// keeps `attached` (or `resynced` and its repaint) ahead of anything else.
@@ -198,7 +198,7 @@ impl Clients {
         client: ClientId,
         newcomer: Newcomer,
         resume_from: Option<u64>,
-        session: Uuid,
+        session: SessionId,
         current: TermSize,
     ) -> Opened {
         let Newcomer { queue, size, mode } = newcomer;
@@ -245,7 +245,7 @@ impl Clients {
     pub fn finish_repaint(
         &mut self,
         client: ClientId,
-        session: Uuid,
+        session: SessionId,
         size: TermSize,
         snapshot: Snapshot,
     ) {
@@ -374,7 +374,7 @@ mod tests {
         }
     }
 
-    const SESSION: Uuid = Uuid::nil();
+    const SESSION: SessionId = SessionId::NIL;
     const AT: TermSize = TermSize { cols: 80, rows: 24 };
 
     #[tokio::test]

@@ -71,7 +71,7 @@ impl Session {
             // Spec §3.7: killing a dead session forgets it, unless forgetting would destroy
             // its host: that takes the two-step DELETE.
             if self.deps.refusal.destroys_host(&self.record.target) {
-                let id = self.record.id.to_string();
+                let id = self.record.id;
                 return Box::pin(fut::ready(Err(SessionError::ConfirmationRequired { id })));
             }
             let before = self.descriptor();
@@ -104,9 +104,7 @@ impl Session {
             return Box::pin(fut::ready(Err(e)));
         }
         if self.harness.is_none() {
-            return Box::pin(fut::ready(Err(SessionError::Dead {
-                id: self.record.id.to_string(),
-            })));
+            return Box::pin(fut::ready(Err(SessionError::Dead { id: self.record.id })));
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),

@@ -59,7 +59,7 @@ impl Session {
         &self,
         writes: Vec<Bytes>,
     ) -> impl std::future::Future<Output = Result<(), SessionError>> + 'static {
-        let id = self.record.id.to_string();
+        let id = self.record.id;
         let metrics = self.deps.metrics.clone();
         let sent: Option<Vec<_>> = self.harness.as_ref().map(|h| {
             writes
@@ -72,9 +72,7 @@ impl Session {
                 return Err(SessionError::Dead { id });
             };
             for (len, write) in sent {
-                write
-                    .await
-                    .map_err(|_| SessionError::Dead { id: id.clone() })??;
+                write.await.map_err(|_| SessionError::Dead { id })??;
                 metrics.input_written(len);
             }
             Ok(())

@@ -336,9 +336,7 @@ impl Session {
     ) -> Result<Option<InputPort>, SessionError> {
         self.refuse(Operation::Attach)?;
         let Some(harness) = &self.harness else {
-            return Err(SessionError::Dead {
-                id: self.record.id.to_string(),
-            });
+            return Err(SessionError::Dead { id: self.record.id });
         };
         let port = self.input_port(harness, msg.mode);
         let resume_from = self.clients.resume_point(msg.resume.as_ref());

@@ -11,7 +11,7 @@ use crate::agents::names::{self, FoundName, NameSource};
 use crate::sessions::messages::{ShadowedId, Update};
 use crate::sessions::session_error::SessionError;
 use crate::sessions::session_name::{self, NameProblem};
-use atc_protocol::{Descriptor, FleetEvent, NamedBy};
+use atc_protocol::{Descriptor, FleetEvent, NamedBy, SessionId};
 
 /// The name refresh of one session.
 #[derive(Debug, Default)]
@@ -132,7 +132,7 @@ impl Session {
     fn ask_shadowed(
         &self,
         name: String,
-    ) -> impl std::future::Future<Output = Result<Option<uuid::Uuid>, MailboxError>> + 'static {
+    ) -> impl std::future::Future<Output = Result<Option<SessionId>, MailboxError>> + 'static {
         self.deps.names.send(ShadowedId {
             name,
             own: self.record.id,

@@ -3,17 +3,15 @@
 //! a daemon that stopped without recording the exit; it reads as exited (`daemon_stopped`),
 //! and rows from before targets bind to the implicit local target (spec §4.2).
 
-use uuid::Uuid;
-
 use crate::agents::agent_session_id::AgentSessionId;
 use crate::store::FleetRow;
-use atc_protocol::{ExitReason, NamedBy, TermSize};
+use atc_protocol::{ExitReason, NamedBy, SessionId, TermSize};
 
 /// The parts of a session that persist, as loaded from or written to its row.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
     /// Session id.
-    pub id: Uuid,
+    pub id: SessionId,
     /// Name.
     pub name: String,
     /// Who named it.
@@ -183,7 +181,7 @@ mod tests {
 
     fn row() -> FleetRow {
         FleetRow {
-            session_id: Uuid::from_u128(7),
+            session_id: SessionId::from(uuid::Uuid::from_u128(7)),
             name: "proj".into(),
             named_by: "agent".into(),
             cwd: "/tmp/proj".into(),

@@ -25,7 +25,8 @@ use crate::sessions::live_slots::LiveSlot;
 use crate::sessions::screen_worker::ResizeScreen;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{
-    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, LinkState, SessionState, TermSize,
+    AttachFrame, Attachment, Descriptor, ExitReason, FleetEvent, LinkState, SessionId,
+    SessionState, TermSize,
 };
 
 /// The provider of `target`. The refusal chain has already run when this is asked, so a
@@ -288,9 +289,7 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> Result<StartWait, SessionError> {
         if self.harness.is_some() {
-            return Err(SessionError::StillRunning {
-                id: self.record.id.to_string(),
-            });
+            return Err(SessionError::StillRunning { id: self.record.id });
         }
         // Given back if the start fails below.
         let slot = self.deps.slots.take()?;
@@ -353,7 +352,7 @@ impl Session {
 
 /// Waits for a new session's first row write. A failure is logged here; the spawn answers
 /// `internal`, since nothing the client sent caused it.
-pub async fn wait_written(written: RowWritten, id: uuid::Uuid) -> Result<(), SessionError> {
+pub async fn wait_written(written: RowWritten, id: SessionId) -> Result<(), SessionError> {
     match written.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => {
@@ -521,11 +520,10 @@ fn revive_message(resumes: bool, agent_cli: bool) -> LastMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uuid::Uuid;
 
     fn record(reason: Option<ExitReason>) -> SessionRecord {
         SessionRecord {
-            id: Uuid::nil(),
+            id: SessionId::NIL,
             name: "s".into(),
             named_by: atc_protocol::NamedBy::Auto,
             agent: "cat".into(),

@@ -6,8 +6,8 @@
 //! unchanged. The bearer token is not checked: the floor listens on loopback for the length of
 //! one run. Pure parsing, no I/O.
 
+use atc_protocol::SessionId;
 use thiserror::Error;
-use uuid::Uuid;
 
 /// The largest request head the floor reads; atc's clients send a few hundred bytes.
 pub const MAX_HEAD: usize = 8 << 10;
@@ -100,12 +100,12 @@ pub enum Route {
     /// `GET /v1/sessions/{id}/attach` as a WebSocket upgrade with this `Sec-WebSocket-Key`.
     Attach {
         /// The session.
-        session: Uuid,
+        session: SessionId,
         /// The client's key, answered in `Sec-WebSocket-Accept`.
         key: String,
     },
     /// `POST /v1/sessions/{id}/input`: the body goes to the PTY.
-    Input(Uuid),
+    Input(SessionId),
     /// Anything else: 404.
     Unknown,
 }
@@ -120,7 +120,7 @@ pub fn route(head: &RequestHead) -> Route {
     let Some((id, action)) = rest.split_once('/') else {
         return Route::Unknown;
     };
-    let Ok(session) = Uuid::parse_str(id) else {
+    let Ok(session) = id.parse::<SessionId>() else {
         return Route::Unknown;
     };
     match (head.method.as_str(), action) {
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn routes_are_atcs_attach_and_input() {
-        let id = Uuid::parse_str(ID).expect("uuid");
+        let id: SessionId = ID.parse().expect("a session id");
         let attach = head(&format!(
             "GET /v1/sessions/{ID}/attach?cols=120&rows=40 HTTP/1.1\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
         ));

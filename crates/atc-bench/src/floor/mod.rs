@@ -25,10 +25,9 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use atc_protocol::{AttachFrame, Replay, TermSize};
+use atc_protocol::{AttachFrame, Replay, SessionId, TermSize};
 use pty_process::blocking::{Command, Pty};
 use thiserror::Error;
-use uuid::Uuid;
 
 use super::cpu::{read_ticks, Ticks};
 use http::Route;
@@ -85,7 +84,7 @@ pub struct Floor {
 
 /// What the floor's threads share.
 struct Shared {
-    sessions: Mutex<HashMap<Uuid, Arc<Session>>>,
+    sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     /// Every accepted connection (a handle to shut it down, and its thread), so that dropping
     /// the floor ends them all.
     conns: Mutex<Vec<Conn>>,
@@ -109,7 +108,7 @@ struct CpuBook {
 
 /// One PTY, its shell, and the sockets attached to it.
 struct Session {
-    id: Uuid,
+    id: SessionId,
     size: TermSize,
     pty: Pty,
     out: Mutex<Outlets>,
@@ -171,7 +170,12 @@ impl Floor {
 
     /// Spawns `shell` (see [`default_shell`]) on a fresh PTY of `size` in `cwd`, with the
     /// `TERM` atc sets, and starts its reader.
-    pub fn spawn_shell(&self, shell: &str, cwd: &str, size: TermSize) -> Result<Uuid, FloorError> {
+    pub fn spawn_shell(
+        &self,
+        shell: &str,
+        cwd: &str,
+        size: TermSize,
+    ) -> Result<SessionId, FloorError> {
         let (pty, pts) = pty_process::blocking::open().map_err(FloorError::Pty)?;
         pty.resize(pty_process::Size::new(size.rows, size.cols))
             .map_err(FloorError::Pty)?;
@@ -183,7 +187,7 @@ impl Floor {
                 program: shell.to_string(),
                 source,
             })?;
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let session = Arc::new(Session {
             id,
             size,
@@ -217,7 +221,7 @@ impl Floor {
 
     /// Ends these sessions: kills each shell, lets its reader close the attached sockets, and
     /// waits for the reader (briefly; see [`READER_EXIT_WAIT`]). Unknown ids are skipped.
-    pub fn end_sessions(&self, ids: &[Uuid]) {
+    pub fn end_sessions(&self, ids: &[SessionId]) {
         for id in ids {
             let session = lock(&self.shared.sessions).remove(id);
             if let Some(s) = session {
@@ -254,7 +258,7 @@ impl Drop for Floor {
             // A panicked acceptor leaves nothing behind.
             let _ = a.join();
         }
-        let sessions: Vec<Uuid> = lock(&self.shared.sessions).keys().copied().collect();
+        let sessions: Vec<SessionId> = lock(&self.shared.sessions).keys().copied().collect();
         self.end_sessions(&sessions);
         let conns = std::mem::take(&mut *lock(&self.shared.conns));
         for c in conns {
@@ -394,7 +398,7 @@ fn serve(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         }
     };
     buf.drain(..used);
-    let session = |id: &Uuid| lock(&shared.sessions).get(id).cloned();
+    let session = |id: &SessionId| lock(&shared.sessions).get(id).cloned();
     match http::route(&head) {
         Route::Attach { session: id, key } => match session(&id) {
             Some(s) => attach(shared, &s, stream, &key, buf),

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use atc_client::frame_reader::{AttachReader, Incoming, ReadError};
 use atc_client::{routes, DaemonClient};
-use atc_protocol::{AttachFrame, ClientFrame};
+use atc_protocol::{AttachFrame, ClientFrame, SessionId};
 use awc::ws::Message;
 use bytes::Bytes;
-use uuid::Uuid;
 
 /// How long a polite close may take before the socket is simply dropped.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -56,7 +55,7 @@ impl Attach {
     /// Opens the attach socket of `id` at `cols`×`rows` and reads up to its `attached` frame.
     pub async fn open(
         client: &DaemonClient,
-        id: Uuid,
+        id: SessionId,
         cols: u16,
         rows: u16,
     ) -> Result<Attach, AttachError> {

@@ -13,10 +13,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use atc_client::DaemonClient;
-use atc_protocol::AttachFrame;
+use atc_protocol::{AttachFrame, SessionId};
 use bytes::Bytes;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 use super::attach::{Attach, Event};
 use super::fleet::{end_one, Fleet, Kind, Member};
@@ -49,7 +48,7 @@ const ERRORS_KEPT: usize = 10;
 pub struct Tally {
     errors: Cell<u64>,
     first_errors: RefCell<Vec<String>>,
-    lost: RefCell<HashSet<Uuid>>,
+    lost: RefCell<HashSet<SessionId>>,
     pub attaches: Cell<u64>,
     pub resizes: Cell<u64>,
     pub resized_frames: Cell<u64>,
@@ -84,7 +83,7 @@ impl Tally {
     }
 
     /// Counts `id` lost (once however often it is seen so).
-    pub fn lost(&self, id: Uuid, how: &str) {
+    pub fn lost(&self, id: SessionId, how: &str) {
         if self.lost.borrow_mut().insert(id) {
             self.error(format!("session {id} lost: {how}"));
         }
@@ -392,7 +391,7 @@ async fn echo_loop(cx: &Ctx<'_>, k: u32, of: u32) {
     while !cx.over() {
         let mine = (0..32)
             .filter_map(|_| cx.fleet.pick(&mut rng, Some(Kind::Quiet)))
-            .find(|m| (m.id.as_u128() % u128::from(of)) as u32 == k);
+            .find(|m| (m.id.as_uuid().as_u128() % u128::from(of)) as u32 == k);
         let Some(member) = mine else {
             if !cx.pause(Duration::from_millis(100)).await {
                 return;
@@ -559,7 +558,7 @@ pub async fn take_sample(cx: &Ctx<'_>) {
     let held = cx.fleet.members();
     match cx.client.list_sessions().await {
         Ok(listed) => {
-            let alive: HashMap<Uuid, bool> = listed.iter().map(|d| (d.id, d.alive)).collect();
+            let alive: HashMap<SessionId, bool> = listed.iter().map(|d| (d.id, d.alive)).collect();
             sample.held = held.len();
             for m in &held {
                 match alive.get(&m.id) {
@@ -609,7 +608,7 @@ mod tests {
         }
         assert_eq!(t.errors(), 25);
         assert_eq!(t.first_errors().len(), ERRORS_KEPT);
-        let id = Uuid::from_u128(7);
+        let id = SessionId::from(uuid::Uuid::from_u128(7));
         t.lost(id, "gone");
         t.lost(id, "gone again");
         assert_eq!(t.lost_count(), 1);

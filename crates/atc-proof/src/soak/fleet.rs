@@ -12,10 +12,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use atc_client::{routes, ClientError, DaemonClient};
-use atc_protocol::ErrorCode;
+use atc_protocol::{ErrorCode, SessionId};
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 use crate::rng::Rng;
 
@@ -58,7 +57,7 @@ impl Kind {
 /// One held session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member {
-    pub id: Uuid,
+    pub id: SessionId,
     pub kind: Kind,
 }
 
@@ -84,9 +83,9 @@ pub struct Fleet {
     cwd: String,
     up: RefCell<Vec<Member>>,
     /// Out of the pool while a worker turns them over.
-    turning: RefCell<HashSet<Uuid>>,
+    turning: RefCell<HashSet<SessionId>>,
     /// Ended by the soak itself.
-    retired: RefCell<HashSet<Uuid>>,
+    retired: RefCell<HashSet<SessionId>>,
     next_name: Cell<u64>,
 }
 
@@ -131,7 +130,7 @@ impl Fleet {
     }
 
     /// Whether the soak ended `id` itself.
-    pub fn is_retired(&self, id: Uuid) -> bool {
+    pub fn is_retired(&self, id: SessionId) -> bool {
         self.retired.borrow().contains(&id) || self.turning.borrow().contains(&id)
     }
 
@@ -194,11 +193,11 @@ impl Fleet {
         concurrency: usize,
         limit: Duration,
     ) -> EndAll {
-        let mut ids: Vec<Uuid> = self.up.borrow().iter().map(|m| m.id).collect();
+        let mut ids: Vec<SessionId> = self.up.borrow().iter().map(|m| m.id).collect();
         // A spawn whose answer was lost still made a session; its name finds it. A failed
         // listing leaves only those behind, and the daemon's stop ends them with it.
         if let Ok(listed) = client.list_sessions().await {
-            let held: HashSet<Uuid> = ids.iter().copied().collect();
+            let held: HashSet<SessionId> = ids.iter().copied().collect();
             ids.extend(
                 listed
                     .iter()
@@ -250,7 +249,7 @@ pub fn is_gone(e: &ClientError) -> bool {
 
 /// Kills `id`, waits (up to 10 s) for its harness to be gone, and forgets it. "Already gone"
 /// answers count as done.
-pub async fn end_one(client: &DaemonClient, id: Uuid) -> Result<(), String> {
+pub async fn end_one(client: &DaemonClient, id: SessionId) -> Result<(), String> {
     match client
         .post_json(&routes::session_action(id, "kill"), &serde_json::json!({}))
         .await
@@ -287,7 +286,7 @@ mod tests {
 
     fn member(n: u128, kind: Kind) -> Member {
         Member {
-            id: Uuid::from_u128(n),
+            id: SessionId::from(uuid::Uuid::from_u128(n)),
             kind,
         }
     }
@@ -313,15 +312,15 @@ mod tests {
         for _ in 0..50 {
             assert_eq!(
                 fleet.pick(&mut rng, Some(Kind::Ticker)).map(|m| m.id),
-                Some(Uuid::from_u128(2))
+                Some(SessionId::from(uuid::Uuid::from_u128(2)))
             );
         }
         fleet.start_turning(member(2, Kind::Ticker));
         assert_eq!(fleet.pick(&mut rng, Some(Kind::Ticker)), None);
-        assert!(fleet.is_retired(Uuid::from_u128(2)));
+        assert!(fleet.is_retired(SessionId::from(uuid::Uuid::from_u128(2))));
         fleet.retire(member(2, Kind::Ticker));
         assert_eq!(fleet.len(), 2);
-        assert!(fleet.is_retired(Uuid::from_u128(2)));
-        assert!(!fleet.is_retired(Uuid::from_u128(1)));
+        assert!(fleet.is_retired(SessionId::from(uuid::Uuid::from_u128(2))));
+        assert!(!fleet.is_retired(SessionId::from(uuid::Uuid::from_u128(1))));
     }
 }

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use atc_bench::limits::{Limit, PtyCount};
+use atc_protocol::SessionId;
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 use super::fleet::{Fleet, Kind, SpawnRefused};
 use super::sample::Probe;
@@ -281,7 +281,7 @@ pub async fn run(plan: &Plan, opts: &SoakOptions) -> anyhow::Result<Report> {
     // The daemon must take the refusal in its stride.
     let lost = match client.list_sessions().await {
         Ok(listed) => {
-            let alive: HashMap<Uuid, bool> = listed.iter().map(|d| (d.id, d.alive)).collect();
+            let alive: HashMap<SessionId, bool> = listed.iter().map(|d| (d.id, d.alive)).collect();
             fleet
                 .members()
                 .iter()

@@ -1,0 +1,79 @@
+//! A session's workspace on the wire: what a spawn asks for (`workspace` of
+//! `POST /v1/sessions`) and what a descriptor says it got (spec §2.6, §3.2).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `workspace` of a spawn: the session works in a copy of its own of a repository at a commit.
+/// Exactly one of `path` (a repository on the daemon's machine, copied as a git worktree on a
+/// branch of its own) and `url` (a repository to clone); at most one of `ref` and `sha`
+/// (`HEAD` when neither).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceRequest {
+    /// Absolute path of a local repository (any directory inside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A repository to clone: https, http, ssh, git, file or `user@host:path`, never with a
+    /// credential in it (`credential_in_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A branch, tag or other ref to start at.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// A commit id (7–64 hex digits) to start at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+}
+
+/// A session's workspace, as its descriptor carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceInfo {
+    /// The repository it was made from: a local path, or a URL without any credential.
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// The commit it started at.
+    pub sha: String,
+    /// The ref asked for, if one was.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Where the copy is, on the session's host; the session's `cwd`.
+    pub dir: String,
+    /// Its branch in the user's repository (a worktree of a local repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Epoch milliseconds when it became ready.
+    pub materialized_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_request_is_closed_and_names_ref_as_the_spec_does() {
+        let r: WorkspaceRequest =
+            serde_json::from_value(json!({"url": "https://h/r", "ref": "main"})).unwrap();
+        assert_eq!(r.git_ref.as_deref(), Some("main"));
+        assert!(serde_json::from_value::<WorkspaceRequest>(json!({"path": "/r", "depth": 1})).is_err());
+    }
+
+    #[test]
+    fn the_descriptor_form_uses_the_spec_names() {
+        let info = WorkspaceInfo {
+            repo_url: "/src/app".into(),
+            sha: "abc".into(),
+            git_ref: None,
+            dir: "/w/app-1".into(),
+            branch: Some("atc/app-1".into()),
+            materialized_at: 5,
+        };
+        assert_eq!(
+            serde_json::to_value(&info).unwrap(),
+            json!({"repoURL": "/src/app", "sha": "abc", "dir": "/w/app-1",
+                   "branch": "atc/app-1", "materializedAt": 5})
+        );
+    }
+}
