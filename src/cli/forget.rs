@@ -1,7 +1,9 @@
 //! `atc forget ID|NAME`: removes the session from the daemon and its fleet (killing the
 //! harness if it still runs). When forgetting would also destroy the session's host, the
 //! daemon answers with a confirmation token instead; the CLI then needs `--yes` and sends the
-//! token back (`DELETE ...?confirm=TOKEN`), so a host is never destroyed by surprise.
+//! token back (`DELETE ...?confirm=TOKEN`), so a host is never destroyed by surprise. A session
+//! whose workspace holds work that would be lost is refused (`workspace_dirty`) unless
+//! `--force`.
 
 use clap::Args;
 use serde_json::Value;
@@ -17,12 +19,20 @@ pub struct ForgetArgs {
     /// Confirm when forgetting also destroys the session's host.
     #[arg(long)]
     pub yes: bool,
+    /// Remove the session's workspace even when it holds uncommitted files or commits on no
+    /// branch (its own branch always stays in the repository).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Forgets the session, confirming the host destruction only with `--yes`.
 pub async fn run(client: &DaemonClient, args: ForgetArgs) -> anyhow::Result<i32> {
     let session = client.find_session(&args.session).await?;
-    let mut answer = client.delete(&routes::session(session.id)).await?;
+    let first = match args.force {
+        true => routes::forget_forced(session.id),
+        false => routes::session(session.id),
+    };
+    let mut answer = client.delete(&first).await?;
     if let Some(token) = confirm_token(&answer) {
         if !args.yes {
             anyhow::bail!(

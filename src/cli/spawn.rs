@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{attach, output, terminal};
 use atc_client::atc_protocol::requests::SpawnRequest;
+use atc_client::atc_protocol::workspace::WorkspaceRequest;
 use atc_client::atc_protocol::AttachMode;
 use atc_client::{routes, session, DaemonClient, SessionLabels};
 
@@ -36,6 +37,10 @@ pub struct SpawnArgs {
     /// Effort override passed to the agent, e.g. `high`.
     #[arg(long)]
     pub effort: Option<String>,
+    /// Work in a copy of its own of this repository: a local repository (a git worktree on a
+    /// branch of its own), optionally at a ref or commit (`PATH@REF`).
+    #[arg(long, value_name = "PATH[@REF]")]
+    pub workspace: Option<String>,
     /// Attach this terminal to the new session at once (Ctrl-\ detaches).
     #[arg(long)]
     pub attach: bool,
@@ -89,6 +94,27 @@ pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Spaw
         name: args.name.clone(),
         model: args.model.clone(),
         effort: args.effort.clone(),
+        workspace: args.workspace.as_deref().map(workspace_arg),
+    }
+}
+
+/// `--workspace PATH[@REF]`: the repository made absolute, and the ref after the last `@`
+/// when what comes before it is a directory (a path may hold an `@` of its own). A ref of
+/// 7 to 40 hex digits is sent as a `sha`.
+pub fn workspace_arg(text: &str) -> WorkspaceRequest {
+    let (path, git_ref) = match text.rsplit_once('@') {
+        Some((path, r)) if !r.is_empty() && Path::new(path).is_dir() => (path, Some(r)),
+        _ => (text, None),
+    };
+    let path = std::path::absolute(path)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.to_string());
+    let is_sha = |r: &str| (7..=40).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit());
+    WorkspaceRequest {
+        path: Some(path),
+        url: None,
+        git_ref: git_ref.filter(|r| !is_sha(r)).map(str::to_string),
+        sha: git_ref.filter(|r| is_sha(r)).map(str::to_string),
     }
 }
 
@@ -122,8 +148,27 @@ mod tests {
             name: None,
             model: None,
             effort: None,
+            workspace: None,
             attach: false,
         }
+    }
+
+    #[test]
+    fn a_workspace_is_a_path_with_an_optional_ref_or_sha() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let ask = workspace_arg(&format!("{d}@feature/x"));
+        assert_eq!(ask.path.as_deref(), Some(d.as_str()));
+        assert_eq!(ask.git_ref.as_deref(), Some("feature/x"));
+        let ask = workspace_arg(&format!("{d}@abcdef0"));
+        assert_eq!((ask.git_ref, ask.sha.as_deref()), (None, Some("abcdef0")));
+        // No directory before the `@`: it is part of the path.
+        let ask = workspace_arg("/nowhere/a@b");
+        assert_eq!(
+            (ask.path.as_deref(), ask.git_ref),
+            (Some("/nowhere/a@b"), None)
+        );
+        assert!(workspace_arg("rel").path.unwrap().starts_with('/'));
     }
 
     #[test]

@@ -311,6 +311,15 @@ impl Daemon {
         let (deps_store, deps_catalog) = (store.clone(), catalog.clone());
         let (limits, timings) = (config.limits.clone(), config.timings.clone());
         let dir_path_for_deps = dir.path().to_path_buf();
+        // Spec §1.3 step 3, before serving: workspaces a stopped daemon left half made are
+        // failed as `workspace_interrupted` and removed; the ready ones join their sessions.
+        let workspaces = crate::sessions::workspace_step::Workspaces {
+            store: store.clone(),
+            git: crate::workspaces::git::Git::new(targets.credential_vars()),
+            root: crate::sessions::workspace_step::root(dir.path()),
+        };
+        workspaces.sweep_interrupted().await?;
+        let ready_workspaces = workspaces.ready_infos().await?;
         let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
         let codex_home = opts.codex_home.or_else(|| {
             crate::agents::names::codex_home_from_env(
@@ -391,9 +400,11 @@ impl Daemon {
                     atc_program: atc_program.clone(),
                     metrics: deps_metrics.clone(),
                     slots,
+                    workspaces,
                 },
                 catalog: deps_catalog,
                 rows,
+                workspaces: ready_workspaces,
             },
         )));
         let started = Arc::new(std::sync::OnceLock::<(

@@ -18,7 +18,7 @@ use serde_json::Value;
 /// The payload of a spawn as spec §7.3 hashes it: the parsed params with defaults applied and
 /// the key fields left out.
 pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
-    serde_json::json!({
+    let mut payload = serde_json::json!({
         "agent": spawn.agent,
         "cwd": spawn.cwd,
         "name": spawn.name,
@@ -27,7 +27,12 @@ pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
         "target": spawn.target,
         "model": spawn.model,
         "effort": spawn.effort,
-    })
+    });
+    // Only when given, so the keys of spawns without one hash as they always did.
+    if let (Some(ask), Some(fields)) = (&spawn.workspace, payload.as_object_mut()) {
+        fields.insert("workspace".into(), ask.payload());
+    }
+    payload
 }
 
 /// SHA-256 (hex) of a payload in canonical form (spec §7.3); see [`canonical`].

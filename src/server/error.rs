@@ -28,6 +28,7 @@ pub use crate::providers::imp::host_error::HostError;
 pub use crate::providers::refusal::TargetError;
 pub use crate::providers::ProviderError;
 pub use crate::sessions::session_error::SessionError;
+pub use crate::workspaces::{WorkspaceError, WorkspaceProblem};
 
 /// Every refusal or failure a client can be answered with.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +57,9 @@ pub enum Error {
     /// The idempotency ledger.
     #[error(transparent)]
     Ledger(LedgerError),
+    /// A session's workspace.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
     /// A permission answer.
     #[error(transparent)]
     Permission(#[from] PermissionError),
@@ -83,6 +87,7 @@ impl From<SessionError> for Error {
             SessionError::Agent(e) => Error::Agent(e),
             SessionError::Target(e) => Error::Target(e),
             SessionError::Provider(e) => Error::from(e),
+            SessionError::Workspace(e) => Error::Workspace(e),
             SessionError::Internal => Error::Internal,
             e => Error::Session(e),
         }
@@ -169,6 +174,7 @@ impl Error {
             Error::Broker(e) => broker_wire(e),
             Error::Ledger(e) => ledger_wire(e),
             Error::Permission(e) => permission_wire(e),
+            Error::Workspace(e) => workspace_wire(e),
             Error::Internal => Wire::new(C::Internal),
         }
     }
@@ -232,6 +238,7 @@ wire_form!(
     SessionError => session_wire,
     LedgerError => ledger_wire,
     PermissionError => permission_wire,
+    WorkspaceError => workspace_wire,
 );
 
 fn error_wire(e: &Error) -> Wire {
@@ -423,8 +430,33 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::Agent(e) => agent_wire(e),
         SessionError::Target(e) => target_wire(e),
         SessionError::Provider(e) => provider_wire(e),
+        SessionError::Workspace(e) => workspace_wire(e),
         SessionError::Internal => Wire::new(C::Internal),
     }
+}
+
+/// The workspace part of the mapping: each problem's code, with the phase it stopped in.
+fn workspace_wire(e: &WorkspaceError) -> Wire {
+    use ErrorCode as C;
+    use WorkspaceProblem as P;
+    let wire = match &e.problem {
+        P::NotAGitRepo(_) => Wire::new(C::NotAGitRepo),
+        P::NoCommits => Wire::new(C::NoCommits),
+        P::RefNotFound(r) => Wire::new(C::RefNotFound).with("ref", r.clone()),
+        P::HasSubmodules(path) => Wire::new(C::HasSubmodules).with("path", path.clone()),
+        P::LfsUnsupported => Wire::new(C::LfsUnsupported),
+        P::Exists(what) => Wire::new(C::WorkspaceExists).with("what", what.clone()),
+        P::Dirty(loss) => Wire::new(C::WorkspaceDirty)
+            .with("changedFiles", loss.changed_files)
+            .with("unkeptCommits", loss.unkept_commits),
+        P::CredentialInUrl => Wire::new(C::CredentialInUrl),
+        P::InvalidUrl(_) => Wire::new(C::InvalidGitUrl),
+        P::CloneFailed(_) => Wire::new(C::CloneFailed),
+        P::Overlap(_) => Wire::new(C::WorkspaceOverlap),
+        P::Interrupted => Wire::new(C::WorkspaceInterrupted),
+        P::Git(_) => Wire::new(C::Internal),
+    };
+    wire.with("phase", e.phase.as_str())
 }
 
 /// The ledger part of the mapping.

@@ -130,13 +130,22 @@ fn operation(endpoint: Endpoint) -> Operation {
             ..op("Rename or (un)pin a session", SESSION)
         },
         Endpoint::Forget => Operation {
-            query: &[(
-                "confirm",
-                Type::String,
-                "The confirmToken of step one, on a target that destroys hosts",
-            )],
+            query: &[
+                (
+                    "confirm",
+                    Type::String,
+                    "The confirmToken of step one, on a target that destroys hosts",
+                ),
+                (
+                    "force",
+                    Type::Boolean,
+                    "Remove the session's workspace even when that loses work \
+                     (otherwise refused as workspace_dirty)",
+                ),
+            ],
             ..op(
-                "Forget a session; two steps when forgetting destroys its host",
+                "Forget a session, removing its workspace; two steps when forgetting destroys \
+                 its host",
                 &[(200, "ForgetAnswer")],
             )
         },

@@ -3,6 +3,8 @@
 //! through [`Params`], asks the actor that owns the state, and shapes the answer; no handler
 //! keeps state of its own.
 
+use std::path::{Path, PathBuf};
+
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
@@ -22,6 +24,7 @@ use crate::server::error::Error;
 use crate::sessions::messages::*;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
+use crate::workspaces::source::{Ask, Pick, Source};
 use atc_protocol::requests::{
     PermissionDecision, RequestBody, ResizeRequest, ReviveRequest, SpawnRequest, SubmitRequest,
     SuspendRequest, UpdateRequest,
@@ -31,6 +34,7 @@ use atc_protocol::responses::{
     ForgetConfirmation, Forgotten, Health, HealthStatus, KillAnswer, PermissionList, Restored,
     ResumeCommand, SessionEnvelope, SpawnDefaults, TargetEntry, Trail,
 };
+use atc_protocol::workspace::WorkspaceRequest;
 use atc_protocol::{Descriptor, TermSize};
 
 /// Registers every route of the table, gathered as [`route_table::scopes`] says: one
@@ -308,6 +312,7 @@ async fn spawn(
         }
     }
     let [(_, model), (_, effort)] = overrides;
+    let workspace = p.workspace.as_ref().map(workspace_ask).transpose()?;
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
@@ -318,6 +323,7 @@ async fn spawn(
         target_identity,
         model,
         effort,
+        workspace,
     };
     let Some(key) = idempotency_key(&req)? else {
         refusal?;
@@ -364,6 +370,37 @@ async fn spawn(
     })
 }
 
+/// A spawn's `workspace` checked for its shape: one of `path` (absolute) and `url`, and at
+/// most one of `ref` and `sha`. Cloning from a `url` is not built yet (`unsupported`).
+fn workspace_ask(w: &WorkspaceRequest) -> Result<Ask, RequestError> {
+    let bad = |field: &str, problem: &str| RequestError::BadField {
+        field: field.to_string(),
+        problem: problem.to_string(),
+    };
+    let source = match (&w.path, &w.url) {
+        (Some(_), Some(_)) => return Err(bad("workspace", "takes 'path' or 'url', not both")),
+        (None, None) => return Err(bad("workspace.path", "is required (or 'url')")),
+        (None, Some(_)) => {
+            return Err(RequestError::Reserved {
+                field: "workspace.url".into(),
+            })
+        }
+        (Some(path), None) if !Path::new(path).is_absolute() => {
+            return Err(bad("workspace.path", "must be an absolute path"))
+        }
+        (Some(path), None) => Source::Path(PathBuf::from(path)),
+    };
+    let pick = Pick::from_fields(w.git_ref.as_deref(), w.sha.as_deref()).map_err(|problem| {
+        let field = if w.sha.is_some() {
+            "workspace.sha"
+        } else {
+            "workspace.ref"
+        };
+        bad(field, problem)
+    })?;
+    Ok(Ask { source, pick })
+}
+
 /// The `Idempotency-Key` header, if any: 1–200 characters.
 fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
     let Some(v) = req.headers().get("Idempotency-Key") else {
@@ -406,14 +443,25 @@ async fn forget(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
+    let query =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .map_err(|e| RequestError::BadQuery(e.to_string()))?;
     if !state.destroys_host(&found.descriptor) {
-        mailbox(found.addr.send(Forget).await)??;
+        let force = match query.get("force").map(String::as_str) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(RequestError::WrongType {
+                    field: "force".into(),
+                    expected: "true or false",
+                }
+                .into())
+            }
+        };
+        mailbox(found.addr.send(Forget { force }).await)??;
         return Ok(forgotten(false));
     }
-    let confirm =
-        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
-            .ok()
-            .and_then(|q| q.get("confirm").cloned());
+    let confirm = query.get("confirm").cloned();
     match confirm {
         None => {
             let (token, expires_at) = mailbox(found.addr.send(MintForgetToken).await)??;

@@ -39,6 +39,7 @@ pub struct SessionManager {
     /// Dependencies handed to each session (their `manager` recipient points here).
     deps: SessionDeps,
     pending_rows: Vec<FleetRow>,
+    pending_workspaces: HashMap<SessionId, atc_protocol::workspace::WorkspaceInfo>,
     restoring: bool,
     /// A `status.json` rewrite is scheduled.
     status_pending: bool,
@@ -56,6 +57,8 @@ pub struct ManagerParts {
     pub catalog: Arc<AgentCatalog>,
     /// Rows loaded from the store at start.
     pub rows: Vec<FleetRow>,
+    /// The ready workspaces of those rows' sessions.
+    pub workspaces: HashMap<SessionId, atc_protocol::workspace::WorkspaceInfo>,
 }
 
 impl SessionManager {
@@ -73,6 +76,7 @@ impl SessionManager {
                 catalog: parts.catalog,
                 deps: parts.deps,
                 pending_rows: parts.rows,
+                pending_workspaces: parts.workspaces,
                 restoring: false,
                 status_pending: false,
                 trim_pending: false,
@@ -257,6 +261,7 @@ impl SessionManager {
             size: msg.size,
             exit: None,
             leader: None,
+            workspace: None,
         };
         Ok((record, plan))
     }
@@ -364,8 +369,10 @@ impl Actor for SessionManager {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let deps = self.deps.clone();
+        let mut workspaces = std::mem::take(&mut self.pending_workspaces);
         for row in std::mem::take(&mut self.pending_rows) {
-            let record = SessionRecord::from_row(row);
+            let mut record = SessionRecord::from_row(row);
+            record.workspace = workspaces.remove(&record.id);
             let (addr, descriptor) = Session::restore(record, deps.clone());
             self.sessions.insert(addr, descriptor);
         }
@@ -395,10 +402,11 @@ impl SessionManager {
 impl Handler<Spawn> for SessionManager {
     type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
-    /// Plans the spawn here, writes its files and launches its process on a blocking thread
+    /// Makes the workspace first when the spawn asks for one (spec §3.5 step 9), then plans
+    /// the spawn here, writes its files and launches its process on a blocking thread
     /// ([`launch_off_thread`]), then starts the session here and answers as
     /// [`SessionManager::answer_spawn`] says.
-    fn handle(&mut self, msg: Spawn, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Spawn, _: &mut Self::Context) -> Self::Result {
         let (began, metrics) = (std::time::Instant::now(), self.deps.metrics.clone());
         let counted = move |answer: Result<Descriptor, SessionError>| {
             let outcome = match answer {
@@ -408,15 +416,74 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
+        let Some(ask) = msg.workspace.take() else {
+            return Box::pin(self.spawn_planned(msg, None).map(move |a, _, _| counted(a)));
+        };
+        if !Path::new(&msg.cwd).is_absolute() {
+            return Box::pin(fut::ready(counted(Err(SessionError::CwdNotAbsolute))));
+        }
+        // The id is minted now: the workspace's directory and branch are named after it.
+        let id = *msg.id.get_or_insert_with(SessionId::new);
+        let name = msg
+            .name
+            .clone()
+            .unwrap_or_else(|| self.auto_name(Path::new(&msg.cwd), id));
+        let (workspaces, target, cwd) = (
+            self.deps.workspaces.clone(),
+            msg.target.clone(),
+            msg.cwd.clone(),
+        );
+        let made = async move { workspaces.materialize(id, &target, &name, ask, &cwd).await };
+        Box::pin(
+            made.into_actor(self)
+                .then(move |made, act, _| -> ResponseActFuture<Self, _> {
+                    match made {
+                        Ok(made) => {
+                            msg.cwd = made.cwd;
+                            act.spawn_planned(msg, Some(made.info))
+                        }
+                        Err(e) => Box::pin(fut::ready(Err(e))),
+                    }
+                })
+                .then(move |answer, act, _| {
+                    // A spawn that failed after its workspace was made and left no session
+                    // behind takes the workspace back (a listed session's forget does).
+                    let orphan = answer.is_err() && act.sessions.get(&id).is_none();
+                    let workspaces = act.deps.workspaces.clone();
+                    async move {
+                        if orphan {
+                            if let Err(e) = workspaces.remove(id).await {
+                                tracing::error!(session = %id, error = %e,
+                                    "a failed spawn's workspace stays");
+                            }
+                        }
+                        answer
+                    }
+                    .into_actor(act)
+                })
+                .map(move |answer, _, _| counted(answer)),
+        )
+    }
+}
+
+impl SessionManager {
+    /// The spawn after its workspace, if any, was made (`workspace`, its cwd already in
+    /// `msg`).
+    fn spawn_planned(
+        &mut self,
+        msg: Spawn,
+        workspace: Option<atc_protocol::workspace::WorkspaceInfo>,
+    ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         // The place under the cap is taken here, before the launch leaves this thread, so
         // spawns in flight count against it; a spawn that fails gives it back.
         let planned = self
             .plan_spawn(msg)
             .and_then(|planned| Ok((planned, self.deps.slots.take()?)));
-        let ((record, plan), slot) = match planned {
+        let ((mut record, plan), slot) = match planned {
             Ok(planned) => planned,
-            Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
+            Err(e) => return Box::pin(fut::ready(Err(e))),
         };
+        record.workspace = workspace;
         Box::pin(
             launch_off_thread(record, plan, self.deps.clone())
                 .into_actor(self)
@@ -430,8 +497,7 @@ impl Handler<Spawn> for SessionManager {
                         }
                         Err(e) => Box::pin(fut::ready(Err(e))),
                     }
-                })
-                .map(move |answer, _, _| counted(answer)),
+                }),
         )
     }
 }

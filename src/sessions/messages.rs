@@ -201,7 +201,11 @@ pub struct ReviveOnRestore;
 /// A client's forget: kill the process if any, delete the row, stop the actor.
 #[derive(Message)]
 #[rtype(result = "Result<(), SessionError>")]
-pub struct Forget;
+pub struct Forget {
+    /// Remove the session's workspace even when that loses work (uncommitted files, commits
+    /// on no other branch); without it such a forget is refused as `workspace_dirty`.
+    pub force: bool,
+}
 
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
@@ -267,6 +271,8 @@ pub struct Spawn {
     pub model: Option<String>,
     /// A validated effort override.
     pub effort: Option<String>,
+    /// The workspace to make and start in (spec §3.5 step 9), its shape already checked.
+    pub workspace: Option<crate::workspaces::source::Ask>,
 }
 
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a

@@ -25,3 +25,4 @@ pub mod session_name;
 pub mod status_file;
 pub mod terminal_modes;
 pub mod trail_sweep;
+pub mod workspace_step;

@@ -84,6 +84,9 @@ pub enum SessionError {
     /// The provider or its host.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The session's workspace could not be made or removed.
+    #[error(transparent)]
+    Workspace(#[from] crate::workspaces::WorkspaceError),
     /// A failure inside the daemon; whoever hit it logged the cause.
     #[error("internal error; the daemon log has details under this request id")]
     Internal,

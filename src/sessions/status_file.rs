@@ -149,6 +149,7 @@ mod tests {
                 attachment: atc_protocol::Attachment::Local,
             },
             auth: None,
+            workspace: None,
         }
     }
 

@@ -16,8 +16,5 @@ pub mod record;
 pub mod source;
 pub mod worktree;
 
-#[cfg(test)]
-mod test_repo;
-
 pub use error::{Loss, WorkspaceError, WorkspaceProblem};
 pub use phase::Phase;

@@ -65,6 +65,32 @@ impl Pick {
     }
 }
 
+/// A spawn's `workspace`, checked for its shape: where from, and which commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// The repository.
+    pub source: Source,
+    /// The commit.
+    pub pick: Pick,
+}
+
+impl Ask {
+    /// The ask as the idempotency payload hashes it (spec §7.3): what the request said.
+    pub fn payload(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        match &self.source {
+            Source::Path(p) => m.insert("path".into(), p.to_string_lossy().into()),
+            Source::Url(u) => m.insert("url".into(), u.clone().into()),
+        };
+        match &self.pick {
+            Pick::Head => None,
+            Pick::Ref(r) => m.insert("ref".into(), r.clone().into()),
+            Pick::Sha(s) => m.insert("sha".into(), s.clone().into()),
+        };
+        serde_json::Value::Object(m)
+    }
+}
+
 /// Checks a clone URL before any git runs: a scheme git clones over (`https`, `http`, `ssh`,
 /// `git`, `file`, or scp-like `user@host:path`), and no credential in it.
 pub fn check_url(url: &str) -> Result<(), WorkspaceError> {
@@ -195,8 +221,8 @@ pub fn check_complete(git: &Git, repo: &Path, sha: &str) -> Result<(), Workspace
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_repo::TestRepo;
     use super::*;
+    use atc_testkit::git_repo::TestRepo;
 
     fn problem(e: WorkspaceError) -> String {
         format!("{:?}", e.problem)

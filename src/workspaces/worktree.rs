@@ -180,8 +180,8 @@ impl Worktree {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_repo::{git_in, TestRepo};
     use super::*;
+    use atc_testkit::git_repo::{git_in, TestRepo};
 
     const ID: &str = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
 

@@ -508,3 +508,35 @@ async fn attach_shows_a_status_line_while_a_remote_link_is_reattaching_and_clear
     assert_eq!(tty.wait().await.code(), Some(0), "{}", tty.seen());
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn spawn_workspace_and_forget_force_work_from_the_command_line() {
+    use atc_testkit::git_repo::TestRepo;
+    let d = TestDaemon::start().await;
+    let repo = TestRepo::with_files(2);
+    repo.git(&["branch", "feature"]);
+    let arg = format!("{}@feature", repo.path().display());
+    let cwd = repo.path().display().to_string();
+    let out = atc(
+        &d.state_dir,
+        &["spawn", "--agent", "sh", "--cwd", &cwd, "--workspace", &arg],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let ws = d.session(&id).await["workspace"].clone();
+    assert_eq!(ws["ref"], "feature", "{ws}");
+    let dir = std::path::PathBuf::from(ws["dir"].as_str().expect("a workspace dir"));
+    std::fs::write(dir.join("notes.txt"), "unsaved").expect("write into the workspace");
+
+    let refused = atc(&d.state_dir, &["forget", &id], &[]).await;
+    assert!(!refused.status.success(), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("1 uncommitted file"), "{said}");
+    assert!(dir.exists());
+    let forced = atc(&d.state_dir, &["forget", &id, "--force"], &[]).await;
+    assert!(forced.status.success(), "{forced:?}");
+    assert!(!dir.exists());
+    d.stop().await;
+}

@@ -15,23 +15,7 @@ async fn keyed_spawn(
     body: Value,
     replay_only: bool,
 ) -> (u16, bool, Value) {
-    let mut req = awc::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .finish()
-        .post(format!("{}/v1/sessions", d.url))
-        .bearer_auth(&d.token)
-        .insert_header(("Idempotency-Key", key));
-    if replay_only {
-        req = req.insert_header(("Idempotency-Replay-Only", "true"));
-    }
-    let mut resp = req.send_json(&body).await.expect("request");
-    let replayed = resp
-        .headers()
-        .get("Idempotent-Replayed")
-        .is_some_and(|v| v == "true");
-    let bytes = resp.body().await.expect("body");
-    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (resp.status().as_u16(), replayed, json)
+    d.keyed_spawn(key, &body, replay_only).await
 }
 
 fn cat_body() -> Value {
@@ -154,6 +138,7 @@ fn cat_spawn_hash() -> String {
         target_identity: "local-pty:44136fa355b3678a".into(),
         model: None,
         effort: None,
+        workspace: None,
     }))
 }
 

@@ -88,5 +88,7 @@ mod targets;
 mod token_rotation;
 /// Watch-only attach: sees everything, types and sizes nothing.
 mod watch;
+/// Workspaces: each session in its own copy of a repository, never losing work.
+mod workspaces;
 /// What the sockets do with frames a careless or hostile client sends (RFC 6455).
 mod ws_protocol;

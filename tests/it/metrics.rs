@@ -167,15 +167,8 @@ async fn scrape_until(d: &TestDaemon, what: &str, pred: impl Fn(&Samples) -> boo
 
 /// A spawn under an `Idempotency-Key`; answers the status and body.
 async fn keyed_spawn(d: &TestDaemon, body: &Value, key: &str) -> (u16, Value) {
-    let mut resp = awc::Client::default()
-        .post(format!("{}/v1/sessions", d.url))
-        .bearer_auth(&d.token)
-        .insert_header(("Idempotency-Key", key))
-        .send_json(body)
-        .await
-        .expect("keyed spawn");
-    let body = resp.json::<Value>().await.unwrap_or(Value::Null);
-    (resp.status().as_u16(), body)
+    let (status, _, body) = d.keyed_spawn(key, body, false).await;
+    (status, body)
 }
 
 /// The moves a test expects, as [`Samples::moved_since`] answers them (no zeros).

@@ -514,18 +514,8 @@ async fn every_route_answers_what_the_document_says() {
 
 /// `POST /v1/sessions` with an `Idempotency-Key`.
 async fn keyed_spawn(d: &TestDaemon, body: &Value, key: &str) -> (u16, Value) {
-    let mut resp = awc::Client::builder()
-        .timeout(WITHIN)
-        .finish()
-        .post(format!("{}/v1/sessions", d.url))
-        .bearer_auth(&d.token)
-        .insert_header(("Idempotency-Key", key))
-        .send_json(body)
-        .await
-        .expect("spawn request");
-    let status = resp.status().as_u16();
-    let answer = resp.json::<Value>().await.expect("a JSON answer");
-    (status, answer)
+    let (status, _, body) = d.keyed_spawn(key, body, false).await;
+    (status, body)
 }
 
 /// Answers only an imp target gives (a host's layers, capabilities beyond a PTY's, sleeping

@@ -23,6 +23,12 @@ pub fn forget_confirmed(id: impl std::fmt::Display, confirm_token: &str) -> Stri
     format!("{}?confirm={}", session(id), encode_segment(confirm_token))
 }
 
+/// `/v1/sessions/{id}?force=true`: forget a session even when removing its workspace loses
+/// work.
+pub fn forget_forced(id: impl std::fmt::Display) -> String {
+    format!("{}?force=true", session(id))
+}
+
 /// The attach WebSocket for a session at the given client size.
 pub fn attach(id: impl std::fmt::Display, cols: u16, rows: u16) -> String {
     format!("{}?cols={cols}&rows={rows}", session_action(id, "attach"))

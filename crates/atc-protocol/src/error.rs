@@ -94,6 +94,30 @@ pub enum ErrorCode {
     AuthRevocationPending,
     /// An oauth secret's sign-in is not ready.
     AuthSigninNeeded,
+    /// A workspace's `path` is not inside a git repository.
+    NotAGitRepo,
+    /// A workspace's repository has no commit to start from.
+    NoCommits,
+    /// A workspace's `ref` or `sha` names no commit of its repository.
+    RefNotFound,
+    /// The tree at the workspace's commit has submodules, which the copy could not include (`data.path`).
+    HasSubmodules,
+    /// The tree at the workspace's commit keeps files in Git LFS, which the copy could not include.
+    LfsUnsupported,
+    /// A workspace's `url` is not one git can clone from here.
+    InvalidGitUrl,
+    /// A workspace's `url` carries a credential; give it through a credential helper.
+    CredentialInUrl,
+    /// The workspace's directory or branch exists already.
+    WorkspaceExists,
+    /// Removing the workspace would lose work (`data.changedFiles`, `data.unkeptCommits`); `force` removes it anyway.
+    WorkspaceDirty,
+    /// A directory claimed overlaps another session's workspace.
+    WorkspaceOverlap,
+    /// The daemon stopped while the workspace was being made; nothing of it is left.
+    WorkspaceInterrupted,
+    /// Cloning the workspace's repository failed.
+    CloneFailed,
     /// No such route or method.
     UnknownMethod,
     /// Anything else; details are logged, never sent.
@@ -102,7 +126,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order (for documents and tests that walk the set).
-    pub const ALL: [ErrorCode; 41] = [
+    pub const ALL: [ErrorCode; 53] = [
         ErrorCode::BadArgs,
         ErrorCode::Unauthorized,
         ErrorCode::ForbiddenOrigin,
@@ -142,6 +166,18 @@ impl ErrorCode {
         ErrorCode::AuthGrantsMismatch,
         ErrorCode::AuthRevocationPending,
         ErrorCode::AuthSigninNeeded,
+        ErrorCode::NotAGitRepo,
+        ErrorCode::NoCommits,
+        ErrorCode::RefNotFound,
+        ErrorCode::HasSubmodules,
+        ErrorCode::LfsUnsupported,
+        ErrorCode::InvalidGitUrl,
+        ErrorCode::CredentialInUrl,
+        ErrorCode::WorkspaceExists,
+        ErrorCode::WorkspaceDirty,
+        ErrorCode::WorkspaceOverlap,
+        ErrorCode::WorkspaceInterrupted,
+        ErrorCode::CloneFailed,
         ErrorCode::UnknownMethod,
         ErrorCode::Internal,
     ];
@@ -188,6 +224,18 @@ impl ErrorCode {
             ErrorCode::AuthGrantsMismatch => "auth_grants_mismatch",
             ErrorCode::AuthRevocationPending => "auth_revocation_pending",
             ErrorCode::AuthSigninNeeded => "auth_signin_needed",
+            ErrorCode::NotAGitRepo => "not_a_git_repo",
+            ErrorCode::NoCommits => "no_commits",
+            ErrorCode::RefNotFound => "ref_not_found",
+            ErrorCode::HasSubmodules => "has_submodules",
+            ErrorCode::LfsUnsupported => "lfs_unsupported",
+            ErrorCode::InvalidGitUrl => "invalid_git_url",
+            ErrorCode::CredentialInUrl => "credential_in_url",
+            ErrorCode::WorkspaceExists => "workspace_exists",
+            ErrorCode::WorkspaceDirty => "workspace_dirty",
+            ErrorCode::WorkspaceOverlap => "workspace_overlap",
+            ErrorCode::WorkspaceInterrupted => "workspace_interrupted",
+            ErrorCode::CloneFailed => "clone_failed",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
         }
@@ -240,6 +288,18 @@ impl ErrorCode {
             ErrorCode::TargetConfigInvalid
             | ErrorCode::TargetUnavailable
             | ErrorCode::HostUnavailable => 503,
+            ErrorCode::NotAGitRepo
+            | ErrorCode::NoCommits
+            | ErrorCode::RefNotFound
+            | ErrorCode::HasSubmodules
+            | ErrorCode::LfsUnsupported
+            | ErrorCode::InvalidGitUrl
+            | ErrorCode::CredentialInUrl => 422,
+            ErrorCode::WorkspaceExists
+            | ErrorCode::WorkspaceDirty
+            | ErrorCode::WorkspaceOverlap
+            | ErrorCode::WorkspaceInterrupted => 409,
+            ErrorCode::CloneFailed => 502,
             ErrorCode::Internal => 500,
         }
     }

@@ -30,6 +30,7 @@ pub mod session;
 pub mod session_id;
 pub mod size;
 pub mod state_dir;
+pub mod workspace;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use frames::{AttachFrame, AttachMode, ClientFrame, FleetEvent, LinkState, Replay};

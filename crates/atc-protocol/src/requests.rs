@@ -48,14 +48,17 @@ pub struct SpawnRequest {
     /// Effort override, checked against the agent's spawn options (spec §9.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// A copy of its own of a repository at a commit to work in; the session's `cwd` is then
+    /// the same place inside the copy (its root when `cwd` is outside the repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::WorkspaceRequest>,
 }
 
 impl RequestBody for SpawnRequest {
-    /// Spec §2.6 `session.spawn` and api.md's "Coming with the open issues": a workspace, a
-    /// parent session, resource limits, a first prompt, a resume of the agent's own session
-    /// and a scope (an open question of the spec, §15) are not built yet.
-    const RESERVED: &'static [&'static str] =
-        &["workspace", "parent", "limits", "prompt", "resume", "scope"];
+    /// Spec §2.6 `session.spawn` and api.md's "Coming with the open issues": a parent
+    /// session, resource limits, a first prompt, a resume of the agent's own session and a
+    /// scope (an open question of the spec, §15) are not built yet.
+    const RESERVED: &'static [&'static str] = &["parent", "limits", "prompt", "resume", "scope"];
 }
 
 /// `PATCH /v1/sessions/{id}`: rename or (un)pin.

@@ -233,6 +233,9 @@ pub struct Descriptor {
     /// others, and until the daemon has learned it after a restart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::responses::SessionAuth>,
+    /// The copy of a repository it works in, if its spawn asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::WorkspaceInfo>,
     /// The identity of its target when it was spawned; the daemon's refusal chain compares
     /// it with the target's current one. Never on the wire (clients read it as empty).
     #[serde(skip)]

@@ -57,7 +57,9 @@ mod tests {
         let r: WorkspaceRequest =
             serde_json::from_value(json!({"url": "https://h/r", "ref": "main"})).unwrap();
         assert_eq!(r.git_ref.as_deref(), Some("main"));
-        assert!(serde_json::from_value::<WorkspaceRequest>(json!({"path": "/r", "depth": 1})).is_err());
+        assert!(
+            serde_json::from_value::<WorkspaceRequest>(json!({"path": "/r", "depth": 1})).is_err()
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod config;
 pub mod fake_anthropic;
 pub mod fake_model;
 pub mod fake_openai;
+pub mod git_repo;
 pub mod raw_answer;
 pub mod real_agents;
 pub mod remote;

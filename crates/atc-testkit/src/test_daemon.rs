@@ -198,6 +198,32 @@ impl TestDaemon {
         )
     }
 
+    /// `POST /v1/sessions` under an `Idempotency-Key` (and `Idempotency-Replay-Only` when
+    /// `replay_only`): the status, whether it was marked replayed, and the body.
+    pub async fn keyed_spawn(
+        &self,
+        key: &str,
+        body: &Value,
+        replay_only: bool,
+    ) -> (u16, bool, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}/v1/sessions", self.url))
+            .bearer_auth(&self.token)
+            .insert_header(("Idempotency-Key", key));
+        if replay_only {
+            req = req.insert_header(("Idempotency-Replay-Only", "true"));
+        }
+        let mut resp = req.send_json(body).await.expect("keyed spawn");
+        let replayed = resp
+            .headers()
+            .get("Idempotent-Replayed")
+            .is_some_and(|v| v == "true");
+        let bytes = resp.body().await.expect("body");
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (resp.status().as_u16(), replayed, json)
+    }
+
     /// Spawns a session of `agent` in /tmp and returns its descriptor.
     pub async fn spawn(&self, agent: &str) -> Value {
         self.spawn_with(serde_json::json!({"agent": agent, "cwd": "/tmp"}))

@@ -76,7 +76,7 @@ impl Session {
             }
             let before = self.descriptor();
             return Box::pin(
-                self.forget()
+                self.forget(false)
                     .map(move |res, _, _| res.map(|()| Killed::Forgotten(before))),
             );
         }
@@ -196,7 +196,8 @@ impl Session {
             .then(
                 |res, act, _| -> ResponseActFuture<Session, Result<(), SessionError>> {
                     match res {
-                        Ok(()) => act.forget(),
+                        // The host and everything on it is gone already.
+                        Ok(()) => act.forget(true),
                         Err(e) => Box::pin(fut::ready(Err(e.into()))),
                     }
                 },
@@ -204,19 +205,54 @@ impl Session {
         }))
     }
 
-    /// Ends the process, deletes the row and the record file, announces the removal and
-    /// stops the actor.
-    pub(super) fn forget(&mut self) -> ResponseActFuture<Self, Result<(), SessionError>> {
+    /// Ends the process, removes the workspace, deletes the row and the record file,
+    /// announces the removal and stops the actor. Without `force`, a workspace whose removal
+    /// would lose work refuses it all (`workspace_dirty`) before anything ends.
+    pub(super) fn forget(
+        &mut self,
+        force: bool,
+    ) -> ResponseActFuture<Self, Result<(), SessionError>> {
+        if self.record.workspace.is_none() || force {
+            return self.forget_now();
+        }
+        let (workspaces, id) = (self.deps.workspaces.clone(), self.record.id);
+        Box::pin(
+            async move { workspaces.check_loss(id).await }
+                .into_actor(self)
+                .then(
+                    |weighed, act, _| -> ResponseActFuture<Session, Result<(), SessionError>> {
+                        match weighed {
+                            Ok(()) => act.forget_now(),
+                            Err(e) => Box::pin(fut::ready(Err(e))),
+                        }
+                    },
+                ),
+        )
+    }
+
+    fn forget_now(&mut self) -> ResponseActFuture<Self, Result<(), SessionError>> {
         // Forgetting does not wait out a grace: the session is going away for good.
         let done = self.end_process(Ending::Killed, Duration::ZERO);
         self.clients.close_all();
         let id = self.record.id;
         let store = self.deps.store.clone();
         let state_dir = self.deps.state_dir.clone();
+        let workspaces = self
+            .record
+            .workspace
+            .is_some()
+            .then(|| self.deps.workspaces.clone());
         Box::pin(
             async move {
                 // Its sender goes only with the actor; the row is deleted either way.
                 let _ = done.await;
+                if let Some(workspaces) = workspaces {
+                    // After the process, whose files these are. A workspace that cannot be
+                    // removed stays as an orphan for `atc workspaces prune`; the session goes.
+                    if let Err(e) = workspaces.remove(id).await {
+                        tracing::error!(session = %id, error = %e, "the workspace stays");
+                    }
+                }
                 // Off this thread: a file system can take its time over an unlink, and a
                 // fleet being forgotten pays it a thousand times.
                 let removed = crate::sessions::blocking_threads::run(move || {

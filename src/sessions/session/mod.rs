@@ -99,6 +99,8 @@ pub struct SessionDeps {
     pub metrics: crate::metrics::Metrics,
     /// The cap on sessions with a running process: each start takes a slot.
     pub slots: crate::sessions::live_slots::LiveSlots,
+    /// Where sessions' workspaces are made and recorded.
+    pub workspaces: crate::sessions::workspace_step::Workspaces,
 }
 
 /// Why the process is being ended, which decides the recorded exit reason.
@@ -242,6 +244,7 @@ impl Session {
                 .map(ToString::to_string),
             lifecycle: self.lifecycle(),
             auth: self.auth,
+            workspace: self.record.workspace.clone(),
         }
     }
 
@@ -728,11 +731,11 @@ impl Handler<ForgetDestroying> for Session {
 impl Handler<Forget> for Session {
     type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
-    fn handle(&mut self, _: Forget, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Forget, _: &mut Self::Context) -> Self::Result {
         if let Err(e) = self.refuse(Operation::Forget) {
             return Box::pin(fut::ready(Err(e)));
         }
-        self.forget()
+        self.forget(msg.force)
     }
 }
 
@@ -740,7 +743,8 @@ impl Handler<Discard> for Session {
     type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
     fn handle(&mut self, _: Discard, _: &mut Self::Context) -> Self::Result {
-        self.forget()
+        // A start that was refused did no work in its workspace.
+        self.forget(true)
     }
 }
 

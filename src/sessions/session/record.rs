@@ -49,6 +49,8 @@ pub struct SessionRecord {
     /// The group leader of the local process running now (kept on the row so the next daemon
     /// can end it after a `kill -9` of this one, see `daemon::survivors`).
     pub leader: Option<crate::providers::local::group_leader::GroupLeader>,
+    /// The copy of a repository it works in (kept in its own table, joined at load).
+    pub workspace: Option<atc_protocol::workspace::WorkspaceInfo>,
 }
 
 /// How the last process ended.
@@ -130,6 +132,7 @@ impl SessionRecord {
             exit: Some(exit),
             // A loaded row's process was the last daemon's: ended by now, or not ours.
             leader: None,
+            workspace: None,
         }
     }
 

@@ -546,6 +546,7 @@ mod tests {
                 reason,
             }),
             leader: None,
+            workspace: None,
         }
     }
 

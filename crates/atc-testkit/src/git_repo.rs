@@ -1,5 +1,5 @@
-//! Real git repositories for the workspace tests, made in a temporary directory with a fixed
-//! identity so commits work on any machine.
+//! Real git repositories for the workspace tests (the daemon's unit tests and `tests/it`),
+//! made in a temporary directory with a fixed identity so commits work on any machine.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,0 +1,337 @@
+//! A session's workspace over its life: made at spawn step 9 (spec §3.5) before the process
+//! starts, each phase written to the store before the phase begins; weighed and removed when
+//! the session is forgotten, never losing work unless told to; and, at start-up, what a
+//! stopped daemon left half made is failed as `workspace_interrupted` and removed (§1.3).
+//!
+//! git runs on the daemon's blocking threads, never on the sessions' thread. The workspaces of
+//! local repositories live under `<state dir>/workspaces/`.
+
+use std::path::{Path, PathBuf};
+
+use atc_protocol::workspace::WorkspaceInfo;
+use atc_protocol::SessionId;
+
+use super::blocking_threads;
+use super::session_error::SessionError;
+use crate::clock::now_ms;
+use crate::store::StateStore;
+use crate::workspaces::git::Git;
+use crate::workspaces::record::{Materialization, SourceKind};
+use crate::workspaces::source::{self, Ask, Source};
+use crate::workspaces::worktree::{self, Worktree};
+use crate::workspaces::{Phase, WorkspaceError, WorkspaceProblem};
+
+/// Where the daemon makes workspaces on its own machine.
+pub fn root(state_dir: &Path) -> PathBuf {
+    state_dir.join("workspaces")
+}
+
+/// What the store and git of workspace work are.
+#[derive(Clone)]
+pub struct Workspaces {
+    /// Where phases are recorded.
+    pub store: StateStore,
+    /// How git runs.
+    pub git: Git,
+    /// Where workspaces are made.
+    pub root: PathBuf,
+}
+
+/// A workspace made for a spawn.
+#[derive(Debug, Clone)]
+pub struct Made {
+    /// As the descriptor shows it.
+    pub info: WorkspaceInfo,
+    /// Where the session starts: the spawn's `cwd` mapped into the copy.
+    pub cwd: String,
+}
+
+/// Runs `job` on a blocking thread; a lost job is an internal error.
+async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, SessionError> {
+    match blocking_threads::run(job).await {
+        Ok(answer) => answer.map_err(surfaced),
+        Err(e) => {
+            tracing::error!(error = %e, "a workspace's git work did not finish");
+            Err(SessionError::Internal)
+        }
+    }
+}
+
+/// A workspace error as the client gets it: git's own failures are logged and answered as
+/// `internal` (their text names paths of this machine); the rest carry their spec code.
+fn surfaced(e: WorkspaceError) -> SessionError {
+    match &e.problem {
+        WorkspaceProblem::Git(detail) => {
+            tracing::error!(phase = e.phase.as_str(), detail = %detail, "workspace git failure");
+            SessionError::Internal
+        }
+        _ => SessionError::Workspace(e),
+    }
+}
+
+fn stored<T>(res: Result<T, crate::store::StoreError>, what: &str) -> Result<T, SessionError> {
+    res.map_err(|e| {
+        tracing::error!(error = %e, "{what}");
+        SessionError::Internal
+    })
+}
+
+impl Workspaces {
+    /// Makes the workspace `ask` names for session `id` (named `name`), recording each
+    /// phase first. A refusal or failure leaves nothing behind: no directory, no branch, no
+    /// row.
+    pub async fn materialize(
+        &self,
+        id: SessionId,
+        target: &str,
+        name: &str,
+        ask: Ask,
+        cwd: &str,
+    ) -> Result<Made, SessionError> {
+        let Source::Path(repo) = ask.source.clone() else {
+            // The server refuses a `url` as not built yet before a spawn gets here.
+            tracing::error!(session = %id, "a clone workspace reached the spawn");
+            return Err(SessionError::Internal);
+        };
+        let dir = worktree::dir_for(&self.root, &repo, &id.to_string());
+        let branch = worktree::branch_name(name, &id.to_string());
+        let began = now_ms();
+        let row = Materialization {
+            session_id: id,
+            target: target.to_string(),
+            dir: dir.clone(),
+            source_kind: SourceKind::Path,
+            phase: Phase::Resolving,
+            repo_url: repo.display().to_string(),
+            sha: None,
+            git_ref: ask.pick.git_ref().map(str::to_string),
+            branch: Some(branch.clone()),
+            error_code: None,
+            started_at: began,
+            updated_at: began,
+            materialized_at: None,
+            withheld_env: Vec::new(),
+        };
+        stored(
+            self.store.workspace_begin(&row).await,
+            "recording a workspace",
+        )?;
+        let made = self.make(id, repo, dir, branch, ask, cwd).await;
+        if made.is_err() {
+            // Nothing was left on disk (each step undoes its own); the row goes too.
+            if let Err(e) = self.store.workspace_delete(id).await {
+                tracing::error!(session = %id, error = %e, "a refused workspace's row stays");
+            }
+        }
+        made
+    }
+
+    async fn make(
+        &self,
+        id: SessionId,
+        repo: PathBuf,
+        dir: PathBuf,
+        branch: String,
+        ask: Ask,
+        cwd: &str,
+    ) -> Result<Made, SessionError> {
+        let git = self.git.clone();
+        let (pick, at) = (ask.pick.clone(), repo.clone());
+        let (resolved, top) = blocking(move || {
+            let resolved = source::resolve(&git, &at, &pick)?;
+            source::check_complete(&git, &at, &resolved.sha)?;
+            // A bare repository has no top level; a cwd cannot be inside it.
+            let top = git
+                .run(&at, &["rev-parse", "--show-toplevel"])
+                .ok()
+                .map(|t| PathBuf::from(t.trim()));
+            Ok((resolved, top))
+        })
+        .await?;
+        let now = now_ms();
+        stored(
+            self.store
+                .workspace_phase(id, Phase::Cloning, Some(&resolved.sha), None, now)
+                .await,
+            "recording a workspace's phase",
+        )?;
+        let tree = Worktree {
+            repo: repo.clone(),
+            dir: dir.clone(),
+            branch: branch.clone(),
+            sha: resolved.sha.clone(),
+        };
+        let git = self.git.clone();
+        blocking(move || tree.add(&git)).await?;
+        let ready_at = now_ms();
+        if let Err(e) = self
+            .store
+            .workspace_phase(id, Phase::Ready, None, None, ready_at)
+            .await
+        {
+            tracing::error!(session = %id, error = %e, "recording a workspace ready");
+            let (git, repo, dir) = (self.git.clone(), repo.clone(), dir.clone());
+            // Best effort: what is left is an orphan `prune` finds.
+            let _ = blocking(move || Worktree::remove(&git, &repo, &dir, true)).await;
+            return Err(SessionError::Internal);
+        }
+        Ok(Made {
+            cwd: mapped_cwd(cwd, top.as_deref(), &dir),
+            info: WorkspaceInfo {
+                repo_url: repo.display().to_string(),
+                sha: resolved.sha,
+                git_ref: resolved.git_ref,
+                dir: dir.display().to_string(),
+                branch: Some(branch),
+                materialized_at: ready_at,
+            },
+        })
+    }
+
+    /// Refuses with `workspace_dirty` when removing session `id`'s workspace would lose work.
+    pub async fn check_loss(&self, id: SessionId) -> Result<(), SessionError> {
+        let Some(row) = stored(self.store.workspace_get(id).await, "reading a workspace")? else {
+            return Ok(());
+        };
+        if !row.dir.is_dir() {
+            return Ok(());
+        }
+        let git = self.git.clone();
+        blocking(move || {
+            let loss = Worktree::loss(&git, &row.dir)?;
+            match loss.is_empty() {
+                true => Ok(()),
+                false => Err(WorkspaceError::at(
+                    Phase::Ready,
+                    WorkspaceProblem::Dirty(loss),
+                )),
+            }
+        })
+        .await
+    }
+
+    /// Removes session `id`'s workspace, whatever it holds (callers weigh it first), and its
+    /// row; its branch stays in the repository.
+    pub async fn remove(&self, id: SessionId) -> Result<(), SessionError> {
+        let Some(row) = stored(self.store.workspace_get(id).await, "reading a workspace")? else {
+            return Ok(());
+        };
+        let git = self.git.clone();
+        let (repo, dir) = (PathBuf::from(&row.repo_url), row.dir.clone());
+        blocking(move || Worktree::remove(&git, &repo, &dir, true)).await?;
+        stored(
+            self.store.workspace_delete(id).await,
+            "forgetting a workspace",
+        )
+    }
+
+    /// Spec §1.3 step 3, before anything is served: every workspace a stopped daemon left short
+    /// of `ready` is failed as `workspace_interrupted`, and what it made is removed: its
+    /// directory, and its branch while the branch still points where it was made (nothing was
+    /// committed on it). The number of workspaces interrupted.
+    pub async fn sweep_interrupted(&self) -> Result<usize, crate::store::StoreError> {
+        let rows = self.store.workspaces_interrupt(now_ms()).await?;
+        for row in &rows {
+            tracing::warn!(session = %row.session_id, phase = row.phase.as_str(),
+                "a workspace was interrupted by a daemon stop; removing what it made");
+            let git = self.git.clone();
+            let row = row.clone();
+            let done = blocking_threads::run(move || discard_interrupted(&git, &row)).await;
+            if done.is_err() {
+                tracing::error!("removing an interrupted workspace did not finish");
+            }
+        }
+        Ok(rows.len())
+    }
+}
+
+impl Workspaces {
+    /// Every ready workspace, by session, as descriptors show them (joined to the sessions
+    /// loaded at start).
+    pub async fn ready_infos(
+        &self,
+    ) -> Result<std::collections::HashMap<SessionId, WorkspaceInfo>, crate::store::StoreError> {
+        let rows = self.store.workspaces_all().await?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.phase == Phase::Ready)
+            .map(|r| {
+                let info = WorkspaceInfo {
+                    repo_url: r.repo_url,
+                    sha: r.sha.unwrap_or_default(),
+                    git_ref: r.git_ref,
+                    dir: r.dir.display().to_string(),
+                    branch: r.branch,
+                    materialized_at: r.materialized_at.unwrap_or(r.updated_at),
+                };
+                (r.session_id, info)
+            })
+            .collect())
+    }
+}
+
+/// Removes what an interrupted materialization made.
+fn discard_interrupted(git: &Git, row: &Materialization) {
+    let repo = PathBuf::from(&row.repo_url);
+    if let Err(e) = Worktree::remove(git, &repo, &row.dir, true) {
+        tracing::error!(dir = %row.dir.display(), error = %e, "an interrupted workspace stays");
+    }
+    let (Some(branch), Some(sha)) = (&row.branch, &row.sha) else {
+        return;
+    };
+    let tip = git.run(
+        &repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ],
+    );
+    if tip.is_ok_and(|t| t.trim() == sha) {
+        // Made by us and never moved: nothing on it to keep.
+        let _ = git.run(&repo, &["branch", "-D", "--end-of-options", branch]);
+    }
+}
+
+/// The spawn's `cwd` inside the copy: the same place relative to the repository's top level
+/// when it is inside the repository and exists in the copy, else the copy's root.
+fn mapped_cwd(cwd: &str, top: Option<&Path>, dir: &Path) -> String {
+    let inside = top
+        .and_then(|top| Path::new(cwd).strip_prefix(top).ok())
+        .map(|rel| match rel.as_os_str().is_empty() {
+            true => dir.to_path_buf(),
+            false => dir.join(rel),
+        })
+        .filter(|p| p.is_dir());
+    inside
+        .unwrap_or_else(|| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cwd_inside_the_repository_maps_into_the_copy() {
+        let copy = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(copy.path().join("src/lib")).unwrap();
+        let top = Path::new("/home/u/app");
+        let at = |cwd: &str| mapped_cwd(cwd, Some(top), copy.path());
+        let root = copy.path().display().to_string();
+        assert_eq!(
+            at("/home/u/app/src/lib"),
+            copy.path().join("src/lib").display().to_string()
+        );
+        assert_eq!(at("/home/u/app"), root);
+        assert_eq!(at("/home/u/app/"), root);
+        // Outside the repository, or a directory the copy lacks (untracked), or no top level.
+        assert_eq!(at("/tmp"), root);
+        assert_eq!(at("/home/u/app/build"), root);
+        assert_eq!(mapped_cwd("/home/u/app/src", None, copy.path()), root);
+    }
+}
