@@ -417,6 +417,9 @@ impl Handler<Spawn> for SessionManager {
             answer
         };
         let Some(ask) = msg.workspace.take() else {
+            if let Err(e) = self.check_overlap(&msg, None) {
+                return Box::pin(fut::ready(counted(Err(e))));
+            }
             return Box::pin(self.spawn_planned(msg, None).map(move |a, _, _| counted(a)));
         };
         if !Path::new(&msg.cwd).is_absolute() {
@@ -424,6 +427,12 @@ impl Handler<Spawn> for SessionManager {
         }
         // The id is minted now: the workspace's directory and branch are named after it.
         let id = *msg.id.get_or_insert_with(SessionId::new);
+        if let crate::workspaces::source::Source::Path(repo) = &ask.source {
+            let dir = self.deps.workspaces.dir_of(repo, id);
+            if let Err(e) = self.check_overlap(&msg, Some(&dir)) {
+                return Box::pin(fut::ready(counted(Err(e))));
+            }
+        }
         let name = msg
             .name
             .clone()
@@ -467,6 +476,25 @@ impl Handler<Spawn> for SessionManager {
 }
 
 impl SessionManager {
+    /// Spec §3.5 step 7 for a spawn on this machine (`workspace`: the directory its new
+    /// workspace will have); a remote spawn's directories are on its own host.
+    fn check_overlap(&self, msg: &Spawn, workspace: Option<&Path>) -> Result<(), SessionError> {
+        let is_local = |target: &str| self.deps.providers.get(target).is_some_and(|p| !p.remote());
+        if !is_local(&msg.target) {
+            return Ok(());
+        }
+        let others = self
+            .sessions
+            .entries()
+            .map(|e| e.descriptor())
+            .filter(|d| is_local(&d.locator.target_id));
+        Ok(super::workspace_step::check_overlap(
+            others,
+            Path::new(&msg.cwd),
+            workspace,
+        )?)
+    }
+
     /// The spawn after its workspace, if any, was made (`workspace`, its cwd already in
     /// `msg`).
     fn spawn_planned(

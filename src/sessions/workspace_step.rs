@@ -79,6 +79,11 @@ fn stored<T>(res: Result<T, crate::store::StoreError>, what: &str) -> Result<T, 
 }
 
 impl Workspaces {
+    /// The directory session `id`'s workspace of the repository at `repo` gets.
+    pub fn dir_of(&self, repo: &Path, id: SessionId) -> PathBuf {
+        worktree::dir_for(&self.root, repo, &id.to_string())
+    }
+
     /// Makes the workspace `ask` names for session `id` (named `name`), recording each
     /// phase first. A refusal or failure leaves nothing behind: no directory, no branch, no
     /// row.
@@ -95,7 +100,7 @@ impl Workspaces {
             tracing::error!(session = %id, "a clone workspace reached the spawn");
             return Err(SessionError::Internal);
         };
-        let dir = worktree::dir_for(&self.root, &repo, &id.to_string());
+        let dir = self.dir_of(&repo, id);
         let branch = worktree::branch_name(name, &id.to_string());
         let began = now_ms();
         let row = Materialization {
@@ -296,6 +301,34 @@ fn discard_interrupted(git: &Git, row: &Materialization) {
     }
 }
 
+/// Spec §3.5 step 7 on this machine: a new session's directory may not overlap a workspace.
+/// A plain `cwd` inside another session's workspace, or a new workspace `dir` holding another
+/// session's `cwd`, is refused as `workspace_overlap`. `others` are the sessions already on
+/// this machine, exited ones included: a workspace is its session's until it is forgotten.
+pub fn check_overlap<'a>(
+    others: impl Iterator<Item = &'a atc_protocol::Descriptor>,
+    cwd: &Path,
+    new_workspace: Option<&Path>,
+) -> Result<(), WorkspaceError> {
+    for other in others {
+        let inside_theirs = other
+            .workspace
+            .as_ref()
+            .is_some_and(|w| new_workspace.is_none() && cwd.starts_with(&w.dir));
+        let holds_theirs = new_workspace.is_some_and(|dir| Path::new(&other.cwd).starts_with(dir));
+        if inside_theirs || holds_theirs {
+            return Err(WorkspaceError::at(
+                Phase::Resolving,
+                WorkspaceProblem::Overlap(format!(
+                    "the directory overlaps the workspace of session {}",
+                    other.id
+                )),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The spawn's `cwd` inside the copy: the same place relative to the repository's top level
 /// when it is inside the repository and exists in the copy, else the copy's root.
 fn mapped_cwd(cwd: &str, top: Option<&Path>, dir: &Path) -> String {
@@ -315,6 +348,47 @@ fn mapped_cwd(cwd: &str, top: Option<&Path>, dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use atc_protocol::Descriptor;
+
+    fn session(cwd: &str, workspace: Option<&str>) -> Descriptor {
+        Descriptor {
+            id: SessionId::new(),
+            cwd: cwd.into(),
+            workspace: workspace.map(|dir| WorkspaceInfo {
+                repo_url: "/src/app".into(),
+                sha: "abc".into(),
+                git_ref: None,
+                dir: dir.into(),
+                branch: None,
+                materialized_at: 1,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn directories_may_not_overlap_a_workspace() {
+        let fleet = [
+            session("/w/app-1/src", Some("/w/app-1")),
+            session("/home/u/plain", None),
+        ];
+        let check = |cwd: &str, new: Option<&str>| {
+            check_overlap(fleet.iter(), Path::new(cwd), new.map(Path::new)).is_ok()
+        };
+        assert!(!check("/w/app-1", None));
+        assert!(!check("/w/app-1/src/deep", None));
+        assert!(
+            check("/w/app-10", None),
+            "a sibling with a longer name is apart"
+        );
+        assert!(
+            check("/home/u/plain", None),
+            "two plain sessions may share a directory"
+        );
+        // A new workspace holding another session's cwd.
+        assert!(!check("/w/x", Some("/home/u")));
+        assert!(check("/w/app-2", Some("/w/app-2")));
+    }
 
     #[test]
     fn a_cwd_inside_the_repository_maps_into_the_copy() {

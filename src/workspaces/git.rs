@@ -53,20 +53,10 @@ impl Git {
         Git { withheld }
     }
 
-    /// Runs `git <args>` in `dir`; stdout on success.
+    /// Runs `git <args>` in `dir`; stdout on success, as text.
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<Stdout, GitFailure> {
-        let out = self
-            .command(dir, args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| GitFailure::NotStarted(e.to_string()))?;
-        if out.status.success() {
-            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
-        }
-        Err(GitFailure::Exited {
-            code: out.status.code(),
-            stderr: last_line(&out.stderr),
-        })
+        let out = self.run_bytes(dir, args)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Runs `git <args>` in `dir`, answering whether it exited 0; for git's yes-or-no

@@ -24,6 +24,16 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 6] = [
+        Phase::Resolving,
+        Phase::Cloning,
+        Phase::Transferring,
+        Phase::Verifying,
+        Phase::Ready,
+        Phase::Failed,
+    ];
+
     /// The word stored and sent.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -38,21 +48,7 @@ impl Phase {
 
     /// The phase a stored word names.
     pub fn parse(word: &str) -> Option<Phase> {
-        [
-            Phase::Resolving,
-            Phase::Cloning,
-            Phase::Transferring,
-            Phase::Verifying,
-            Phase::Ready,
-            Phase::Failed,
-        ]
-        .into_iter()
-        .find(|p| p.as_str() == word)
-    }
-
-    /// Whether a row in this phase was left mid-way by a daemon that stopped.
-    pub fn is_unfinished(self) -> bool {
-        !matches!(self, Phase::Ready | Phase::Failed)
+        Phase::ALL.into_iter().find(|p| p.as_str() == word)
     }
 }
 
@@ -62,19 +58,10 @@ mod tests {
 
     #[test]
     fn words_round_trip_and_match_serde() {
-        for p in [
-            Phase::Resolving,
-            Phase::Cloning,
-            Phase::Transferring,
-            Phase::Verifying,
-            Phase::Ready,
-            Phase::Failed,
-        ] {
+        for p in Phase::ALL {
             assert_eq!(Phase::parse(p.as_str()), Some(p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
         assert_eq!(Phase::parse("done"), None);
-        assert!(Phase::Cloning.is_unfinished());
-        assert!(!Phase::Ready.is_unfinished());
     }
 }

@@ -396,3 +396,35 @@ async fn a_keyed_spawn_makes_its_workspace_once() {
         (409, &json!("idempotency_conflict"))
     );
 }
+
+#[actix_rt::test]
+async fn a_plain_session_inside_another_sessions_workspace_is_refused() {
+    let (d, _tmp) = daemon().await;
+    let repo = TestRepo::with_files(2);
+    let (_, body) = spawn_in(&d, repo.path(), json!({"path": repo.path()})).await;
+    let dir = PathBuf::from(body["session"]["workspace"]["dir"].as_str().unwrap());
+    for cwd in [dir.clone(), dir.join("src")] {
+        let (status, answer) = d
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"agent": "cat", "cwd": cwd})),
+            )
+            .await;
+        assert_eq!(status, 409, "{answer}");
+        assert_eq!(answer["error"]["code"], "workspace_overlap");
+        assert_eq!(answer["error"]["data"]["phase"], "resolving");
+    }
+    // The repository itself is not the workspace: a plain session there is fine, and so is a
+    // second workspace of it.
+    let (status, answer) = d
+        .call(
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "cat", "cwd": repo.path()})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (status, answer) = spawn_in(&d, repo.path(), json!({"path": repo.path()})).await;
+    assert_eq!(status, 201, "{answer}");
+}

@@ -1,0 +1,114 @@
+//! What a workspace costs against making the same worktree by hand (issue 34):
+//!
+//! ```text
+//! cargo run --release --example workspace_cost [-- --files 1000,10000 --rounds 5]
+//! ```
+//!
+//! For each repository size it makes a repository of that many small files in one commit,
+//! starts a daemon in this process, and then, alternating, round after round:
+//!
+//! * by hand: `git worktree add -b <branch> <dir> HEAD`, what a user would type;
+//! * a spawn of `cat` with `workspace: {path}` through the HTTP API, and the same spawn
+//!   without a workspace. Their difference is what the workspace adds to a spawn: the checks
+//!   (the commit resolved, submodules and Git LFS looked for), the phases written to the
+//!   store, and the worktree itself.
+//!
+//! It prints the median of each and the ratio of the workspace's share to the hand-made
+//! worktree. Every session is forgotten (and its workspace removed) between rounds, untimed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use atc_testkit::git_repo::{git_in, TestRepo};
+use atc_testkit::{id_of, test_config, TestDaemon};
+use clap::Parser;
+use serde_json::json;
+
+/// Workspace materialization against `git worktree add` by hand.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Repository sizes, in files.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    files: Vec<usize>,
+    /// Rounds of each measurement per size.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    actix_rt::System::new().block_on(run(args))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let d = TestDaemon::start_on(state.path(), test_config()).await;
+    println!(
+        "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
+        "files", "by hand", "spawn + ws", "spawn alone", "ws share", "ratio"
+    );
+    for &files in &args.files {
+        let repo = TestRepo::with_files(files);
+        let hand_dir = tempfile::tempdir()?;
+        let (mut hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..args.rounds {
+            hand.push(by_hand(repo.path(), hand_dir.path(), round));
+            with.push(spawn(&d, repo.path(), true).await?);
+            without.push(spawn(&d, repo.path(), false).await?);
+        }
+        let (hand, with, without) = (median(hand), median(with), median(without));
+        let share = with.saturating_sub(without);
+        println!(
+            "{files:>8}  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>7.2}×",
+            ms(hand),
+            ms(with),
+            ms(without),
+            ms(share),
+            share.as_secs_f64() / hand.as_secs_f64()
+        );
+    }
+    d.stop().await;
+    Ok(())
+}
+
+/// One worktree made by hand, timed, then removed untimed.
+fn by_hand(repo: &Path, root: &Path, round: usize) -> Duration {
+    let dir = root.join(format!("hand-{round}"));
+    let (branch, path) = (format!("hand-{round}"), dir.display().to_string());
+    let began = Instant::now();
+    git_in(
+        repo,
+        &["worktree", "add", "-q", "-b", &branch, &path, "HEAD"],
+    );
+    let took = began.elapsed();
+    git_in(repo, &["worktree", "remove", "--force", &path]);
+    git_in(repo, &["branch", "-D", &branch]);
+    took
+}
+
+/// One spawn of `cat` in `repo`, with or without a workspace of it, timed; then forgotten.
+async fn spawn(d: &TestDaemon, repo: &Path, workspace: bool) -> anyhow::Result<Duration> {
+    let mut body = json!({"agent": "cat", "cwd": repo});
+    if workspace {
+        body["workspace"] = json!({"path": repo});
+    }
+    let began = Instant::now();
+    let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
+    let took = began.elapsed();
+    anyhow::ensure!(status == 201, "spawn failed: {answer}");
+    let id = id_of(&answer["session"]);
+    let (status, answer) = d
+        .call("DELETE", &format!("/v1/sessions/{id}?force=true"), None)
+        .await;
+    anyhow::ensure!(status == 200, "forget failed: {answer}");
+    Ok(took)
+}
