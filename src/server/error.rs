@@ -424,6 +424,9 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
             .with("problem", "session_cap")
             .with("limit", *cap),
+        SessionError::NoWorkspace { id } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "no_workspace")
+            .with("session", id.to_string()),
         SessionError::EndedBeforeStart => {
             Wire::new(C::HostUnavailable).with("problem", "not_started")
         }

@@ -52,6 +52,11 @@ use crate::server::error::Error;
     responses::KillAnswer,
     responses::ForgetAnswer,
     responses::ScreenText,
+    atc_protocol::workspace::WorkspaceStatus,
+    atc_protocol::workspace::ChangedFile,
+    atc_protocol::workspace::DiffStat,
+    atc_protocol::workspace::WorkspaceRequest,
+    atc_protocol::workspace::WorkspaceInfo,
     responses::ResumeCommand,
     responses::FleetList,
     responses::Restored,
@@ -169,6 +174,11 @@ fn operation(endpoint: Endpoint) -> Operation {
         },
         Endpoint::Ack => op("Clear the unread flag", SESSION),
         Endpoint::Screen => op("The visible screen as text", &[(200, "ScreenText")]),
+        Endpoint::Workspace => op(
+            "Where the session's workspace stands: branch, base, ahead and behind, the files \
+             changed and a diff stat",
+            &[(200, "WorkspaceStatus")],
+        ),
         Endpoint::ResumeCommand => op(
             "A command line that resumes the agent's session outside atc",
             &[(200, "ResumeCommand")],

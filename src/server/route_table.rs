@@ -73,6 +73,8 @@ pub enum Endpoint {
     Ack,
     /// `GET /v1/sessions/{id}/screen`.
     Screen,
+    /// `GET /v1/sessions/{id}/workspace`.
+    Workspace,
     /// `GET /v1/sessions/{id}/resume-command`.
     ResumeCommand,
     /// `POST /v1/sessions/{id}/kill`.
@@ -160,6 +162,7 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/sessions/{id}/resize", E::Resize),
     route(Post, "/v1/sessions/{id}/ack", E::Ack),
     route(Get, "/v1/sessions/{id}/screen", E::Screen),
+    route(Get, "/v1/sessions/{id}/workspace", E::Workspace),
     route(Get, "/v1/sessions/{id}/resume-command", E::ResumeCommand),
     route(Post, "/v1/sessions/{id}/kill", E::Kill),
     route(Post, "/v1/sessions/{id}/revive", E::Revive),

@@ -85,6 +85,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Resize => r.to(resize),
         Endpoint::Ack => r.to(ack),
         Endpoint::Screen => r.to(screen),
+        Endpoint::Workspace => r.to(workspace),
         Endpoint::ResumeCommand => r.to(resume_command),
         Endpoint::Kill => r.to(kill),
         Endpoint::Revive => r.to(revive),
@@ -539,6 +540,15 @@ async fn screen(
     let found = lookup(&state, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
+}
+
+async fn workspace(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &path).await?;
+    let status = mailbox(found.addr.send(ReadWorkspace).await)??;
+    Ok(HttpResponse::Ok().json(status))
 }
 
 async fn resume_command(

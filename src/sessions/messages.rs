@@ -207,6 +207,12 @@ pub struct Forget {
     pub force: bool,
 }
 
+/// Where the session's workspace stands (`GET /v1/sessions/{id}/workspace`); `NoWorkspace`
+/// for a session without one.
+#[derive(Message)]
+#[rtype(result = "Result<atc_protocol::workspace::WorkspaceStatus, SessionError>")]
+pub struct ReadWorkspace;
+
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]

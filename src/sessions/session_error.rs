@@ -72,6 +72,12 @@ pub enum SessionError {
         /// Sessions with a running process when the start was refused.
         live: usize,
     },
+    /// A workspace operation on a session that has no workspace.
+    #[error("session '{id}' has no workspace; spawn one with `workspace`")]
+    NoWorkspace {
+        /// The session id.
+        id: SessionId,
+    },
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,

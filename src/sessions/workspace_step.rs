@@ -195,6 +195,22 @@ impl Workspaces {
         })
     }
 
+    /// Where session `id`'s workspace stands (`GET /v1/sessions/{id}/workspace`).
+    pub async fn status(
+        &self,
+        id: SessionId,
+    ) -> Result<atc_protocol::workspace::WorkspaceStatus, SessionError> {
+        let row = stored(self.store.workspace_get(id).await, "reading a workspace")?
+            .filter(|r| r.phase == Phase::Ready)
+            .ok_or(SessionError::NoWorkspace { id })?;
+        let git = self.git.clone();
+        let base = row.sha.clone().unwrap_or_default();
+        blocking(move || {
+            crate::workspaces::status::status(&git, &row.dir, &base, row.git_ref.as_deref())
+        })
+        .await
+    }
+
     /// Refuses with `workspace_dirty` when removing session `id`'s workspace would lose work.
     pub async fn check_loss(&self, id: SessionId) -> Result<(), SessionError> {
         let Some(row) = stored(self.store.workspace_get(id).await, "reading a workspace")? else {

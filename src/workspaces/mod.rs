@@ -3,6 +3,7 @@
 //! one, and the store records each materialization's phase before the phase starts.
 //!
 //! - [`source`]: the request checked and the commit resolved, before anything is written.
+//! - [`status`]: where a copy stands against what it was made from.
 //! - [`worktree`]: a repository on this machine becomes a worktree on a branch of its own.
 //! - [`git`]: how the daemon runs git (never prompting, without withheld variables).
 //! - [`record`]: a workspace as the store keeps it.
@@ -14,6 +15,7 @@ pub mod git;
 pub mod phase;
 pub mod record;
 pub mod source;
+pub mod status;
 pub mod worktree;
 
 pub use error::{Loss, WorkspaceError, WorkspaceProblem};

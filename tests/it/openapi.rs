@@ -356,6 +356,37 @@ async fn every_route_answers_what_the_document_says() {
         .await;
     r.call(&d, "GET", "/v1/sessions/{id}/screen", &at("/screen"), None)
         .await;
+    // A workspace's status: refused for a session without one, answered for one with one.
+    let workspace = "/v1/sessions/{id}/workspace";
+    let (status, _) = r.call(&d, "GET", workspace, &at("/workspace"), None).await;
+    assert_eq!(status, 422);
+    let repo = atc_testkit::git_repo::TestRepo::with_files(1);
+    let body = json!({"agent": "cat", "cwd": repo.path(), "workspace": {"path": repo.path()}});
+    let (status, with_workspace) = r
+        .call(&d, "POST", "/v1/sessions", "/v1/sessions", Some(body))
+        .await;
+    assert_eq!(status, 201, "{with_workspace}");
+    let ws_id = id_of(&with_workspace["session"]);
+    let (status, _) = r
+        .call(
+            &d,
+            "GET",
+            workspace,
+            &format!("/v1/sessions/{ws_id}/workspace"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = r
+        .call(
+            &d,
+            "DELETE",
+            one,
+            &format!("/v1/sessions/{ws_id}?force=true"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
     r.call(
         &d,
         "GET",

@@ -428,3 +428,49 @@ async fn a_plain_session_inside_another_sessions_workspace_is_refused() {
     let (status, answer) = spawn_in(&d, repo.path(), json!({"path": repo.path()})).await;
     assert_eq!(status, 201, "{answer}");
 }
+
+#[actix_rt::test]
+async fn the_workspace_route_says_where_the_copy_stands() {
+    let (d, _tmp) = daemon().await;
+    let repo = TestRepo::with_files(2);
+    let base = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let (_, body) = spawn_in(&d, repo.path(), json!({"path": repo.path(), "ref": "main"})).await;
+    let s = &body["session"];
+    let id = id_of(s);
+    let dir = PathBuf::from(s["workspace"]["dir"].as_str().unwrap());
+    d.wait_screen(&id, "pwd:").await;
+    d.submit(&id, "commit").await;
+    d.wait_screen(&id, "committed").await;
+    std::fs::write(dir.join("src/f0.txt"), "edited\n").unwrap();
+    repo.write("upstream.txt", "moved on");
+    repo.commit("main moves on");
+
+    let (status, st) = d
+        .call("GET", &format!("/v1/sessions/{id}/workspace"), None)
+        .await;
+    assert_eq!(status, 200, "{st}");
+    assert_eq!(st["branch"], s["workspace"]["branch"]);
+    assert_eq!((&st["base"], &st["ref"]), (&json!(base), &json!("main")));
+    assert_eq!(
+        (&st["ahead"], &st["behind"]),
+        (&json!(1), &json!(1)),
+        "{st}"
+    );
+    assert_eq!(
+        st["changed"],
+        json!([{"path": "src/f0.txt", "status": " M"}])
+    );
+    assert_eq!(st["changedTruncated"], false);
+    assert_eq!(st["diffStat"]["files"], 2, "{st}");
+
+    // A session without a workspace has nothing to say.
+    let plain = id_of(&d.spawn("cat").await);
+    let (status, answer) = d
+        .call("GET", &format!("/v1/sessions/{plain}/workspace"), None)
+        .await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (422, &json!("unsupported_operation"))
+    );
+    assert_eq!(answer["error"]["data"]["problem"], "no_workspace");
+}

@@ -47,6 +47,56 @@ pub struct WorkspaceInfo {
     pub materialized_at: i64,
 }
 
+/// `GET /v1/sessions/{id}/workspace`: where the session's copy stands against what it was
+/// made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceStatus {
+    /// Where the copy is.
+    pub dir: String,
+    /// The branch checked out in it; absent on a detached `HEAD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The commit it was made at.
+    pub base: String,
+    /// The ref it was made from, if one was asked for.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// The commit checked out now.
+    pub head: String,
+    /// Commits on `head` that are not on `base`.
+    pub ahead: u64,
+    /// Commits on `ref` now that are not on `head` (0 when made at a commit or at `HEAD`).
+    pub behind: u64,
+    /// Files changed in the copy and not committed, untracked ones included (at most 1,000).
+    pub changed: Vec<ChangedFile>,
+    /// More files changed than `changed` lists.
+    pub changed_truncated: bool,
+    /// The copy's tracked files against `base`, committed or not.
+    pub diff_stat: DiffStat,
+}
+
+/// One file changed and not committed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ChangedFile {
+    /// Its path in the copy.
+    pub path: String,
+    /// git's two-letter status (`git status --porcelain`): index then work tree, e.g. ` M`,
+    /// `A `, `??` for untracked.
+    pub status: String,
+}
+
+/// `git diff --shortstat` of the copy against its base.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DiffStat {
+    /// Files changed.
+    pub files: u64,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

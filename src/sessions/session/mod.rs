@@ -739,6 +739,19 @@ impl Handler<Forget> for Session {
     }
 }
 
+impl Handler<ReadWorkspace> for Session {
+    type Result = ResponseFuture<Result<atc_protocol::workspace::WorkspaceStatus, SessionError>>;
+
+    fn handle(&mut self, _: ReadWorkspace, _: &mut Self::Context) -> Self::Result {
+        let id = self.record.id;
+        if self.record.workspace.is_none() {
+            return Box::pin(async move { Err(SessionError::NoWorkspace { id }) });
+        }
+        let workspaces = self.deps.workspaces.clone();
+        Box::pin(async move { workspaces.status(id).await })
+    }
+}
+
 impl Handler<Discard> for Session {
     type Result = ResponseActFuture<Self, Result<(), SessionError>>;
 
