@@ -371,20 +371,22 @@ async fn spawn(
     })
 }
 
-/// A spawn's `workspace` checked for its shape: one of `path` (absolute) and `url`, and at
-/// most one of `ref` and `sha`. Cloning from a `url` is not built yet (`unsupported`).
-fn workspace_ask(w: &WorkspaceRequest) -> Result<Ask, RequestError> {
-    let bad = |field: &str, problem: &str| RequestError::BadField {
-        field: field.to_string(),
-        problem: problem.to_string(),
+/// A spawn's `workspace` checked for its shape: one of `path` (absolute) and `url` (a
+/// transport git clones over, without a credential), and at most one of `ref` and `sha`.
+fn workspace_ask(w: &WorkspaceRequest) -> Result<Ask, Error> {
+    let bad = |field: &str, problem: &str| -> Error {
+        RequestError::BadField {
+            field: field.to_string(),
+            problem: problem.to_string(),
+        }
+        .into()
     };
     let source = match (&w.path, &w.url) {
         (Some(_), Some(_)) => return Err(bad("workspace", "takes 'path' or 'url', not both")),
         (None, None) => return Err(bad("workspace.path", "is required (or 'url')")),
-        (None, Some(_)) => {
-            return Err(RequestError::Reserved {
-                field: "workspace.url".into(),
-            })
+        (None, Some(url)) => {
+            crate::workspaces::source::check_url(url)?;
+            Source::Url(url.clone())
         }
         (Some(path), None) if !Path::new(path).is_absolute() => {
             return Err(bad("workspace.path", "must be an absolute path"))

@@ -15,6 +15,7 @@ use super::blocking_threads;
 use super::session_error::SessionError;
 use crate::clock::now_ms;
 use crate::store::StateStore;
+use crate::workspaces::clone;
 use crate::workspaces::git::Git;
 use crate::workspaces::record::{Materialization, SourceKind};
 use crate::workspaces::source::{self, Ask, Source};
@@ -95,21 +96,20 @@ impl Workspaces {
         ask: Ask,
         cwd: &str,
     ) -> Result<Made, SessionError> {
-        let Source::Path(repo) = ask.source.clone() else {
-            // The server refuses a `url` as not built yet before a spawn gets here.
-            tracing::error!(session = %id, "a clone workspace reached the spawn");
-            return Err(SessionError::Internal);
+        let (kind, repo_url, named_after) = match &ask.source {
+            Source::Path(repo) => (SourceKind::Path, repo.display().to_string(), repo.clone()),
+            Source::Url(url) => (SourceKind::Git, url.clone(), PathBuf::from(url)),
         };
-        let dir = self.dir_of(&repo, id);
+        let dir = self.dir_of(&named_after, id);
         let branch = worktree::branch_name(name, &id.to_string());
         let began = now_ms();
         let row = Materialization {
             session_id: id,
             target: target.to_string(),
             dir: dir.clone(),
-            source_kind: SourceKind::Path,
+            source_kind: kind,
             phase: Phase::Resolving,
-            repo_url: repo.display().to_string(),
+            repo_url,
             sha: None,
             git_ref: ask.pick.git_ref().map(str::to_string),
             branch: Some(branch.clone()),
@@ -117,13 +117,13 @@ impl Workspaces {
             started_at: began,
             updated_at: began,
             materialized_at: None,
-            withheld_env: Vec::new(),
+            withheld_env: self.git.withheld().to_vec(),
         };
         stored(
             self.store.workspace_begin(&row).await,
             "recording a workspace",
         )?;
-        let made = self.make(id, repo, dir, branch, ask, cwd).await;
+        let made = self.make(&row, ask, cwd).await;
         if made.is_err() {
             // Nothing was left on disk (each step undoes its own); the row goes too.
             if let Err(e) = self.store.workspace_delete(id).await {
@@ -133,59 +133,75 @@ impl Workspaces {
         made
     }
 
-    async fn make(
-        &self,
-        id: SessionId,
-        repo: PathBuf,
-        dir: PathBuf,
-        branch: String,
-        ask: Ask,
-        cwd: &str,
-    ) -> Result<Made, SessionError> {
+    async fn make(&self, row: &Materialization, ask: Ask, cwd: &str) -> Result<Made, SessionError> {
+        let id = row.session_id;
+        let (dir, branch) = (row.dir.clone(), row.branch.clone().unwrap_or_default());
         let git = self.git.clone();
-        let (pick, at) = (ask.pick.clone(), repo.clone());
-        let (resolved, top) = blocking(move || {
-            let resolved = source::resolve(&git, &at, &pick)?;
-            source::check_complete(&git, &at, &resolved.sha)?;
-            // A bare repository has no top level; a cwd cannot be inside it.
-            let top = git
-                .run(&at, &["rev-parse", "--show-toplevel"])
-                .ok()
-                .map(|t| PathBuf::from(t.trim()));
-            Ok((resolved, top))
-        })
-        .await?;
-        let now = now_ms();
-        stored(
-            self.store
-                .workspace_phase(id, Phase::Cloning, Some(&resolved.sha), None, now)
-                .await,
-            "recording a workspace's phase",
-        )?;
-        let tree = Worktree {
-            repo: repo.clone(),
-            dir: dir.clone(),
-            branch: branch.clone(),
-            sha: resolved.sha.clone(),
+        let (resolved, top) = match ask.source {
+            Source::Path(repo) => {
+                let (pick, at) = (ask.pick.clone(), repo.clone());
+                let (resolved, top) = blocking(move || {
+                    let resolved = source::resolve(&git, &at, &pick)?;
+                    source::check_complete(&git, &at, &resolved.sha)?;
+                    // A bare repository has no top level; a cwd cannot be inside it.
+                    let top = git
+                        .run(&at, &["rev-parse", "--show-toplevel"])
+                        .ok()
+                        .map(|t| PathBuf::from(t.trim()));
+                    Ok((resolved, top))
+                })
+                .await?;
+                self.phase(id, Phase::Cloning, Some(&resolved.sha)).await?;
+                let tree = Worktree {
+                    repo,
+                    dir: dir.clone(),
+                    branch: branch.clone(),
+                    sha: resolved.sha.clone(),
+                };
+                let git = self.git.clone();
+                blocking(move || tree.add(&git)).await?;
+                (resolved, top)
+            }
+            Source::Url(url) => {
+                let job = clone::Clone {
+                    url,
+                    dir: dir.clone(),
+                    branch: branch.clone(),
+                    pick: ask.pick,
+                };
+                // git runs from the workspaces' root: no repository of the daemon's cwd is
+                // ever in play.
+                let (checking, root) = (job.clone(), self.root.clone());
+                blocking(move || {
+                    std::fs::create_dir_all(&root).map_err(|e| {
+                        WorkspaceError::at(Phase::Resolving, WorkspaceProblem::Git(e.to_string()))
+                    })?;
+                    checking.check_remote(&git, &root)
+                })
+                .await?;
+                self.phase(id, Phase::Cloning, None).await?;
+                let (git, root) = (self.git.clone(), self.root.clone());
+                let resolved = blocking(move || job.make(&git, &root)).await?;
+                // The spawn's cwd cannot be inside a repository that is only a URL here.
+                (resolved, None)
+            }
         };
-        let git = self.git.clone();
-        blocking(move || tree.add(&git)).await?;
         let ready_at = now_ms();
         if let Err(e) = self
             .store
-            .workspace_phase(id, Phase::Ready, None, None, ready_at)
+            .workspace_phase(id, Phase::Ready, Some(&resolved.sha), None, ready_at)
             .await
         {
             tracing::error!(session = %id, error = %e, "recording a workspace ready");
-            let (git, repo, dir) = (self.git.clone(), repo.clone(), dir.clone());
+            let (git, row) = (self.git.clone(), row.clone());
             // Best effort: what is left is an orphan `prune` finds.
-            let _ = blocking(move || Worktree::remove(&git, &repo, &dir, true)).await;
+            let _ = blocking(move || remove_made(&git, &row)).await;
             return Err(SessionError::Internal);
         }
         Ok(Made {
             cwd: mapped_cwd(cwd, top.as_deref(), &dir),
             info: WorkspaceInfo {
-                repo_url: repo.display().to_string(),
+                repo_url: row.repo_url.clone(),
                 sha: resolved.sha,
                 git_ref: resolved.git_ref,
                 dir: dir.display().to_string(),
@@ -193,6 +209,21 @@ impl Workspaces {
                 materialized_at: ready_at,
             },
         })
+    }
+
+    /// Records that session `id`'s workspace enters `phase`.
+    async fn phase(
+        &self,
+        id: SessionId,
+        phase: Phase,
+        sha: Option<&str>,
+    ) -> Result<(), SessionError> {
+        stored(
+            self.store
+                .workspace_phase(id, phase, sha, None, now_ms())
+                .await,
+            "recording a workspace's phase",
+        )
     }
 
     /// Where session `id`'s workspace stands (`GET /v1/sessions/{id}/workspace`).
@@ -221,7 +252,10 @@ impl Workspaces {
         }
         let git = self.git.clone();
         blocking(move || {
-            let loss = Worktree::loss(&git, &row.dir)?;
+            let loss = match row.source_kind {
+                SourceKind::Path => Worktree::loss(&git, &row.dir)?,
+                SourceKind::Git => clone::loss(&git, &row.dir)?,
+            };
             match loss.is_empty() {
                 true => Ok(()),
                 false => Err(WorkspaceError::at(
@@ -240,8 +274,7 @@ impl Workspaces {
             return Ok(());
         };
         let git = self.git.clone();
-        let (repo, dir) = (PathBuf::from(&row.repo_url), row.dir.clone());
-        blocking(move || Worktree::remove(&git, &repo, &dir, true)).await?;
+        blocking(move || remove_made(&git, &row)).await?;
         stored(
             self.store.workspace_delete(id).await,
             "forgetting a workspace",
@@ -293,13 +326,22 @@ impl Workspaces {
     }
 }
 
+/// Removes a workspace's copy whatever it holds; a worktree's branch stays.
+fn remove_made(git: &Git, row: &Materialization) -> Result<(), WorkspaceError> {
+    match row.source_kind {
+        SourceKind::Path => Worktree::remove(git, Path::new(&row.repo_url), &row.dir, true),
+        SourceKind::Git => clone::remove(&row.dir),
+    }
+}
+
 /// Removes what an interrupted materialization made.
 fn discard_interrupted(git: &Git, row: &Materialization) {
-    let repo = PathBuf::from(&row.repo_url);
-    if let Err(e) = Worktree::remove(git, &repo, &row.dir, true) {
+    if let Err(e) = remove_made(git, row) {
         tracing::error!(dir = %row.dir.display(), error = %e, "an interrupted workspace stays");
     }
-    let (Some(branch), Some(sha)) = (&row.branch, &row.sha) else {
+    let repo = PathBuf::from(&row.repo_url);
+    let (SourceKind::Path, Some(branch), Some(sha)) = (row.source_kind, &row.branch, &row.sha)
+    else {
         return;
     };
     let tip = git.run(

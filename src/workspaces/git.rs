@@ -53,6 +53,11 @@ impl Git {
         Git { withheld }
     }
 
+    /// The variables git does not inherit.
+    pub fn withheld(&self) -> &[String] {
+        &self.withheld
+    }
+
     /// Runs `git <args>` in `dir`; stdout on success, as text.
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<Stdout, GitFailure> {
         let out = self.run_bytes(dir, args)?;

@@ -4,12 +4,14 @@
 //!
 //! - [`source`]: the request checked and the commit resolved, before anything is written.
 //! - [`status`]: where a copy stands against what it was made from.
+//! - [`clone`]: a repository at a URL becomes a clone on a branch of its own.
 //! - [`worktree`]: a repository on this machine becomes a worktree on a branch of its own.
 //! - [`git`]: how the daemon runs git (never prompting, without withheld variables).
 //! - [`record`]: a workspace as the store keeps it.
 //! - [`phase`], [`error`]: where a materialization is, and what went wrong, in the spec's
 //!   words.
 
+pub mod clone;
 pub mod error;
 pub mod git;
 pub mod phase;

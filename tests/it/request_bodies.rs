@@ -174,17 +174,7 @@ async fn wrong_types_and_unknown_fields_are_bad_args_naming_them() {
 async fn fields_reserved_for_parts_not_built_are_unsupported_naming_them() {
     let d = TestDaemon::start().await;
     // Tried as a new user would (issue 33): each used to answer 201 with a plain session.
-    // A workspace from a local path is built (tests/it/workspaces.rs); one cloned from a URL
-    // is not yet, and is refused naming that field.
-    let body = json!({"agent": "sh", "cwd": "/tmp", "workspace": {"url": "https://h/r.git"}});
-    let answer = d.call("POST", "/v1/sessions", Some(body.clone())).await;
-    assert_refused(
-        &answer,
-        422,
-        "unsupported",
-        "workspace.url",
-        &body.to_string(),
-    );
+    // `workspace` is built now (tests/it/workspaces.rs).
     for (field, value) in [
         ("parent", json!("x")),
         ("limits", json!({"memoryMiB": 512})),

@@ -296,14 +296,36 @@ async fn every_refusal_answers_its_code_and_leaves_nothing_behind() {
         );
         assert_eq!(body["error"]["data"]["field"], field, "{workspace}: {body}");
     }
-    // Cloning from a URL is not built yet: refused as such, naming the field.
-    let (status, body) = spawn_in(&d, &cwd, json!({"url": "https://example.invalid/r.git"})).await;
+    // A URL with a credential in it, or one git would run a program for, before git runs.
+    for (url, code) in [
+        ("https://ghp_secret@github.com/o/r.git", "credential_in_url"),
+        ("https://user:hunter2@h/r.git", "credential_in_url"),
+        ("ext::sh -c touch% /tmp/pwned", "invalid_git_url"),
+        ("-uhelp", "invalid_git_url"),
+    ] {
+        let (status, body) = spawn_in(&d, &cwd, json!({"url": url})).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (422, Some(code)),
+            "{body}"
+        );
+        assert!(!body.to_string().contains("secret") && !body.to_string().contains("hunter2"));
+    }
+    // A URL that leads nowhere, or to no such ref.
+    let nowhere = format!("file://{}/nothing-here", plain.path().display());
+    let (status, body) = spawn_in(&d, &cwd, json!({"url": nowhere})).await;
     assert_eq!(
         (status, &body["error"]["code"]),
-        (422, &json!("unsupported")),
+        (502, &json!("clone_failed")),
         "{body}"
     );
-    assert_eq!(body["error"]["data"]["field"], "workspace.url");
+    let url = format!("file://{}", repo.path().display());
+    let (status, body) = spawn_in(&d, &cwd, json!({"url": url, "ref": "nope"})).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (422, &json!("ref_not_found")),
+        "{body}"
+    );
     assert_nothing_left(&d, repo.path()).await;
 }
 
@@ -473,4 +495,45 @@ async fn the_workspace_route_says_where_the_copy_stands() {
         (422, &json!("unsupported_operation"))
     );
     assert_eq!(answer["error"]["data"]["problem"], "no_workspace");
+}
+
+#[actix_rt::test]
+async fn a_url_becomes_a_clone_whose_unpushed_work_is_kept_from_a_forget() {
+    let (d, _tmp) = daemon().await;
+    let origin = TestRepo::with_files(3);
+    origin.git(&["branch", "feature"]);
+    let url = format!("file://{}", origin.path().display());
+    let cwd = std::env::temp_dir();
+    let (status, body) = spawn_in(&d, &cwd, json!({"url": url, "ref": "feature"})).await;
+    assert_eq!(status, 201, "{body}");
+    let s = &body["session"];
+    let id = id_of(s);
+    let ws = &s["workspace"];
+    assert_eq!(
+        (&ws["repoURL"], &ws["ref"]),
+        (&json!(url), &json!("feature"))
+    );
+    let dir = PathBuf::from(ws["dir"].as_str().unwrap());
+    assert_eq!(
+        s["cwd"],
+        json!(dir),
+        "a cwd outside the repository starts at the copy's root"
+    );
+    assert!(dir.join("src/f2.txt").is_file());
+    let branch = ws["branch"].as_str().unwrap();
+    assert_eq!(git_in(&dir, &["branch", "--show-current"]).trim(), branch);
+    d.wait_screen(&id, &format!("pwd:{}", dir.display())).await;
+
+    // A commit that was never pushed would go with the clone.
+    d.submit(&id, "commit").await;
+    d.wait_screen(&id, "committed").await;
+    let (status, body) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["data"]["unkeptCommits"], 1, "{body}");
+    // Pushed, it is kept elsewhere: the forget goes through.
+    git_in(&dir, &["push", "-q", "origin", branch]);
+    let (status, body) = d.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!dir.exists());
+    assert!(origin.git(&["log", "--format=%s", branch]).contains(&id));
 }
