@@ -537,3 +537,65 @@ async fn a_url_becomes_a_clone_whose_unpushed_work_is_kept_from_a_forget() {
     assert!(!dir.exists());
     assert!(origin.git(&["log", "--format=%s", branch]).contains(&id));
 }
+
+#[actix_rt::test]
+async fn a_target_that_cannot_take_a_workspace_is_refused_before_any_git_runs() {
+    use std::sync::Arc;
+    let parsed = atc::config::Config::from_json(
+        br#"{"targets": {"local": {"provider": "local-pty"}, "bare": {"provider": "bare-pty"}}}"#,
+    );
+    let config = atc::config::Config {
+        targets: parsed.targets,
+        ..test_config()
+    };
+    // The local PTY without `transfer`, behind the provider trait.
+    let bare = atc_testkit::caps_provider::CapsProvider {
+        kind: "bare-pty",
+        inner: Arc::new(atc::providers::local::LocalPty {
+            exit_drain: config.timings.exit_drain,
+            withheld: Vec::new(),
+        }),
+        adjust: |c| atc::providers::Capabilities {
+            transfer: false,
+            ..c
+        },
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_with_providers(
+        tmp.path(),
+        config,
+        atc::daemon::ExtraProviders::default().with(Arc::new(bare)),
+    )
+    .await;
+    // A path that is no repository: had git run, the answer would be `not_a_git_repo`.
+    let plain = tempfile::tempdir().unwrap();
+    let body = json!({"agent": "cat", "cwd": plain.path(), "target": "bare",
+                      "workspace": {"path": plain.path()}});
+    let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "unsupported_operation");
+    assert_eq!(answer["error"]["data"]["capability"], "transfer");
+    assert_nothing_left(&d, plain.path()).await;
+}
+
+#[actix_rt::test]
+async fn a_workspace_on_an_imp_is_not_built_yet_and_says_so() {
+    use atc_testkit::impd_sim::{ImpdSim, SimOptions};
+    let sim = ImpdSim::start(SimOptions::default());
+    let config =
+        atc_testkit::with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    let repo = TestRepo::with_files(1);
+    let body = json!({"agent": "sh", "cwd": "/tmp", "target": "box",
+                      "workspace": {"path": repo.path()}});
+    let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (422, &json!("unsupported")),
+        "{answer}"
+    );
+    assert_eq!(answer["error"]["data"]["field"], "workspace");
+    assert!(sim.imps().is_empty(), "no imp was made: {:?}", sim.imps());
+    assert_nothing_left(&d, repo.path()).await;
+}

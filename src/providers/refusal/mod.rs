@@ -92,6 +92,14 @@ impl Refusal {
         self.chain(target, None, Capability::Spawn)
     }
 
+    /// Whether a new session on `target` (`None`: the default) may have a workspace: its
+    /// provider must both unpack archives and run commands there (spec §4.4, `transfer` and
+    /// `run`), asked before any git runs.
+    pub fn check_workspace(&self, target: Option<&str>) -> Result<&Target, TargetError> {
+        self.chain(target, None, Capability::Transfer)?;
+        self.chain(target, None, Capability::Run)
+    }
+
     /// Whether forgetting a session of `target` destroys its host (its provider can).
     pub fn destroys_host(&self, target: &str) -> bool {
         self.providers
