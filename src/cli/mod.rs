@@ -19,6 +19,7 @@ pub mod screen;
 pub mod spawn;
 pub mod suspend;
 pub mod terminal;
+pub mod workspaces;
 
 use std::path::PathBuf;
 
@@ -52,6 +53,8 @@ pub enum ClientCommand {
     Logs(logs::LogsArgs),
     /// Print the URL of the daemon's browser page and open it in a browser.
     Open(open::OpenArgs),
+    /// List or prune workspace directories no session owns.
+    Workspaces(workspaces::WorkspacesArgs),
 }
 
 /// Runs one client command against the daemon found in `state_dir` (default: see
@@ -72,5 +75,6 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
         ClientCommand::Restore(args) => restore::run(&client, args).await,
         ClientCommand::Logs(args) => logs::run(&client, args).await,
         ClientCommand::Open(args) => open::run(&client, args).await,
+        ClientCommand::Workspaces(args) => workspaces::run(&client, args).await,
     }
 }

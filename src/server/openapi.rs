@@ -57,6 +57,10 @@ use crate::server::error::Error;
     atc_protocol::workspace::DiffStat,
     atc_protocol::workspace::WorkspaceRequest,
     atc_protocol::workspace::WorkspaceInfo,
+    atc_protocol::workspace::Orphan,
+    atc_protocol::workspace::OrphanList,
+    atc_protocol::workspace::PruneRequest,
+    atc_protocol::workspace::PruneAnswer,
     responses::ResumeCommand,
     responses::FleetList,
     responses::Restored,
@@ -174,6 +178,17 @@ fn operation(endpoint: Endpoint) -> Operation {
         },
         Endpoint::Ack => op("Clear the unread flag", SESSION),
         Endpoint::Screen => op("The visible screen as text", &[(200, "ScreenText")]),
+        Endpoint::Orphans => op(
+            "Workspace directories no session owns, each with the work it holds",
+            &[(200, "OrphanList")],
+        ),
+        Endpoint::Prune => Operation {
+            body: Some(("PruneRequest", false)),
+            ..op(
+                "Remove orphaned workspaces that hold no work (all of them with force)",
+                &[(200, "PruneAnswer")],
+            )
+        },
         Endpoint::Workspace => op(
             "Where the session's workspace stands: branch, base, ahead and behind, the files \
              changed and a diff stat",

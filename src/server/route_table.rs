@@ -95,6 +95,10 @@ pub enum Endpoint {
     Fleet,
     /// `POST /v1/fleet/restore`.
     Restore,
+    /// `GET /v1/workspaces/orphans`.
+    Orphans,
+    /// `POST /v1/workspaces/prune`.
+    Prune,
     /// `GET /v1/dirs`.
     Dirs,
     /// `GET /v1/permissions`.
@@ -173,6 +177,8 @@ pub const ROUTES: &[Route] = &[
     route(Get, "/v1/sessions/{id}/attach", E::Attach),
     route(Get, "/v1/fleet", E::Fleet),
     route(Post, "/v1/fleet/restore", E::Restore),
+    route(Get, "/v1/workspaces/orphans", E::Orphans),
+    route(Post, "/v1/workspaces/prune", E::Prune),
     route(Get, "/v1/dirs", E::Dirs),
     route(Get, "/v1/permissions", E::Permissions),
     route(Post, "/v1/permissions/{id}", E::Respond),

@@ -86,6 +86,8 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Ack => r.to(ack),
         Endpoint::Screen => r.to(screen),
         Endpoint::Workspace => r.to(workspace),
+        Endpoint::Orphans => r.to(orphans),
+        Endpoint::Prune => r.to(prune),
         Endpoint::ResumeCommand => r.to(resume_command),
         Endpoint::Kill => r.to(kill),
         Endpoint::Revive => r.to(revive),
@@ -563,6 +565,18 @@ async fn workspace(
     let found = lookup(&state, &path).await?;
     let status = mailbox(found.addr.send(ReadWorkspace).await)??;
     Ok(HttpResponse::Ok().json(status))
+}
+
+async fn orphans(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let list = mailbox(state.manager()?.send(ListOrphans).await)??;
+    Ok(HttpResponse::Ok().json(list))
+}
+
+async fn prune(payload: web::Payload, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let p: atc_protocol::workspace::PruneRequest = read_json(payload, &state).await?;
+    let force = p.force.unwrap_or(false);
+    let done = mailbox(state.manager()?.send(PruneOrphans { force }).await)??;
+    Ok(HttpResponse::Ok().json(done))
 }
 
 async fn resume_command(

@@ -530,6 +530,36 @@ impl SessionManager {
     }
 }
 
+impl SessionManager {
+    /// Every listed session's id: their workspaces are owned.
+    fn listed(&self) -> std::collections::HashSet<SessionId> {
+        self.sessions.entries().map(|e| e.descriptor().id).collect()
+    }
+}
+
+impl Handler<ListOrphans> for SessionManager {
+    type Result = ResponseFuture<Result<atc_protocol::workspace::OrphanList, SessionError>>;
+
+    fn handle(&mut self, _: ListOrphans, _: &mut Self::Context) -> Self::Result {
+        let (workspaces, listed) = (self.deps.workspaces.clone(), self.listed());
+        Box::pin(async move {
+            let orphans = workspaces.orphans(listed).await?;
+            Ok(atc_protocol::workspace::OrphanList {
+                orphans: orphans.into_iter().map(|(o, _)| o).collect(),
+            })
+        })
+    }
+}
+
+impl Handler<PruneOrphans> for SessionManager {
+    type Result = ResponseFuture<Result<atc_protocol::workspace::PruneAnswer, SessionError>>;
+
+    fn handle(&mut self, msg: PruneOrphans, _: &mut Self::Context) -> Self::Result {
+        let (workspaces, listed) = (self.deps.workspaces.clone(), self.listed());
+        Box::pin(async move { workspaces.prune(listed, msg.force).await })
+    }
+}
+
 impl Handler<ShadowedId> for SessionManager {
     type Result = Option<SessionId>;
 

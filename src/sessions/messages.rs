@@ -213,6 +213,21 @@ pub struct Forget {
 #[rtype(result = "Result<atc_protocol::workspace::WorkspaceStatus, SessionError>")]
 pub struct ReadWorkspace;
 
+/// The workspace directories no listed session owns (`GET /v1/workspaces/orphans`); sent to
+/// the manager, which knows the listed sessions.
+#[derive(Message)]
+#[rtype(result = "Result<atc_protocol::workspace::OrphanList, SessionError>")]
+pub struct ListOrphans;
+
+/// Remove the orphaned workspaces that hold no work, or all of them with `force`
+/// (`POST /v1/workspaces/prune`); sent to the manager.
+#[derive(Message)]
+#[rtype(result = "Result<atc_protocol::workspace::PruneAnswer, SessionError>")]
+pub struct PruneOrphans {
+    /// Remove those that hold work too.
+    pub force: bool,
+}
+
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]

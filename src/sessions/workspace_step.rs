@@ -8,18 +8,18 @@
 
 use std::path::{Path, PathBuf};
 
-use atc_protocol::workspace::WorkspaceInfo;
+use atc_protocol::workspace::{Orphan, PruneAnswer, WorkspaceInfo};
 use atc_protocol::SessionId;
 
 use super::blocking_threads;
 use super::session_error::SessionError;
 use crate::clock::now_ms;
 use crate::store::StateStore;
-use crate::workspaces::clone;
 use crate::workspaces::git::Git;
 use crate::workspaces::record::{Materialization, SourceKind};
 use crate::workspaces::source::{self, Ask, Source};
 use crate::workspaces::worktree::{self, Worktree};
+use crate::workspaces::{clone, orphan};
 use crate::workspaces::{Phase, WorkspaceError, WorkspaceProblem};
 
 /// Where the daemon makes workspaces on its own machine.
@@ -323,6 +323,75 @@ impl Workspaces {
                 (r.session_id, info)
             })
             .collect())
+    }
+}
+
+/// How long a workspace row is left alone by a prune after its last change: its spawn may
+/// still be on the way to listing its session.
+const IN_FLIGHT: i64 = 60_000;
+
+impl Workspaces {
+    /// Every workspace directory no listed session owns, weighed: directories under the root
+    /// without a row, and rows whose session is not `listed` (those changed in the last
+    /// minute excepted: a spawn may be listing its session).
+    pub async fn orphans(
+        &self,
+        listed: std::collections::HashSet<SessionId>,
+    ) -> Result<Vec<(Orphan, Option<Materialization>)>, SessionError> {
+        let rows = stored(self.store.workspaces_all().await, "reading workspaces")?;
+        let (git, root, now) = (self.git.clone(), self.root.clone(), now_ms());
+        blocking(move || {
+            let mut found = Vec::new();
+            for dir in orphan::dirs_under(&root) {
+                let row = rows.iter().find(|r| r.dir == dir);
+                let owned = row.is_some_and(|r| {
+                    listed.contains(&r.session_id) || now - r.updated_at < IN_FLIGHT
+                });
+                if owned {
+                    continue;
+                }
+                let loss = orphan::weigh(&git, &dir)?;
+                let info = Orphan {
+                    dir: dir.display().to_string(),
+                    session: row.map(|r| r.session_id),
+                    repo_url: row.map(|r| r.repo_url.clone()),
+                    changed_files: loss.changed_files as u64,
+                    unkept_commits: loss.unkept_commits as u64,
+                };
+                found.push((info, row.cloned()));
+            }
+            Ok(found)
+        })
+        .await
+    }
+
+    /// Removes the orphans that hold no work (all of them with `force`), and their rows.
+    pub async fn prune(
+        &self,
+        listed: std::collections::HashSet<SessionId>,
+        force: bool,
+    ) -> Result<PruneAnswer, SessionError> {
+        let mut answer = PruneAnswer {
+            removed: Vec::new(),
+            kept: Vec::new(),
+        };
+        for (found, row) in self.orphans(listed).await? {
+            if !force && (found.changed_files > 0 || found.unkept_commits > 0) {
+                answer.kept.push(found);
+                continue;
+            }
+            let (git, dir) = (self.git.clone(), PathBuf::from(&found.dir));
+            blocking(move || orphan::remove(&git, &dir)).await?;
+            if let Some(row) = row {
+                stored(
+                    self.store.workspace_delete(row.session_id).await,
+                    "forgetting a pruned workspace",
+                )?;
+            }
+            tracing::info!(dir = %found.dir, "pruned an orphaned workspace");
+            answer.removed.push(found.dir);
+        }
+        Ok(answer)
     }
 }
 

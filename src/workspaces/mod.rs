@@ -6,6 +6,7 @@
 //! - [`status`]: where a copy stands against what it was made from.
 //! - [`clone`]: a repository at a URL becomes a clone on a branch of its own.
 //! - [`worktree`]: a repository on this machine becomes a worktree on a branch of its own.
+//! - [`orphan`]: copies no session owns, weighed and removed for what they are on disk.
 //! - [`git`]: how the daemon runs git (never prompting, without withheld variables).
 //! - [`record`]: a workspace as the store keeps it.
 //! - [`phase`], [`error`]: where a materialization is, and what went wrong, in the spec's
@@ -14,6 +15,7 @@
 pub mod clone;
 pub mod error;
 pub mod git;
+pub mod orphan;
 pub mod phase;
 pub mod record;
 pub mod source;

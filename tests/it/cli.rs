@@ -538,5 +538,16 @@ async fn spawn_workspace_and_forget_force_work_from_the_command_line() {
     let forced = atc(&d.state_dir, &["forget", &id, "--force"], &[]).await;
     assert!(forced.status.success(), "{forced:?}");
     assert!(!dir.exists());
+
+    // A directory no session owns is an orphan, listed, then pruned.
+    let unfinished = d.state_dir.join("workspaces").join("unfinished");
+    std::fs::create_dir_all(&unfinished).expect("an orphan");
+    let listed = atc(&d.state_dir, &["workspaces", "orphans"], &[]).await;
+    let said = String::from_utf8_lossy(&listed.stdout);
+    assert!(said.contains("unfinished  nothing to lose"), "{listed:?}");
+    let pruned = atc(&d.state_dir, &["workspaces", "prune"], &[]).await;
+    assert!(pruned.status.success(), "{pruned:?}");
+    assert!(String::from_utf8_lossy(&pruned.stdout).starts_with("removed "));
+    assert!(!unfinished.exists());
     d.stop().await;
 }

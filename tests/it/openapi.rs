@@ -387,6 +387,12 @@ async fn every_route_answers_what_the_document_says() {
         )
         .await;
     assert_eq!(status, 200);
+    let orphans = "/v1/workspaces/orphans";
+    let (status, _) = r.call(&d, "GET", orphans, orphans, None).await;
+    assert_eq!(status, 200);
+    let prune = "/v1/workspaces/prune";
+    let (status, _) = r.call(&d, "POST", prune, prune, Some(json!({}))).await;
+    assert_eq!(status, 200);
     r.call(
         &d,
         "GET",

@@ -599,3 +599,79 @@ async fn a_workspace_on_an_imp_is_not_built_yet_and_says_so() {
     assert!(sim.imps().is_empty(), "no imp was made: {:?}", sim.imps());
     assert_nothing_left(&d, repo.path()).await;
 }
+
+#[actix_rt::test]
+async fn orphans_are_listed_and_pruned_without_losing_work_unless_forced() {
+    let (d, _tmp) = daemon().await;
+    let repo = TestRepo::with_files(1);
+    // A workspace a listed session owns is never an orphan.
+    let (_, body) = spawn_in(&d, repo.path(), json!({"path": repo.path()})).await;
+    let owned = body["session"]["workspace"]["dir"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Three that no session owns: a worktree (its branch keeps its commits), a clone with a
+    // commit never pushed, and a directory git never finished.
+    let root = root(&d);
+    let worktree = root.join("lost-worktree");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "atc/lost",
+        &worktree.display().to_string(),
+    ]);
+    let clone = root.join("lost-clone");
+    git_in(
+        &root,
+        &[
+            "clone",
+            "-q",
+            &repo.path().display().to_string(),
+            "lost-clone",
+        ],
+    );
+    git_in(
+        &clone,
+        &["commit", "-q", "--allow-empty", "-m", "never pushed"],
+    );
+    let unfinished = root.join("unfinished");
+    std::fs::create_dir(&unfinished).unwrap();
+
+    let (status, list) = d.call("GET", "/v1/workspaces/orphans", None).await;
+    assert_eq!(status, 200, "{list}");
+    let dirs: Vec<&str> = list["orphans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["dir"].as_str().unwrap())
+        .collect();
+    assert!(!dirs.contains(&owned.as_str()), "{list}");
+    assert_eq!(dirs.len(), 3, "{list}");
+
+    let (status, done) = d.call("POST", "/v1/workspaces/prune", None).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["removed"].as_array().unwrap().len(), 2, "{done}");
+    assert_eq!(done["kept"][0]["dir"], json!(clone), "{done}");
+    assert_eq!(done["kept"][0]["unkeptCommits"], 1, "{done}");
+    assert!(clone.exists() && !worktree.exists() && !unfinished.exists());
+    assert!(!repo
+        .git(&["branch", "--list", "atc/lost"])
+        .trim()
+        .is_empty());
+    assert!(Path::new(&owned).exists());
+
+    let (status, done) = d
+        .call("POST", "/v1/workspaces/prune", Some(json!({"force": true})))
+        .await;
+    assert_eq!((status, &done["removed"]), (200, &json!([clone])), "{done}");
+    assert!(!clone.exists());
+    let (status, body) = d
+        .call("POST", "/v1/workspaces/prune", Some(json!({"forse": true})))
+        .await;
+    assert_eq!(
+        (status, &body["error"]["data"]["field"]),
+        (400, &json!("forse"))
+    );
+}

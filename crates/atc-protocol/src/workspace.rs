@@ -97,6 +97,52 @@ pub struct DiffStat {
     pub deletions: u64,
 }
 
+/// A workspace directory no session owns (`GET /v1/workspaces/orphans`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Orphan {
+    /// Where it is.
+    pub dir: String,
+    /// The session it was made for, when its record is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<uuid::Uuid>)]
+    pub session: Option<crate::SessionId>,
+    /// What it was made from, when its record is left.
+    #[serde(default, rename = "repoURL", skip_serializing_if = "Option::is_none")]
+    pub repo_url: Option<String>,
+    /// Files changed and not committed (for a directory git never finished: every entry).
+    pub changed_files: u64,
+    /// Commits that would be lost with it.
+    pub unkept_commits: u64,
+}
+
+/// `GET /v1/workspaces/orphans`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OrphanList {
+    /// Oldest directory name first.
+    pub orphans: Vec<Orphan>,
+}
+
+/// `POST /v1/workspaces/prune`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRequest {
+    /// Remove orphans that hold work too (uncommitted files, commits that would be lost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+impl crate::requests::RequestBody for PruneRequest {}
+
+/// What a prune did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PruneAnswer {
+    /// The directories removed.
+    pub removed: Vec<String>,
+    /// The orphans kept because they hold work (prune again with `force` to remove them).
+    pub kept: Vec<Orphan>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
