@@ -68,13 +68,53 @@ pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let home = std::env::var("HOME").ok();
+    let changed = changed_workspaces(client, &sessions).await;
     output::print(&render(
         &sessions,
         now_ms(),
         home.as_deref(),
         Style::for_stdout(),
+        &changed,
     ))?;
     Ok(0)
+}
+
+/// The sessions whose workspace holds changes not committed.
+pub type Changed = std::collections::HashSet<atc_client::atc_protocol::SessionId>;
+
+/// Asks the daemon where each session's workspace stands; a session whose status cannot be
+/// read is shown without the marker (the list matters more than the mark).
+async fn changed_workspaces(client: &DaemonClient, sessions: &[Descriptor]) -> Changed {
+    let asks = sessions
+        .iter()
+        .filter(|s| s.workspace.is_some())
+        .map(|s| async move {
+            let path = format!("{}/workspace", routes::session(s.id));
+            let status = client.get_json(&path).await.ok()?;
+            let dirty = status["changed"].as_array().is_some_and(|c| !c.is_empty());
+            dirty.then_some(s.id)
+        });
+    futures_util::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The place column: the cwd (`~/...` under `home`), or for a session in a workspace its
+/// branch, `+` when it holds changes not committed, and the repository it came from.
+fn shown_place(s: &Descriptor, home: Option<&str>, changed: &Changed) -> String {
+    let Some(ws) = &s.workspace else {
+        return shorten_home(&s.cwd, home);
+    };
+    let branch = ws.branch.as_deref().unwrap_or("-");
+    let mark = if changed.contains(&s.id) { "+" } else { "" };
+    let repo = if ws.repo_url.starts_with('/') {
+        shorten_home(&ws.repo_url, home)
+    } else {
+        ws.repo_url.clone()
+    };
+    format!("{branch}{mark} in {repo}")
 }
 
 /// How long to wait after an event for the ones that come with it (a spawn is several),
@@ -114,7 +154,10 @@ async fn watch(client: &DaemonClient) -> anyhow::Result<i32> {
                     // Home and clear: the list replaces the previous one in place.
                     screen.push_str("\x1b[H\x1b[2J");
                 }
-                screen.push_str(&render(&sessions, now_ms(), home.as_deref(), style));
+                // A watch redraws on every event: it shows branches without asking each
+                // workspace's status again.
+                let unasked = Changed::new();
+                screen.push_str(&render(&sessions, now_ms(), home.as_deref(), style, &unasked));
                 screen.push_str("(watching; Ctrl-C to stop)\n");
                 if style == Style::Plain {
                     // A blank line between lists, for a log or a pipe.
@@ -200,8 +243,14 @@ fn state_colour(state: SessionState) -> &'static str {
 }
 
 /// The table and its summary line, as [`format_table`] and [`summary`] make them.
-pub fn render(sessions: &[Descriptor], now_ms: u64, home: Option<&str>, style: Style) -> String {
-    let mut out = format_table(sessions, now_ms, home, style);
+pub fn render(
+    sessions: &[Descriptor],
+    now_ms: u64,
+    home: Option<&str>,
+    style: Style,
+    changed: &Changed,
+) -> String {
+    let mut out = format_table(sessions, now_ms, home, style, changed);
     out.push_str(&summary(sessions));
     out.push('\n');
     out
@@ -248,6 +297,7 @@ pub fn format_table(
     now_ms: u64,
     home: Option<&str>,
     style: Style,
+    changed: &Changed,
 ) -> String {
     let list = ordered(sessions);
     let mut rows: Vec<[String; 10]> = Vec::with_capacity(list.len() + 1);
@@ -266,7 +316,7 @@ pub fn format_table(
             printable(&shown_state(s)),
             if s.alive { "yes" } else { "no" }.to_string(),
             format!("{}x{}", s.cols, s.rows),
-            printable(&shorten_home(&s.cwd, home)),
+            printable(&shown_place(s, home, changed)),
             format_age(now_ms.saturating_sub(u64::try_from(s.created_at).unwrap_or(0))),
         ]);
     }
@@ -416,7 +466,13 @@ mod tests {
                 )
             },
         ];
-        let table = format_table(&sessions, 3_601_000, Some("/home/u"), Style::Plain);
+        let table = format_table(
+            &sessions,
+            3_601_000,
+            Some("/home/u"),
+            Style::Plain,
+            &Changed::new(),
+        );
         let expected = "  \
   ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD        AGE
   5f0c2a1e  fix-bug  shell   local   running                yes    120x40  ~/src/atc  1h
@@ -495,7 +551,7 @@ mod tests {
         assert_eq!(summary(&sessions[2..3]), "1 session: 1 running");
         assert_eq!(summary(&sessions[3..4]), "1 session: 1 needs you");
         assert_eq!(summary(&[]), "0 sessions");
-        let rendered = render(&sessions, 0, None, Style::Plain);
+        let rendered = render(&sessions, 0, None, Style::Plain, &Changed::new());
         assert!(
             rendered.ends_with("\n6 sessions: 2 need you, 2 running, 1 done, 1 exited\n"),
             "{rendered}"
@@ -504,7 +560,7 @@ mod tests {
 
     #[test]
     fn unread_sessions_are_marked() {
-        let table = format_table(&fleet(), 0, None, Style::Plain);
+        let table = format_table(&fleet(), 0, None, Style::Plain, &Changed::new());
         let lines: Vec<&str> = table.lines().collect();
         assert!(lines[1].starts_with("* b0000000  b000"), "{table}");
         assert!(lines[3].starts_with("  c0000000  c000"), "{table}");
@@ -513,9 +569,9 @@ mod tests {
     #[test]
     fn plain_has_no_escapes_and_colour_only_adds_them() {
         let sessions = fleet();
-        let plain = render(&sessions, 0, None, Style::Plain);
+        let plain = render(&sessions, 0, None, Style::Plain, &Changed::new());
         assert!(!plain.contains('\x1b'), "{plain}");
-        let colour = render(&sessions, 0, None, Style::Colour);
+        let colour = render(&sessions, 0, None, Style::Colour, &Changed::new());
         assert!(colour.contains("\x1b[1;33mneeds_you\x1b[0m"), "{colour}");
         assert!(colour.contains("\x1b[32mrunning\x1b[0m"), "{colour}");
         assert!(colour.contains("\x1b[2mexited\x1b[0m"), "{colour}");
@@ -546,7 +602,7 @@ mod tests {
             "/",
             0,
         )];
-        let table = format_table(&sessions, 0, None, Style::Plain);
+        let table = format_table(&sessions, 0, None, Style::Plain, &Changed::new());
         assert!(!table.contains('\x1b'));
         assert!(table.contains("evil?[2J"));
     }
@@ -558,6 +614,40 @@ mod tests {
         assert_eq!(format_age(60_000), "1m");
         assert_eq!(format_age(7_200_000), "2h");
         assert_eq!(format_age(3 * 86_400_000), "3d");
+    }
+
+    #[test]
+    fn a_workspace_shows_its_branch_a_changed_mark_and_its_repository() {
+        let mut s = sample(
+            "5f0c2a1e-0000-0000-0000-000000000000",
+            Some("w"),
+            "/s/ws/app-5f0c",
+            0,
+        );
+        s.workspace = Some(atc_client::atc_protocol::workspace::WorkspaceInfo {
+            repo_url: "/home/u/app".into(),
+            sha: "abc".into(),
+            git_ref: None,
+            dir: "/s/ws/app-5f0c".into(),
+            branch: Some("atc/w-5f0c2a1e".into()),
+            materialized_at: 1,
+        });
+        let clean = Changed::new();
+        assert_eq!(
+            shown_place(&s, Some("/home/u"), &clean),
+            "atc/w-5f0c2a1e in ~/app"
+        );
+        let changed: Changed = [s.id].into_iter().collect();
+        assert_eq!(
+            shown_place(&s, Some("/home/u"), &changed),
+            "atc/w-5f0c2a1e+ in ~/app"
+        );
+        let ws = s.workspace.as_mut().unwrap();
+        ws.repo_url = "https://h/o/app.git".into();
+        assert_eq!(
+            shown_place(&s, Some("/home/u"), &clean),
+            "atc/w-5f0c2a1e in https://h/o/app.git"
+        );
     }
 
     #[test]

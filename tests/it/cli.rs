@@ -529,6 +529,13 @@ async fn spawn_workspace_and_forget_force_work_from_the_command_line() {
     assert_eq!(ws["ref"], "feature", "{ws}");
     let dir = std::path::PathBuf::from(ws["dir"].as_str().expect("a workspace dir"));
     std::fs::write(dir.join("notes.txt"), "unsaved").expect("write into the workspace");
+    let listed = atc(&d.state_dir, &["ls"], &[("HOME", "/nonexistent")]).await;
+    let table = String::from_utf8_lossy(&listed.stdout);
+    let branch = ws["branch"].as_str().expect("a branch");
+    assert!(
+        table.contains(&format!("{branch}+ in {}", repo.path().display())),
+        "{table}"
+    );
 
     let refused = atc(&d.state_dir, &["forget", &id], &[]).await;
     assert!(!refused.status.success(), "{refused:?}");
