@@ -675,3 +675,103 @@ async fn orphans_are_listed_and_pruned_without_losing_work_unless_forced() {
         (400, &json!("forse"))
     );
 }
+
+/// A `git` first on the daemon's `PATH` that runs the real one, and when its arguments hold
+/// `pause_on`, marks `mark` once the real command is done and then hangs: the daemon is in
+/// that phase, with what the command made on disk, when the test kills it.
+fn pausing_git(bin: &Path, pause_on: &str, mark: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in *'{pause_on}'*) '{real}' \"$@\"; touch '{mark}'; exec sleep 60;; esac\nexec '{real}' \"$@\"\n",
+        real = real.trim(),
+        mark = mark.display(),
+    );
+    std::fs::create_dir_all(bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, script).unwrap();
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[actix_rt::test]
+async fn a_daemon_killed_in_each_phase_leaves_nothing_and_its_key_answers_outcome_unknown() {
+    use atc_testkit::{wait_for, ChildDaemon, WITHIN};
+    let config = json!({"agents": {"cat": {"bin": "cat"}}});
+    // `ls-tree` runs while resolving (the tree checked for what a copy cannot carry),
+    // `worktree add` is the cloning phase itself.
+    for (phase, pause_on) in [("resolving", "ls-tree"), ("cloning", "worktree add")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (state, bin, mark) = (
+            tmp.path().join("state"),
+            tmp.path().join("bin"),
+            tmp.path().join("paused"),
+        );
+        pausing_git(&bin, pause_on, &mark);
+        let log = tmp.path().join("daemon.log");
+        let mut cmd = ChildDaemon::command(&state, &config, &log);
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path);
+        let d = ChildDaemon::spawn(cmd, &state, &log).await;
+        let repo = TestRepo::with_files(3);
+        let body = json!({"agent": "cat", "cwd": repo.path(), "workspace": {"path": repo.path()}});
+        let (url, token, keyed) = (d.url().to_string(), d.token().to_string(), body.clone());
+        // The spawn hangs in the phase; it is answered by the daemon's death.
+        actix_rt::spawn(async move {
+            let _ = atc_testkit::http_client()
+                .post(format!("{url}/v1/sessions"))
+                .bearer_auth(token)
+                .insert_header(("Idempotency-Key", "killed-key"))
+                .send_json(&keyed)
+                .await;
+        });
+        wait_for(
+            WITHIN,
+            format!("the spawn in its {phase} phase"),
+            async || mark.exists().then_some(()),
+        )
+        .await;
+        d.kill();
+
+        let d = ChildDaemon::start(&state, &config, &log).await;
+        let api = d.api();
+        let made: Vec<_> = std::fs::read_dir(state.join("workspaces"))
+            .map(|r| r.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(made.is_empty(), "{phase}: left behind {made:?}");
+        assert_eq!(
+            repo.git(&["branch", "--list", "atc/*"]).trim(),
+            "",
+            "{phase}"
+        );
+        assert_eq!(
+            repo.git(&["worktree", "list"]).lines().count(),
+            1,
+            "{phase}"
+        );
+        let (_, sessions) = api.call("GET", "/v1/sessions", None).await;
+        assert_eq!(sessions["sessions"], json!([]), "{phase}: {sessions}");
+        // The key's effect may or may not have happened as far as the daemon knows: the spec
+        // answers so rather than run the spawn twice.
+        let (status, _, answer) = api.keyed_spawn("killed-key", &body, false).await;
+        assert_eq!(
+            (status, &answer["error"]["code"]),
+            (409, &json!("outcome_unknown")),
+            "{phase}: {answer}"
+        );
+        // A fresh spawn makes its workspace as ever.
+        let (status, answer) = api.call("POST", "/v1/sessions", Some(body)).await;
+        assert_eq!(status, 201, "{phase}: {answer}");
+        d.stop().await;
+    }
+}
