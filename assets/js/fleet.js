@@ -243,7 +243,15 @@ export class Fleet {
         title: s.lastMsg || '',
         onclick: () => this.hooks.onOpen(s.id, { watch: false }),
       },
-      el('td', { className: 'name', textContent: s.name }),
+      // A session in a workspace shows its branch under its name; the repository is the title.
+      el(
+        'td',
+        { className: 'name' },
+        s.name,
+        ...(s.workspace
+          ? [el('div', { className: 'workspace', textContent: `⎇ ${s.workspace.branch ?? s.workspace.sha.slice(0, 8)}`, title: s.workspace.repoURL })]
+          : []),
+      ),
       el('td', { textContent: s.agent }),
       el('td', { textContent: s.locator?.targetID ?? '' }),
       // A remote session's link state sits under its state: it qualifies it.
@@ -298,7 +306,17 @@ export class Fleet {
   /** Forget asks first; where forgetting destroys a host the daemon asks again, with a token. */
   async forget(s) {
     if (!window.confirm(`Forget session ${s.name}? Its row and output go.`)) return;
-    const answer = await call('DELETE', `/v1/sessions/${s.id}`);
+    let answer;
+    try {
+      answer = await call('DELETE', `/v1/sessions/${s.id}`);
+    } catch (e) {
+      // A workspace holding work is kept unless the user says to lose it.
+      if (!(e instanceof ApiError) || e.code !== 'workspace_dirty') throw e;
+      const { changedFiles = 0, unkeptCommits = 0 } = e.data ?? {};
+      const loses = `${changedFiles} uncommitted file(s) and ${unkeptCommits} commit(s) on no other branch`;
+      if (!window.confirm(`${s.name}'s workspace holds ${loses}. Forget it and lose them?`)) return;
+      answer = await call('DELETE', `/v1/sessions/${s.id}?force=true`);
+    }
     if (answer?.confirmToken) {
       const what = answer.destroys || 'its host';
       if (!window.confirm(`Forgetting ${s.name} also destroys ${what}. Destroy it?`)) return;

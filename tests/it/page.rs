@@ -138,10 +138,13 @@ async fn run_page_script(d: &TestDaemon, script: &str, env: &[(&str, &str)]) {
 async fn the_page_works_in_headless_chromium() {
     // `claude` is a plain shell here, so the test can report its hooks with `atc hook-report`.
     let (d, _tmp) = atc_testkit::agent_shells_daemon().await;
+    // A repository for the workspace the page shows.
+    let repo = atc_testkit::git_repo::TestRepo::with_files(2);
+    let repo_path = repo.path().display().to_string();
     run_page_script(
         &d,
         "page.test.mjs",
-        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc"))],
+        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc")), ("ATC_REPO", &repo_path)],
     )
     .await;
     d.stop().await;

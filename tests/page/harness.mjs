@@ -83,7 +83,9 @@ export async function run(body) {
     const urls = [];
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     // Expected errors: the wrong token's 401, and the sockets and tickets a test cuts off.
-    const expected = [/status of 401/, /ERR_CONNECTION_REFUSED/, /WebSocket connection/];
+    // 409: forgetting a session whose workspace holds work is refused before the page asks
+    // again (page.test.mjs); the browser logs that answer as a failed load.
+    const expected = [/status of 401/, /status of 409/, /ERR_CONNECTION_REFUSED/, /WebSocket connection/];
     page.on('console', (m) => {
       if (m.type() === 'error' && !expected.some((re) => re.test(m.text()))) problems.push(`console: ${m.text()}`);
     });

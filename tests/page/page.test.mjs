@@ -1,6 +1,7 @@
 // The daemon's browser page in Debian's headless Chromium, driven by Playwright. `tests/it/page.rs`
 // starts the daemon and runs this with ATC_URL, ATC_TOKEN, ATC_SHOTS (the screenshot folder)
-// and ATC_BIN (the atc binary, for hook reports) in the environment; any failed check exits
+// ATC_BIN (the atc binary, for hook reports) and ATC_REPO (a git repository for a workspace) in
+// the environment; any failed check exits
 // non-zero with the reason.
 //
 // Cases: a wrong token shows a clear error; spawn from the button; type a command and see its
@@ -8,14 +9,16 @@
 // banner, then resumes with no line repeated; a session that starts waiting comes first with
 // the needs-you badge, a desktop notification and its permission prompt, and can be watched
 // read-only; kill, revive and
-// forget from the buttons. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
+// forget from the buttons; a session in a workspace shows its branch, and forgetting it while it
+// holds work asks again. Throughout (harness.mjs), no Content-Security-Policy violation, no page error,
 // and the token in no URL.
 
+import { existsSync, writeFileSync } from 'node:fs';
 import { ATC_URL, ATC_TOKEN, api, check, run, shot, signIn, until } from './harness.mjs';
 
-const { ATC_BIN } = process.env;
-if (!ATC_BIN) {
-  console.error('ATC_BIN must be set (tests/it/page.rs sets it)');
+const { ATC_BIN, ATC_REPO } = process.env;
+if (!ATC_BIN || !ATC_REPO) {
+  console.error('ATC_BIN and ATC_REPO must be set (tests/it/page.rs sets them)');
   process.exit(2);
 }
 
@@ -214,4 +217,21 @@ await run(async ({ page, urls }) => {
   await page.click(`${row} button[data-action=forget]`);
   await page.waitForSelector(row, { state: 'detached' });
   check(/Forget session page-one/.test(asked), `forget asked first: "${asked}"`);
+
+  // A session in a workspace shows its branch; forgetting it while it holds work asks again.
+  const { session: ws } = await api('POST', '/v1/sessions', { agent: 'sh', cwd: ATC_REPO, name: 'in-ws', workspace: { path: ATC_REPO } });
+  const wsRow = `#fleet tr[data-id="${ws.id}"]`;
+  await page.waitForSelector(`${wsRow} .workspace`);
+  const shown = await page.$eval(`${wsRow} .workspace`, (e) => e.textContent);
+  check(shown === `⎇ ${ws.workspace.branch}`, `the row shows the workspace's branch: "${shown}"`);
+  writeFileSync(`${ws.workspace.dir}/unsaved.txt`, 'work');
+  const asks = [];
+  page.on('dialog', (d) => {
+    asks.push(d.message());
+    d.accept();
+  });
+  await page.click(`${wsRow} button[data-action=forget]`);
+  await page.waitForSelector(wsRow, { state: 'detached' });
+  check(asks.length === 2 && /holds 1 uncommitted file/.test(asks[1]), `a dirty workspace asked again: ${JSON.stringify(asks)}`);
+  check(!existsSync(ws.workspace.dir), 'accepted, the workspace went with the session');
 });
