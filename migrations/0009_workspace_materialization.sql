@@ -15,6 +15,9 @@ CREATE TABLE workspace_materialization (
     -- The worktree's branch in the user's repository (path sources only); it stays there
     -- when the workspace goes.
     branch TEXT NULL,
+    -- The host the copy is on when that is not the daemon's machine (an imp's host key);
+    -- NULL: on this machine, under the state dir's workspaces/.
+    host_key TEXT NULL,
     error_code TEXT NULL,
     started_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,

@@ -29,6 +29,13 @@ pub trait HostLifecycle {
         host_key: &str,
         idle: Option<Recipient<CheckIdle>>,
     ) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
+    /// Readies the host `host_key` (created when missing, woken, leased) for work before its
+    /// first harness starts, such as a workspace sent in; answers the directory on the host
+    /// where that session's files go (`<guestDir>/sessions/<host_key>`).
+    fn prepare_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<std::path::PathBuf, ProviderError>>;
     /// Deletes the host `host_key` and everything on it.
     fn destroy_host(&self, host_key: &str) -> LocalBoxFuture<'static, Result<(), ProviderError>>;
     /// What the host's broker binding is (spec §6.3).

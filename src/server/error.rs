@@ -427,6 +427,9 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::NoWorkspace { id } => Wire::new(C::UnsupportedOperation)
             .with("problem", "no_workspace")
             .with("session", id.to_string()),
+        SessionError::RemoteWorkspace { id } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "remote_workspace")
+            .with("session", id.to_string()),
         SessionError::EndedBeforeStart => {
             Wire::new(C::HostUnavailable).with("problem", "not_started")
         }
@@ -455,6 +458,8 @@ fn workspace_wire(e: &WorkspaceError) -> Wire {
         P::CredentialInUrl => Wire::new(C::CredentialInUrl),
         P::InvalidUrl(_) => Wire::new(C::InvalidGitUrl),
         P::CloneFailed(_) => Wire::new(C::CloneFailed),
+        P::TransferFailed(_) => Wire::new(C::TransferFailed),
+        P::Mismatch(_) => Wire::new(C::WorkspaceMismatch),
         P::Overlap(_) => Wire::new(C::WorkspaceOverlap),
         P::Interrupted => Wire::new(C::WorkspaceInterrupted),
         P::Git(_) => Wire::new(C::Internal),

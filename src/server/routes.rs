@@ -320,14 +320,6 @@ async fn spawn(
     }
     let [(_, model), (_, effort)] = overrides;
     let workspace = p.workspace.as_ref().map(workspace_ask).transpose()?;
-    // A workspace is made on the daemon's machine; sending one into a remote host
-    // (`transferArchive`, then `runCommand` to verify it) is not built yet.
-    if workspace.is_some() && state.providers.get(&target).is_some_and(|p| p.remote()) {
-        return Err(RequestError::Reserved {
-            field: "workspace".into(),
-        }
-        .into());
-    }
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),

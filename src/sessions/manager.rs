@@ -442,7 +442,17 @@ impl Handler<Spawn> for SessionManager {
             msg.target.clone(),
             msg.cwd.clone(),
         );
-        let made = async move { workspaces.materialize(id, &target, &name, ask, &cwd).await };
+        let remote = self
+            .deps
+            .providers
+            .get(&msg.target)
+            .filter(|p| p.remote())
+            .cloned();
+        let made = async move {
+            workspaces
+                .materialize(id, &target, &name, ask, &cwd, remote)
+                .await
+        };
         Box::pin(
             made.into_actor(self)
                 .then(move |made, act, _| -> ResponseActFuture<Self, _> {

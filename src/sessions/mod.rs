@@ -26,3 +26,4 @@ pub mod status_file;
 pub mod terminal_modes;
 pub mod trail_sweep;
 pub mod workspace_step;
+pub mod workspace_transfer;

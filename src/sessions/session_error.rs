@@ -78,6 +78,12 @@ pub enum SessionError {
         /// The session id.
         id: SessionId,
     },
+    /// A look into a workspace whose copy is on a remote host, which has no history to read.
+    #[error("session '{id}''s workspace is on its remote host, which keeps no git history of it")]
+    RemoteWorkspace {
+        /// The session id.
+        id: SessionId,
+    },
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,

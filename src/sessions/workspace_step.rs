@@ -48,7 +48,7 @@ pub struct Made {
 }
 
 /// Runs `job` on a blocking thread; a lost job is an internal error.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     job: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
 ) -> Result<T, SessionError> {
     match blocking_threads::run(job).await {
@@ -72,7 +72,10 @@ fn surfaced(e: WorkspaceError) -> SessionError {
     }
 }
 
-fn stored<T>(res: Result<T, crate::store::StoreError>, what: &str) -> Result<T, SessionError> {
+pub(super) fn stored<T>(
+    res: Result<T, crate::store::StoreError>,
+    what: &str,
+) -> Result<T, SessionError> {
     res.map_err(|e| {
         tracing::error!(error = %e, "{what}");
         SessionError::Internal
@@ -95,6 +98,7 @@ impl Workspaces {
         name: &str,
         ask: Ask,
         cwd: &str,
+        remote: Option<std::sync::Arc<dyn crate::providers::ExecutionProvider>>,
     ) -> Result<Made, SessionError> {
         let (kind, repo_url, named_after) = match &ask.source {
             Source::Path(repo) => (SourceKind::Path, repo.display().to_string(), repo.clone()),
@@ -112,7 +116,9 @@ impl Workspaces {
             repo_url,
             sha: None,
             git_ref: ask.pick.git_ref().map(str::to_string),
-            branch: Some(branch.clone()),
+            // A copy sent into a remote host carries no history, so no branch.
+            branch: remote.is_none().then(|| branch.clone()),
+            host_key: remote.is_some().then(|| id.to_string()),
             error_code: None,
             started_at: began,
             updated_at: began,
@@ -123,7 +129,10 @@ impl Workspaces {
             self.store.workspace_begin(&row).await,
             "recording a workspace",
         )?;
-        let made = self.make(&row, ask, cwd).await;
+        let made = match remote {
+            Some(provider) => self.send_in(&row, ask, provider).await,
+            None => self.make(&row, ask, cwd).await,
+        };
         if made.is_err() {
             // Nothing was left on disk (each step undoes its own); the row goes too.
             if let Err(e) = self.store.workspace_delete(id).await {
@@ -234,6 +243,9 @@ impl Workspaces {
         let row = stored(self.store.workspace_get(id).await, "reading a workspace")?
             .filter(|r| r.phase == Phase::Ready)
             .ok_or(SessionError::NoWorkspace { id })?;
+        if row.host_key.is_some() {
+            return Err(SessionError::RemoteWorkspace { id });
+        }
         let git = self.git.clone();
         let base = row.sha.clone().unwrap_or_default();
         blocking(move || {
@@ -247,7 +259,8 @@ impl Workspaces {
         let Some(row) = stored(self.store.workspace_get(id).await, "reading a workspace")? else {
             return Ok(());
         };
-        if !row.dir.is_dir() {
+        // A copy on a remote host goes with its host, behind the destroy's own confirmation.
+        if row.host_key.is_some() || !row.dir.is_dir() {
             return Ok(());
         }
         let git = self.git.clone();
@@ -273,8 +286,10 @@ impl Workspaces {
         let Some(row) = stored(self.store.workspace_get(id).await, "reading a workspace")? else {
             return Ok(());
         };
-        let git = self.git.clone();
-        blocking(move || remove_made(&git, &row)).await?;
+        if row.host_key.is_none() {
+            let git = self.git.clone();
+            blocking(move || remove_made(&git, &row)).await?;
+        }
         stored(
             self.store.workspace_delete(id).await,
             "forgetting a workspace",
@@ -290,6 +305,10 @@ impl Workspaces {
         for row in &rows {
             tracing::warn!(session = %row.session_id, phase = row.phase.as_str(),
                 "a workspace was interrupted by a daemon stop; removing what it made");
+            if row.host_key.is_some() {
+                // Its copy was on a remote host, which this daemon no longer tracks for it.
+                continue;
+            }
             let git = self.git.clone();
             let row = row.clone();
             let done = blocking_threads::run(move || discard_interrupted(&git, &row)).await;

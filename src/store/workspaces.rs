@@ -12,7 +12,7 @@ use crate::workspaces::phase::Phase;
 use crate::workspaces::record::{Materialization, SourceKind};
 
 const COLUMNS: &str = "session_id, target, dir, source_kind, phase, repo_url, sha, ref, branch,
-     error_code, started_at, updated_at, materialized_at, withheld_env";
+     host_key, error_code, started_at, updated_at, materialized_at, withheld_env";
 
 fn corrupt(what: &str) -> StoreError {
     StoreError::Corrupt(format!("workspace_materialization.{what}"))
@@ -33,6 +33,7 @@ fn row_of(r: &SqliteRow) -> Result<Materialization, StoreError> {
         sha: r.try_get("sha")?,
         git_ref: r.try_get("ref")?,
         branch: r.try_get("branch")?,
+        host_key: r.try_get("host_key")?,
         error_code: r.try_get("error_code")?,
         started_at: r.try_get("started_at")?,
         updated_at: r.try_get("updated_at")?,
@@ -50,7 +51,7 @@ impl StateStore {
         let mut db = self.db.hold().await?;
         sqlx::query(&format!(
             "INSERT OR REPLACE INTO workspace_materialization ({COLUMNS})
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         ))
         .bind(m.session_id.to_string())
         .bind(&m.target)
@@ -61,6 +62,7 @@ impl StateStore {
         .bind(&m.sha)
         .bind(&m.git_ref)
         .bind(&m.branch)
+        .bind(&m.host_key)
         .bind(&m.error_code)
         .bind(m.started_at)
         .bind(m.updated_at)
@@ -101,6 +103,21 @@ impl StateStore {
         if done.rows_affected() == 0 {
             return Err(StoreError::Missing(format!("workspace of {session_id}")));
         }
+        Ok(())
+    }
+
+    /// Records where a workspace's copy is, once its host said (a remote host's directory).
+    pub async fn workspace_set_dir(
+        &self,
+        session_id: SessionId,
+        dir: &std::path::Path,
+    ) -> Result<(), StoreError> {
+        let mut db = self.db.hold().await?;
+        sqlx::query("UPDATE workspace_materialization SET dir = ? WHERE session_id = ?")
+            .bind(dir.to_string_lossy().into_owned())
+            .bind(session_id.to_string())
+            .execute(&mut *db)
+            .await?;
         Ok(())
     }
 
@@ -184,6 +201,7 @@ mod tests {
             sha: None,
             git_ref: Some("main".into()),
             branch: Some("atc/app-1".into()),
+            host_key: None,
             error_code: None,
             started_at: 1,
             updated_at: 1,

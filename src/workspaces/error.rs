@@ -47,6 +47,12 @@ pub enum WorkspaceProblem {
     /// `git clone` failed.
     #[error("cloning failed: {0}")]
     CloneFailed(String),
+    /// Sending the copy into its host failed.
+    #[error("sending the workspace to its host failed: {0}")]
+    TransferFailed(String),
+    /// The copy on its host is not what was sent.
+    #[error("the workspace on its host is not what was sent: {0}")]
+    Mismatch(String),
     /// The claimed directory overlaps another session's.
     #[error("{0}")]
     Overlap(String),

@@ -54,8 +54,11 @@ pub struct Materialization {
     pub sha: Option<String>,
     /// The ref asked for, if one was.
     pub git_ref: Option<String>,
-    /// The worktree's branch in the user's repository (path sources).
+    /// The session's branch in the copy (none in a copy sent to a remote host, which has no
+    /// history).
     pub branch: Option<String>,
+    /// The remote host the copy is on (its host key); `None`: this machine.
+    pub host_key: Option<String>,
     /// The wire code it failed with, once failed.
     pub error_code: Option<String>,
     /// When materialization began (epoch ms).

@@ -144,7 +144,10 @@ async fn the_page_works_in_headless_chromium() {
     run_page_script(
         &d,
         "page.test.mjs",
-        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc")), ("ATC_REPO", &repo_path)],
+        &[
+            ("ATC_BIN", env!("CARGO_BIN_EXE_atc")),
+            ("ATC_REPO", &repo_path),
+        ],
     )
     .await;
     d.stop().await;

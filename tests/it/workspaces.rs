@@ -368,6 +368,7 @@ async fn a_restarted_daemon_keeps_ready_workspaces_and_removes_interrupted_ones(
         sha: Some(sha),
         git_ref: None,
         branch: Some(branch.into()),
+        host_key: None,
         error_code: None,
         started_at: 1,
         updated_at: 1,
@@ -579,25 +580,60 @@ async fn a_target_that_cannot_take_a_workspace_is_refused_before_any_git_runs() 
 }
 
 #[actix_rt::test]
-async fn a_workspace_on_an_imp_is_not_built_yet_and_says_so() {
+async fn a_workspace_is_sent_into_an_imp_and_verified_there() {
     use atc_testkit::impd_sim::{ImpdSim, SimOptions};
     let sim = ImpdSim::start(SimOptions::default());
     let config =
         atc_testkit::with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), config).await;
-    let repo = TestRepo::with_files(1);
-    let body = json!({"agent": "sh", "cwd": "/tmp", "target": "box",
-                      "workspace": {"path": repo.path()}});
-    let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
-    assert_eq!(
-        (status, &answer["error"]["code"]),
-        (422, &json!("unsupported")),
-        "{answer}"
-    );
-    assert_eq!(answer["error"]["data"]["field"], "workspace");
-    assert!(sim.imps().is_empty(), "no imp was made: {:?}", sim.imps());
-    assert_nothing_left(&d, repo.path()).await;
+    let repo = TestRepo::with_files(3);
+    repo.write(".git-secret-check", "x");
+    repo.commit("one more");
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let url = format!("file://{}", repo.path().display());
+    for workspace in [
+        json!({"path": repo.path()}),
+        json!({"url": url, "ref": "main"}),
+    ] {
+        let body = json!({"agent": "sh", "cwd": "/tmp", "target": "box", "workspace": workspace});
+        let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
+        assert_eq!(status, 201, "{answer}");
+        let s = &answer["session"];
+        let id = id_of(s);
+        let ws = &s["workspace"];
+        assert_eq!(ws["sha"], json!(head), "{ws}");
+        assert!(
+            ws["branch"].is_null(),
+            "a copy in an imp has no history: {ws}"
+        );
+        let dir = ws["dir"].as_str().unwrap();
+        assert!(dir.ends_with(&format!("/sessions/{id}/workspace")), "{dir}");
+        assert_eq!(s["cwd"], json!(dir));
+        // The session runs in the copy, inside its imp; the copy holds the tree and no `.git`.
+        d.submit(&id, "cat src/f2.txt; ls -a | grep -c '^.git$'")
+            .await;
+        d.wait_screen(&id, "file 2\n0").await;
+        let (status, answer) = d
+            .call("GET", &format!("/v1/sessions/{id}/workspace"), None)
+            .await;
+        assert_eq!(
+            (status, &answer["error"]["data"]["problem"]),
+            (422, &json!("remote_workspace"))
+        );
+    }
+    // Nothing of it stays on this machine: no worktree, no staging clone.
+    assert_nothing_left_on_disk(&d, repo.path());
+}
+
+/// No directory under the workspaces' root, and no branch of a session's in `repo`.
+fn assert_nothing_left_on_disk(d: &TestDaemon, repo: &Path) {
+    let made: Vec<_> = std::fs::read_dir(root(d))
+        .map(|r| r.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(made.is_empty(), "left behind: {made:?}");
+    let branches = git_in(repo, &["branch", "--list", "atc/*"]);
+    assert_eq!(branches.trim(), "", "branches left: {branches}");
 }
 
 #[actix_rt::test]

@@ -118,6 +118,10 @@ pub enum ErrorCode {
     WorkspaceInterrupted,
     /// Cloning the workspace's repository failed.
     CloneFailed,
+    /// Sending the workspace into its remote host failed.
+    TransferFailed,
+    /// The workspace on its remote host is not what was sent.
+    WorkspaceMismatch,
     /// No such route or method.
     UnknownMethod,
     /// Anything else; details are logged, never sent.
@@ -126,7 +130,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order (for documents and tests that walk the set).
-    pub const ALL: [ErrorCode; 53] = [
+    pub const ALL: [ErrorCode; 55] = [
         ErrorCode::BadArgs,
         ErrorCode::Unauthorized,
         ErrorCode::ForbiddenOrigin,
@@ -178,6 +182,8 @@ impl ErrorCode {
         ErrorCode::WorkspaceOverlap,
         ErrorCode::WorkspaceInterrupted,
         ErrorCode::CloneFailed,
+        ErrorCode::TransferFailed,
+        ErrorCode::WorkspaceMismatch,
         ErrorCode::UnknownMethod,
         ErrorCode::Internal,
     ];
@@ -236,6 +242,8 @@ impl ErrorCode {
             ErrorCode::WorkspaceOverlap => "workspace_overlap",
             ErrorCode::WorkspaceInterrupted => "workspace_interrupted",
             ErrorCode::CloneFailed => "clone_failed",
+            ErrorCode::TransferFailed => "transfer_failed",
+            ErrorCode::WorkspaceMismatch => "workspace_mismatch",
             ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::Internal => "internal",
         }
@@ -300,6 +308,7 @@ impl ErrorCode {
             | ErrorCode::WorkspaceOverlap
             | ErrorCode::WorkspaceInterrupted => 409,
             ErrorCode::CloneFailed => 502,
+            ErrorCode::TransferFailed | ErrorCode::WorkspaceMismatch => 502,
             ErrorCode::Internal => 500,
         }
     }

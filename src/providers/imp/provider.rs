@@ -13,7 +13,7 @@ use futures_util::future::LocalBoxFuture;
 use super::bridge::{Binding, Bridges};
 use super::harness::ImpHarness;
 use super::host_error::HostError;
-use super::host_lease::{DestroyHost, HostLease, SuspendHost};
+use super::host_lease::{DestroyHost, HarnessGone, HostLease, ReadyHost, SuspendHost};
 use super::naming;
 use super::report_forward::{ReportForward, SessionLink};
 use super::settings::ImpSettings;
@@ -329,6 +329,28 @@ impl ExecutionProvider for ImpProvider {
 
 /// An imp is a host: it sleeps, is destroyed, and holds its agent's broker binding.
 impl HostLifecycle for ImpProvider {
+    fn prepare_host(
+        &self,
+        host_key: &str,
+    ) -> LocalBoxFuture<'static, Result<std::path::PathBuf, ProviderError>> {
+        let host = self.host(&self.imp_for(host_key));
+        let dir = std::path::Path::new(&self.settings.guest_dir)
+            .join("sessions")
+            .join(host_key);
+        Box::pin(async move {
+            host.send(ReadyHost {
+                install_atc: false,
+                auth_dir: None,
+            })
+            .await
+            .unwrap_or(Err(HostError::LeaseGone))?;
+            // The readying counted one more harness; the session's own counts itself when it
+            // starts, so this one is let go now (which may return the lease meanwhile).
+            host.do_send(HarnessGone);
+            Ok(dir)
+        })
+    }
+
     fn suspend_host(
         &self,
         host_key: &str,
