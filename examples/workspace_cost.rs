@@ -15,6 +15,11 @@
 //!
 //! It prints the median of each and the ratio of the workspace's share to the hand-made
 //! worktree. Every session is forgotten (and its workspace removed) between rounds, untimed.
+//!
+//! Then, on an imp target of the impd simulator in this process, the same spawn with and
+//! without a workspace sent in (archived here, unpacked in the imp, counted there), against
+//! `git archive | tar -x` of the same tree by hand on this machine: what the transfer adds
+//! over the copy itself.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -51,7 +56,14 @@ fn ms(d: Duration) -> f64 {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
-    let d = TestDaemon::start_on(state.path(), test_config()).await;
+    let sim = atc_testkit::impd_sim::ImpdSim::start(atc_testkit::impd_sim::SimOptions::default());
+    let config = atc_testkit::with_imp_target(
+        test_config(),
+        &sim.url(),
+        sim.token_file(),
+        serde_json::json!({}),
+    );
+    let d = TestDaemon::start_on(state.path(), config).await;
     println!(
         "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
         "files", "by hand", "spawn + ws", "spawn alone", "ws share", "ratio"
@@ -62,8 +74,33 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let (mut hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..args.rounds {
             hand.push(by_hand(repo.path(), hand_dir.path(), round));
-            with.push(spawn(&d, repo.path(), true).await?);
-            without.push(spawn(&d, repo.path(), false).await?);
+            with.push(spawn(&d, repo.path(), true, "local").await?);
+            without.push(spawn(&d, repo.path(), false, "local").await?);
+        }
+        let (hand, with, without) = (median(hand), median(with), median(without));
+        let share = with.saturating_sub(without);
+        println!(
+            "{files:>8}  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>7.2}×",
+            ms(hand),
+            ms(with),
+            ms(without),
+            ms(share),
+            share.as_secs_f64() / hand.as_secs_f64()
+        );
+    }
+    println!();
+    println!(
+        "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
+        "files", "archive | tar", "imp + ws", "imp alone", "ws share", "ratio"
+    );
+    for &files in &args.files {
+        let repo = TestRepo::with_files(files);
+        let unpack_dir = tempfile::tempdir()?;
+        let (mut hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..args.rounds {
+            hand.push(archive_by_hand(repo.path(), unpack_dir.path(), round));
+            with.push(spawn(&d, repo.path(), true, "box").await?);
+            without.push(spawn(&d, repo.path(), false, "box").await?);
         }
         let (hand, with, without) = (median(hand), median(with), median(without));
         let share = with.saturating_sub(without);
@@ -78,6 +115,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     d.stop().await;
     Ok(())
+}
+
+/// `git archive HEAD | tar -x` into a fresh directory, timed, then removed untimed.
+fn archive_by_hand(repo: &Path, root: &Path, round: usize) -> Duration {
+    let dir = root.join(format!("unpacked-{round}"));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let began = Instant::now();
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "git -C \"$1\" archive --format=tar HEAD | tar -x -f - -C \"$2\"",
+            "sh",
+        ])
+        .arg(repo)
+        .arg(&dir)
+        .status()
+        .expect("sh runs");
+    let took = began.elapsed();
+    assert!(status.success(), "archive | tar failed");
+    std::fs::remove_dir_all(&dir).expect("removing the unpacked tree");
+    took
 }
 
 /// One worktree made by hand, timed, then removed untimed.
@@ -95,9 +153,17 @@ fn by_hand(repo: &Path, root: &Path, round: usize) -> Duration {
     took
 }
 
-/// One spawn of `cat` in `repo`, with or without a workspace of it, timed; then forgotten.
-async fn spawn(d: &TestDaemon, repo: &Path, workspace: bool) -> anyhow::Result<Duration> {
-    let mut body = json!({"agent": "cat", "cwd": repo});
+/// One spawn of `cat` in `repo` on `target`, with or without a workspace of it, timed; then
+/// forgotten (on an imp, its imp destroyed).
+async fn spawn(
+    d: &TestDaemon,
+    repo: &Path,
+    workspace: bool,
+    target: &str,
+) -> anyhow::Result<Duration> {
+    let remote = target != "local";
+    let cwd = if remote { Path::new("/tmp") } else { repo };
+    let mut body = json!({"agent": "cat", "cwd": cwd, "target": target});
     if workspace {
         body["workspace"] = json!({"path": repo});
     }
@@ -106,9 +172,18 @@ async fn spawn(d: &TestDaemon, repo: &Path, workspace: bool) -> anyhow::Result<D
     let took = began.elapsed();
     anyhow::ensure!(status == 201, "spawn failed: {answer}");
     let id = id_of(&answer["session"]);
-    let (status, answer) = d
-        .call("DELETE", &format!("/v1/sessions/{id}?force=true"), None)
-        .await;
+    let forget = format!("/v1/sessions/{id}?force=true");
+    let (status, answer) = d.call("DELETE", &forget, None).await;
     anyhow::ensure!(status == 200, "forget failed: {answer}");
+    if let Some(token) = answer["confirmToken"].as_str() {
+        let (status, answer) = d
+            .call(
+                "DELETE",
+                &format!("/v1/sessions/{id}?confirm={token}"),
+                None,
+            )
+            .await;
+        anyhow::ensure!(status == 200, "destroying forget failed: {answer}");
+    }
     Ok(took)
 }
