@@ -712,28 +712,45 @@ async fn orphans_are_listed_and_pruned_without_losing_work_unless_forced() {
     );
 }
 
-/// A `git` first on the daemon's `PATH` that runs the real one, and when its arguments hold
-/// `pause_on`, marks `mark` once the real command is done and then hangs: the daemon is in
-/// that phase, with what the command made on disk, when the test kills it.
-fn pausing_git(bin: &Path, pause_on: &str, mark: &Path) {
+/// A `program` first on a `PATH` (the daemon's, or an imp image's) that runs the real one, and
+/// when its arguments hold `pause_on`, marks `mark` once the real command is done and then
+/// hangs: whoever ran it is in that phase, with what the command made on disk, when the test
+/// kills it. With `fail`, it exits 2 there instead, having done nothing.
+fn wrapped(bin: &Path, program: &str, pause_on: &str, mark: &Path, fail: bool) {
     use std::os::unix::fs::PermissionsExt;
     let real = String::from_utf8(
         std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
+            .args(["-c", &format!("command -v {program}")])
             .output()
             .unwrap()
             .stdout,
     )
     .unwrap();
+    let then = match fail {
+        true => "exit 2".to_string(),
+        false => format!(
+            "'{}' \"$@\"; touch '{}'; exec sleep 60",
+            real.trim(),
+            mark.display()
+        ),
+    };
     let script = format!(
-        "#!/bin/sh\ncase \"$*\" in *'{pause_on}'*) '{real}' \"$@\"; touch '{mark}'; exec sleep 60;; esac\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\ncase \"$*\" in *'{pause_on}'*) {then};; esac\nexec '{real}' \"$@\"\n",
         real = real.trim(),
-        mark = mark.display(),
     );
     std::fs::create_dir_all(bin).unwrap();
-    let git = bin.join("git");
-    std::fs::write(&git, script).unwrap();
-    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = bin.join(program);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `bin` first, then this machine's `PATH`.
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 #[actix_rt::test]
@@ -749,7 +766,7 @@ async fn a_daemon_killed_in_each_phase_leaves_nothing_and_its_key_answers_outcom
             tmp.path().join("bin"),
             tmp.path().join("paused"),
         );
-        pausing_git(&bin, pause_on, &mark);
+        wrapped(&bin, "git", pause_on, &mark, false);
         let log = tmp.path().join("daemon.log");
         let mut cmd = ChildDaemon::command(&state, &config, &log);
         let path = format!(
@@ -809,5 +826,109 @@ async fn a_daemon_killed_in_each_phase_leaves_nothing_and_its_key_answers_outcom
         let (status, answer) = api.call("POST", "/v1/sessions", Some(body)).await;
         assert_eq!(status, 201, "{phase}: {answer}");
         d.stop().await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_transfer_that_fails_takes_back_the_imp_it_made() {
+    use atc_testkit::impd_sim::{ImpdSim, SimOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let image_bin = tmp.path().join("image-bin");
+    // The imp's tar refuses any archive: the unpack fails.
+    wrapped(&image_bin, "tar", "-x", &tmp.path().join("never"), true);
+    let sim = ImpdSim::start(SimOptions {
+        image_path: Some(path_with(&image_bin)),
+        ..SimOptions::default()
+    });
+    let config =
+        atc_testkit::with_imp_target(test_config(), &sim.url(), sim.token_file(), json!({}));
+    let d = TestDaemon::start_on(&tmp.path().join("state"), config).await;
+    let repo = TestRepo::with_files(2);
+    let body = json!({"agent": "sh", "cwd": "/tmp", "target": "box",
+                      "workspace": {"path": repo.path()}});
+    let (status, answer) = d.call("POST", "/v1/sessions", Some(body)).await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (502, &json!("transfer_failed")),
+        "{answer}"
+    );
+    assert_eq!(answer["error"]["data"]["phase"], "transferring");
+    assert!(
+        sim.imps().is_empty(),
+        "the imp made for the spawn is gone: {:?}",
+        sim.imps()
+    );
+    assert_nothing_left(&d, repo.path()).await;
+}
+
+#[actix_rt::test]
+async fn a_daemon_killed_while_sending_a_workspace_in_leaves_no_row_short_of_failed() {
+    use atc_testkit::impd_sim::{ImpdSim, SimOptions};
+    use atc_testkit::{wait_for, ChildDaemon, WITHIN};
+    // `tar -x` unpacks in the transferring phase, `find` counts in the verifying one.
+    for (phase, program, pause_on) in [
+        ("transferring", "tar", "-x"),
+        ("verifying", "find", "! -type d"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (image_bin, mark) = (tmp.path().join("image-bin"), tmp.path().join("paused"));
+        wrapped(&image_bin, program, pause_on, &mark, false);
+        let sim = ImpdSim::start(SimOptions {
+            image_path: Some(path_with(&image_bin)),
+            ..SimOptions::default()
+        });
+        let config = json!({
+            "agents": {"sh": {"bin": "/bin/sh"}},
+            "targets": {"box": {"provider": "imp", "url": sim.url(), "tokenFile": sim.token_file()}},
+            "defaultTarget": "box",
+        });
+        let (state, log) = (tmp.path().join("state"), tmp.path().join("daemon.log"));
+        let d = ChildDaemon::start(&state, &config, &log).await;
+        let repo = TestRepo::with_files(2);
+        let body = json!({"agent": "sh", "cwd": "/tmp", "workspace": {"path": repo.path()}});
+        let (url, token, keyed) = (d.url().to_string(), d.token().to_string(), body.clone());
+        actix_rt::spawn(async move {
+            let _ = atc_testkit::http_client()
+                .post(format!("{url}/v1/sessions"))
+                .bearer_auth(token)
+                .insert_header(("Idempotency-Key", "sent-key"))
+                .send_json(&keyed)
+                .await;
+        });
+        wait_for(
+            WITHIN,
+            format!("the spawn in its {phase} phase"),
+            async || mark.exists().then_some(()),
+        )
+        .await;
+        d.kill();
+
+        let d = ChildDaemon::start(&state, &config, &log).await;
+        let api = d.api();
+        let (_, sessions) = api.call("GET", "/v1/sessions", None).await;
+        assert_eq!(sessions["sessions"], json!([]), "{phase}: {sessions}");
+        let (status, _, answer) = api.keyed_spawn("sent-key", &body, false).await;
+        assert_eq!(
+            (status, &answer["error"]["code"]),
+            (409, &json!("outcome_unknown")),
+            "{phase}: {answer}"
+        );
+        d.stop().await;
+        let store = atc::store::StateStore::open(&state.join("atc.db"))
+            .await
+            .unwrap();
+        let rows = store.workspaces_all().await.unwrap();
+        store.close().await.unwrap();
+        assert_eq!(rows.len(), 1, "{phase}: {rows:?}");
+        assert_eq!(rows[0].phase, atc::workspaces::Phase::Failed, "{phase}");
+        assert_eq!(
+            rows[0].error_code.as_deref(),
+            Some("workspace_interrupted"),
+            "{phase}"
+        );
+        assert!(
+            rows[0].host_key.is_some(),
+            "{phase}: the row names the imp's host"
+        );
     }
 }
