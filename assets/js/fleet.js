@@ -55,6 +55,27 @@ export class Fleet {
     ui.targetFilter.addEventListener('change', () => this.render());
     // Ages move on by themselves.
     this.ticker = setInterval(() => this.render(), 10000);
+    // Which local workspaces hold changes not committed (ids), asked every few seconds: no
+    // event says a file changed.
+    this.changed = new Set();
+    this.workspaceTicker = setInterval(() => this.askWorkspaces(), 3000);
+  }
+
+  /** Asks each local workspace where it stands, and redraws when a changed mark moves. */
+  async askWorkspaces() {
+    const local = [...this.sessions.values()].filter((s) => s.workspace?.branch);
+    const changed = new Set();
+    for (const s of local) {
+      try {
+        const status = await call('GET', `/v1/sessions/${s.id}/workspace`);
+        if (status.changed.length) changed.add(s.id);
+      } catch {
+        // A session forgotten meanwhile, or a daemon going away: the mark waits for the next ask.
+      }
+    }
+    const moved = changed.size !== this.changed.size || [...changed].some((id) => !this.changed.has(id));
+    this.changed = changed;
+    if (moved) this.render();
   }
 
   get(id) {
@@ -249,7 +270,13 @@ export class Fleet {
         { className: 'name' },
         s.name,
         ...(s.workspace
-          ? [el('div', { className: 'workspace', textContent: `⎇ ${s.workspace.branch ?? s.workspace.sha.slice(0, 8)}`, title: s.workspace.repoURL })]
+          ? [
+              el('div', {
+                className: 'workspace',
+                textContent: `⎇ ${s.workspace.branch ?? s.workspace.sha.slice(0, 8)}${this.changed.has(s.id) ? ' +' : ''}`,
+                title: `${s.workspace.repoURL}${this.changed.has(s.id) ? ' (changes not committed)' : ''}`,
+              }),
+            ]
           : []),
       ),
       el('td', { textContent: s.agent }),

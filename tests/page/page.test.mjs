@@ -225,6 +225,8 @@ await run(async ({ page, urls }) => {
   const shown = await page.$eval(`${wsRow} .workspace`, (e) => e.textContent);
   check(shown === `⎇ ${ws.workspace.branch}`, `the row shows the workspace's branch: "${shown}"`);
   writeFileSync(`${ws.workspace.dir}/unsaved.txt`, 'work');
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.endsWith(' +'), `${wsRow} .workspace`);
+  check(true, 'a workspace holding changes not committed is marked +');
   const asks = [];
   page.on('dialog', (d) => {
     asks.push(d.message());
