@@ -64,55 +64,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         serde_json::json!({}),
     );
     let d = TestDaemon::start_on(state.path(), config).await;
-    println!(
-        "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
-        "files", "by hand", "spawn + ws", "spawn alone", "ws share", "ratio"
-    );
-    for &files in &args.files {
-        let repo = TestRepo::with_files(files);
-        let hand_dir = tempfile::tempdir()?;
-        let (mut hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..args.rounds {
-            hand.push(by_hand(repo.path(), hand_dir.path(), round));
-            with.push(spawn(&d, repo.path(), true, "local").await?);
-            without.push(spawn(&d, repo.path(), false, "local").await?);
-        }
-        let (hand, with, without) = (median(hand), median(with), median(without));
-        let share = with.saturating_sub(without);
-        println!(
-            "{files:>8}  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>7.2}×",
-            ms(hand),
-            ms(with),
-            ms(without),
-            ms(share),
-            share.as_secs_f64() / hand.as_secs_f64()
-        );
-    }
+    table(&d, &args, "by hand", "local", by_hand).await?;
     println!();
-    println!(
-        "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
-        "files", "archive | tar", "imp + ws", "imp alone", "ws share", "ratio"
-    );
-    for &files in &args.files {
-        let repo = TestRepo::with_files(files);
-        let unpack_dir = tempfile::tempdir()?;
-        let (mut hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..args.rounds {
-            hand.push(archive_by_hand(repo.path(), unpack_dir.path(), round));
-            with.push(spawn(&d, repo.path(), true, "box").await?);
-            without.push(spawn(&d, repo.path(), false, "box").await?);
-        }
-        let (hand, with, without) = (median(hand), median(with), median(without));
-        let share = with.saturating_sub(without);
-        println!(
-            "{files:>8}  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>7.2}×",
-            ms(hand),
-            ms(with),
-            ms(without),
-            ms(share),
-            share.as_secs_f64() / hand.as_secs_f64()
-        );
-    }
+    table(&d, &args, "archive | tar", "box", archive_by_hand).await?;
     d.stop().await;
     Ok(())
 }
@@ -136,6 +90,48 @@ fn archive_by_hand(repo: &Path, root: &Path, round: usize) -> Duration {
     assert!(status.success(), "archive | tar failed");
     std::fs::remove_dir_all(&dir).expect("removing the unpacked tree");
     took
+}
+
+/// One table: for each size, `hand` (what a user would do, timed) against spawns on `target`
+/// with and without a workspace, medians and the ratio of the workspace's share to `hand`.
+async fn table(
+    d: &TestDaemon,
+    args: &Args,
+    hand_label: &str,
+    target: &str,
+    hand: fn(&Path, &Path, usize) -> Duration,
+) -> anyhow::Result<()> {
+    let spawned = if target == "local" { "spawn" } else { "imp" };
+    println!(
+        "{:>8}  {:>14}  {:>14}  {:>14}  {:>14}  {:>8}",
+        "files",
+        hand_label,
+        format!("{spawned} + ws"),
+        format!("{spawned} alone"),
+        "ws share",
+        "ratio"
+    );
+    for &files in &args.files {
+        let repo = TestRepo::with_files(files);
+        let scratch = tempfile::tempdir()?;
+        let (mut by_hand, mut with, mut without) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..args.rounds {
+            by_hand.push(hand(repo.path(), scratch.path(), round));
+            with.push(spawn(d, repo.path(), true, target).await?);
+            without.push(spawn(d, repo.path(), false, target).await?);
+        }
+        let (by_hand, with, without) = (median(by_hand), median(with), median(without));
+        let share = with.saturating_sub(without);
+        println!(
+            "{files:>8}  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>11.1} ms  {:>7.2}×",
+            ms(by_hand),
+            ms(with),
+            ms(without),
+            ms(share),
+            share.as_secs_f64() / by_hand.as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// One worktree made by hand, timed, then removed untimed.

@@ -178,16 +178,7 @@ impl Workspaces {
                     branch: branch.clone(),
                     pick: ask.pick,
                 };
-                // git runs from the workspaces' root: no repository of the daemon's cwd is
-                // ever in play.
-                let (checking, root) = (job.clone(), self.root.clone());
-                blocking(move || {
-                    std::fs::create_dir_all(&root).map_err(|e| {
-                        WorkspaceError::at(Phase::Resolving, WorkspaceProblem::Git(e.to_string()))
-                    })?;
-                    checking.check_remote(&git, &root)
-                })
-                .await?;
+                self.check_remote(&job).await?;
                 self.phase(id, Phase::Cloning, None).await?;
                 let (git, root) = (self.git.clone(), self.root.clone());
                 let resolved = blocking(move || job.make(&git, &root)).await?;
@@ -221,7 +212,20 @@ impl Workspaces {
     }
 
     /// Records that session `id`'s workspace enters `phase`.
-    async fn phase(
+    /// Phase `resolving` of a clone: the remote asked for the ref. git runs from the
+    /// workspaces' root, so no repository the daemon happens to run in is ever in play.
+    pub(super) async fn check_remote(&self, job: &clone::Clone) -> Result<(), SessionError> {
+        let (checking, git, root) = (job.clone(), self.git.clone(), self.root.clone());
+        blocking(move || {
+            std::fs::create_dir_all(&root).map_err(|e| {
+                WorkspaceError::at(Phase::Resolving, WorkspaceProblem::Git(e.to_string()))
+            })?;
+            checking.check_remote(&git, &root)
+        })
+        .await
+    }
+
+    pub(super) async fn phase(
         &self,
         id: SessionId,
         phase: Phase,

@@ -89,7 +89,7 @@ impl Workspaces {
     ) -> Result<Made, SessionError> {
         let id = row.session_id;
         let tree = self.tree(id, ask).await?;
-        self.enter(id, Phase::Transferring, Some(&tree.resolved.sha))
+        self.phase(id, Phase::Transferring, Some(&tree.resolved.sha))
             .await?;
         let Some(hosts) = provider.hosts() else {
             tracing::error!(session = %id, "a remote provider without hosts took a workspace");
@@ -146,15 +146,8 @@ impl Workspaces {
                     branch: format!("atc/staging-{id}"),
                     pick: ask.pick,
                 };
-                let (checking, root) = (job.clone(), self.root.clone());
-                blocking(move || {
-                    std::fs::create_dir_all(&root).map_err(|e| {
-                        WorkspaceError::at(Phase::Resolving, WorkspaceProblem::Git(e.to_string()))
-                    })?;
-                    checking.check_remote(&git, &root)
-                })
-                .await?;
-                self.enter(id, Phase::Cloning, None).await?;
+                self.check_remote(&job).await?;
+                self.phase(id, Phase::Cloning, None).await?;
                 let (git, root) = (self.git.clone(), self.root.clone());
                 blocking(move || {
                     let made = job
@@ -197,7 +190,7 @@ impl Workspaces {
                     WorkspaceProblem::TransferFailed(e.to_string()),
                 )
             })?;
-        self.enter(id, Phase::Verifying, None).await?;
+        self.phase(id, Phase::Verifying, None).await?;
         let counted = provider
             .run_command(RunRequest {
                 argv: ["sh", "-c", "find . ! -type d | wc -l"]
@@ -230,21 +223,6 @@ impl Workspaces {
             ));
         }
         Ok(())
-    }
-
-    /// Records that session `id`'s workspace enters `phase`.
-    async fn enter(
-        &self,
-        id: SessionId,
-        phase: Phase,
-        sha: Option<&str>,
-    ) -> Result<(), SessionError> {
-        stored(
-            self.store
-                .workspace_phase(id, phase, sha, None, now_ms())
-                .await,
-            "recording a workspace's phase",
-        )
     }
 }
 
