@@ -318,7 +318,7 @@ impl Daemon {
             git: crate::workspaces::git::Git::new(targets.credential_vars()),
             root: crate::sessions::workspace_step::root(dir.path()),
         };
-        workspaces.sweep_interrupted().await?;
+        workspaces.sweep_interrupted(&providers).await?;
         let ready_workspaces = workspaces.ready_infos().await?;
         let reporter_socket = reporter_socket_path(dir.path(), opts.runtime_dir.as_deref());
         let codex_home = opts.codex_home.or_else(|| {

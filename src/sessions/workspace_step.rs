@@ -303,14 +303,27 @@ impl Workspaces {
     /// Spec §1.3 step 3, before anything is served: every workspace a stopped daemon left short
     /// of `ready` is failed as `workspace_interrupted`, and what it made is removed: its
     /// directory, and its branch while the branch still points where it was made (nothing was
-    /// committed on it). The number of workspaces interrupted.
-    pub async fn sweep_interrupted(&self) -> Result<usize, crate::store::StoreError> {
+    /// committed on it); for a copy sent into a remote host, the host the spawn readied for
+    /// itself (keyed by a session that was never listed). The number of workspaces
+    /// interrupted.
+    pub async fn sweep_interrupted(
+        &self,
+        providers: &crate::providers::registry::Providers,
+    ) -> Result<usize, crate::store::StoreError> {
         let rows = self.store.workspaces_interrupt(now_ms()).await?;
         for row in &rows {
             tracing::warn!(session = %row.session_id, phase = row.phase.as_str(),
                 "a workspace was interrupted by a daemon stop; removing what it made");
-            if row.host_key.is_some() {
-                // Its copy was on a remote host, which this daemon no longer tracks for it.
+            if let Some(host_key) = &row.host_key {
+                let hosts = providers.get(&row.target).and_then(|p| p.hosts());
+                let destroyed = match hosts {
+                    Some(hosts) => hosts.destroy_host(host_key).await,
+                    None => Ok(()),
+                };
+                if let Err(e) = destroyed {
+                    tracing::error!(session = %row.session_id, error = %e,
+                        "an interrupted workspace's host stays");
+                }
                 continue;
             }
             let git = self.git.clone();

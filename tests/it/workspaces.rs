@@ -930,5 +930,7 @@ async fn a_daemon_killed_while_sending_a_workspace_in_leaves_no_row_short_of_fai
             rows[0].host_key.is_some(),
             "{phase}: the row names the imp's host"
         );
+        // The imp readied for the spawn went with it, half-made copy and all.
+        assert!(sim.imps().is_empty(), "{phase}: {:?}", sim.imps());
     }
 }
