@@ -77,6 +77,12 @@ fn rows() -> Vec<Row> {
             json!({"decision": "allow"}),
             ("decision", json!({"allow": true})),
         ),
+        row(
+            "POST",
+            "/v1/workspaces/prune",
+            json!({"force": false}),
+            ("force", json!("yes")),
+        ),
     ]
 }
 
