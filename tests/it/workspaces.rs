@@ -753,9 +753,42 @@ fn path_with(bin: &Path) -> String {
     )
 }
 
+/// Sends `body` as a keyed spawn (key `key`) to `d`, waits until the spawn is paused in
+/// `phase` (`mark` exists), and SIGKILLs the daemon there. The request is answered by the
+/// daemon's death, and nobody reads the answer.
+async fn kill_in_phase(
+    d: atc_testkit::ChildDaemon,
+    body: &Value,
+    key: &str,
+    mark: &Path,
+    phase: &str,
+) {
+    let (url, token, keyed, key) = (
+        d.url().to_string(),
+        d.token().to_string(),
+        body.clone(),
+        key.to_string(),
+    );
+    actix_rt::spawn(async move {
+        let _ = atc_testkit::http_client()
+            .post(format!("{url}/v1/sessions"))
+            .bearer_auth(token)
+            .insert_header(("Idempotency-Key", key))
+            .send_json(&keyed)
+            .await;
+    });
+    atc_testkit::wait_for(
+        atc_testkit::WITHIN,
+        format!("the spawn in its {phase} phase"),
+        async || mark.exists().then_some(()),
+    )
+    .await;
+    d.kill();
+}
+
 #[actix_rt::test]
 async fn a_daemon_killed_in_each_phase_leaves_nothing_and_its_key_answers_outcome_unknown() {
-    use atc_testkit::{wait_for, ChildDaemon, WITHIN};
+    use atc_testkit::ChildDaemon;
     let config = json!({"agents": {"cat": {"bin": "cat"}}});
     // `ls-tree` runs while resolving (the tree checked for what a copy cannot carry),
     // `worktree add` is the cloning phase itself.
@@ -769,32 +802,11 @@ async fn a_daemon_killed_in_each_phase_leaves_nothing_and_its_key_answers_outcom
         wrapped(&bin, "git", pause_on, &mark, false);
         let log = tmp.path().join("daemon.log");
         let mut cmd = ChildDaemon::command(&state, &config, &log);
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        cmd.env("PATH", path);
+        cmd.env("PATH", path_with(&bin));
         let d = ChildDaemon::spawn(cmd, &state, &log).await;
         let repo = TestRepo::with_files(3);
         let body = json!({"agent": "cat", "cwd": repo.path(), "workspace": {"path": repo.path()}});
-        let (url, token, keyed) = (d.url().to_string(), d.token().to_string(), body.clone());
-        // The spawn hangs in the phase; it is answered by the daemon's death.
-        actix_rt::spawn(async move {
-            let _ = atc_testkit::http_client()
-                .post(format!("{url}/v1/sessions"))
-                .bearer_auth(token)
-                .insert_header(("Idempotency-Key", "killed-key"))
-                .send_json(&keyed)
-                .await;
-        });
-        wait_for(
-            WITHIN,
-            format!("the spawn in its {phase} phase"),
-            async || mark.exists().then_some(()),
-        )
-        .await;
-        d.kill();
+        kill_in_phase(d, &body, "killed-key", &mark, phase).await;
 
         let d = ChildDaemon::start(&state, &config, &log).await;
         let api = d.api();
@@ -864,7 +876,7 @@ async fn a_transfer_that_fails_takes_back_the_imp_it_made() {
 #[actix_rt::test]
 async fn a_daemon_killed_while_sending_a_workspace_in_leaves_no_row_short_of_failed() {
     use atc_testkit::impd_sim::{ImpdSim, SimOptions};
-    use atc_testkit::{wait_for, ChildDaemon, WITHIN};
+    use atc_testkit::ChildDaemon;
     // `tar -x` unpacks in the transferring phase, `find` counts in the verifying one.
     for (phase, program, pause_on) in [
         ("transferring", "tar", "-x"),
@@ -886,22 +898,7 @@ async fn a_daemon_killed_while_sending_a_workspace_in_leaves_no_row_short_of_fai
         let d = ChildDaemon::start(&state, &config, &log).await;
         let repo = TestRepo::with_files(2);
         let body = json!({"agent": "sh", "cwd": "/tmp", "workspace": {"path": repo.path()}});
-        let (url, token, keyed) = (d.url().to_string(), d.token().to_string(), body.clone());
-        actix_rt::spawn(async move {
-            let _ = atc_testkit::http_client()
-                .post(format!("{url}/v1/sessions"))
-                .bearer_auth(token)
-                .insert_header(("Idempotency-Key", "sent-key"))
-                .send_json(&keyed)
-                .await;
-        });
-        wait_for(
-            WITHIN,
-            format!("the spawn in its {phase} phase"),
-            async || mark.exists().then_some(()),
-        )
-        .await;
-        d.kill();
+        kill_in_phase(d, &body, "sent-key", &mark, phase).await;
 
         let d = ChildDaemon::start(&state, &config, &log).await;
         let api = d.api();
