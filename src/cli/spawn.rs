@@ -38,7 +38,7 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub effort: Option<String>,
     /// Work in a copy of its own of this repository: a local repository (a git worktree on a
-    /// branch of its own), optionally at a ref or commit (`PATH@REF`).
+    /// branch of its own) or a URL to clone, optionally at a ref or commit (`PATH@REF`).
     #[arg(long, value_name = "PATH[@REF]")]
     pub workspace: Option<String>,
     /// Attach this terminal to the new session at once (Ctrl-\ detaches).
@@ -98,21 +98,39 @@ pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Spaw
     }
 }
 
-/// `--workspace PATH[@REF]`: the repository made absolute, and the ref after the last `@`
-/// when what comes before it is a directory (a path may hold an `@` of its own). A ref of
-/// 7 to 40 hex digits is sent as a `sha`.
+/// `--workspace PATH[@REF]` or `URL[@REF]`: a path is made absolute, and its ref is what
+/// follows the last `@` when what comes before it is a directory (a path may hold an `@` of
+/// its own). A URL (`scheme://…` or `user@host:path`) takes a ref after an `@` that follows its
+/// last `/`. A ref of 7 to 40 hex digits is sent as a `sha`.
 pub fn workspace_arg(text: &str) -> WorkspaceRequest {
-    let (path, git_ref) = match text.rsplit_once('@') {
-        Some((path, r)) if !r.is_empty() && Path::new(path).is_dir() => (path, Some(r)),
+    let is_url = text.contains("://")
+        || text
+            .split_once(':')
+            .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/'));
+    let (source, git_ref) = match text.rsplit_once('@') {
+        Some((before, r))
+            if is_url && !r.is_empty() && !r.contains('/') && before.contains('/') =>
+        {
+            (before, Some(r))
+        }
+        Some((path, r)) if !is_url && !r.is_empty() && Path::new(path).is_dir() => (path, Some(r)),
         _ => (text, None),
     };
-    let path = std::path::absolute(path)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| path.to_string());
     let is_sha = |r: &str| (7..=40).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit());
+    let (path, url) = match is_url {
+        true => (None, Some(source.to_string())),
+        false => (
+            Some(
+                std::path::absolute(source)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| source.to_string()),
+            ),
+            None,
+        ),
+    };
     WorkspaceRequest {
-        path: Some(path),
-        url: None,
+        path,
+        url,
         git_ref: git_ref.filter(|r| !is_sha(r)).map(str::to_string),
         sha: git_ref.filter(|r| is_sha(r)).map(str::to_string),
     }
@@ -169,6 +187,22 @@ mod tests {
             (Some("/nowhere/a@b"), None)
         );
         assert!(workspace_arg("rel").path.unwrap().starts_with('/'));
+        // URLs, with or without a ref after their last `/`.
+        let ask = workspace_arg("https://h/o/r.git@main");
+        assert_eq!(
+            (ask.url.as_deref(), ask.git_ref.as_deref()),
+            (Some("https://h/o/r.git"), Some("main"))
+        );
+        let ask = workspace_arg("git@github.com:o/r.git");
+        assert_eq!(
+            (ask.url.as_deref(), ask.git_ref, ask.path),
+            (Some("git@github.com:o/r.git"), None, None)
+        );
+        let ask = workspace_arg("git@github.com:o/r.git@abcdef01");
+        assert_eq!(
+            (ask.url.as_deref(), ask.sha.as_deref()),
+            (Some("git@github.com:o/r.git"), Some("abcdef01"))
+        );
     }
 
     #[test]
