@@ -211,7 +211,6 @@ impl Workspaces {
         })
     }
 
-    /// Records that session `id`'s workspace enters `phase`.
     /// Phase `resolving` of a clone: the remote asked for the ref. git runs from the
     /// workspaces' root, so no repository the daemon happens to run in is ever in play.
     pub(super) async fn check_remote(&self, job: &clone::Clone) -> Result<(), SessionError> {
@@ -225,6 +224,7 @@ impl Workspaces {
         .await
     }
 
+    /// Records that session `id`'s workspace enters `phase`.
     pub(super) async fn phase(
         &self,
         id: SessionId,
@@ -269,10 +269,8 @@ impl Workspaces {
         }
         let git = self.git.clone();
         blocking(move || {
-            let loss = match row.source_kind {
-                SourceKind::Path => Worktree::loss(&git, &row.dir)?,
-                SourceKind::Git => clone::loss(&git, &row.dir)?,
-            };
+            // Weighed by what the copy is on disk, as an orphan is: a worktree or a clone.
+            let loss = orphan::weigh(&git, &row.dir)?;
             match loss.is_empty() {
                 true => Ok(()),
                 false => Err(WorkspaceError::at(

@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{Loss, WorkspaceError, WorkspaceProblem};
+use super::error::{WorkspaceError, WorkspaceProblem};
 use super::git::{Git, GitFailure};
+use super::loss::Loss;
 use super::phase::Phase;
 use super::source::{check_complete, Pick, Resolved};
 
@@ -165,27 +166,7 @@ impl Clone {
 /// What removing the clone at `dir` would lose: uncommitted files, and commits on no
 /// remote-tracking branch (the clone and its branches go with it).
 pub fn loss(git: &Git, dir: &Path) -> Result<Loss, WorkspaceError> {
-    let at = |e: GitFailure| WorkspaceError::at(Phase::Ready, WorkspaceProblem::Git(e.to_string()));
-    let status = git
-        .run(dir, &["status", "--porcelain", "--untracked-files=all"])
-        .map_err(at)?;
-    let unkept = git
-        .run(
-            dir,
-            &[
-                "rev-list",
-                "--count",
-                "HEAD",
-                "--branches",
-                "--not",
-                "--remotes",
-            ],
-        )
-        .map_err(at)?;
-    Ok(Loss {
-        changed_files: status.lines().filter(|l| !l.is_empty()).count(),
-        unkept_commits: unkept.trim().parse().unwrap_or(0),
-    })
+    Loss::of_repo(git, dir, &["HEAD", "--branches", "--not", "--remotes"])
 }
 
 /// Removes the clone at `dir`, whatever it holds (callers weigh it first).

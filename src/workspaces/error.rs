@@ -2,6 +2,7 @@
 //! error carries the phase it happened in; the server maps each problem to its wire code in
 //! `server::error`, with `data.phase`.
 
+use super::loss::Loss;
 use super::phase::Phase;
 
 /// A workspace problem and the phase it stopped.
@@ -64,63 +65,9 @@ pub enum WorkspaceProblem {
     Git(String),
 }
 
-/// What removing a workspace would lose.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Loss {
-    /// Files changed, added or deleted and not committed (untracked files count, ignored ones
-    /// do not).
-    pub changed_files: usize,
-    /// Commits on no branch that outlives the workspace.
-    pub unkept_commits: usize,
-}
-
-impl Loss {
-    /// Whether there is nothing to lose.
-    pub fn is_empty(&self) -> bool {
-        self.changed_files == 0 && self.unkept_commits == 0
-    }
-}
-
-impl std::fmt::Display for Loss {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let plural = |n: usize| if n == 1 { "" } else { "s" };
-        match (self.changed_files, self.unkept_commits) {
-            (0, 0) => write!(f, "nothing to lose"),
-            (files, 0) => write!(f, "{files} uncommitted file{}", plural(files)),
-            (0, commits) => write!(f, "{commits} commit{} on no other branch", plural(commits)),
-            (files, commits) => write!(
-                f,
-                "{files} uncommitted file{} and {commits} commit{} on no other branch",
-                plural(files),
-                plural(commits)
-            ),
-        }
-    }
-}
-
 impl WorkspaceError {
     /// `problem`, stopped in `phase`.
     pub fn at(phase: Phase, problem: WorkspaceProblem) -> WorkspaceError {
         WorkspaceError { phase, problem }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_loss_says_what_would_go() {
-        let loss = |changed_files, unkept_commits| Loss {
-            changed_files,
-            unkept_commits,
-        };
-        assert!(loss(0, 0).is_empty());
-        assert_eq!(loss(1, 0).to_string(), "1 uncommitted file");
-        assert_eq!(loss(0, 2).to_string(), "2 commits on no other branch");
-        assert_eq!(
-            loss(3, 1).to_string(),
-            "3 uncommitted files and 1 commit on no other branch"
-        );
     }
 }

@@ -9,12 +9,14 @@
 //! - [`orphan`]: copies no session owns, weighed and removed for what they are on disk.
 //! - [`git`]: how the daemon runs git (never prompting, without withheld variables).
 //! - [`record`]: a workspace as the store keeps it.
+//! - [`loss`]: what removing a copy would lose.
 //! - [`phase`], [`error`]: where a materialization is, and what went wrong, in the spec's
 //!   words.
 
 pub mod clone;
 pub mod error;
 pub mod git;
+pub mod loss;
 pub mod orphan;
 pub mod phase;
 pub mod record;
@@ -22,5 +24,6 @@ pub mod source;
 pub mod status;
 pub mod worktree;
 
-pub use error::{Loss, WorkspaceError, WorkspaceProblem};
+pub use error::{WorkspaceError, WorkspaceProblem};
+pub use loss::Loss;
 pub use phase::Phase;

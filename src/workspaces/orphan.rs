@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{Loss, WorkspaceError, WorkspaceProblem};
+use super::error::{WorkspaceError, WorkspaceProblem};
 use super::git::Git;
+use super::loss::Loss;
 use super::phase::Phase;
 
 /// What a directory under the root is.
@@ -48,7 +49,8 @@ pub fn dirs_under(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// What removing the directory `dir` would lose, by its shape.
+/// What removing the copy at `dir` would lose, by what it is on disk (an orphan's row may be
+/// gone; a listed session's copy is weighed the same way).
 pub fn weigh(git: &Git, dir: &Path) -> Result<Loss, WorkspaceError> {
     match shape(dir) {
         Shape::Worktree => super::worktree::Worktree::loss(git, dir),

@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{Loss, WorkspaceError, WorkspaceProblem};
+use super::error::{WorkspaceError, WorkspaceProblem};
 use super::git::Git;
+use super::loss::Loss;
 use super::phase::Phase;
 
 /// Longest part of a branch name taken from a session's name.
@@ -122,17 +123,7 @@ impl Worktree {
     /// What removing the worktree at `dir` would lose: uncommitted files, and commits on no
     /// branch (its own branch stays in the repository, so commits on it are kept).
     pub fn loss(git: &Git, dir: &Path) -> Result<Loss, WorkspaceError> {
-        let at = |p| WorkspaceError::at(Phase::Ready, p);
-        let status = git
-            .run(dir, &["status", "--porcelain", "--untracked-files=all"])
-            .map_err(|e| at(WorkspaceProblem::Git(e.to_string())))?;
-        let unkept = git
-            .run(dir, &["rev-list", "--count", "HEAD", "--not", "--branches"])
-            .map_err(|e| at(WorkspaceProblem::Git(e.to_string())))?;
-        Ok(Loss {
-            changed_files: status.lines().filter(|l| !l.is_empty()).count(),
-            unkept_commits: unkept.trim().parse().unwrap_or(0),
-        })
+        Loss::of_repo(git, dir, &["HEAD", "--not", "--branches"])
     }
 
     /// Removes the worktree at `dir` of `repo`, keeping its branch. Without `force`, refused
