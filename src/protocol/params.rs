@@ -1,4 +1,5 @@
-//! Checked extraction of query-string parameters (the attach socket's, the trail's).
+//! Checked extraction of query-string parameters (the attach socket's, the trail's, a
+//! forget's).
 //!
 //! Every value of a query string is text; each is read through a typed accessor that parses
 //! it and names the field in its `bad_args` refusal. Request bodies are read into
@@ -38,6 +39,20 @@ impl Params {
                     field: name.to_string(),
                     expected: "a non-negative integer",
                 })
+            })
+            .transpose()
+    }
+
+    /// An optional flag, `true` or `false`.
+    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, RequestError> {
+        self.opt_str(name)
+            .map(|s| match s {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(RequestError::WrongType {
+                    field: name.to_string(),
+                    expected: "true or false",
+                }),
             })
             .transpose()
     }
@@ -104,5 +119,17 @@ mod tests {
         assert_eq!(p.opt_dim("cols").unwrap(), Some(100));
         assert_eq!(p.opt_u64("from").unwrap(), Some(7));
         assert_eq!(field_of(p.opt_u64("limit").unwrap_err()), "limit");
+    }
+
+    #[test]
+    fn flags_are_true_or_false_and_nothing_else() {
+        let p = query(&[("a", "true"), ("b", "false"), ("c", "1"), ("d", "TRUE")]);
+        assert_eq!(
+            (p.opt_bool("a").unwrap(), p.opt_bool("b").unwrap()),
+            (Some(true), Some(false))
+        );
+        assert_eq!(p.opt_bool("absent").unwrap(), None);
+        assert_eq!(field_of(p.opt_bool("c").unwrap_err()), "c");
+        assert_eq!(field_of(p.opt_bool("d").unwrap_err()), "d");
     }
 }

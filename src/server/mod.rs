@@ -18,6 +18,7 @@ pub mod route_table;
 mod routes;
 pub mod tickets;
 pub mod tokens;
+mod workspace_routes;
 mod ws_header;
 mod ws_transport;
 

@@ -3,14 +3,13 @@
 //! through [`Params`], asks the actor that owns the state, and shapes the answer; no handler
 //! keeps state of its own.
 
-use std::path::{Path, PathBuf};
-
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::route_table::{self, Endpoint, ScopedPath};
+use super::workspace_routes;
 use super::{lookup, AppState};
 use crate::agents::spawn_options::{self, SpawnOption};
 use crate::agents::AgentError;
@@ -24,7 +23,6 @@ use crate::server::error::Error;
 use crate::sessions::messages::*;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
-use crate::workspaces::source::{Ask, Pick, Source};
 use atc_protocol::requests::{
     PermissionDecision, RequestBody, ResizeRequest, ReviveRequest, SpawnRequest, SubmitRequest,
     SuspendRequest, UpdateRequest,
@@ -34,7 +32,6 @@ use atc_protocol::responses::{
     ForgetConfirmation, Forgotten, Health, HealthStatus, KillAnswer, PermissionList, Restored,
     ResumeCommand, SessionEnvelope, SpawnDefaults, TargetEntry, Trail,
 };
-use atc_protocol::workspace::WorkspaceRequest;
 use atc_protocol::{Descriptor, TermSize};
 
 /// Registers every route of the table, gathered as [`route_table::scopes`] says: one
@@ -85,9 +82,9 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Resize => r.to(resize),
         Endpoint::Ack => r.to(ack),
         Endpoint::Screen => r.to(screen),
-        Endpoint::Workspace => r.to(workspace),
-        Endpoint::Orphans => r.to(orphans),
-        Endpoint::Prune => r.to(prune),
+        Endpoint::Workspace => r.to(workspace_routes::status),
+        Endpoint::Orphans => r.to(workspace_routes::orphans),
+        Endpoint::Prune => r.to(workspace_routes::prune),
         Endpoint::ResumeCommand => r.to(resume_command),
         Endpoint::Kill => r.to(kill),
         Endpoint::Revive => r.to(revive),
@@ -133,7 +130,10 @@ async fn read_body(mut payload: web::Payload, state: &AppState) -> Result<Bytes,
 }
 
 /// Reads a JSON body as its request type (see [`body::read`]).
-async fn read_json<T: RequestBody>(payload: web::Payload, state: &AppState) -> Result<T, Error> {
+pub(super) async fn read_json<T: RequestBody>(
+    payload: web::Payload,
+    state: &AppState,
+) -> Result<T, Error> {
     Ok(body::read(&read_body(payload, state).await?)?)
 }
 
@@ -150,7 +150,7 @@ fn forgotten(destroyed: bool) -> HttpResponse {
     }))
 }
 
-fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
+pub(super) fn mailbox<T>(r: Result<T, actix::MailboxError>) -> Result<T, Error> {
     r.map_err(|e| {
         tracing::error!(error = %e, "actor mailbox failed");
         Error::Internal
@@ -319,7 +319,11 @@ async fn spawn(
         }
     }
     let [(_, model), (_, effort)] = overrides;
-    let workspace = p.workspace.as_ref().map(workspace_ask).transpose()?;
+    let workspace = p
+        .workspace
+        .as_ref()
+        .map(workspace_routes::ask)
+        .transpose()?;
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
@@ -377,39 +381,6 @@ async fn spawn(
     })
 }
 
-/// A spawn's `workspace` checked for its shape: one of `path` (absolute) and `url` (a
-/// transport git clones over, without a credential), and at most one of `ref` and `sha`.
-fn workspace_ask(w: &WorkspaceRequest) -> Result<Ask, Error> {
-    let bad = |field: &str, problem: &str| -> Error {
-        RequestError::BadField {
-            field: field.to_string(),
-            problem: problem.to_string(),
-        }
-        .into()
-    };
-    let source = match (&w.path, &w.url) {
-        (Some(_), Some(_)) => return Err(bad("workspace", "takes 'path' or 'url', not both")),
-        (None, None) => return Err(bad("workspace.path", "is required (or 'url')")),
-        (None, Some(url)) => {
-            crate::workspaces::source::check_url(url)?;
-            Source::Url(url.clone())
-        }
-        (Some(path), None) if !Path::new(path).is_absolute() => {
-            return Err(bad("workspace.path", "must be an absolute path"))
-        }
-        (Some(path), None) => Source::Path(PathBuf::from(path)),
-    };
-    let pick = Pick::from_fields(w.git_ref.as_deref(), w.sha.as_deref()).map_err(|problem| {
-        let field = if w.sha.is_some() {
-            "workspace.sha"
-        } else {
-            "workspace.ref"
-        };
-        bad(field, problem)
-    })?;
-    Ok(Ask { source, pick })
-}
-
 /// The `Idempotency-Key` header, if any: 1–200 characters.
 fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
     let Some(v) = req.headers().get("Idempotency-Key") else {
@@ -447,30 +418,18 @@ async fn update(
 /// two steps (spec §3.7): without `confirm` it answers `{confirmToken, expiresAt}` (60 s);
 /// with it, the host is destroyed and the session forgotten.
 async fn forget(
-    req: HttpRequest,
+    query: web::Query<Vec<(String, String)>>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let found = lookup(&state, &path).await?;
-    let query =
-        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
-            .map_err(|e| RequestError::BadQuery(e.to_string()))?;
+    let query = Params::from_query(query.into_inner());
     if !state.destroys_host(&found.descriptor) {
-        let force = match query.get("force").map(String::as_str) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(_) => {
-                return Err(RequestError::WrongType {
-                    field: "force".into(),
-                    expected: "true or false",
-                }
-                .into())
-            }
-        };
+        let force = query.opt_bool("force")?.unwrap_or(false);
         mailbox(found.addr.send(Forget { force }).await)??;
         return Ok(forgotten(false));
     }
-    let confirm = query.get("confirm").cloned();
+    let confirm = query.opt_str("confirm").map(str::to_string);
     match confirm {
         None => {
             let (token, expires_at) = mailbox(found.addr.send(MintForgetToken).await)??;
@@ -548,27 +507,6 @@ async fn screen(
     let found = lookup(&state, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
-}
-
-async fn workspace(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
-    let status = mailbox(found.addr.send(ReadWorkspace).await)??;
-    Ok(HttpResponse::Ok().json(status))
-}
-
-async fn orphans(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let list = mailbox(state.manager()?.send(ListOrphans).await)??;
-    Ok(HttpResponse::Ok().json(list))
-}
-
-async fn prune(payload: web::Payload, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let p: atc_protocol::workspace::PruneRequest = read_json(payload, &state).await?;
-    let force = p.force.unwrap_or(false);
-    let done = mailbox(state.manager()?.send(PruneOrphans { force }).await)??;
-    Ok(HttpResponse::Ok().json(done))
 }
 
 async fn resume_command(
