@@ -427,11 +427,9 @@ impl Handler<Spawn> for SessionManager {
         }
         // The id is minted now: the workspace's directory and branch are named after it.
         let id = *msg.id.get_or_insert_with(SessionId::new);
-        if let crate::workspaces::source::Source::Path(repo) = &ask.source {
-            let dir = self.deps.workspaces.dir_of(repo, id);
-            if let Err(e) = self.check_overlap(&msg, Some(&dir)) {
-                return Box::pin(fut::ready(counted(Err(e))));
-            }
+        let dir = self.deps.workspaces.dir_of(&ask.source, id);
+        if let Err(e) = self.check_overlap(&msg, Some(&dir)) {
+            return Box::pin(fut::ready(counted(Err(e))));
         }
         let name = msg
             .name

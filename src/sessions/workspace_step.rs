@@ -83,9 +83,14 @@ pub(super) fn stored<T>(
 }
 
 impl Workspaces {
-    /// The directory session `id`'s workspace of the repository at `repo` gets.
-    pub fn dir_of(&self, repo: &Path, id: SessionId) -> PathBuf {
-        worktree::dir_for(&self.root, repo, &id.to_string())
+    /// The directory on this machine session `id`'s workspace of `source` gets, named after
+    /// the repository's last path segment (a URL's as a path's).
+    pub fn dir_of(&self, source: &Source, id: SessionId) -> PathBuf {
+        let named_after = match source {
+            Source::Path(repo) => repo.clone(),
+            Source::Url(url) => PathBuf::from(url),
+        };
+        worktree::dir_for(&self.root, &named_after, &id.to_string())
     }
 
     /// Makes the workspace `ask` names for session `id` (named `name`), recording each
@@ -100,11 +105,11 @@ impl Workspaces {
         cwd: &str,
         remote: Option<std::sync::Arc<dyn crate::providers::ExecutionProvider>>,
     ) -> Result<Made, SessionError> {
-        let (kind, repo_url, named_after) = match &ask.source {
-            Source::Path(repo) => (SourceKind::Path, repo.display().to_string(), repo.clone()),
-            Source::Url(url) => (SourceKind::Git, url.clone(), PathBuf::from(url)),
+        let (kind, repo_url) = match &ask.source {
+            Source::Path(repo) => (SourceKind::Path, repo.display().to_string()),
+            Source::Url(url) => (SourceKind::Git, url.clone()),
         };
-        let dir = self.dir_of(&named_after, id);
+        let dir = self.dir_of(&ask.source, id);
         let branch = worktree::branch_name(name, &id.to_string());
         let began = now_ms();
         let row = Materialization {
