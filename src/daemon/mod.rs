@@ -266,9 +266,11 @@ impl Daemon {
             Arc::new(AgentCatalog::new(&config.agents).with_invalid(config.invalid_agents()));
         // Each target's options are its provider kind's to check, once, here.
         let targets = Arc::new(crate::providers::targets::Targets::settle(&config.targets));
+        // No local process, git included, inherits a target's credential.
+        let withheld = targets.credential_vars();
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
-            withheld: targets.credential_vars(),
+            withheld: withheld.clone(),
         });
         let atc_program = opts
             .atc_program
@@ -315,7 +317,7 @@ impl Daemon {
         // failed as `workspace_interrupted` and removed; the ready ones join their sessions.
         let workspaces = crate::sessions::workspace_step::Workspaces {
             store: store.clone(),
-            git: crate::workspaces::git::Git::new(targets.credential_vars()),
+            git: crate::workspaces::git::Git::new(withheld),
             root: crate::sessions::workspace_step::root(dir.path()),
         };
         workspaces.sweep_interrupted(&providers).await?;

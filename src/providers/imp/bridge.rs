@@ -48,7 +48,8 @@ pub struct Binding {
     pub epoch: u64,
 }
 
-/// Why a line was refused: the stable codes of the bridge's `{ok:false, code}` answers.
+/// Why a line was refused: the stable codes of the bridge's `{ok:false, code}` answers, their
+/// wire words the snake_case names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BridgeCode {
@@ -61,18 +62,6 @@ pub enum BridgeCode {
     /// The session refused the report (a bad value, or over its report rate); nothing of it
     /// was stored, and the connection stays.
     Refused,
-}
-
-impl BridgeCode {
-    /// The wire word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BridgeCode::Forbidden => "forbidden",
-            BridgeCode::StaleBinding => "stale_binding",
-            BridgeCode::Unsupported => "unsupported",
-            BridgeCode::Refused => "refused",
-        }
-    }
 }
 
 /// A request op (`{v:1, id, op, …}`).
@@ -504,13 +493,13 @@ mod tests {
             line(Answer::duplicate(&json!(1))),
             json!({"id": 1, "ok": true, "duplicate": true})
         );
-        for code in [
-            BridgeCode::Forbidden,
-            BridgeCode::StaleBinding,
-            BridgeCode::Unsupported,
-            BridgeCode::Refused,
+        for (code, word) in [
+            (BridgeCode::Forbidden, "forbidden"),
+            (BridgeCode::StaleBinding, "stale_binding"),
+            (BridgeCode::Unsupported, "unsupported"),
+            (BridgeCode::Refused, "refused"),
         ] {
-            assert_eq!(serde_json::to_value(code).unwrap(), json!(code.as_str()));
+            assert_eq!(serde_json::to_value(code).unwrap(), json!(word));
         }
     }
 }
