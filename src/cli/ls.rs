@@ -17,6 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::output;
+use atc_client::atc_protocol::workspace::WorkspaceStatus;
 use atc_client::atc_protocol::{Attachment, ExitReason, SessionState};
 use atc_client::{routes, session, DaemonClient, Descriptor, SessionLabels};
 
@@ -82,17 +83,18 @@ pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
 /// The sessions whose workspace holds changes not committed.
 pub type Changed = std::collections::HashSet<atc_client::atc_protocol::SessionId>;
 
-/// Asks the daemon where each session's workspace stands; a session whose status cannot be
-/// read is shown without the marker (the list matters more than the mark).
+/// Asks the daemon where each session's workspace on this machine stands (one on an imp,
+/// which has no branch, has no history to ask); a session whose status cannot be read is
+/// shown without the marker (the list matters more than the mark).
 async fn changed_workspaces(client: &DaemonClient, sessions: &[Descriptor]) -> Changed {
     let asks = sessions
         .iter()
-        .filter(|s| s.workspace.is_some())
+        .filter(|s| s.workspace.as_ref().is_some_and(|w| w.branch.is_some()))
         .map(|s| async move {
             let path = format!("{}/workspace", routes::session(s.id));
-            let status = client.get_json(&path).await.ok()?;
-            let dirty = status["changed"].as_array().is_some_and(|c| !c.is_empty());
-            dirty.then_some(s.id)
+            let answer = client.get_json(&path).await.ok()?;
+            let status: WorkspaceStatus = serde_json::from_value(answer).ok()?;
+            (!status.changed.is_empty()).then_some(s.id)
         });
     futures_util::future::join_all(asks)
         .await
