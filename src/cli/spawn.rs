@@ -95,6 +95,7 @@ pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Spaw
         model: args.model.clone(),
         effort: args.effort.clone(),
         workspace: args.workspace.as_deref().map(workspace_arg),
+        limits: None,
     }
 }
 

@@ -61,6 +61,9 @@ pub enum HarnessEnd {
     /// The harness ended without an exit its provider could confirm (a remote process that
     /// was replaced, a host that rebooted, a connection that could not be re-established).
     Ended,
+    /// The kernel killed the process at its session's memory limit (its cgroup counted an
+    /// out-of-memory kill, and SIGKILL ended the process).
+    MemoryLimit,
 }
 
 /// The harness's process is gone and all its output has been delivered. Sent exactly once.

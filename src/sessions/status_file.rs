@@ -142,6 +142,8 @@ mod tests {
             },
             target_identity: String::new(),
             agent_session_id: None,
+            limits: None,
+            usage: None,
             lifecycle: atc_protocol::Lifecycle {
                 desired: atc_protocol::Desired::Run,
                 vm: atc_protocol::VmState::None,

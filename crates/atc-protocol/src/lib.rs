@@ -8,6 +8,7 @@
 //!   reason, the lifecycle layers, attachment, who named it).
 //! - [`session_id`]: [`SessionId`], the one type a session's id has, on the wire and inside
 //!   the daemon.
+//! - [`limits`]: a local session's resource limits and what it uses.
 //! - [`frames`]: the attach socket's frames both ways and the events socket's frames.
 //! - [`size`]: terminal sizes and their bounds.
 //! - [`state_dir`]: where the state dir is and what `daemon.json` and `token` in it say.
@@ -24,6 +25,7 @@
 pub mod capabilities;
 pub mod error;
 pub mod frames;
+pub mod limits;
 pub mod requests;
 pub mod responses;
 pub mod session;
@@ -34,6 +36,7 @@ pub mod workspace;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use frames::{AttachFrame, AttachMode, ClientFrame, FleetEvent, LinkState, Replay};
+pub use limits::{SessionLimits, Usage};
 pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
     OutputKind, SessionState, VmState,

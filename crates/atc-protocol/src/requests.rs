@@ -52,13 +52,18 @@ pub struct SpawnRequest {
     /// the same place inside the copy (its root when `cwd` is outside the repository).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::WorkspaceRequest>,
+    /// Limits on the session's processes (a local target's); each may only lower what config
+    /// allows for its agent and target, and a higher one answers `bad_args` naming the
+    /// ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::limits::SessionLimits>,
 }
 
 impl RequestBody for SpawnRequest {
     /// Spec §2.6 `session.spawn` and api.md's "Coming with the open issues": a parent
-    /// session, resource limits, a first prompt, a resume of the agent's own session and a
-    /// scope (an open question of the spec, §15) are not built yet.
-    const RESERVED: &'static [&'static str] = &["parent", "limits", "prompt", "resume", "scope"];
+    /// session, a first prompt, a resume of the agent's own session and a scope (an open
+    /// question of the spec, §15) are not built yet.
+    const RESERVED: &'static [&'static str] = &["parent", "prompt", "resume", "scope"];
 }
 
 /// `PATCH /v1/sessions/{id}`: rename or (un)pin.

@@ -59,6 +59,8 @@ pub enum ExitReason {
     /// The harness ended without a confirmed exit (a remote process replaced, a host
     /// rebooted, a connection lost for good); `lastMsg` says which.
     Ended,
+    /// The kernel killed it at its session's memory limit (`limits.memoryMiB`).
+    MemoryLimit,
 }
 
 impl ExitReason {
@@ -71,6 +73,7 @@ impl ExitReason {
             ExitReason::SpawnFailed => "spawn_failed",
             ExitReason::Suspended => "suspended",
             ExitReason::Ended => "ended",
+            ExitReason::MemoryLimit => "memory_limit",
         }
     }
 
@@ -82,6 +85,7 @@ impl ExitReason {
             "spawn_failed" => ExitReason::SpawnFailed,
             "suspended" => ExitReason::Suspended,
             "ended" => ExitReason::Ended,
+            "memory_limit" => ExitReason::MemoryLimit,
             _ => ExitReason::Exited,
         }
     }
@@ -236,6 +240,13 @@ pub struct Descriptor {
     /// The copy of a repository it works in, if its spawn asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::WorkspaceInfo>,
+    /// The limits its processes run under (a local session's, when any is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::limits::SessionLimits>,
+    /// What its processes use now, read from its cgroup when asked (a local session with a
+    /// running process on a daemon that has cgroups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::limits::Usage>,
     /// The identity of its target when it was spawned; the daemon's refusal chain compares
     /// it with the target's current one. Never on the wire (clients read it as empty).
     #[serde(skip)]

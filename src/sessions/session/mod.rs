@@ -245,6 +245,8 @@ impl Session {
             lifecycle: self.lifecycle(),
             auth: self.auth,
             workspace: self.record.workspace.clone(),
+            limits: None,
+            usage: None,
         }
     }
 

@@ -474,6 +474,7 @@ fn exit_reason(ending: Option<Ending>, end: HarnessEnd) -> ExitReason {
         (None, HarnessEnd::Exited) => ExitReason::Exited,
         (None, HarnessEnd::Suspended) => ExitReason::Suspended,
         (None, HarnessEnd::Ended) => ExitReason::Ended,
+        (None, HarnessEnd::MemoryLimit) => ExitReason::MemoryLimit,
     }
 }
 
@@ -484,6 +485,7 @@ fn exit_message(reason: ExitReason, detail: Option<&str>) -> String {
         ExitReason::DaemonStopped => "daemon stopped".into(),
         ExitReason::Suspended => "asleep".into(),
         ExitReason::Ended => detail.unwrap_or("ended").into(),
+        ExitReason::MemoryLimit => "killed at its memory limit".into(),
         ExitReason::Exited | ExitReason::SpawnFailed => "process exited".into(),
     }
 }
