@@ -34,6 +34,7 @@ fn main() -> anyhow::Result<()> {
         cwd: "/".into(),
         env: Vec::new(),
         withheld: Vec::new(),
+        cgroup: None,
     };
     let launchers = Launchers::start(1)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

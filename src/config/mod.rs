@@ -9,6 +9,7 @@
 pub mod agent_auth;
 pub mod agent_kind;
 pub mod raw;
+pub mod session_limits;
 pub mod targets;
 
 use agent_kind::AgentKind;
@@ -48,6 +49,9 @@ pub struct Limits {
     /// from the host at start (`daemon::session_cap`); the daemon's own copy, from there on,
     /// holds the number it works to, which `GET /v1/daemon` shows.
     pub max_sessions: Option<usize>,
+    /// The daemon's default limits on each local session's processes (`limits.session`);
+    /// agents replace them field by field, targets cap them (see [`session_limits`]).
+    pub session: atc_protocol::SessionLimits,
 }
 
 impl Limits {
@@ -83,6 +87,7 @@ impl Default for Limits {
             trail_max_age_days: 30,
             tokenless_connections: 64,
             max_sessions: None,
+            session: atc_protocol::SessionLimits::default(),
         }
     }
 }
@@ -188,6 +193,8 @@ pub struct AgentConfig {
     pub base_url: Option<String>,
     /// Broker authentication: the agent runs only in an imp, with its credential in impd.
     pub auth: Option<agent_auth::AgentAuth>,
+    /// Limits on its sessions, replacing the daemon's default field by field.
+    pub limits: Option<atc_protocol::SessionLimits>,
 }
 
 /// The problem word of an agent entry left out for its `auth` (spec §6.1).
@@ -232,6 +239,12 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
         Some(serde_json::Value::Object(m)) => Some(m),
         Some(_) => return Err(invalid("'settings' must be an object")),
     };
+    if let Some((field, min, max)) = raw.limits.as_ref().and_then(|l| l.out_of_bounds()) {
+        return Err((
+            "agent_invalid",
+            format!("'limits.{field}' must be between {min} and {max}"),
+        ));
+    }
     let auth = match &raw.auth {
         None => None,
         Some(value) => Some(
@@ -249,6 +262,7 @@ fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static 
         models: raw.models,
         base_url: raw.base_url.filter(|u| !u.is_empty()),
         auth,
+        limits: raw.limits,
     })
 }
 
@@ -298,7 +312,12 @@ pub struct Config {
     pub targets: targets::TargetsConfig,
     /// The file this came from, if any.
     pub source: Option<PathBuf>,
+    /// Where the cgroup hierarchies are mounted; `None`: sessions run without cgroups.
+    pub cgroup_root: Option<PathBuf>,
 }
+
+/// Where cgroup hierarchies are mounted on Linux.
+pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 impl Default for Config {
     fn default() -> Self {
@@ -314,6 +333,7 @@ impl Default for Config {
             problems: Vec::new(),
             targets: targets::TargetsConfig::default(),
             source: None,
+            cgroup_root: Some(PathBuf::from(DEFAULT_CGROUP_ROOT)),
         }
     }
 }
@@ -456,7 +476,35 @@ impl Config {
                 .max(1),
             // A cap of none would refuse every start; one is the least that means anything.
             max_sessions: l.max_sessions.or(defaults.max_sessions).map(|n| n.max(1)),
+            session: match l.session.map(|s| (s, s.out_of_bounds())) {
+                None => defaults.session,
+                Some((s, None)) => s,
+                Some((_, Some((field, min, max)))) => {
+                    config.problems.push(ConfigProblem {
+                        scope: "limits.session".into(),
+                        problem: "config_malformed",
+                        detail: format!(
+                            "'{field}' must be between {min} and {max}; no session limits are set"
+                        ),
+                        path: None,
+                    });
+                    defaults.session
+                }
+            },
         };
+        match raw.cgroup_root {
+            None => {}
+            Some(serde_json::Value::Null) => config.cgroup_root = None,
+            Some(serde_json::Value::String(root)) if Path::new(&root).is_absolute() => {
+                config.cgroup_root = Some(PathBuf::from(root))
+            }
+            Some(_) => config.problems.push(ConfigProblem {
+                scope: "cgroupRoot".into(),
+                problem: "config_malformed",
+                detail: "cgroupRoot must be an absolute path or null".into(),
+                path: None,
+            }),
+        }
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
         }

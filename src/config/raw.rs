@@ -25,6 +25,9 @@ pub struct RawConfig {
     pub targets: Option<RawTargets>,
     /// The target spawns use when they name none.
     pub default_target: Option<serde_json::Value>,
+    /// Where the cgroup hierarchies are mounted (`/sys/fs/cgroup`); `null`: run sessions
+    /// without cgroups. Any JSON value, checked in the parent module.
+    pub cgroup_root: Option<serde_json::Value>,
 }
 
 /// One configured agent.
@@ -50,6 +53,8 @@ pub struct RawAgent {
     pub base_url: Option<String>,
     /// Broker authentication (claude and codex only), checked by `broker::AgentAuth`.
     pub auth: Option<serde_json::Value>,
+    /// Limits on its sessions, replacing `limits.session` field by field.
+    pub limits: Option<atc_protocol::SessionLimits>,
 }
 
 /// Limits; see `config.example.json` for the defaults.
@@ -80,6 +85,8 @@ pub struct RawLimits {
     pub tokenless_connections: Option<usize>,
     /// Cap on sessions with a running process; absent or `null`: worked out at start.
     pub max_sessions: Option<usize>,
+    /// Limits on each local session's processes, for every agent and target.
+    pub session: Option<atc_protocol::SessionLimits>,
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

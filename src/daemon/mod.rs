@@ -6,6 +6,7 @@
 //! [`DaemonHandle`], which tests use directly (the daemon runs in-process on port 0) and
 //! `main.rs` drives until a signal or `POST /v1/daemon/quit`; SIGHUP re-reads the token file.
 
+pub mod cgroups;
 pub mod command;
 pub mod fd_table;
 pub mod json_log;
@@ -157,6 +158,8 @@ pub struct DaemonHandle {
     sessions_arbiter: actix::ArbiterHandle,
     /// Where systemd hears from us, once [`DaemonHandle::notify_systemd`] was called.
     systemd: Option<Arc<systemd::NotifySocket>>,
+    /// The local sessions' cgroups, swept once every session has ended at a stop.
+    session_cgroups: Option<Arc<crate::providers::local::cgroup::SessionCgroups>>,
 }
 
 /// The daemon.
@@ -268,9 +271,13 @@ impl Daemon {
         let targets = Arc::new(crate::providers::targets::Targets::settle(&config.targets));
         // No local process, git included, inherits a target's credential.
         let withheld = targets.credential_vars();
+        let session_limits = Arc::new(crate::config::session_limits::LimitsPolicy::of(&config));
+        let session_cgroups =
+            cgroups::take(config.cgroup_root.as_deref(), dir.path(), &session_limits);
         let local: Arc<dyn crate::providers::ExecutionProvider> = Arc::new(LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: withheld.clone(),
+            cgroups: session_cgroups.clone(),
         });
         let atc_program = opts
             .atc_program
@@ -372,6 +379,7 @@ impl Daemon {
             providers: state_providers,
             reporter: reporter_stats,
             metrics: metrics.clone(),
+            session_limits,
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without
@@ -499,6 +507,7 @@ impl Daemon {
                     reporter: scrape_reporter,
                     metrics,
                     targets: scrape_targets,
+                    cgroups: session_cgroups.clone(),
                 };
                 let server = crate::server::metrics_http::serve_metrics_only(listener, scraper)
                     .map_err(|source| StartError::Bind {
@@ -539,6 +548,7 @@ impl Daemon {
             tokens: token_publisher,
             sessions_arbiter,
             systemd: None,
+            session_cgroups,
         })
     }
 }
@@ -711,6 +721,14 @@ impl DaemonHandle {
         self.server.pause().await;
         if let Err(e) = self.manager.send(ShutdownAll).await {
             tracing::error!(error = %e, "session manager gone before shutdown");
+        }
+        // What outlived its session's hangup (a helper that left its process group, such as
+        // Codex's `app-server`) ends with the daemon, not after it.
+        if let Some(cgroups) = self.session_cgroups.clone() {
+            let swept = tokio::task::spawn_blocking(move || cgroups.release()).await;
+            if let Ok(n @ 1..) = swept {
+                tracing::info!(cgroups = n, "ended what was left in sessions' cgroups");
+            }
         }
         // The writer runs on the sessions' thread, which stops with the server: it comes back
         // here to write what the server's last requests queued, and to close.

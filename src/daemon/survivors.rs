@@ -245,6 +245,9 @@ mod tests {
             leader_pid: Some(leader.pid),
             leader_start_ticks: Some(leader.start_ticks as i64),
             leader_boot_id: Some(leader.boot_id.clone()),
+            limit_memory_mib: None,
+            limit_pids: None,
+            limit_cpu_percent: None,
         }
     }
 

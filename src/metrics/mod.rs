@@ -123,6 +123,20 @@ label_values! {
         Dismissed => "dismissed",
     }
     ReporterLine { Accepted => "accepted", Dropped => "dropped" }
+    LimitKind { Memory => "memory" }
+}
+
+/// A session limit whose reaching kills (only memory does: a process limit refuses forks and a
+/// CPU limit slows, neither kills).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LimitKind {
+    /// `limits.memoryMiB`.
+    Memory,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LimitKillLabels {
+    limit: LimitKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -186,6 +200,7 @@ pub struct Metrics {
     leases_held: Gauge,
     ledger_answers: Family<LedgerLabels, Counter>,
     permission_resolutions: Family<PermissionLabels, Counter>,
+    limit_kills: Family<LimitKillLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -319,6 +334,14 @@ impl Metrics {
                 .iter()
                 .map(|&resolution| PermissionLabels { resolution }),
         );
+        let limit_kills = listed_family(
+            &mut r,
+            "session_limit_kills",
+            "Sessions whose process the kernel killed at one of their limits, by limit",
+            LimitKind::ALL
+                .iter()
+                .map(|&limit| LimitKillLabels { limit }),
+        );
         Metrics {
             registry: Arc::new(r),
             input_bytes,
@@ -336,7 +359,15 @@ impl Metrics {
             leases_held,
             ledger_answers,
             permission_resolutions,
+            limit_kills,
         }
+    }
+
+    /// A session's process was killed at one of its limits.
+    pub fn limit_killed(&self, limit: LimitKind) {
+        self.limit_kills
+            .get_or_create(&LimitKillLabels { limit })
+            .inc();
     }
 
     /// The families kept as things happen.

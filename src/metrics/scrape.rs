@@ -61,6 +61,9 @@ pub struct Snapshot {
     pub reporter_dropped: u64,
     /// `/proc/self`.
     pub process: ProcessStats,
+    /// What every local session together uses now (their cgroups' parent), where the daemon
+    /// has cgroups.
+    pub sessions_usage: Option<atc_protocol::Usage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -125,6 +128,27 @@ pub fn render(metrics: &Metrics, snapshot: &Snapshot) -> Result<String, std::fmt
             gauge(fds),
         );
     }
+    if let Some(u) = snapshot.sessions_usage {
+        r.register_with_unit(
+            "sessions_memory",
+            "Memory every local session's processes use together now",
+            Unit::Bytes,
+            gauge(u.memory_bytes),
+        );
+        let cpu = Counter::<f64, std::sync::atomic::AtomicU64>::default();
+        cpu.inc_by(u.cpu_seconds);
+        r.register_with_unit(
+            "sessions_cpu",
+            "CPU time local sessions' processes used since their cgroups' parent was made",
+            Unit::Seconds,
+            cpu,
+        );
+        r.register(
+            "sessions_pids",
+            "Processes and threads in local sessions now",
+            gauge(u.pids.into()),
+        );
+    }
     let mut out = String::new();
     encode_registry(&mut out, metrics.registry())?;
     encode_registry(&mut out, &r)?;
@@ -150,6 +174,12 @@ mod tests {
                 rss_bytes: Some(4096),
                 open_fds: None,
             },
+            sessions_usage: Some(atc_protocol::Usage {
+                memory_bytes: 1 << 20,
+                memory_peak_bytes: 2 << 20,
+                cpu_seconds: 2.5,
+                pids: 7,
+            }),
         };
         let t = render(&Metrics::new(), &snapshot).expect("renders");
         for line in [
@@ -159,6 +189,10 @@ mod tests {
             "atc_reporter_lines_total{result=\"accepted\"} 3",
             "atc_reporter_lines_total{result=\"dropped\"} 1",
             "atc_process_resident_memory_bytes 4096",
+            "atc_sessions_memory_bytes 1048576",
+            "atc_sessions_cpu_seconds_total 2.5",
+            "atc_sessions_pids 7",
+            "atc_session_limit_kills_total{limit=\"memory\"} 0",
         ] {
             assert!(t.lines().any(|l| l == line), "no `{line}` in:\n{t}");
         }

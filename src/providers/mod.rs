@@ -252,6 +252,9 @@ pub struct StartSpec {
     /// The process already started by the provider's [`ExecutionProvider::launcher`] off the
     /// sessions' thread (a spawn's); the start adopts it instead of starting one.
     pub launched: Option<local::launch::Launched>,
+    /// The limits its processes run under (checked already against what the provider can
+    /// enforce: empty for one that cannot).
+    pub limits: atc_protocol::SessionLimits,
 }
 
 /// The blocking half of a start, to run on a blocking thread before
@@ -347,6 +350,11 @@ pub trait ExecutionProvider: Send + Sync {
     /// [`host_lifecycle`]); `None`: its sessions run here and have no host to sleep, delete
     /// or bind.
     fn hosts(&self) -> Option<&dyn HostLifecycle> {
+        None
+    }
+    /// The cgroups its sessions run in, where it puts them in cgroups on this machine (see
+    /// [`local::cgroup`]); `None`: it cannot enforce limits or read usage.
+    fn session_cgroups(&self) -> Option<&std::sync::Arc<local::cgroup::SessionCgroups>> {
         None
     }
     /// Lets go of what the provider holds for the daemon (leases) once every harness is

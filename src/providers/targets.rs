@@ -40,6 +40,11 @@ pub struct Target {
     /// without `url`): step 6 of the chain refuses it as `target_unavailable`.
     #[serde(skip)]
     pub unavailable: Option<String>,
+    /// Limits on its sessions (`limits` in its entry): a ceiling over the agent's and the
+    /// daemon's. Not an option of its provider, so not part of its identity: changing a
+    /// limit does not make its sessions another target's.
+    #[serde(skip)]
+    pub limits: Option<atc_protocol::SessionLimits>,
 }
 
 /// What a provider kind found in one target's options.
@@ -80,6 +85,18 @@ pub fn identity(provider: &str, options: &Map<String, Value>) -> String {
     }
 }
 
+/// A target entry's `limits`: the problem's detail names fields, never values.
+fn target_limits(value: Value) -> Result<atc_protocol::SessionLimits, String> {
+    let limits: atc_protocol::SessionLimits = serde_json::from_value(value).map_err(|_| {
+        "'limits' must be an object of memoryMiB, pids and cpuPercent, each a whole number"
+            .to_string()
+    })?;
+    match limits.out_of_bounds() {
+        Some((field, min, max)) => Err(format!("'limits.{field}' must be between {min} and {max}")),
+        None => Ok(limits),
+    }
+}
+
 fn kind(provider: &str) -> Option<&'static ProviderKind> {
     KINDS.iter().find(|k| k.name == provider)
 }
@@ -110,6 +127,7 @@ impl Targets {
                 identity: IMPLICIT_LOCAL_IDENTITY.into(),
                 options: Map::new(),
                 unavailable: None,
+                limits: None,
             }),
             None => {}
             Some(RawTargets::Entries(entries)) if !entries.is_empty() => {
@@ -140,6 +158,14 @@ impl Targets {
                     }
                     let mut kept = options.clone();
                     kept.remove("provider");
+                    let limits = match kept.remove("limits").map(target_limits) {
+                        None => None,
+                        Some(Ok(limits)) => Some(limits),
+                        Some(Err(detail)) => {
+                            problems.push(bad("limits_invalid", &detail));
+                            continue;
+                        }
+                    };
                     let check = kind(&provider)
                         .map(|k| (k.check_options)(&kept))
                         .unwrap_or_default();
@@ -150,6 +176,7 @@ impl Targets {
                         provider,
                         options: kept,
                         unavailable: check.unavailable,
+                        limits,
                     });
                 }
             }

@@ -402,6 +402,24 @@ fn provider_wire(e: &ProviderError) -> Wire {
     }
 }
 
+/// The limits part of the mapping: a value config does not allow names its ceiling.
+fn limits_wire(e: &crate::config::session_limits::LimitsError) -> Wire {
+    use crate::config::session_limits::LimitsError as L;
+    use ErrorCode as C;
+    match e {
+        L::AboveCeiling { field, ceiling, .. } => Wire::new(C::BadArgs)
+            .field(&format!("limits.{field}"))
+            .with("ceiling", *ceiling),
+        L::OutOfBounds { field, min, max } => Wire::new(C::BadArgs)
+            .field(&format!("limits.{field}"))
+            .with("min", *min)
+            .with("max", *max),
+        L::NoCgroups { target, .. } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "no_cgroups")
+            .with("target", target.clone()),
+    }
+}
+
 /// The session part of the mapping.
 fn session_wire(e: &SessionError) -> Wire {
     use ErrorCode as C;
@@ -421,6 +439,7 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::BadName(p) => bad_args("name").with("reason", p.as_str()),
         SessionError::CwdNotAbsolute | SessionError::CwdNotDirectory(_) => bad_args("cwd"),
         SessionError::RestoreRunning => bad_args("fleet"),
+        SessionError::Limits(e) => limits_wire(e),
         SessionError::CapReached { cap, .. } => Wire::new(C::HostUnavailable)
             .with("problem", "session_cap")
             .with("limit", *cap),

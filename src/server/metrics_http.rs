@@ -31,6 +31,8 @@ pub struct Scraper {
     pub metrics: Metrics,
     /// Configured targets, each listed even with no session.
     pub targets: Arc<Targets>,
+    /// Local sessions' cgroups, for the fleet's usage; `None` without cgroups.
+    pub cgroups: Option<Arc<crate::providers::local::cgroup::SessionCgroups>>,
 }
 
 impl Scraper {
@@ -44,18 +46,25 @@ impl Scraper {
         for t in self.targets.list() {
             sessions.include_target(&t.id);
         }
-        // Two small /proc reads, off the executor all the same.
-        let process = web::block(crate::metrics::process::read)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "could not read /proc/self for a scrape");
-                Default::default()
-            });
+        // Two small /proc reads and the fleet's cgroup files, off the executor all the same.
+        let cgroups = self.cgroups.clone();
+        let (process, sessions_usage) = web::block(move || {
+            (
+                crate::metrics::process::read(),
+                cgroups.and_then(|c| c.fleet_usage()),
+            )
+        })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not read /proc/self for a scrape");
+            Default::default()
+        });
         let snapshot = Snapshot {
             sessions,
             reporter_accepted: self.reporter.accepted.load(Ordering::Relaxed),
             reporter_dropped: self.reporter.dropped.load(Ordering::Relaxed),
             process,
+            sessions_usage,
         };
         render(&self.metrics, &snapshot).map_err(|e| {
             tracing::error!(error = %e, "could not encode the metrics");
@@ -75,6 +84,11 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, Error> 
         reporter: state.reporter.clone(),
         metrics: state.metrics.clone(),
         targets: state.targets.clone(),
+        cgroups: state
+            .providers
+            .distinct()
+            .iter()
+            .find_map(|p| p.session_cgroups().cloned()),
     };
     Ok(answer(scraper.scrape().await?))
 }

@@ -16,6 +16,7 @@ mod page;
 pub mod reporter;
 pub mod route_table;
 mod routes;
+mod spawn_limits;
 pub mod tickets;
 pub mod tokens;
 mod workspace_routes;
@@ -93,6 +94,8 @@ pub struct AppState {
     pub reporter: Arc<reporter::ReporterStats>,
     /// This daemon's metrics (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Config's limits on sessions' processes (see `spawn_limits`).
+    pub session_limits: Arc<crate::config::session_limits::LimitsPolicy>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);

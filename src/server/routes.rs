@@ -324,6 +324,13 @@ async fn spawn(
         .as_ref()
         .map(workspace_routes::ask)
         .transpose()?;
+    let limits = super::spawn_limits::resolve(
+        &state,
+        agent,
+        refusal.as_ref().ok().map(|(id, _)| id.as_str()),
+        p.limits.as_ref(),
+    )
+    .map_err(SessionError::Limits)?;
     let spawn = Spawn {
         id: None,
         agent: agent.to_string(),
@@ -335,6 +342,7 @@ async fn spawn(
         model,
         effort,
         workspace,
+        limits,
     };
     let Some(key) = idempotency_key(&req)? else {
         refusal?;
@@ -395,8 +403,12 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
 }
 
 async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
-    Ok(session_answer(found.descriptor))
+    let mut descriptor = lookup(&state, &path).await?.descriptor;
+    // Four small files in the kernel's memory, read here: one session's is not worth a hop
+    // to a blocking thread.
+    descriptor.usage = crate::sessions::usage::cgroups_of(&descriptor, &state.providers)
+        .and_then(|c| c.group(descriptor.id).usage());
+    Ok(session_answer(descriptor))
 }
 
 async fn update(

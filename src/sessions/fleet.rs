@@ -158,6 +158,39 @@ impl<A> Fleet<A> {
         self.body = Some(body.clone());
         body
     }
+
+    /// [`Fleet::listing`] with each session in `usage` carrying its `usage` field. Usage
+    /// changes on every read, so it is never cached: it goes into a copy of the body, each
+    /// figure spliced before its descriptor's closing brace (a descriptor serializes as an
+    /// object without `usage`, which is skipped while `None`).
+    pub fn listing_with(&mut self, usage: &HashMap<SessionId, atc_protocol::Usage>) -> Bytes {
+        if usage.is_empty() {
+            return self.listing();
+        }
+        let mut body = BytesMut::with_capacity(64 * self.order.len() + 64);
+        body.put_slice(b"{\"sessions\":[");
+        for (i, id) in self.order.iter().enumerate() {
+            let Some(e) = self.sessions.get_mut(id) else {
+                continue;
+            };
+            if i > 0 {
+                body.put_u8(b',');
+            }
+            let json = e.json();
+            match (usage.get(id), json.split_last()) {
+                (Some(u), Some((b'}', head))) => {
+                    body.put_slice(head);
+                    body.put_slice(b",\"usage\":");
+                    // A Usage is four numbers: serializing it cannot fail.
+                    body.put_slice(&serde_json::to_vec(u).expect("a Usage always serializes"));
+                    body.put_u8(b'}');
+                }
+                _ => body.put_slice(json),
+            }
+        }
+        body.put_slice(b"]}");
+        body.freeze()
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +198,27 @@ mod tests {
     use super::*;
     use atc_protocol::SessionState;
     use serde_json::Value;
+
+    #[test]
+    fn usage_is_spliced_into_its_own_sessions_only_and_never_cached() {
+        let mut fleet: Fleet<()> = Fleet::default();
+        fleet.insert((), session(1, "a"));
+        fleet.insert((), session(2, "b"));
+        let plain = fleet.listing();
+        let usage = atc_protocol::Usage {
+            memory_bytes: 4096,
+            memory_peak_bytes: 8192,
+            cpu_seconds: 1.5,
+            pids: 2,
+        };
+        let with = fleet.listing_with(&HashMap::from([(session(2, "b").id, usage)]));
+        let list: atc_protocol::responses::SessionList = serde_json::from_slice(&with).unwrap();
+        assert_eq!(list.sessions[0].usage, None);
+        assert_eq!(list.sessions[1].usage, Some(usage));
+        assert_eq!(list.sessions[1].name, "b");
+        assert_eq!(fleet.listing(), plain, "the cached body has no usage");
+        assert_eq!(fleet.listing_with(&HashMap::new()), plain);
+    }
 
     fn session(n: u128, name: &str) -> Descriptor {
         Descriptor {

@@ -258,6 +258,7 @@ impl SessionManager {
             remote: None,
             model: msg.model,
             effort: msg.effort,
+            limits: msg.limits,
             size: msg.size,
             exit: None,
             leader: None,
@@ -589,10 +590,29 @@ impl Handler<Lookup> for SessionManager {
 }
 
 impl Handler<ListSessions> for SessionManager {
-    type Result = MessageResult<ListSessions>;
+    type Result = ResponseActFuture<Self, bytes::Bytes>;
 
+    /// The listing, with each live session's usage read from its cgroup on a blocking thread
+    /// (see [`super::usage`]); the cached body when none has a cgroup.
     fn handle(&mut self, _: ListSessions, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.sessions.listing())
+        let providers = &self.deps.providers;
+        let in_cgroups: Vec<_> = self
+            .sessions
+            .entries()
+            .filter_map(|e| {
+                let d = e.descriptor();
+                Some((d.id, super::usage::cgroups_of(d, providers)?))
+            })
+            .collect();
+        if in_cgroups.is_empty() {
+            return Box::pin(fut::ready(self.sessions.listing()));
+        }
+        Box::pin(
+            blocking_threads::run(move || super::usage::read(in_cgroups))
+                .into_actor(self)
+                // A lost job panicked; the listing goes out without usage.
+                .map(|usage, act, _| act.sessions.listing_with(&usage.unwrap_or_default())),
+        )
     }
 }
 

@@ -294,6 +294,9 @@ pub struct Spawn {
     pub effort: Option<String>,
     /// The workspace to make and start in (spec §3.5 step 9), its shape already checked.
     pub workspace: Option<crate::workspaces::source::Ask>,
+    /// The limits its processes run under, checked against config and against what its
+    /// target's provider can enforce (empty: none).
+    pub limits: atc_protocol::SessionLimits,
 }
 
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a

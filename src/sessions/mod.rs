@@ -25,5 +25,6 @@ pub mod session_name;
 pub mod status_file;
 pub mod terminal_modes;
 pub mod trail_sweep;
+pub mod usage;
 pub mod workspace_step;
 pub mod workspace_transfer;

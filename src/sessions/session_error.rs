@@ -61,6 +61,9 @@ pub enum SessionError {
     /// A local spawn's cwd that is not a directory here.
     #[error("cwd '{0}' is not an existing directory")]
     CwdNotDirectory(String),
+    /// A spawn's limits that config or the target cannot give.
+    #[error(transparent)]
+    Limits(#[from] crate::config::session_limits::LimitsError),
     /// A fleet restore while one runs.
     #[error("a fleet restore is already running; wait for it to finish")]
     RestoreRunning,

@@ -69,6 +69,12 @@ pub struct FleetRow {
     pub leader_start_ticks: Option<i64>,
     /// See `leader_pid`: the boot it started in.
     pub leader_boot_id: Option<String>,
+    /// Its memory limit in MiB (migration 0010); `None`: no limit.
+    pub limit_memory_mib: Option<i64>,
+    /// Its process limit.
+    pub limit_pids: Option<i64>,
+    /// Its CPU limit, in percent of one core.
+    pub limit_cpu_percent: Option<i64>,
 }
 
 /// The row as `GET /v1/fleet` lists it: everything but where the process was (its remote
@@ -122,6 +128,20 @@ impl FleetRow {
         }
     }
 
+    /// The limits the row's session runs under; a stored value out of range (written by
+    /// hand, or by a newer daemon) reads as no limit rather than a wrong one.
+    pub fn limits(&self) -> atc_protocol::SessionLimits {
+        let limits = atc_protocol::SessionLimits {
+            memory_mib: self.limit_memory_mib.and_then(|v| u64::try_from(v).ok()),
+            pids: self.limit_pids.and_then(|v| u32::try_from(v).ok()),
+            cpu_percent: self.limit_cpu_percent.and_then(|v| u32::try_from(v).ok()),
+        };
+        match limits.out_of_bounds() {
+            None => limits,
+            Some(_) => atc_protocol::SessionLimits::default(),
+        }
+    }
+
     /// The host key the row's session uses on a remote host its process has run on: its own
     /// id (sessions joining a parent's host are not stored yet, spec §4.5). `None` when no
     /// process of it ever ran there (no remote position is recorded): the row is then a spawn
@@ -143,8 +163,10 @@ pub(super) async fn upsert<'e>(
                             exited, exit_code, exit_signal, exit_reason, cols, rows, created_at,
                             target, target_identity, agent_session_id, model, effort,
                             transcript_path, remote_boot_id, remote_generation, remote_offset,
-                            leader_pid, leader_start_ticks, leader_boot_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            leader_pid, leader_start_ticks, leader_boot_id,
+                            limit_memory_mib, limit_pids, limit_cpu_percent)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                 ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -159,7 +181,9 @@ pub(super) async fn upsert<'e>(
             remote_offset = excluded.remote_offset,
             leader_pid = excluded.leader_pid,
             leader_start_ticks = excluded.leader_start_ticks,
-            leader_boot_id = excluded.leader_boot_id",
+            leader_boot_id = excluded.leader_boot_id,
+            limit_memory_mib = excluded.limit_memory_mib, limit_pids = excluded.limit_pids,
+            limit_cpu_percent = excluded.limit_cpu_percent",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -188,6 +212,9 @@ pub(super) async fn upsert<'e>(
     .bind(row.leader_pid)
     .bind(row.leader_start_ticks)
     .bind(&row.leader_boot_id)
+    .bind(row.limit_memory_mib)
+    .bind(row.limit_pids)
+    .bind(row.limit_cpu_percent)
     .execute(db)
     .await?;
     Ok(())
@@ -227,7 +254,8 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
                 exit_code, exit_signal, exit_reason, cols, rows, created_at, target, target_identity,
                 agent_session_id, model, effort, transcript_path, result,
                 remote_boot_id, remote_generation, remote_offset,
-                leader_pid, leader_start_ticks, leader_boot_id
+                leader_pid, leader_start_ticks, leader_boot_id,
+                limit_memory_mib, limit_pids, limit_cpu_percent
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(&mut *db)
@@ -269,6 +297,9 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
             leader_pid: r.try_get("leader_pid")?,
             leader_start_ticks: r.try_get("leader_start_ticks")?,
             leader_boot_id: r.try_get("leader_boot_id")?,
+            limit_memory_mib: r.try_get("limit_memory_mib")?,
+            limit_pids: r.try_get("limit_pids")?,
+            limit_cpu_percent: r.try_get("limit_cpu_percent")?,
         });
     }
     Ok(out)

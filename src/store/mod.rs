@@ -409,6 +409,9 @@ mod tests {
             leader_pid: None,
             leader_start_ticks: None,
             leader_boot_id: None,
+            limit_memory_mib: None,
+            limit_pids: None,
+            limit_cpu_percent: None,
         }
     }
 

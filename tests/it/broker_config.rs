@@ -138,6 +138,7 @@ async fn a_broker_target_is_listed_and_a_start_env_setting_a_broker_variable_is_
         inner: Arc::new(atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
+            cgroups: None,
         }),
         adjust: |c| atc::providers::Capabilities {
             broker_auth: true,

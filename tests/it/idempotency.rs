@@ -139,6 +139,7 @@ fn cat_spawn_hash() -> String {
         model: None,
         effort: None,
         workspace: None,
+        limits: Default::default(),
     }))
 }
 

@@ -56,6 +56,7 @@ mod import_graph;
 mod keep_alive;
 /// A session's life and the daemon's: kill, revive, forget, restarts, restore, the lock.
 mod lifecycle;
+mod limits;
 /// `GET /metrics` before and after real work.
 mod metrics;
 /// Names and transcript paths read from agents' own files, stale stops, `last_used_agent`.

@@ -33,6 +33,7 @@ fn plan(program: &str, args: &[&str], cwd: &std::path::Path) -> Plan {
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
         withheld: Vec::new(),
+        cgroup: None,
     }
 }
 

@@ -401,6 +401,7 @@ async fn a_wedged_sessions_thread_stops_the_watchdog_pings() {
         inner: atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
+            cgroups: None,
         },
         stall,
     };

@@ -225,6 +225,7 @@ async fn input_on_a_provider_without_input_is_refused_over_the_socket_and_http_a
         inner: Arc::new(atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
+            cgroups: None,
         }),
         adjust: |c| atc::providers::Capabilities { input: false, ..c },
     };

@@ -555,6 +555,7 @@ async fn a_target_that_cannot_take_a_workspace_is_refused_before_any_git_runs() 
         inner: Arc::new(atc::providers::local::LocalPty {
             exit_drain: config.timings.exit_drain,
             withheld: Vec::new(),
+            cgroups: None,
         }),
         adjust: |c| atc::providers::Capabilities {
             transfer: false,

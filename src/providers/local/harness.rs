@@ -37,6 +37,8 @@ pub struct LocalPtyHarness {
     reported: bool,
     exit_drain: Duration,
     kill_timer: Option<SpawnHandle>,
+    /// The cgroup its processes run in, emptied and removed once the child is reaped.
+    cgroup: Option<super::cgroup::session_group::SessionGroup>,
 }
 
 impl LocalPtyHarness {
@@ -48,7 +50,10 @@ impl LocalPtyHarness {
     ) -> Result<(Addr<LocalPtyHarness>, PtyInput), ProviderError> {
         // Its times were counted by whoever launched it (a spawn, in the daemon's metrics).
         let Launched {
-            master, mut child, ..
+            master,
+            mut child,
+            cgroup,
+            ..
         } = launched;
         let pid = child.pid();
         let (input, output, writer) = match PtyInput::split(master) {
@@ -60,6 +65,10 @@ impl LocalPtyHarness {
                 actix_rt::spawn(async move {
                     // Reaping is all that is left to do; its answer has no one to go to.
                     let _ = child.wait().await;
+                    if let Some(group) = cgroup {
+                        // Whatever it left goes with it; a failure is the next sweep's.
+                        let _ = tokio::task::spawn_blocking(move || group.remove()).await;
+                    }
                 });
                 return Err(ProviderError::Pty(pty_process::Error::Io(e)));
             }
@@ -76,6 +85,7 @@ impl LocalPtyHarness {
             reported: false,
             exit_drain,
             kill_timer: None,
+            cgroup,
         };
         Ok((harness.start(), input))
     }
@@ -104,6 +114,9 @@ impl LocalPtyHarness {
         ctx.stop();
     }
 
+    /// The child was reaped: whatever it left in its cgroup is ended and the cgroup removed
+    /// (off this thread: the kernel takes a moment to let killed processes go), then the exit
+    /// is reported.
     fn on_reaped(
         &mut self,
         status: std::io::Result<super::pty_spawn::ExitStatus>,
@@ -113,8 +126,42 @@ impl LocalPtyHarness {
         if let Some(t) = self.kill_timer.take() {
             ctx.cancel_future(t);
         }
+        let Some(group) = self.cgroup.take() else {
+            self.on_ended(status, false, ctx);
+            return;
+        };
+        let emptied = tokio::task::spawn_blocking(move || {
+            // Read before the cgroup goes: the count goes with it.
+            let oom = group.oom_kills() > 0;
+            if let Err(e) = group.remove() {
+                tracing::warn!(error = %e, "a session's cgroup stays until the next sweep");
+            }
+            oom
+        });
+        // Spawned, not waited on: output still buffered keeps flowing meanwhile.
+        ctx.spawn(
+            async move { emptied.await.unwrap_or(false) }
+                .into_actor(self)
+                .map(move |oom, act, ctx| act.on_ended(status, oom, ctx)),
+        );
+    }
+
+    /// The child's end, told: `oom`, the kernel killed a process of its cgroup at the memory
+    /// limit, so a SIGKILL that ended the child was the limit's.
+    fn on_ended(
+        &mut self,
+        status: std::io::Result<super::pty_spawn::ExitStatus>,
+        oom: bool,
+        ctx: &mut Context<Self>,
+    ) {
         self.status = Some(match status {
-            Ok(s) => HarnessExited::exited(s.code(), s.signal()),
+            Ok(s) => {
+                let mut exited = HarnessExited::exited(s.code(), s.signal());
+                if oom && s.signal() == Some(libc::SIGKILL) {
+                    exited.end = crate::providers::HarnessEnd::MemoryLimit;
+                }
+                exited
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "waiting for the child failed");
                 HarnessExited::exited(None, None)

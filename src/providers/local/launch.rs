@@ -36,6 +36,8 @@ pub struct Launched {
     /// The child as the leader of its group, read by [`launch`] (`None` from
     /// [`launch_here`], or when it was gone before it could be read).
     pub leader: Option<super::group_leader::GroupLeader>,
+    /// The cgroup the child started in, if it started in one.
+    pub cgroup: Option<super::cgroup::session_group::SessionGroup>,
 }
 
 /// Where a start's time went: waiting for a free launcher thread, then the launcher's own work
@@ -85,7 +87,7 @@ pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderErro
             SpawnError::Exec { source, .. } => HostLimit::starting_a_process(source),
             // The pidfd: a descriptor the daemon could not open.
             SpawnError::Watch(source) => HostLimit::opening_a_descriptor(source),
-            SpawnError::Nul(_) => None,
+            SpawnError::Nul(_) | SpawnError::Cgroup(_) => None,
         };
         match limit {
             Some(limit) => ProviderError::LimitReached {
@@ -103,6 +105,7 @@ pub fn launch_here(plan: &Plan, size: TermSize) -> Result<Launched, ProviderErro
             ran: began.elapsed(),
         },
         leader: None,
+        cgroup: plan.cgroup.clone(),
     })
 }
 
@@ -140,6 +143,7 @@ pub(super) mod tests {
             cwd: "/".into(),
             env: Vec::new(),
             withheld: Vec::new(),
+            cgroup: None,
         }
     }
 

@@ -193,6 +193,7 @@ impl Launchers {
                 child: Child::adopt(pid, pidfd),
                 times,
                 leader: None,
+                cgroup: plan.cgroup.clone(),
             }),
             Err(e) => {
                 // The child runs, and nothing of the daemon's reaches it: end it (with its

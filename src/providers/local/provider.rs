@@ -21,6 +21,9 @@ pub struct LocalPty {
     /// credentials (every imp target's `tokenEnv`). A local session starts from the daemon's
     /// environment, so without this an impd token given by variable reached every shell.
     pub withheld: Vec<String>,
+    /// The cgroups its sessions run in; `None` where the machine has none for the daemon
+    /// (sessions then run without limits, and a spawn asking for some is refused).
+    pub cgroups: Option<std::sync::Arc<super::cgroup::SessionCgroups>>,
 }
 
 /// The provider's kind, as targets name it.
@@ -63,9 +66,14 @@ impl ExecutionProvider for LocalPty {
         Box::pin(super::command::unpack(archive, dir, self.withheld.clone()))
     }
 
+    fn session_cgroups(&self) -> Option<&std::sync::Arc<super::cgroup::SessionCgroups>> {
+        self.cgroups.as_ref()
+    }
+
     fn launcher(&self, spec: &StartSpec) -> Option<crate::providers::Launcher> {
-        let (plan, size) = (spawn_plan(spec, &self.withheld), spec.size);
-        Some(Box::new(move || launch(&plan, size)))
+        let (plan, size) = (self.spawn_plan(spec), spec.size);
+        let limits = spec.limits;
+        Some(Box::new(move || launch(&plan, size, &limits)))
     }
 
     fn start(
@@ -76,7 +84,7 @@ impl ExecutionProvider for LocalPty {
         let launched = match spec.launched.take() {
             Some(launched) => launched,
             // A revive starts here, on the sessions' thread: rare enough not to hand off.
-            None => launch(&spawn_plan(&spec, &self.withheld), spec.size)?,
+            None => launch(&self.spawn_plan(&spec), spec.size, &spec.limits)?,
         };
         let leader = launched.leader.clone();
         let (addr, input) = LocalPtyHarness::adopt(launched, events, self.exit_drain)?;
@@ -94,12 +102,38 @@ impl ExecutionProvider for LocalPty {
     }
 }
 
-/// Starts `plan` on a fresh PTY of `size`, in its working directory, which must exist.
-fn launch(plan: &super::pty_spawn::Plan, size: TermSize) -> Result<Launched, ProviderError> {
+/// Starts `plan` on a fresh PTY of `size`, in its working directory, which must exist, and
+/// in its cgroup, made here with `limits`.
+fn launch(
+    plan: &super::pty_spawn::Plan,
+    size: TermSize,
+    limits: &atc_protocol::SessionLimits,
+) -> Result<Launched, ProviderError> {
     if !plan.cwd.is_dir() {
         return Err(ProviderError::BadCwd(plan.cwd.display().to_string()));
     }
-    super::launch::launch(plan, size)
+    if let Some(group) = &plan.cgroup {
+        group.create(limits).map_err(|e| {
+            tracing::error!(error = %e, "a session's cgroup could not be made");
+            ProviderError::Os(std::io::Error::other(e.to_string()))
+        })?;
+    }
+    let launched = super::launch::launch(plan, size);
+    if let (Err(_), Some(group)) = (&launched, &plan.cgroup) {
+        // Nothing started in it. A removal that fails leaves it to the next sweep.
+        let _ = group.remove();
+    }
+    launched
+}
+
+impl LocalPty {
+    /// What the child runs: the launch plan with the variables every local process gets,
+    /// less the daemon's withheld ones, in the session's cgroup if the daemon has cgroups.
+    fn spawn_plan(&self, spec: &StartSpec) -> super::pty_spawn::Plan {
+        let mut plan = spawn_plan(spec, &self.withheld);
+        plan.cgroup = self.cgroups.as_ref().map(|c| c.group(spec.session_id));
+        plan
+    }
 }
 
 /// What the child runs: the launch plan with the variables every local process gets, less
@@ -116,5 +150,6 @@ fn spawn_plan(spec: &StartSpec, withheld: &[String]) -> super::pty_spawn::Plan {
         cwd: plan.cwd.clone(),
         env,
         withheld: withheld.iter().map(Into::into).collect(),
+        cgroup: None,
     }
 }

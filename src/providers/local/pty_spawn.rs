@@ -50,6 +50,8 @@ pub struct Plan {
     /// Variables of the daemon's environment the child must not get (those holding
     /// credentials, such as an imp target's `tokenEnv`); `env` may still set them.
     pub withheld: Vec<OsString>,
+    /// The cgroup the child starts in (made already), if the daemon has cgroups.
+    pub cgroup: Option<super::cgroup::session_group::SessionGroup>,
 }
 
 /// Why a process could not be started.
@@ -70,6 +72,9 @@ pub enum SpawnError {
         /// What the kernel said.
         source: std::io::Error,
     },
+    /// The starting thread could not join the session's cgroup, so nothing was started.
+    #[error("could not start the process in its cgroup: {0}")]
+    Cgroup(#[from] super::cgroup::session_group::CgroupError),
     /// The child started but no pidfd could be opened for it, so it could not be waited for;
     /// it was killed and reaped.
     #[error("could not watch the started process: {0}")]
@@ -255,6 +260,12 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
             3,
         ))
         .map_err(exec_error)?;
+        // The child starts where this thread is: inside the session's cgroup from its first
+        // instruction (see `cgroup::session_group`). The guard brings the thread back.
+        let _inside = match &plan.cgroup {
+            Some(group) => Some(group.enter_thread()?),
+            None => None,
+        };
         let mut pid: libc::pid_t = 0;
         errno(libc::posix_spawnp(
             &mut pid,

@@ -245,7 +245,7 @@ impl Session {
             lifecycle: self.lifecycle(),
             auth: self.auth,
             workspace: self.record.workspace.clone(),
-            limits: None,
+            limits: (!self.record.limits.is_empty()).then_some(self.record.limits),
             usage: None,
         }
     }

@@ -51,6 +51,8 @@ pub struct SessionRecord {
     pub leader: Option<crate::providers::local::group_leader::GroupLeader>,
     /// The copy of a repository it works in (kept in its own table, joined at load).
     pub workspace: Option<atc_protocol::workspace::WorkspaceInfo>,
+    /// The limits its processes run under (empty: none, or a provider without cgroups).
+    pub limits: atc_protocol::SessionLimits,
 }
 
 /// How the last process ended.
@@ -85,6 +87,7 @@ impl SessionRecord {
                 reason: ExitReason::DaemonStopped,
             }
         };
+        let limits = row.limits();
         SessionRecord {
             id: row.session_id,
             name: row.name,
@@ -133,6 +136,7 @@ impl SessionRecord {
             // A loaded row's process was the last daemon's: ended by now, or not ours.
             leader: None,
             workspace: None,
+            limits,
         }
     }
 
@@ -174,6 +178,9 @@ impl SessionRecord {
                 .as_ref()
                 .map(|l| i64::try_from(l.start_ticks).unwrap_or(i64::MAX)),
             leader_boot_id: self.leader.as_ref().map(|l| l.boot_id.clone()),
+            limit_memory_mib: self.limits.memory_mib.map(|v| v as i64),
+            limit_pids: self.limits.pids.map(i64::from),
+            limit_cpu_percent: self.limits.cpu_percent.map(i64::from),
         }
     }
 }
@@ -212,6 +219,9 @@ mod tests {
             leader_pid: None,
             leader_start_ticks: None,
             leader_boot_id: None,
+            limit_memory_mib: Some(512),
+            limit_pids: None,
+            limit_cpu_percent: Some(50),
         }
     }
 

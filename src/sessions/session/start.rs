@@ -97,6 +97,7 @@ fn start_reattach(
             attach_only: true,
             host: HostUse::Existing,
             launched: None,
+            limits: record.limits,
         },
         events_for(addr),
     )?)
@@ -146,6 +147,7 @@ impl Session {
             attach_only: false,
             host: HostUse::Creates,
             launched: None,
+            limits: record.limits,
         }
     }
 
@@ -230,6 +232,11 @@ impl Session {
         let change = self.attention.ended();
         self.permit(change);
         let reason = exit_reason(self.ending.take(), status.end);
+        if reason == ExitReason::MemoryLimit {
+            self.deps
+                .metrics
+                .limit_killed(crate::metrics::LimitKind::Memory);
+        }
         self.attachment = Attachment::Detached;
         if status.position.is_some() {
             self.record.remote = status.position.clone();
@@ -315,6 +322,7 @@ impl Session {
                 attach_only: false,
                 host: HostUse::Existing,
                 launched: None,
+                limits: self.record.limits,
             },
             events_for(&ctx.address()),
         )?;
@@ -549,6 +557,7 @@ mod tests {
             }),
             leader: None,
             workspace: None,
+            limits: Default::default(),
         }
     }
 
@@ -584,6 +593,15 @@ mod tests {
         assert_eq!(exit_reason(None, Exited), ExitReason::Exited);
         assert_eq!(exit_reason(None, Suspended), ExitReason::Suspended);
         assert_eq!(exit_reason(None, Ended), ExitReason::Ended);
+        assert_eq!(
+            exit_reason(None, HarnessEnd::MemoryLimit),
+            ExitReason::MemoryLimit
+        );
+        assert_eq!(
+            exit_reason(Some(Ending::Killed), HarnessEnd::MemoryLimit),
+            ExitReason::Killed,
+            "a kill asked for is a kill, whatever the kernel did meanwhile"
+        );
     }
 
     #[test]

@@ -1,0 +1,321 @@
+//! One session's cgroup: made with its limits before its process starts, joined by the thread
+//! that starts it, read for its usage, and emptied and removed when its process ends.
+//!
+//! The child must be in the cgroup before its first instruction. `posix_spawn` (see
+//! `pty_spawn`) has no way to name a cgroup, and a child moved in after its start would run
+//! outside for a moment, long enough to fork out of reach. But a child starts in its parent
+//! thread's cgroups, and v1 places threads one by one (a thread's id written to `tasks`). So
+//! the starting thread joins the session's cgroups, starts the child, and goes back home
+//! ([`SessionGroup::enter_thread`]); the thread is a launcher's, which does nothing else
+//! meanwhile.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use atc_protocol::{SessionLimits, Usage};
+
+use super::hierarchy::Controller;
+
+/// The cgroup weight sessions run under on the CPU, against the 1024 of each of the daemon's
+/// threads (see `SessionCgroups::detect`).
+pub const SESSIONS_CPU_SHARES: u32 = 128;
+
+/// The CFS period a CPU quota is a share of: the kernel's default, 100 ms.
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// How long [`SessionGroup::kill_all`] keeps ending what is left before giving up.
+const KILL_DEADLINE: Duration = Duration::from_secs(2);
+
+/// A session's directory in one hierarchy, and the daemon's own there (where a thread that
+/// joined goes back to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The controllers of the hierarchy.
+    pub controllers: Vec<Controller>,
+    /// The session's cgroup.
+    pub dir: PathBuf,
+    /// The daemon's own cgroup in the same hierarchy.
+    pub home: PathBuf,
+}
+
+/// A session's cgroup in each hierarchy. Plain paths: cheap to clone, and safe to hand to a
+/// launcher thread (it holds no descriptor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionGroup {
+    places: Vec<Place>,
+}
+
+/// Why a session's cgroup could not be made or joined.
+#[derive(Debug, thiserror::Error)]
+#[error("cgroup {path}: {source}")]
+pub struct CgroupError {
+    /// The file or directory.
+    pub path: String,
+    /// What the kernel said.
+    pub source: std::io::Error,
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
+    move |source| CgroupError {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl SessionGroup {
+    /// The group at `places` (not made yet).
+    pub fn new(places: Vec<Place>) -> SessionGroup {
+        SessionGroup { places }
+    }
+
+    /// Its directory in the hierarchy carrying `c`.
+    pub fn dir(&self, c: Controller) -> Option<&Path> {
+        self.places
+            .iter()
+            .find(|p| p.controllers.contains(&c))
+            .map(|p| p.dir.as_path())
+    }
+
+    /// Makes the cgroup and sets `limits` (an absent one is no limit). One left by an earlier
+    /// process of the session (its removal failed) is emptied and reused.
+    pub fn create(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
+        for place in &self.places {
+            match std::fs::create_dir(&place.dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(at(&place.dir)(e)),
+            }
+        }
+        let made = self.set(limits);
+        if made.is_err() {
+            // A half-limited cgroup must not be used; what removal leaves, a sweep finds.
+            let _ = self.remove();
+        }
+        made
+    }
+
+    fn set(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
+        if let Some(dir) = self.dir(Controller::Memory) {
+            let bytes = limits
+                .memory_mib
+                .map_or_else(|| "-1".to_string(), |m| (m * 1024 * 1024).to_string());
+            write(&dir.join("memory.limit_in_bytes"), &bytes)?;
+            // With swap accounting, memory and swap together get the same limit: a session
+            // at its limit is killed rather than swapped out, which would slow the machine
+            // for everyone. The file is absent without swap accounting.
+            let memsw = dir.join("memory.memsw.limit_in_bytes");
+            if memsw.exists() {
+                write(&memsw, &bytes)?;
+            }
+        }
+        if let Some(dir) = self.dir(Controller::Pids) {
+            let max = limits
+                .pids
+                .map_or_else(|| "max".to_string(), |p| p.to_string());
+            write(&dir.join("pids.max"), &max)?;
+        }
+        if let Some(dir) = self.dir(Controller::Cpu) {
+            let quota = limits
+                .cpu_percent
+                .map_or(-1, |p| (u64::from(p) * CPU_PERIOD_US / 100) as i64);
+            write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+            write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Moves the calling thread into the cgroup until the guard is dropped. Whatever the
+    /// thread starts meanwhile starts inside.
+    pub fn enter_thread(&self) -> Result<ThreadInside<'_>, CgroupError> {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get().to_string();
+        let mut inside = ThreadInside {
+            group: self,
+            tid,
+            entered: 0,
+        };
+        for place in &self.places {
+            write(&place.dir.join("tasks"), &inside.tid)?;
+            inside.entered += 1;
+        }
+        Ok(inside)
+    }
+
+    /// Out-of-memory kills the kernel made in it since it was made.
+    pub fn oom_kills(&self) -> u64 {
+        self.dir(Controller::Memory)
+            .and_then(|dir| std::fs::read_to_string(dir.join("memory.oom_control")).ok())
+            .and_then(|text| field(&text, "oom_kill"))
+            .unwrap_or(0)
+    }
+
+    /// What its processes use now; `None` once it is gone.
+    pub fn usage(&self) -> Option<Usage> {
+        usage_at(
+            self.dir(Controller::Memory)?,
+            self.dir(Controller::Cpuacct)?,
+            self.dir(Controller::Pids)?,
+        )
+    }
+
+    /// The processes in it now (never the daemon: a launcher thread inside for a start makes
+    /// the daemon's pid show up here).
+    pub fn processes(&self) -> Vec<i32> {
+        self.dir(Controller::Pids)
+            .map(processes_in)
+            .unwrap_or_default()
+    }
+
+    /// SIGKILLs every process in it, again and again until none is left (one may fork while
+    /// the others die) or a deadline passes; whether it is empty. The session's processes
+    /// that left its process group (`setsid`, a daemonized helper) are in here all the same.
+    pub fn kill_all(&self) -> bool {
+        self.dir(Controller::Pids).is_none_or(kill_all_in)
+    }
+
+    /// Empties and removes it; a part already gone is fine.
+    pub fn remove(&self) -> Result<(), CgroupError> {
+        self.kill_all();
+        for place in &self.places {
+            remove_dir(&place.dir).map_err(at(&place.dir))?;
+        }
+        Ok(())
+    }
+}
+
+/// A thread inside a [`SessionGroup`]; dropping it moves the thread back to the daemon's own
+/// cgroups.
+pub struct ThreadInside<'a> {
+    group: &'a SessionGroup,
+    tid: String,
+    entered: usize,
+}
+
+impl Drop for ThreadInside<'_> {
+    fn drop(&mut self) {
+        for place in &self.group.places[..self.entered] {
+            if let Err(e) = write(&place.home.join("tasks"), &self.tid) {
+                // Left inside, the thread's later starts would land in this session's cgroup;
+                // nothing here can do better than say so loudly.
+                tracing::error!(error = %e, "a launcher thread could not leave a session's cgroup");
+            }
+        }
+    }
+}
+
+/// Usage read from a cgroup's memory, cpuacct and pids directories (a session's, or the
+/// parent of them all for the fleet's totals); `None` when one is unreadable.
+pub fn usage_at(memory: &Path, cpuacct: &Path, pids: &Path) -> Option<Usage> {
+    let number =
+        |path: PathBuf| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let cpu_ns = number(cpuacct.join("cpuacct.usage"))?;
+    Some(Usage {
+        memory_bytes: number(memory.join("memory.usage_in_bytes"))?,
+        memory_peak_bytes: number(memory.join("memory.max_usage_in_bytes"))?,
+        cpu_seconds: cpu_ns as f64 / 1e9,
+        pids: number(pids.join("pids.current"))?
+            .try_into()
+            .unwrap_or(u32::MAX),
+    })
+}
+
+/// The value of `name` in a `name value` per line file (`memory.oom_control`).
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(' ')?;
+        (key == name).then(|| value.trim().parse().ok())?
+    })
+}
+
+fn processes_in(dir: &Path) -> Vec<i32> {
+    let own = std::process::id() as i32;
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse::<i32>().ok())
+        .filter(|&pid| pid != own && pid > 0)
+        .collect()
+}
+
+/// [`SessionGroup::kill_all`] on one cgroup directory (of a hierarchy listing every process).
+pub fn kill_all_in(dir: &Path) -> bool {
+    let deadline = Instant::now() + KILL_DEADLINE;
+    loop {
+        let pids = processes_in(dir);
+        if pids.is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(cgroup = %dir.display(), left = pids.len(),
+                "processes of a session's cgroup outlived their kill");
+            return false;
+        }
+        for pid in pids {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                // Gone already is what this is for.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        // A killed process leaves its cgroup as it exits, a moment after the signal.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Removes a cgroup directory, waiting a little for killed processes to be gone from it.
+pub fn remove_dir(dir: &Path) -> std::io::Result<()> {
+    let deadline = Instant::now() + KILL_DEADLINE;
+    loop {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            // EBUSY: a process is still leaving.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                kill_all_in(dir);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
+    std::fs::write(path, value).map_err(at(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oom_kill_count_is_read_by_name() {
+        let text = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(field(text, "oom_kill"), Some(3));
+        assert_eq!(field(text, "under_oom"), Some(0));
+        assert_eq!(field(text, "oom"), None);
+    }
+
+    #[test]
+    fn usage_reads_the_four_figures_and_none_when_gone() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::write(p.join("memory.usage_in_bytes"), "4096\n").unwrap();
+        std::fs::write(p.join("memory.max_usage_in_bytes"), "8192\n").unwrap();
+        std::fs::write(p.join("cpuacct.usage"), "1500000000\n").unwrap();
+        std::fs::write(p.join("pids.current"), "3\n").unwrap();
+        let u = usage_at(p, p, p).unwrap();
+        assert_eq!(
+            (u.memory_bytes, u.memory_peak_bytes, u.pids),
+            (4096, 8192, 3)
+        );
+        assert!((u.cpu_seconds - 1.5).abs() < 1e-9);
+        assert_eq!(usage_at(&p.join("gone"), p, p), None);
+    }
+
+    #[test]
+    fn the_daemons_own_pid_is_never_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let own = std::process::id();
+        std::fs::write(d.path().join("cgroup.procs"), format!("{own}\n77\n")).unwrap();
+        assert_eq!(processes_in(d.path()), [77]);
+    }
+}
