@@ -48,6 +48,12 @@ pub struct Limits {
     /// from the host at start (`daemon::session_cap`); the daemon's own copy, from there on,
     /// holds the number it works to, which `GET /v1/daemon` shows.
     pub max_sessions: Option<usize>,
+    /// Spawns accepted and not yet answered before more are refused as `busy`
+    /// (`sessions::admission`).
+    pub spawn_queue: usize,
+    /// A spawn on this machine is refused as `memory_low` while its available memory is below
+    /// this many MiB; `None`: not checked.
+    pub memory_floor_mib: Option<u64>,
 }
 
 impl Limits {
@@ -83,6 +89,12 @@ impl Default for Limits {
             trail_max_age_days: 30,
             tokenless_connections: 64,
             max_sessions: None,
+            // A storm's spawns past this wait in the client, not in the daemon's memory and
+            // threads; 256 is far more than a machine starts at once at a useful speed.
+            spawn_queue: 256,
+            // Below this the kernel is about to reclaim hard or kill: a new agent would push
+            // it over, and take others with it.
+            memory_floor_mib: Some(256),
         }
     }
 }
@@ -456,6 +468,9 @@ impl Config {
                 .max(1),
             // A cap of none would refuse every start; one is the least that means anything.
             max_sessions: l.max_sessions.or(defaults.max_sessions).map(|n| n.max(1)),
+            // A queue of none would refuse every spawn.
+            spawn_queue: l.spawn_queue.unwrap_or(defaults.spawn_queue).max(1),
+            memory_floor_mib: l.memory_floor_mib.unwrap_or(defaults.memory_floor_mib),
         };
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
@@ -586,6 +601,11 @@ mod tests {
             default.limits.tokenless_connections
         );
         assert_eq!(example.limits.max_sessions, default.limits.max_sessions);
+        assert_eq!(example.limits.spawn_queue, default.limits.spawn_queue);
+        assert_eq!(
+            example.limits.memory_floor_mib,
+            default.limits.memory_floor_mib
+        );
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,
@@ -603,6 +623,20 @@ mod tests {
         assert_eq!(cap(r#"{"limits": {}}"#), None);
         assert_eq!(cap(r#"{"limits": {"maxSessions": 0}}"#), Some(1));
         let c = Config::from_json(br#"{"limits": {"maxSessions": -3}}"#);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+    }
+
+    #[test]
+    fn spawn_queue_is_at_least_one_and_memory_floor_null_turns_it_off() {
+        let limits = |text: &str| Config::from_json(text.as_bytes()).limits;
+        assert_eq!(limits(r#"{"limits": {"spawnQueue": 3}}"#).spawn_queue, 3);
+        assert_eq!(limits(r#"{"limits": {"spawnQueue": 0}}"#).spawn_queue, 1);
+        assert_eq!(limits(r#"{"limits": {}}"#).spawn_queue, 256);
+        let floor = |text: &str| limits(text).memory_floor_mib;
+        assert_eq!(floor(r#"{"limits": {"memoryFloorMiB": 512}}"#), Some(512));
+        assert_eq!(floor(r#"{"limits": {"memoryFloorMiB": null}}"#), None);
+        assert_eq!(floor(r#"{"limits": {}}"#), Some(256));
+        let c = Config::from_json(br#"{"limits": {"memoryFloorMiB": "lots"}}"#);
         assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
     }
 

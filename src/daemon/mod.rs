@@ -372,6 +372,7 @@ impl Daemon {
             providers: state_providers,
             reporter: reporter_stats,
             metrics: metrics.clone(),
+            spawn_queue: crate::sessions::admission::SpawnQueue::new(config.limits.spawn_queue),
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without

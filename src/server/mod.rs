@@ -93,6 +93,8 @@ pub struct AppState {
     pub reporter: Arc<reporter::ReporterStats>,
     /// This daemon's metrics (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Spawns in flight, shared by every worker (`limits.spawnQueue`).
+    pub spawn_queue: crate::sessions::admission::SpawnQueue,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
