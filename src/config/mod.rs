@@ -52,6 +52,12 @@ pub struct Limits {
     /// The daemon's default limits on each local session's processes (`limits.session`);
     /// agents replace them field by field, targets cap them (see [`session_limits`]).
     pub session: atc_protocol::SessionLimits,
+    /// Spawns accepted and not yet answered before more are refused as `busy`
+    /// (`sessions::admission`).
+    pub spawn_queue: usize,
+    /// A spawn on this machine is refused as `memory_low` while its available memory is below
+    /// this many MiB; `None`: not checked.
+    pub memory_floor_mib: Option<u64>,
 }
 
 impl Limits {
@@ -88,6 +94,12 @@ impl Default for Limits {
             tokenless_connections: 64,
             max_sessions: None,
             session: atc_protocol::SessionLimits::default(),
+            // A storm's spawns past this wait in the client, not in the daemon's memory and
+            // threads; 256 is far more than a machine starts at once at a useful speed.
+            spawn_queue: 256,
+            // Below this the kernel is about to reclaim hard or kill: a new agent would push
+            // it over, and take others with it.
+            memory_floor_mib: Some(256),
         }
     }
 }
@@ -491,6 +503,9 @@ impl Config {
                     defaults.session
                 }
             },
+            // A queue of none would refuse every spawn.
+            spawn_queue: l.spawn_queue.unwrap_or(defaults.spawn_queue).max(1),
+            memory_floor_mib: l.memory_floor_mib.unwrap_or(defaults.memory_floor_mib),
         };
         match raw.cgroup_root {
             None => {}
@@ -634,6 +649,11 @@ mod tests {
             default.limits.tokenless_connections
         );
         assert_eq!(example.limits.max_sessions, default.limits.max_sessions);
+        assert_eq!(example.limits.spawn_queue, default.limits.spawn_queue);
+        assert_eq!(
+            example.limits.memory_floor_mib,
+            default.limits.memory_floor_mib
+        );
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,
@@ -651,6 +671,20 @@ mod tests {
         assert_eq!(cap(r#"{"limits": {}}"#), None);
         assert_eq!(cap(r#"{"limits": {"maxSessions": 0}}"#), Some(1));
         let c = Config::from_json(br#"{"limits": {"maxSessions": -3}}"#);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+    }
+
+    #[test]
+    fn spawn_queue_is_at_least_one_and_memory_floor_null_turns_it_off() {
+        let limits = |text: &str| Config::from_json(text.as_bytes()).limits;
+        assert_eq!(limits(r#"{"limits": {"spawnQueue": 3}}"#).spawn_queue, 3);
+        assert_eq!(limits(r#"{"limits": {"spawnQueue": 0}}"#).spawn_queue, 1);
+        assert_eq!(limits(r#"{"limits": {}}"#).spawn_queue, 256);
+        let floor = |text: &str| limits(text).memory_floor_mib;
+        assert_eq!(floor(r#"{"limits": {"memoryFloorMiB": 512}}"#), Some(512));
+        assert_eq!(floor(r#"{"limits": {"memoryFloorMiB": null}}"#), None);
+        assert_eq!(floor(r#"{"limits": {}}"#), Some(256));
+        let c = Config::from_json(br#"{"limits": {"memoryFloorMiB": "lots"}}"#);
         assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
     }
 

@@ -87,6 +87,21 @@ pub struct RawLimits {
     pub max_sessions: Option<usize>,
     /// Limits on each local session's processes, for every agent and target.
     pub session: Option<atc_protocol::SessionLimits>,
+    /// Spawns in flight before more are refused as busy.
+    pub spawn_queue: Option<usize>,
+    /// Available memory below which a local spawn is refused; absent: the default, `null`: off.
+    #[serde(rename = "memoryFloorMiB", default, deserialize_with = "present")]
+    pub memory_floor_mib: Option<Option<u64>>,
+}
+
+/// A key that is there, `null` or not, as `Some`: with `default`, an absent key stays `None`,
+/// so a key whose `null` means something other than its default can tell the two apart.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// The `targets` value as written: an object's entries in file order (serde_json's own map

@@ -380,6 +380,7 @@ impl Daemon {
             reporter: reporter_stats,
             metrics: metrics.clone(),
             session_limits,
+            spawn_queue: crate::sessions::admission::SpawnQueue::new(config.limits.spawn_queue),
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without

@@ -4,7 +4,8 @@
 //! Each module says what went wrong in its own terms, with an enum that carries what the
 //! message needs, and its messages and traits return it: [`RequestError`] (a request's head, body and parameters), [`AuthError`],
 //! [`AgentError`], [`TargetError`] (the refusal chain), [`ProviderError`] and its
-//! [`HostError`] (imp hosts), [`SessionError`], [`LedgerError`] and [`PermissionError`].
+//! [`HostError`] (imp hosts), [`SessionError`] (with a spawn's [`AdmissionError`]),
+//! [`LedgerError`] and [`PermissionError`].
 //! A module's error carries the whole error of a lower one it met (a session's refusal may
 //! be its target's, a provider's, an agent's). [`Error`] gathers them, and [`Error::wire`] turns each variant into the stable code, the
 //! HTTP status and the `data` fields its code defines, in one exhaustive match: adding a
@@ -27,6 +28,7 @@ pub use crate::providers::imp::broker::BrokerError;
 pub use crate::providers::imp::host_error::HostError;
 pub use crate::providers::refusal::TargetError;
 pub use crate::providers::ProviderError;
+pub use crate::sessions::admission::AdmissionError;
 pub use crate::sessions::session_error::SessionError;
 pub use crate::workspaces::{WorkspaceError, WorkspaceProblem};
 
@@ -121,6 +123,9 @@ pub struct Wire {
     pub status: u16,
     /// Fields the code defines (e.g. `field` for `bad_args`).
     pub data: Map<String, Value>,
+    /// Seconds after which a retry is worth making, for a refusal that passes (HTTP's
+    /// `Retry-After`, set by `error_response`).
+    pub retry_after_secs: Option<u64>,
 }
 
 /// The HTTP status of a body past the cap, refused from its declared length.
@@ -135,6 +140,7 @@ impl Wire {
             code,
             status: code.status(),
             data: Map::new(),
+            retry_after_secs: None,
         }
     }
 
@@ -156,6 +162,12 @@ impl Wire {
 
     fn status(mut self, status: u16) -> Wire {
         self.status = status;
+        self
+    }
+
+    fn retry_after(mut self, after: std::time::Duration) -> Wire {
+        // At least a second: `Retry-After: 0` would invite a retry at once.
+        self.retry_after_secs = Some(after.as_secs().max(1));
         self
     }
 }
@@ -239,6 +251,7 @@ wire_form!(
     LedgerError => ledger_wire,
     PermissionError => permission_wire,
     WorkspaceError => workspace_wire,
+    AdmissionError => admission_wire,
 );
 
 fn error_wire(e: &Error) -> Wire {
@@ -452,12 +465,31 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::EndedBeforeStart => {
             Wire::new(C::HostUnavailable).with("problem", "not_started")
         }
+        SessionError::Admission(e) => admission_wire(e),
         SessionError::Agent(e) => agent_wire(e),
         SessionError::Target(e) => target_wire(e),
         SessionError::Provider(e) => provider_wire(e),
         SessionError::Workspace(e) => workspace_wire(e),
         SessionError::Internal => Wire::new(C::Internal),
     }
+}
+
+/// A spawn's admission: the daemon's or the machine's state, each with its retry hint.
+fn admission_wire(e: &AdmissionError) -> Wire {
+    use ErrorCode as C;
+    let wire = match e {
+        AdmissionError::Busy { limit } => Wire::new(C::HostUnavailable)
+            .with("problem", "busy")
+            .with("limit", *limit),
+        AdmissionError::MemoryLow {
+            available_mib,
+            floor_mib,
+        } => Wire::new(C::HostUnavailable)
+            .with("problem", "memory_low")
+            .with("availableMiB", *available_mib)
+            .with("floorMiB", *floor_mib),
+    };
+    wire.retry_after(e.retry_after())
 }
 
 /// The workspace part of the mapping: each problem's code, with the phase it stopped in.
@@ -714,6 +746,35 @@ mod tests {
             "{}",
             body.error.message
         );
+    }
+
+    /// A spawn the daemon cannot take now is the host's refusal naming its figures, with a
+    /// `Retry-After`, however deep it was raised (a keyed spawn's comes through the ledger);
+    /// no other refusal carries one.
+    #[test]
+    fn an_admission_refusal_names_its_figures_and_when_to_retry() {
+        let busy = Error::from(SessionError::from(AdmissionError::Busy { limit: 3 })).wire();
+        assert_eq!((busy.code, busy.status), (ErrorCode::HostUnavailable, 503));
+        assert_eq!(
+            (&busy.data["problem"], &busy.data["limit"]),
+            (&"busy".into(), &3.into())
+        );
+        assert_eq!(busy.retry_after_secs, Some(1));
+        let low = AdmissionError::MemoryLow {
+            available_mib: 100,
+            floor_mib: 256,
+        };
+        let keyed = Error::from(LedgerError::Spawn(SessionError::from(low.clone())));
+        let wire = keyed.wire();
+        assert_eq!(wire.data["problem"], "memory_low");
+        assert_eq!(
+            (&wire.data["availableMiB"], &wire.data["floorMiB"]),
+            (&100.into(), &256.into())
+        );
+        assert_eq!(wire.retry_after_secs, Some(low.retry_after().as_secs()));
+        assert!(keyed.to_string().contains("100 MiB"), "{keyed}");
+        let cap = Error::from(SessionError::CapReached { cap: 1, live: 1 }).wire();
+        assert_eq!(cap.retry_after_secs, None);
     }
 
     /// The rule this file exists for: no daemon code but this mapping builds a wire error

@@ -1,7 +1,7 @@
-//! How an [`Error`] becomes an HTTP response: the status and body of its wire form
-//! (`crate::server::error`). The only actix glue the error type has.
+//! How an [`Error`] becomes an HTTP response: the status, body and `Retry-After` of its wire
+//! form (`crate::server::error`). The only actix glue the error type has.
 
-use actix_web::http::StatusCode;
+use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 
 use crate::server::error::Error;
@@ -14,6 +14,12 @@ impl ResponseError for Error {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status_code()).json(self.body())
+        let mut response = HttpResponse::build(self.status_code());
+        // A refusal that passes says when to come back, in the header clients and proxies
+        // already honour (RFC 9110 §10.2.3: delay-seconds).
+        if let Some(secs) = self.wire().retry_after_secs {
+            response.insert_header((header::RETRY_AFTER, secs));
+        }
+        response.json(self.body())
     }
 }

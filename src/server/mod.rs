@@ -96,6 +96,8 @@ pub struct AppState {
     pub metrics: crate::metrics::Metrics,
     /// Config's limits on sessions' processes (see `spawn_limits`).
     pub session_limits: Arc<crate::config::session_limits::LimitsPolicy>,
+    /// Spawns in flight, shared by every worker (`limits.spawnQueue`).
+    pub spawn_queue: crate::sessions::admission::SpawnQueue,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);

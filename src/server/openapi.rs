@@ -10,6 +10,7 @@ use actix_web::HttpResponse;
 use atc_protocol::{requests, responses, ErrorCode};
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::extensions::ExtensionsBuilder;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
 };
@@ -96,6 +97,13 @@ const fn op(summary: &'static str, ok: &'static [(u16, &'static str)]) -> Operat
         socket: None,
     }
 }
+
+/// The spawn's own `host_unavailable` problems (`crate::sessions::admission`).
+const SPAWN_ADMISSION: &str =
+    "A spawn the daemon cannot take now answers `host_unavailable` with a `Retry-After` \
+     header: `data.problem` `busy` when `data.limit` spawns are already in flight \
+     (limits.spawnQueue), `memory_low` when this machine's available memory \
+     (`data.availableMiB`) is below `data.floorMiB` (limits.memoryFloorMiB)";
 
 /// The `ticket` query parameter of the socket routes.
 const TICKET_PARAM: &str =
@@ -495,13 +503,23 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
             ));
     }
     for (status, description) in error_responses(route.public) {
-        b = b.response(
-            status.to_string(),
-            ResponseBuilder::new()
-                .description(description)
-                .content("application/json", json_content("ErrorBody"))
-                .build(),
-        );
+        let mut response = ResponseBuilder::new()
+            .description(description.clone())
+            .content("application/json", json_content("ErrorBody"));
+        if route.endpoint == Endpoint::Spawn && status == ErrorCode::HostUnavailable.status() {
+            response = response
+                .description(format!("{description}. {SPAWN_ADMISSION}"))
+                .header(
+                    "Retry-After",
+                    HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                        .description(Some(
+                            "Seconds to wait before retrying; sent with `busy` and `memory_low`",
+                        ))
+                        .build(),
+                );
+        }
+        b = b.response(status.to_string(), response.build());
     }
     if route.public {
         // An empty requirement list overrides the document's bearer requirement.
@@ -636,5 +654,27 @@ mod tests {
         for code in ErrorCode::ALL {
             assert_eq!(doc["x-error-status"][code.as_str()], code.status());
         }
+    }
+
+    #[test]
+    fn the_spawns_refusals_that_pass_are_documented_with_retry_after() {
+        let doc = serde_json::to_value(document()).expect("document serializes");
+        let spawn = &doc["paths"]["/v1/sessions"]["post"]["responses"]["503"];
+        assert_eq!(
+            spawn["headers"]["Retry-After"]["schema"]["type"], "integer",
+            "{spawn}"
+        );
+        let description = spawn["description"].as_str().unwrap_or_default();
+        for word in [
+            "host_unavailable",
+            "busy",
+            "memory_low",
+            "availableMiB",
+            "floorMiB",
+        ] {
+            assert!(description.contains(word), "{word}: {description}");
+        }
+        let get = &doc["paths"]["/v1/sessions/{id}"]["get"]["responses"]["503"];
+        assert!(get["headers"].is_null(), "only a spawn is admitted: {get}");
     }
 }

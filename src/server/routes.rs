@@ -253,6 +253,9 @@ async fn spawn(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let p: SpawnRequest = read_json(payload, &state).await?;
+    // Held until this spawn is answered, on either path below; taken once the body is in, so
+    // a refusal leaves no body unread and the connection lives on.
+    let _queued = state.spawn_queue.enter().map_err(SessionError::from)?;
     let agent = p.agent.as_deref().unwrap_or("claude");
     if agent.is_empty() {
         return Err(RequestError::Empty { field: "agent" }.into());

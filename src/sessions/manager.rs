@@ -403,6 +403,7 @@ impl SessionManager {
 impl Handler<Spawn> for SessionManager {
     type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
+    /// Refuses a spawn here while this machine's memory is below the floor (`admission`).
     /// Makes the workspace first when the spawn asks for one (spec §3.5 step 9), then plans
     /// the spawn here, writes its files and launches its process on a blocking thread
     /// ([`launch_off_thread`]), then starts the session here and answers as
@@ -417,6 +418,19 @@ impl Handler<Spawn> for SessionManager {
             metrics.spawned(outcome, began.elapsed());
             answer
         };
+        // Before anything is made (a clone takes memory too); only for a process that runs
+        // here, since a remote one's memory is its host's.
+        let local = self
+            .deps
+            .providers
+            .get(&msg.target)
+            .is_some_and(|p| !p.remote());
+        if local {
+            let floor = self.deps.limits.memory_floor_mib;
+            if let Err(e) = super::admission::check_memory(floor, super::admission::available_mib) {
+                return Box::pin(fut::ready(counted(Err(e.into()))));
+            }
+        }
         let Some(ask) = msg.workspace.take() else {
             if let Err(e) = self.check_overlap(&msg, None) {
                 return Box::pin(fut::ready(counted(Err(e))));

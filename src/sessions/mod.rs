@@ -2,6 +2,7 @@
 //! session ([`session`], with its parts beside it), their messages, and the pieces a session
 //! owns: the screen model, the output ring and the bounded queue of each attached client.
 
+pub mod admission;
 pub mod blocking_threads;
 pub mod client_queue;
 pub mod fleet;

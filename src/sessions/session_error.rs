@@ -1,6 +1,6 @@
 //! Why a session cannot take what was asked: it is unknown or ambiguous, has no process (or
 //! still has one), a forget needs its confirmation, a start would pass the cap on running
-//! sessions, or a field of the request does not fit. What a session asks of the layers below
+//! sessions, a spawn is not admitted now (`admission`), or a field of the request does not fit. What a session asks of the layers below
 //! it (the agent catalog, the refusal chain, its provider) fails with their errors, carried
 //! whole.
 
@@ -87,6 +87,9 @@ pub enum SessionError {
         /// The session id.
         id: SessionId,
     },
+    /// A spawn the daemon or the machine cannot take now (`admission`).
+    #[error(transparent)]
+    Admission(#[from] super::admission::AdmissionError),
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,
