@@ -196,10 +196,11 @@ async fn redraw(
                 let sessions = client.list_sessions().await?;
                 let now = Sample::of(&sessions, Instant::now());
                 let rows = terminal::stdout_size().map(|size| usize::from(size.rows));
-                let mut text = String::from("\x1b[H\x1b[2J");
-                text.push_str(&frame(&sessions, &now, before.as_ref(), args.sort, style, rows));
-                // Raw output: a new line does not return the carriage by itself.
-                output::print(&text.replace('\n', "\r\n"))?;
+                let text = frame(&sessions, &now, before.as_ref(), args.sort, style, rows);
+                // Over the last frame in place, each line's rest and the screen below cleared
+                // (clearing first would flicker); raw output needs the carriage return too.
+                let screen = format!("\x1b[H{}\x1b[J", text.replace('\n', "\x1b[K\r\n"));
+                output::print(&screen)?;
                 before = Some(now);
             }
             chunk = key => match chunk {
