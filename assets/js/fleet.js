@@ -1,7 +1,9 @@
 // The fleet list: a live copy of every session, kept from the events socket (a snapshot of
 // `session.added`, then every change), drawn as a table with state and target filters, row
 // actions, the needs-you badge and a desktop notification when a session starts waiting.
-// Permission events are handed on to whoever listens (permissions.js).
+// Permission events are handed on to whoever listens (permissions.js). What each session uses
+// (memory against its limit) is asked of the list every few seconds, since no event says a
+// figure moved, and shown as `atc ls` shows it.
 
 import { call, socketUrl, ApiError } from './api.js';
 
@@ -16,6 +18,35 @@ export function linkState(session) {
   if (life.attachment === 'reattaching') parts.push('attachment: reattaching');
   if (life.vm === 'asleep') parts.push('vm: asleep');
   return parts.join(' · ');
+}
+
+/** A byte count in binary units with one letter, as `atc ls` writes it: 512B, 9.5K, 312M, 1.2G. */
+export function bytes(n) {
+  if (!(n >= 1024)) return `${Math.max(0, Math.floor(n || 0))}B`;
+  let value = n / 1024;
+  for (const [i, unit] of ['K', 'M', 'G', 'T', 'P', 'E'].entries()) {
+    if (value < 9.95) return `${value.toFixed(1)}${unit}`;
+    // 1023.7 would print as 1024, which reads better as 1.0 of the next unit.
+    if (Math.round(value) < 1024 || i === 5) return `${Math.round(value)}${unit}`;
+    value /= 1024;
+  }
+  return '';
+}
+
+/**
+ * The memory cell: what the session uses, then its limit when it has one (312M/512M, -/512M
+ * while no figure is known, - for neither), as `atc ls` shows it.
+ */
+export function memory(session) {
+  const used = session?.usage ? bytes(session.usage.memoryBytes) : '-';
+  const limit = session?.limits?.memoryMiB;
+  return limit ? `${used}/${bytes(limit * 1024 * 1024)}` : used;
+}
+
+/** Why an exited session ended, when it is worth saying beside its state, or ''. */
+export function endReason(session) {
+  if (session?.alive || session?.exitReason !== 'memory_limit') return '';
+  return 'memory limit';
 }
 
 export function age(ms) {
@@ -59,6 +90,30 @@ export class Fleet {
     // event says a file changed.
     this.changed = new Set();
     this.workspaceTicker = setInterval(() => this.askWorkspaces(), 3000);
+    // What each session uses moves without an event; asked only while something runs.
+    this.usageTicker = setInterval(() => this.askUsage(), 5000);
+  }
+
+  /** Takes each running session's usage (and limits) from the list, and redraws if one moved. */
+  async askUsage() {
+    if (this.stopped || ![...this.sessions.values()].some((s) => s.alive)) return;
+    let answer;
+    try {
+      answer = await call('GET', '/v1/sessions');
+    } catch {
+      // A daemon going away: the events socket says so; the figures wait for the next ask.
+      return;
+    }
+    let moved = false;
+    for (const fresh of answer?.sessions ?? []) {
+      const s = this.sessions.get(fresh.id);
+      if (!s) continue;
+      const before = memory(s);
+      s.usage = fresh.usage;
+      s.limits = fresh.limits;
+      moved ||= memory(s) !== before;
+    }
+    if (moved) this.render();
   }
 
   /** Asks each local workspace where it stands, and redraws when a changed mark moves. */
@@ -154,6 +209,9 @@ export class Fleet {
       case 'session.state': {
         const s = event.session;
         const before = this.sessions.get(s.id);
+        // A change of state need not carry the figures; a running session keeps the last
+        // ones asked until the next ask, an ended one has none.
+        if (s.alive && !s.usage && before?.usage) s.usage = before.usage;
         this.sessions.set(s.id, s);
         if (event.type === 'session.state' && s.state === 'needs_you' && before?.state !== 'needs_you') {
           this.notifyWaiting(s);
@@ -237,7 +295,7 @@ export class Fleet {
     const rows = shown.map((s) => this.row(s, now));
     if (rows.length === 0) {
       rows.push(
-        el('tr', { className: 'empty' }, el('td', { colSpan: 8, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
+        el('tr', { className: 'empty' }, el('td', { colSpan: 9, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
       );
     }
     table.tBodies[0].replaceChildren(...rows);
@@ -256,6 +314,8 @@ export class Fleet {
         },
       });
     const link = linkState(s);
+    const reason = endReason(s);
+    const u = s.usage;
     return el(
       'tr',
       {
@@ -287,9 +347,15 @@ export class Fleet {
         {},
         el('span', { className: `pill state-${s.state}`, textContent: STATE_LABEL[s.state] ?? s.state }),
         ...(link ? [el('div', { className: 'link', textContent: link })] : []),
+        ...(reason ? [el('div', { className: 'reason', textContent: reason })] : []),
       ),
       el('td', { className: 'unread', textContent: s.unread ? '●' : '', title: s.unread ? 'unread' : '' }),
       el('td', { textContent: s.alive ? 'yes' : 'no' }),
+      el('td', {
+        className: 'memory',
+        textContent: memory(s),
+        title: u ? `peak ${bytes(u.memoryPeakBytes)} · ${u.pids} processes · ${Number(u.cpuSeconds ?? 0).toFixed(1)} s CPU` : '',
+      }),
       el('td', { textContent: age(now - s.createdAt) }),
       el(
         'td',

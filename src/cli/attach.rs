@@ -17,7 +17,7 @@
 //! the stream continues until the session exits, the daemon closes, or a signal arrives, like
 //! `cmd | ssh host`. A script that wants to leave earlier sends byte 0x1c.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use actix_http::ws::Item;
@@ -135,7 +135,7 @@ pub async fn attach_to(
     let mut ws = client
         .ws_connect(&routes::attach_as(session.id, size.cols, size.rows, mode))
         .await?;
-    let input = spawn_stdin_reader();
+    let input = terminal::spawn_stdin_reader(INPUT_QUEUE, INPUT_READ_SIZE);
 
     let raw = if stdin_is_tty {
         Some(RawMode::enter()?)
@@ -564,29 +564,6 @@ impl Signals {
             int: register(SignalKind::interrupt())?,
         })
     }
-}
-
-/// Reads stdin on a plain thread (a blocking read cannot be cancelled, and a tokio blocking
-/// task would hold up runtime shutdown until the next keystroke). Each `read()` result is one
-/// message; the channel closes at EOF or on a read error.
-fn spawn_stdin_reader() -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel(INPUT_QUEUE);
-    std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = vec![0u8; INPUT_READ_SIZE];
-        loop {
-            let chunk = match stdin.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => buf.get(..n).map(<[u8]>::to_vec).unwrap_or_default(),
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            };
-            if tx.blocking_send(chunk).is_err() {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 #[cfg(test)]

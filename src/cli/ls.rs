@@ -8,7 +8,6 @@
 //! The rendering ([`render`]) is a pure function of the sessions, the clock, `$HOME` and the
 //! [`Style`]; everything that touches the daemon or the terminal is in [`run`] and [`watch`].
 
-use std::io::IsTerminal;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use awc::ws::{Frame, Message};
@@ -17,6 +16,9 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::output;
+pub use super::table::Style;
+use super::table::{self, printable, Column};
+use super::usage_format::{self, SortBy};
 use atc_client::atc_protocol::workspace::WorkspaceStatus;
 use atc_client::atc_protocol::{Attachment, ExitReason, SessionState};
 use atc_client::{routes, session, DaemonClient, Descriptor, SessionLabels};
@@ -30,33 +32,16 @@ pub struct LsArgs {
     /// Keep the list on screen, redrawn whenever a session changes, until Ctrl-C.
     #[arg(long)]
     pub watch: bool,
-}
-
-/// How the table is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// Plain text: for pipes, files and `NO_COLOR`.
-    Plain,
-    /// ANSI colours for a terminal.
-    Colour,
-}
-
-impl Style {
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
-    pub fn for_stdout() -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if std::io::stdout().is_terminal() && !no_color {
-            Style::Colour
-        } else {
-            Style::Plain
-        }
-    }
+    /// List by a figure of what each session uses, most first, instead of by state
+    /// (sessions without a figure come last).
+    #[arg(long, value_enum)]
+    pub sort: Option<SortBy>,
 }
 
 /// Lists sessions. Exit code 0, also when there are none.
 pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
     if args.watch {
-        return watch(client).await;
+        return watch(client, args.sort).await;
     }
     let answer = client.get_json(routes::SESSIONS).await?;
     if args.json {
@@ -72,6 +57,7 @@ pub async fn run(client: &DaemonClient, args: LsArgs) -> anyhow::Result<i32> {
     let changed = changed_workspaces(client, &sessions).await;
     output::print(&render(
         &sessions,
+        args.sort,
         now_ms(),
         home.as_deref(),
         Style::for_stdout(),
@@ -127,8 +113,8 @@ const REDRAW_SETTLE: Duration = Duration::from_millis(100);
 const AGE_REFRESH: Duration = Duration::from_secs(5);
 
 /// `--watch`: the list, redrawn after every burst of fleet events and every
-/// [`AGE_REFRESH`], until Ctrl-C (exit 0) or the daemon goes away (an error).
-async fn watch(client: &DaemonClient) -> anyhow::Result<i32> {
+/// [`AGE_REFRESH`] (which also brings usage figures up to date: no event says one moved), until Ctrl-C (exit 0) or the daemon goes away (an error).
+async fn watch(client: &DaemonClient, sort: Option<SortBy>) -> anyhow::Result<i32> {
     let style = Style::for_stdout();
     let home = std::env::var("HOME").ok();
     let mut interrupt = signal(SignalKind::interrupt())
@@ -159,7 +145,14 @@ async fn watch(client: &DaemonClient) -> anyhow::Result<i32> {
                 // A watch redraws on every event: it shows branches without asking each
                 // workspace's status again.
                 let unasked = Changed::new();
-                screen.push_str(&render(&sessions, now_ms(), home.as_deref(), style, &unasked));
+                screen.push_str(&render(
+                    &sessions,
+                    sort,
+                    now_ms(),
+                    home.as_deref(),
+                    style,
+                    &unasked,
+                ));
                 screen.push_str("(watching; Ctrl-C to stop)\n");
                 if style == Style::Plain {
                     // A blank line between lists, for a log or a pipe.
@@ -197,8 +190,27 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-const HEADER: [&str; 10] = [
-    "", "ID", "NAME", "AGENT", "TARGET", "STATE", "ALIVE", "SIZE", "CWD", "AGE",
+/// The columns: the unread marker keeps its one character even when nothing is unread, one
+/// space from the id.
+const COLUMNS: [Column; 11] = [
+    Column {
+        min_width: 1,
+        gap: "",
+        ..Column::left("")
+    },
+    Column {
+        gap: " ",
+        ..Column::left("ID")
+    },
+    Column::left("NAME"),
+    Column::left("AGENT"),
+    Column::left("TARGET"),
+    Column::left("STATE"),
+    Column::left("ALIVE"),
+    Column::left("SIZE"),
+    Column::left("MEM"),
+    Column::left("CWD"),
+    Column::left("AGE"),
 ];
 
 /// The column that carries the state, coloured by it.
@@ -215,28 +227,40 @@ fn rank(state: SessionState) -> u8 {
 }
 
 /// The order sessions are listed in: by [`rank`], pinned ones first within a state, and the
-/// daemon's order otherwise (a stable sort).
-pub fn ordered(sessions: &[Descriptor]) -> Vec<&Descriptor> {
+/// daemon's order otherwise (a stable sort). With `sort`, by that figure first, most first
+/// (see [`usage_format::sort_most_first`]), and by state among equals.
+pub fn ordered(sessions: &[Descriptor], sort: Option<SortBy>) -> Vec<&Descriptor> {
     let mut list: Vec<&Descriptor> = sessions.iter().collect();
     list.sort_by_key(|s| (rank(s.state), !s.pinned));
+    if let Some(by) = sort {
+        usage_format::sort_most_first(&mut list, |s| usage_format::figure(s, by));
+    }
     list
 }
 
-/// The state as a user reads it: a remote session's lost connection and a host asleep say so.
-fn shown_state(s: &Descriptor) -> String {
+/// The state as a user reads it: a remote session's lost connection, a host asleep and a
+/// process the kernel killed at the session's memory limit say so.
+pub fn shown_state(s: &Descriptor) -> String {
     if s.alive && s.lifecycle.attachment == Attachment::Reattaching {
         return format!("{} (reattaching)", s.state);
     }
-    if !s.alive && s.exit_reason == Some(ExitReason::Suspended) {
-        return "asleep".into();
+    if !s.alive {
+        match s.exit_reason {
+            Some(ExitReason::Suspended) => return "asleep".into(),
+            Some(ExitReason::MemoryLimit) => return format!("{} (memory limit)", s.state),
+            _ => {}
+        }
     }
     s.state.to_string()
 }
 
-/// The SGR colour of a state: needs-you bold yellow (it wants you), running green, done cyan,
-/// exited dim.
-fn state_colour(state: SessionState) -> &'static str {
-    match state {
+/// The SGR colour of a session's state: needs-you bold yellow (it wants you), running green,
+/// done cyan, exited dim, except an end at the memory limit, red: it is news, not history.
+pub fn state_colour(s: &Descriptor) -> &'static str {
+    if !s.alive && s.exit_reason == Some(ExitReason::MemoryLimit) {
+        return "31";
+    }
+    match s.state {
         SessionState::NeedsYou => "1;33",
         SessionState::Running => "32",
         SessionState::Done => "36",
@@ -247,12 +271,13 @@ fn state_colour(state: SessionState) -> &'static str {
 /// The table and its summary line, as [`format_table`] and [`summary`] make them.
 pub fn render(
     sessions: &[Descriptor],
+    sort: Option<SortBy>,
     now_ms: u64,
     home: Option<&str>,
     style: Style,
     changed: &Changed,
 ) -> String {
-    let mut out = format_table(sessions, now_ms, home, style, changed);
+    let mut out = format_table(sessions, sort, now_ms, home, style, changed);
     out.push_str(&summary(sessions));
     out.push('\n');
     out
@@ -296,71 +321,41 @@ pub fn summary(sessions: &[Descriptor]) -> String {
 /// and the marker bold; the columns line up the same either way.
 pub fn format_table(
     sessions: &[Descriptor],
+    sort: Option<SortBy>,
     now_ms: u64,
     home: Option<&str>,
     style: Style,
     changed: &Changed,
 ) -> String {
-    let list = ordered(sessions);
-    let mut rows: Vec<[String; 10]> = Vec::with_capacity(list.len() + 1);
-    rows.push(HEADER.map(String::from));
-    for s in &list {
-        rows.push([
-            if s.unread { "*" } else { "" }.to_string(),
-            s.short_id(),
-            printable(if s.name.is_empty() { "-" } else { &s.name }),
-            printable(&s.agent),
-            printable(if s.locator.target_id.is_empty() {
-                "-"
-            } else {
-                &s.locator.target_id
-            }),
-            printable(&shown_state(s)),
-            if s.alive { "yes" } else { "no" }.to_string(),
-            format!("{}x{}", s.cols, s.rows),
-            printable(&shown_place(s, home, changed)),
-            format_age(now_ms.saturating_sub(u64::try_from(s.created_at).unwrap_or(0))),
-        ]);
-    }
-    // The marker column keeps its place even when nothing is unread.
-    let mut widths = [1usize, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for (index, row) in rows.iter().enumerate() {
-        // Row 0 is the header; row i > 0 is session i - 1.
-        let session = index.checked_sub(1).and_then(|i| list.get(i));
-        let mut line = String::new();
-        for (column, (cell, width)) in row.iter().zip(widths).enumerate() {
-            // The marker is one character, kept apart from the id by one space.
-            match column {
-                0 => {}
-                1 => line.push(' '),
-                _ => line.push_str("  "),
-            }
-            let pad = width.saturating_sub(cell.chars().count());
-            let sgr = match (style, session) {
-                (Style::Plain, _) => None,
-                (Style::Colour, None) => Some("1"),
-                (Style::Colour, Some(s)) if column == STATE_COLUMN => Some(state_colour(s.state)),
-                (Style::Colour, Some(_)) if column == 0 && !cell.is_empty() => Some("1"),
-                (Style::Colour, Some(_)) => None,
-            };
-            match sgr {
-                Some(sgr) if !cell.is_empty() => {
-                    line.push_str(&format!("\x1b[{sgr}m{cell}\x1b[0m"));
-                }
-                Some(_) | None => line.push_str(cell),
-            }
-            line.extend(std::iter::repeat_n(' ', pad));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    let list = ordered(sessions, sort);
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|s| {
+            vec![
+                if s.unread { "*" } else { "" }.to_string(),
+                s.short_id(),
+                printable(if s.name.is_empty() { "-" } else { &s.name }),
+                printable(&s.agent),
+                printable(if s.locator.target_id.is_empty() {
+                    "-"
+                } else {
+                    &s.locator.target_id
+                }),
+                printable(&shown_state(s)),
+                if s.alive { "yes" } else { "no" }.to_string(),
+                format!("{}x{}", s.cols, s.rows),
+                usage_format::memory_cell(s),
+                printable(&shown_place(s, home, changed)),
+                format_age(now_ms.saturating_sub(u64::try_from(s.created_at).unwrap_or(0))),
+            ]
+        })
+        .collect();
+    table::render(&COLUMNS, &rows, style, |row, column| match row {
+        None => Some("1"),
+        Some(i) if column == STATE_COLUMN => list.get(i).map(|s| state_colour(s)),
+        Some(_) if column == 0 => Some("1"),
+        Some(_) => None,
+    })
 }
 
 /// A coarse age: seconds under a minute, then minutes, hours, days.
@@ -385,18 +380,11 @@ fn shorten_home(cwd: &str, home: Option<&str>) -> String {
     }
 }
 
-/// Names and paths come from users; a control character in one would be interpreted by the
-/// terminal instead of shown, so each is replaced by `?`.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use atc_client::atc_protocol::limits::{SessionLimits, Usage};
     use atc_client::atc_protocol::{Locator, SessionState};
 
     fn sample(id: &str, name: Option<&str>, cwd: &str, created_at: i64) -> Descriptor {
@@ -428,15 +416,26 @@ mod tests {
     #[test]
     fn table_has_aligned_columns() {
         let sessions = [
-            sample(
-                "5f0c2a1e-8b7d-4c3e-9f10-0123456789ab",
-                Some("fix-bug"),
-                "/home/u/src/atc",
-                1_000,
-            ),
+            Descriptor {
+                usage: Some(Usage {
+                    memory_bytes: 312 * 1024 * 1024,
+                    ..Usage::default()
+                }),
+                limits: Some(SessionLimits {
+                    memory_mib: Some(512),
+                    ..SessionLimits::default()
+                }),
+                ..sample(
+                    "5f0c2a1e-8b7d-4c3e-9f10-0123456789ab",
+                    Some("fix-bug"),
+                    "/home/u/src/atc",
+                    1_000,
+                )
+            },
             Descriptor {
                 alive: false,
                 state: SessionState::Exited,
+                exit_reason: Some(ExitReason::MemoryLimit),
                 agent: "claude".into(),
                 cols: 80,
                 rows: 24,
@@ -470,17 +469,18 @@ mod tests {
         ];
         let table = format_table(
             &sessions,
+            None,
             3_601_000,
             Some("/home/u"),
             Style::Plain,
             &Changed::new(),
         );
         let expected = "  \
-  ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    CWD        AGE
-  5f0c2a1e  fix-bug  shell   local   running                yes    120x40  ~/src/atc  1h
-  9a9a9a9a  remote   shell   box     running (reattaching)  yes    120x40  /w         1h
-  0123abcd  -        claude  local   exited                 no     80x24   /tmp       1h
-  8b8b8b8b  napping  shell   box     asleep                 no     120x40  /w         1h
+  ID        NAME     AGENT   TARGET  STATE                  ALIVE  SIZE    MEM        CWD        AGE
+  5f0c2a1e  fix-bug  shell   local   running                yes    120x40  312M/512M  ~/src/atc  1h
+  9a9a9a9a  remote   shell   box     running (reattaching)  yes    120x40  -          /w         1h
+  0123abcd  -        claude  local   exited (memory limit)  no     80x24   -          /tmp       1h
+  8b8b8b8b  napping  shell   box     asleep                 no     120x40  -          /w         1h
 ";
         assert_eq!(table, expected);
     }
@@ -539,8 +539,69 @@ mod tests {
     #[test]
     fn needs_you_comes_first_then_running_done_exited_with_pinned_first_in_each() {
         let sessions = fleet();
-        let order: Vec<String> = ordered(&sessions).iter().map(|s| s.name.clone()).collect();
+        let order: Vec<String> = ordered(&sessions, None)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
         assert_eq!(order, ["b000", "f000", "c000", "a000", "d000", "e000"]);
+    }
+
+    #[test]
+    fn sort_by_memory_or_cpu_puts_the_most_first_and_the_unmeasured_last_by_state() {
+        let mut sessions = fleet();
+        let measure = |s: &mut Descriptor, mib: u64, cpu: f64| {
+            s.usage = Some(Usage {
+                memory_bytes: mib * 1024 * 1024,
+                cpu_seconds: cpu,
+                ..Usage::default()
+            });
+        };
+        // a000 (running) is the biggest and the least busy; d000 (done) the other way round.
+        measure(&mut sessions[2], 900, 1.0);
+        measure(&mut sessions[1], 20, 300.0);
+        let names = |sort| -> Vec<String> {
+            ordered(&sessions, sort)
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        assert_eq!(
+            names(Some(SortBy::Mem)),
+            ["a000", "d000", "b000", "f000", "c000", "e000"]
+        );
+        assert_eq!(
+            names(Some(SortBy::Cpu)),
+            ["d000", "a000", "b000", "f000", "c000", "e000"]
+        );
+        let table = format_table(
+            &sessions,
+            Some(SortBy::Mem),
+            0,
+            None,
+            Style::Plain,
+            &Changed::new(),
+        );
+        let first = table.lines().nth(1).unwrap_or_default();
+        assert!(first.contains("a000") && first.contains("900M"), "{table}");
+    }
+
+    #[test]
+    fn an_end_at_the_memory_limit_is_said_and_coloured_apart() {
+        let killed = Descriptor {
+            exit_reason: Some(ExitReason::MemoryLimit),
+            ..in_state(
+                "e0000000-0000-0000-0000-000000000000",
+                SessionState::Exited,
+                false,
+                false,
+            )
+        };
+        assert_eq!(shown_state(&killed), "exited (memory limit)");
+        let colour = format_table(&[killed], None, 0, None, Style::Colour, &Changed::new());
+        assert!(
+            colour.contains("\x1b[31mexited (memory limit)\x1b[0m"),
+            "{colour}"
+        );
     }
 
     #[test]
@@ -553,7 +614,7 @@ mod tests {
         assert_eq!(summary(&sessions[2..3]), "1 session: 1 running");
         assert_eq!(summary(&sessions[3..4]), "1 session: 1 needs you");
         assert_eq!(summary(&[]), "0 sessions");
-        let rendered = render(&sessions, 0, None, Style::Plain, &Changed::new());
+        let rendered = render(&sessions, None, 0, None, Style::Plain, &Changed::new());
         assert!(
             rendered.ends_with("\n6 sessions: 2 need you, 2 running, 1 done, 1 exited\n"),
             "{rendered}"
@@ -562,7 +623,7 @@ mod tests {
 
     #[test]
     fn unread_sessions_are_marked() {
-        let table = format_table(&fleet(), 0, None, Style::Plain, &Changed::new());
+        let table = format_table(&fleet(), None, 0, None, Style::Plain, &Changed::new());
         let lines: Vec<&str> = table.lines().collect();
         assert!(lines[1].starts_with("* b0000000  b000"), "{table}");
         assert!(lines[3].starts_with("  c0000000  c000"), "{table}");
@@ -571,9 +632,9 @@ mod tests {
     #[test]
     fn plain_has_no_escapes_and_colour_only_adds_them() {
         let sessions = fleet();
-        let plain = render(&sessions, 0, None, Style::Plain, &Changed::new());
+        let plain = render(&sessions, None, 0, None, Style::Plain, &Changed::new());
         assert!(!plain.contains('\x1b'), "{plain}");
-        let colour = render(&sessions, 0, None, Style::Colour, &Changed::new());
+        let colour = render(&sessions, None, 0, None, Style::Colour, &Changed::new());
         assert!(colour.contains("\x1b[1;33mneeds_you\x1b[0m"), "{colour}");
         assert!(colour.contains("\x1b[32mrunning\x1b[0m"), "{colour}");
         assert!(colour.contains("\x1b[2mexited\x1b[0m"), "{colour}");
@@ -604,7 +665,7 @@ mod tests {
             "/",
             0,
         )];
-        let table = format_table(&sessions, 0, None, Style::Plain, &Changed::new());
+        let table = format_table(&sessions, None, 0, None, Style::Plain, &Changed::new());
         assert!(!table.contains('\x1b'));
         assert!(table.contains("evil?[2J"));
     }

@@ -18,7 +18,10 @@ pub mod revive;
 pub mod screen;
 pub mod spawn;
 pub mod suspend;
+pub mod table;
 pub mod terminal;
+pub mod top;
+pub mod usage_format;
 pub mod workspaces;
 
 use std::path::PathBuf;
@@ -31,8 +34,11 @@ use atc_client::DaemonClient;
 /// `daemon`, `hook-report` and `bench` (`#[command(flatten)] Client(ClientCommand)`).
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// List sessions (`--json` for the daemon's raw answer, `--watch` to keep it up to date).
+    /// List sessions (`--json` for the daemon's raw answer, `--watch` to keep it up to date,
+    /// `--sort mem|cpu` to list by what each uses).
     Ls(ls::LsArgs),
+    /// Sessions by memory or CPU, refreshed every few seconds until `q` (`--once` for scripts).
+    Top(top::TopArgs),
     /// Start a session and print its id (`--attach` to attach to it instead).
     Spawn(spawn::SpawnArgs),
     /// Connect this terminal to a session (`--watch`: watch only); Ctrl-\ detaches.
@@ -65,6 +71,7 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
     let client = DaemonClient::discover(state_dir)?;
     match cmd {
         ClientCommand::Ls(args) => ls::run(&client, args).await,
+        ClientCommand::Top(args) => top::run(&client, args).await,
         ClientCommand::Spawn(args) => spawn::run(&client, args).await,
         ClientCommand::Attach(args) => attach::run(&client, args).await,
         ClientCommand::Screen(args) => screen::run(&client, args).await,

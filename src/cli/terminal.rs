@@ -1,5 +1,6 @@
 //! The local terminal the CLI runs in: its size (for `spawn`, `revive` and `attach`), raw mode
-//! for `attach`, and the escape sequences that hand a clean terminal back after a detach.
+//! and a reader of its keys for `attach` and `top`, and the escape sequences that hand a clean
+//! terminal back after a detach.
 //!
 //! Invariant: while a [`RawMode`] guard exists the terminal is raw, and once it is gone the
 //! settings saved when it was made are back. Drop covers return, `?` and unwinding panics; a
@@ -7,10 +8,11 @@
 //! readable. Signals are the caller's part: `attach` turns SIGTERM/SIGHUP/SIGINT into an
 //! ordinary return so the guard drops.
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::sync::{Mutex, Once};
 
 use rustix::termios::{self, OptionalActions, Termios};
+use tokio::sync::mpsc;
 
 /// Size used when neither stdin nor stdout is a terminal, the classic VT100 default.
 pub const FALLBACK_SIZE: TermSize = TermSize { cols: 80, rows: 24 };
@@ -205,6 +207,31 @@ pub fn hand_back_terminal(alt_screen: bool) {
     }
     // See the doc comment: the only failure is a terminal that no longer exists.
     let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+}
+
+/// Reads stdin on a plain thread (a blocking read cannot be cancelled, and a tokio blocking
+/// task would hold up runtime shutdown until the next keystroke). Each `read()` result, of at
+/// most `read_size` bytes, is one message, and at most `queue` wait unread, so a reader that
+/// stops taking them stops the thread (through `blocking_send`) instead of filling memory. The
+/// channel closes at EOF or on a read error.
+pub fn spawn_stdin_reader(queue: usize, read_size: usize) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel(queue);
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; read_size];
+        loop {
+            let chunk = match stdin.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => buf.get(..n).map(<[u8]>::to_vec).unwrap_or_default(),
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            if tx.blocking_send(chunk).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 #[cfg(test)]

@@ -207,6 +207,91 @@ async fn ls_watch_redraws_from_the_events_socket_until_interrupted() {
 }
 
 #[actix_rt::test]
+async fn top_once_and_n_print_frames_of_every_session_without_screen_control() {
+    let d = TestDaemon::start().await;
+    let ids = [id_of(&d.spawn("cat").await), id_of(&d.spawn("sh").await)];
+    let short = |id: &str| id.get(..8).expect("a uuid is longer than 8").to_string();
+
+    // Usage may be absent (no cgroups), so no figure is checked: only that each session
+    // has its row under the fleet's line.
+    for sort in ["mem", "cpu"] {
+        let out = atc(&d.state_dir, &["top", "--once", "--sort", sort], &[]).await;
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(!text.contains('\x1b'), "screen control in a pipe: {text:?}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines
+                .first()
+                .is_some_and(|l| l.starts_with("2 sessions, 2 alive")),
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("ID") && l.contains("MEM")),
+            "{text}"
+        );
+        for id in &ids {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with(&short(id)) && l.contains("running")),
+                "no row for {id}: {text}"
+            );
+        }
+    }
+
+    let out = atc(&d.state_dir, &["top", "-n", "2", "--interval", "0.2"], &[]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text.matches("2 sessions, 2 alive").count(), 2, "{text}");
+
+    let out = atc(&d.state_dir, &["top", "--once", "--interval", "0"], &[]).await;
+    assert!(!out.status.success(), "a zero interval is refused: {out:?}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn top_on_a_terminal_redraws_in_the_alternate_screen_until_q() {
+    let d = TestDaemon::start().await;
+    let id = id_of(&d.spawn("cat").await);
+    let mut tty = PtyRun::start(&d.state_dir, &["top", "--interval", "0.2"], &[]);
+    tty.read_until(id.get(..8).expect("a uuid is longer than 8"))
+        .await;
+    // A second frame: it refreshes by itself.
+    let mark = tty.seen.len();
+    tty.read_until_from(mark, "1 session, 1 alive").await;
+    tty.type_bytes(b"q").await;
+    assert_eq!(tty.wait().await.code(), Some(0), "{}", tty.seen());
+    let seen = tty.seen();
+    let entered = seen.find("\x1b[?1049h");
+    let left = seen.rfind("\x1b[?1049l");
+    assert!(
+        entered.is_some() && entered < left,
+        "the alternate screen was not taken and given back: {seen:?}"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn ls_sort_mem_lists_with_the_memory_column() {
+    let d = TestDaemon::start().await;
+    d.spawn("cat").await;
+    for sort in ["mem", "cpu"] {
+        let out = atc(&d.state_dir, &["ls", "--sort", sort], &[]).await;
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            text.lines().next().is_some_and(|h| h.contains(" MEM ")),
+            "{text}"
+        );
+        assert!(text.ends_with("1 session: 1 running\n"), "{text}");
+    }
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn attach_prints_why_the_session_ended() {
     let d = TestDaemon::start().await;
     let id = id_of(&d.spawn("sh").await);
@@ -286,7 +371,7 @@ async fn completion_covers_the_whole_command_tree() {
         assert!(out.status.success(), "{shell}: {out:?}");
         let script = String::from_utf8_lossy(&out.stdout);
         for word in [
-            "daemon", "bench", "attach", "restore", "logs", "open", "--watch",
+            "daemon", "bench", "attach", "restore", "logs", "open", "--watch", "top",
         ] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }

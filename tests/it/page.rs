@@ -1,8 +1,9 @@
 //! The browser page at `/` in real headless Chromium: the daemon runs in-process on an
 //! ephemeral port, and `tests/page/page.test.mjs` (Playwright driving Debian's
 //! `/usr/bin/chromium`) checks the page against it. Its output is relayed; its exit status
-//! decides; a second script checks a remote session's link state on the impd simulator, and a
-//! third types a prompt into a real Claude Code (`atc_testkit::claude_world`) and sees its reply.
+//! decides; a second script checks a remote session's link state on the impd simulator, a
+//! third types a prompt into a real Claude Code (`atc_testkit::claude_world`) and sees its reply,
+//! and a fourth shows what sessions use (memory against a limit, an end at the memory limit).
 //! Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
 //! What the page's files and headers are is checked without a browser here too.
@@ -148,6 +149,27 @@ async fn the_page_works_in_headless_chromium() {
             ("ATC_BIN", env!("CARGO_BIN_EXE_atc")),
             ("ATC_REPO", &repo_path),
         ],
+    )
+    .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_shows_memory_and_an_end_at_the_memory_limit_in_chromium() {
+    let d = TestDaemon::start().await;
+    let running = atc_testkit::id_of(&d.spawn("cat").await);
+    let killed = atc_testkit::id_of(&d.spawn("cat").await);
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{killed}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    d.wait_session(&killed, "exited", |s| s["alive"] == false)
+        .await;
+    run_page_script(
+        &d,
+        "usage.test.mjs",
+        &[("ATC_RUNNING", &running), ("ATC_KILLED", &killed)],
     )
     .await;
     d.stop().await;
