@@ -161,6 +161,11 @@ impl DaemonApi {
                 SendRequestError::Timeout | SendRequestError::Connect(ConnectError::Timeout) => {
                     Fault::TimedOut
                 }
+                // awc's name for a connection that ended after the request went out and
+                // before the answer's head came back: the daemon closed it, it was not refused.
+                SendRequestError::Connect(ConnectError::Disconnected) => {
+                    Fault::Reset("closed before the answer".into())
+                }
                 SendRequestError::Connect(e) => Fault::Unreachable(e.to_string()),
                 other => Fault::Reset(other.to_string()),
             })?;
