@@ -1,13 +1,19 @@
 //! The daemon calls a load run makes (daemon info, spawn, input, kill, forget, list, attach),
 //! on `atc-client`, with the limits a load run needs. No wire type is declared here: answers
 //! are the protocol's, and errors are the client's.
+//!
+//! The storm phase also needs what `atc-client` keeps to itself: an answer's `Retry-After`
+//! header, and whether a request failed by timing out or by its connection breaking. Its spawns
+//! and health probes go through [`DaemonApi::exchange`], a bare request on a pool of its own
+//! that hands back the status, that header and the body, or the [`Fault`].
 
 use std::time::Duration;
 
+use actix_http::Method;
 pub use atc_client::ClientError as ApiError;
 use atc_client::{routes, ClientOptions, DaemonClient, Descriptor};
 use atc_protocol::ErrorCode;
-pub use atc_protocol::TermSize;
+pub use atc_protocol::{SessionLimits, TermSize};
 
 use super::rss::DaemonPid;
 
@@ -34,17 +40,54 @@ pub struct SpawnRequest<'a> {
     pub cols: u16,
     /// Rows.
     pub rows: u16,
+    /// The spawn's `limits`, when the run asks for them (`--spawn-limits`).
+    pub limits: Option<&'a SessionLimits>,
 }
 
 impl SpawnRequest<'_> {
     /// The `POST /v1/sessions` body.
-    fn body(&self) -> serde_json::Value {
-        serde_json::json!({
+    pub fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
             "agent": self.agent, "cwd": self.cwd, "name": self.name,
             "cols": self.cols, "rows": self.rows,
-        })
+        });
+        if let Some(limits) = self.limits {
+            body["limits"] = serde_json::json!(limits);
+        }
+        body
     }
 }
+
+/// The daemon's answer to an [`DaemonApi::exchange`], whatever its status.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// HTTP status.
+    pub status: u16,
+    /// The `Retry-After` header, as sent.
+    pub retry_after: Option<String>,
+    /// The body, unparsed.
+    pub body: bytes::Bytes,
+}
+
+/// Why an [`DaemonApi::exchange`] got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// No full answer within the request's time limit.
+    TimedOut,
+    /// The connection could not be made (refused, or the connect itself failed).
+    Unreachable(String),
+    /// The connection was made and then broke before the answer was complete: reset, closed
+    /// early, or a malformed answer.
+    Reset(String),
+}
+
+/// How long [`DaemonApi::exchange`] keeps an idle connection: well under the daemon's
+/// keep-alive, as `atc-client` does.
+const POOLED_IDLE: Duration = Duration::from_secs(4);
+const _: () = assert!(POOLED_IDLE.as_secs() < atc_protocol::HTTP_KEEP_ALIVE.as_secs());
+
+/// Largest answer body an [`DaemonApi::exchange`] reads: a descriptor or an error.
+const EXCHANGE_BODY_LIMIT: usize = 1 << 20;
 
 /// Whether the daemon said the session is already gone or already dead, which cleanup treats
 /// as done rather than failed.
@@ -57,6 +100,10 @@ pub fn is_gone(e: &ApiError) -> bool {
 /// The daemon's HTTP API as the bench uses it.
 pub struct DaemonApi {
     client: DaemonClient,
+    /// The bare client of [`DaemonApi::exchange`], with a pool of its own.
+    raw: awc::Client,
+    url: String,
+    token: String,
 }
 
 impl DaemonApi {
@@ -69,9 +116,78 @@ impl DaemonApi {
             request_timeout: REQUEST_TIMEOUT,
             connection_limit: None,
         };
+        // Like the client's: no cap on connections, HTTP/1.1, and idle connections dropped
+        // before the daemon's keep-alive drops them (else a request sent on one as the daemon
+        // closes it fails, which the storm would count as a fault of the daemon). Its own
+        // time limit is per exchange, so none is set here.
+        let raw = awc::Client::builder()
+            .connector(awc::Connector::new().limit(0).conn_keep_alive(POOLED_IDLE))
+            .max_http_version(actix_http::Version::HTTP_11)
+            .disable_timeout()
+            .finish();
         DaemonApi {
             client: DaemonClient::with_options(url.to_string(), token.to_string(), options),
+            raw,
+            url: url.trim_end_matches('/').to_string(),
+            token: token.trim().to_string(),
         }
+    }
+
+    /// The daemon's URL, for the report.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One request with the token, `body` as JSON when given, answered within `limit` (the
+    /// body read included): the answer whatever its status, or why there was none.
+    pub async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        limit: Duration,
+    ) -> Result<Exchange, Fault> {
+        use awc::error::{ConnectError, SendRequestError};
+        let request = self
+            .raw
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        let answer = async {
+            let sent = match body {
+                Some(json) => request.send_json(json).await,
+                None => request.send().await,
+            };
+            let mut response = sent.map_err(|e| match e {
+                SendRequestError::Timeout | SendRequestError::Connect(ConnectError::Timeout) => {
+                    Fault::TimedOut
+                }
+                // awc's name for a connection that ended after the request went out and
+                // before the answer's head came back: the daemon closed it, it was not refused.
+                SendRequestError::Connect(ConnectError::Disconnected) => {
+                    Fault::Reset("closed before the answer".into())
+                }
+                SendRequestError::Connect(e) => Fault::Unreachable(e.to_string()),
+                other => Fault::Reset(other.to_string()),
+            })?;
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = response
+                .body()
+                .limit(EXCHANGE_BODY_LIMIT)
+                .await
+                .map_err(|e| Fault::Reset(format!("reading the answer: {e}")))?;
+            Ok(Exchange {
+                status: response.status().as_u16(),
+                retry_after,
+                body,
+            })
+        };
+        tokio::time::timeout(limit, answer)
+            .await
+            .unwrap_or(Err(Fault::TimedOut))
     }
 
     /// The daemon's pid from `GET /v1/daemon`, for reading its RSS.
@@ -158,9 +274,33 @@ mod tests {
             name: "bench-1-spawn-0",
             cols: 80,
             rows: 24,
+            limits: None,
         }
         .body();
         assert_eq!(body["agent"], "cat");
         assert_eq!(body["cols"], 80);
+        assert!(body.get("limits").is_none(), "no limits unless asked");
+    }
+
+    #[test]
+    fn limits_go_into_the_spawn_body_by_their_wire_names() {
+        let limits = SessionLimits {
+            memory_mib: Some(512),
+            pids: None,
+            cpu_percent: Some(100),
+        };
+        let body = SpawnRequest {
+            agent: "cat",
+            cwd: "/tmp",
+            name: "n",
+            cols: 80,
+            rows: 24,
+            limits: Some(&limits),
+        }
+        .body();
+        assert_eq!(
+            body["limits"],
+            serde_json::json!({"memoryMiB": 512, "cpuPercent": 100})
+        );
     }
 }

@@ -6,8 +6,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::api::SessionLimits;
 use crate::payload::{self, Payload};
 use crate::{floor, scale, SHELL_AGENT};
+
+/// The agent the storm phase spawns unless told otherwise; the daemon's config must define it
+/// (README, "Load tool").
+pub const STORM_AGENT: &str = "storm";
 
 /// A part of the run that can be selected with `--phases`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
@@ -26,12 +31,16 @@ pub enum Phase {
     /// N sessions held at each of `--scale-steps`, a tenth busy: RSS, fds, idle CPU, listing
     /// and echo latency per step. Not in the default list: it holds thousands of PTYs.
     Scale,
+    /// `--storm-sessions` sessions whose start-up burns CPU, spawned at once, while `GET
+    /// /v1/health` and an attached echo are timed (issue 35). Not in the default list: it
+    /// loads the machine for minutes.
+    Storm,
     /// The bare-PTY ceilings (spawn, echo, read), no daemon needed.
     Bare,
 }
 
 impl Phase {
-    /// The default phases, in the order they run; `scale` must be asked for.
+    /// The default phases, in the order they run; `scale` and `storm` must be asked for.
     pub const ALL: [Phase; 6] = [
         Phase::Spawn,
         Phase::Echo,
@@ -100,8 +109,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_values_t = scale::DEFAULT_STEPS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub scale_steps: Vec<u32>,
-    /// Phases to run, comma-separated; they always run in the listed order (`scale` only
-    /// when named).
+    /// Phases to run, comma-separated; they always run in the listed order (`scale` and
+    /// `storm` only when named).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
     pub phases: Vec<Phase>,
     /// Rounds of the echo, throughput, fan-out and slow-client phases. Each round runs the
@@ -112,6 +121,30 @@ pub struct BenchArgs {
     /// Deadline of each phase, in seconds; a phase past it is reported as timed out.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub phase_timeout_secs: u64,
+    /// Run the spawn phase a second time with these `limits` on every spawn, and report both
+    /// passes with their ratio: `memoryMiB=512,pids=256,cpuPercent=100` (any of the three).
+    #[arg(long, value_name = "LIMITS", value_parser = parse_limits)]
+    pub spawn_limits: Option<SessionLimits>,
+    /// Sessions the storm phase spawns.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub storm_sessions: u32,
+    /// Storm spawns in flight at once.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub storm_concurrency: u32,
+    /// Agent the storm spawns: one whose start-up burns about a second of CPU (README, "Load
+    /// tool", has the config).
+    #[arg(long, default_value = STORM_AGENT)]
+    pub storm_agent: String,
+    /// Deadline of the storm on each daemon, in seconds: spawning, then probing until the
+    /// sessions' start-up is over. 500 sessions of a second's CPU keep 2 cores busy for
+    /// over four minutes.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub storm_timeout_secs: u64,
+    /// State dir of a second daemon, run with `"cgroupRoot": null` (so without its CPU
+    /// priority over its sessions): the storm runs against it too, after the first, and the
+    /// report puts the two side by side.
+    #[arg(long, value_name = "DIR")]
+    pub storm_baseline_state_dir: Option<std::path::PathBuf>,
     /// Write each spawn of the spawn phase to this file as CSV (when it was sent, in ms from
     /// the batch's start, and its latency), for a look at how the slow ones fall: spread
     /// out, or held up together.
@@ -137,6 +170,21 @@ impl BenchArgs {
         !self.floor_only && self.phases.iter().any(|p| *p != Phase::Bare)
     }
 
+    /// The storm's settings, checked.
+    fn storm(&self) -> anyhow::Result<StormPlan> {
+        anyhow::ensure!(
+            !self.storm_agent.is_empty(),
+            "--storm-agent must name an agent"
+        );
+        Ok(StormPlan {
+            sessions: self.storm_sessions,
+            concurrency: self.storm_concurrency as usize,
+            agent: self.storm_agent.clone(),
+            limit: Duration::from_secs(self.storm_timeout_secs),
+            baseline: self.storm_baseline_state_dir.clone(),
+        })
+    }
+
     fn floor_use(&self) -> FloorUse {
         match (self.no_floor, self.floor_only) {
             (_, true) => FloorUse::Only,
@@ -144,6 +192,52 @@ impl BenchArgs {
             (false, false) => FloorUse::Beside,
         }
     }
+}
+
+/// `--spawn-limits`: comma-separated `name=value` pairs with the wire names of the spawn's
+/// `limits`, each within the protocol's bounds.
+pub fn parse_limits(text: &str) -> Result<SessionLimits, String> {
+    let mut limits = SessionLimits::default();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not name=value"))?;
+        let number = |v: &str| -> Result<u64, String> {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("{name} must be a whole number, not {v:?}"))
+        };
+        let too_big = |_| format!("{name} {value} is out of range");
+        match name.trim() {
+            "memoryMiB" => limits.memory_mib = Some(number(value)?),
+            "pids" => limits.pids = Some(number(value)?.try_into().map_err(too_big)?),
+            "cpuPercent" => limits.cpu_percent = Some(number(value)?.try_into().map_err(too_big)?),
+            other => {
+                return Err(format!(
+                    "unknown limit {other:?}; the limits are memoryMiB, pids and cpuPercent"
+                ))
+            }
+        }
+    }
+    if limits.is_empty() {
+        return Err("give at least one of memoryMiB, pids and cpuPercent".into());
+    }
+    if let Some((name, lo, hi)) = limits.out_of_bounds() {
+        return Err(format!("{name} must lie in {lo}..={hi}"));
+    }
+    Ok(limits)
+}
+
+/// The storm phase's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct StormPlan {
+    pub(crate) sessions: u32,
+    pub(crate) concurrency: usize,
+    pub(crate) agent: String,
+    /// Deadline of the storm on each daemon.
+    pub(crate) limit: Duration,
+    /// State dir of the daemon without CPU priority, when there is one.
+    pub(crate) baseline: Option<std::path::PathBuf>,
 }
 
 /// The arguments, checked once; nothing downstream re-reads [`BenchArgs`].
@@ -169,6 +263,9 @@ pub(crate) struct Plan {
     pub(crate) floor: FloorUse,
     /// Where the spawn phase's timeline goes, if anywhere.
     pub(crate) spawn_timeline: Option<std::path::PathBuf>,
+    /// The limits of the spawn phase's second pass, when it has one.
+    pub(crate) spawn_limits: Option<SessionLimits>,
+    pub(crate) storm: StormPlan,
 }
 
 impl Plan {
@@ -211,6 +308,8 @@ impl Plan {
             phase_limit: Duration::from_secs(args.phase_timeout_secs),
             floor: args.floor_use(),
             spawn_timeline: args.spawn_timeline.clone(),
+            spawn_limits: args.spawn_limits,
+            storm: args.storm()?,
         })
     }
 
@@ -302,6 +401,71 @@ mod tests {
         let shrinking = parse(&["--scale-steps", "10,5"]).expect("parses");
         assert!(Plan::from_args(&shrinking).is_err());
         assert!(parse(&["--scale-steps", "0,5"]).is_err());
+    }
+
+    #[test]
+    fn storm_runs_only_when_named_with_its_own_defaults() {
+        let a = parse(&[]).expect("defaults parse");
+        assert!(!a.phases.contains(&Phase::Storm));
+        let plan = Plan::from_args(&a).expect("valid");
+        assert_eq!((plan.storm.sessions, plan.storm.concurrency), (500, 100));
+        assert_eq!(plan.storm.agent, "storm");
+        assert_eq!(plan.storm.limit, Duration::from_secs(600));
+        assert!(plan.storm.baseline.is_none());
+        let a = parse(&[
+            "--phases",
+            "storm",
+            "--storm-sessions",
+            "100",
+            "--storm-concurrency",
+            "20",
+            "--storm-baseline-state-dir",
+            "/tmp/nocg",
+        ])
+        .expect("parses");
+        assert!(a.needs_daemon());
+        let plan = Plan::from_args(&a).expect("valid");
+        assert!(plan.on_daemon(Phase::Storm) && !plan.has(Phase::Spawn));
+        assert_eq!((plan.storm.sessions, plan.storm.concurrency), (100, 20));
+        assert_eq!(
+            plan.storm.baseline.as_deref(),
+            Some(std::path::Path::new("/tmp/nocg"))
+        );
+        assert!(parse(&["--storm-sessions", "0"]).is_err());
+        assert!(parse(&["--storm-concurrency", "0"]).is_err());
+        let empty = parse(&["--storm-agent", ""]).expect("parses");
+        assert!(Plan::from_args(&empty).is_err());
+    }
+
+    #[test]
+    fn spawn_limits_are_read_by_their_wire_names() {
+        let a =
+            parse(&["--spawn-limits", "memoryMiB=512,pids=256,cpuPercent=100"]).expect("parses");
+        let want = SessionLimits {
+            memory_mib: Some(512),
+            pids: Some(256),
+            cpu_percent: Some(100),
+        };
+        assert_eq!(a.spawn_limits, Some(want));
+        assert_eq!(Plan::from_args(&a).expect("valid").spawn_limits, Some(want));
+        assert_eq!(parse(&[]).expect("parses").spawn_limits, None);
+        assert_eq!(
+            parse_limits(" pids = 64 "),
+            Ok(SessionLimits {
+                pids: Some(64),
+                ..SessionLimits::default()
+            })
+        );
+        assert!(parse_limits("").is_err(), "nothing asked");
+        assert!(parse_limits("memory=512").is_err(), "unknown name");
+        assert!(parse_limits("pids").is_err(), "no value");
+        assert!(parse_limits("pids=lots").is_err(), "not a number");
+        assert!(
+            parse_limits("pids=4").is_err(),
+            "below the protocol's bound"
+        );
+        assert!(parse_limits("cpuPercent=99999999999").is_err(), "past u32");
+        assert!(parse(&["--spawn-limits", "memoryMiB=1"]).is_err());
     }
 
     #[test]

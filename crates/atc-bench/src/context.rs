@@ -62,6 +62,7 @@ impl Context {
             name: &name,
             cols: TERMINAL.cols,
             rows: TERMINAL.rows,
+            limits: None,
         };
         let id = deadline
             .within("spawning the shell session", self.api.spawn(&spawn))

@@ -23,7 +23,7 @@ use super::stream::ControlFrame;
 use super::{Context, TERMINAL};
 
 /// The bytes sent, one per trip in turn; printable so a stray one is readable in a screen dump.
-const ALPHABET: &[u8; 26] = b"abcdefghijklmnopqrstuvwxyz";
+pub const ALPHABET: &[u8; 26] = b"abcdefghijklmnopqrstuvwxyz";
 
 /// What the echo phase measured.
 #[derive(Debug, Clone, Serialize)]

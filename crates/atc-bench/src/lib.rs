@@ -5,12 +5,14 @@
 //! the same run. The echo, throughput and fan-out phases also run, right after the daemon's,
 //! against the floor (`floor`): the thinnest WebSocket-to-PTY server, started in this process,
 //! driven by the same measuring code through the same attach client. The opt-in scale phase
-//! holds thousands of sessions and reports what each step costs the daemon.
+//! holds thousands of sessions and reports what each step costs the daemon. The opt-in storm
+//! phase spawns hundreds of sessions whose start-up burns CPU and times the daemon's health and
+//! an attached echo meanwhile, on the daemon and, beside it, on one without CPU priority.
 //!
 //! Layout: `args` is the command line and the plan checked from it; `context` what every server
 //! phase runs with (the daemon or the floor, its client, its ledger of sessions); this file runs
 //! the phases in order and in rounds. One module per phase (`spawn`, `echo`, `throughput`,
-//! `fanout`, `slow_client`, `scale`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
+//! `fanout`, `slow_client`, `scale`, `storm`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `progress` is the phase line on stderr (a terminal's only); `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
@@ -43,6 +45,7 @@ mod scale;
 mod slow_client;
 mod spawn;
 pub mod stats;
+mod storm;
 mod stream;
 mod throughput;
 
@@ -61,6 +64,7 @@ use context::{Context, Server};
 use floor::Floor;
 use phase::{run_bounded, Deadline, Figures, PhaseReport};
 use progress::PhaseProgress;
+use storm::StormFigures;
 
 /// The built-in agent that runs the user's shell: the phases that type commands need one.
 const SHELL_AGENT: &str = "shell";
@@ -159,12 +163,17 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
         server: Server::Daemon,
         progress,
     };
+    let baseline = match &cx.plan.storm.baseline {
+        Some(dir) if cx.plan.on_daemon(Phase::Storm) => Some(baseline_context(&cx, dir).await?),
+        _ => None,
+    };
     let mut report = Report::new(&cx, needs_daemon.then_some(url));
+    report.settings.storm_baseline_url = baseline.as_ref().map(|b| b.api.url().to_string());
     let fx = fx.as_ref();
 
     if cx.plan.on_daemon(Phase::Spawn) && !report.interrupted() {
         let r = cx.server_phase("spawn", "spawn", |cx, ledger, d| {
-            spawn::run(cx, ledger, d).boxed_local()
+            spawn::run(cx, ledger, d, None).boxed_local()
         });
         let r = r.await;
         if let (Some(path), Some(figures)) = (&cx.plan.spawn_timeline, r.figures()) {
@@ -174,6 +183,16 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
             }
         }
         report.spawn = Some(r);
+    }
+    if let Some(limits) = cx.plan.spawn_limits {
+        if cx.plan.on_daemon(Phase::Spawn) && !report.interrupted() {
+            // Right after the first pass, whose sessions are gone by now, so both start from
+            // the same daemon.
+            let r = cx.server_phase("spawn with limits", "spawnlim", move |cx, ledger, d| {
+                spawn::run(cx, ledger, d, Some(limits)).boxed_local()
+            });
+            report.spawn_limited = Some(r.await);
+        }
     }
     run_rounds(&cx, fx, &mut report).await;
     if cx.plan.on_daemon(Phase::Scale) && !report.interrupted() {
@@ -188,6 +207,12 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
             .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
             .await;
         report.scale = Some(r);
+    }
+    if cx.plan.on_daemon(Phase::Storm) && !report.interrupted() {
+        report.storm = Some(storm_on(&cx, "storm").await);
+    }
+    if let Some(bx) = baseline.as_ref().filter(|_| !report.interrupted()) {
+        report.storm_baseline = Some(storm_on(bx, "storm, no CPU priority").await);
     }
     let bare = cx.plan.has(Phase::Bare);
     if bare && !report.interrupted() {
@@ -213,6 +238,41 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
     }
     cx.progress.finish();
     Ok(report)
+}
+
+/// The context of the storm's second daemon, the one without CPU priority, found through its
+/// state dir as the first one is; a run that cannot reach it does not start.
+async fn baseline_context(cx: &Context, dir: &std::path::Path) -> anyhow::Result<Context> {
+    let found = atc_client::discovery::read_state_dir(dir)
+        .with_context(|| format!("--storm-baseline-state-dir {}", dir.display()))?;
+    let api = DaemonApi::new(&found.base_url, &found.token);
+    let pid = Deadline::after(HELLO_LIMIT)
+        .within("asking the baseline daemon for its pid", api.daemon_pid())
+        .await?
+        .with_context(|| format!("cannot use the baseline daemon at {}", found.base_url))?;
+    anyhow::ensure!(
+        pid.is_none() || pid != cx.pid,
+        "--storm-baseline-state-dir names the daemon the run is already measuring"
+    );
+    Ok(Context {
+        api,
+        pid,
+        plan: cx.plan.clone(),
+        run_id: run_id()?,
+        server: Server::Daemon,
+        progress: cx.progress.clone(),
+    })
+}
+
+/// One storm on `cx`'s daemon, announced as `label`, under the storm's own deadline, with its
+/// sessions ended afterwards (the usual cleanup limit per thousand).
+async fn storm_on(cx: &Context, label: &str) -> PhaseReport<StormFigures> {
+    let ledger = cx.ledger("storm");
+    cx.progress.start(label);
+    let r = run_bounded(cx.plan.storm.limit, |d| storm::run(cx, &ledger, d)).await;
+    let thousands = cx.plan.storm.sessions.div_ceil(1000);
+    cx.clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
+        .await
 }
 
 /// The phases compared with the floor, and the slow client, `--rounds` times; the report gets

@@ -6,15 +6,23 @@
 //! last answer, so "per session" is the growth divided by the sessions that exist; whether the
 //! memory comes back is the cleanup's `rssAfterKib`, read once they are all forgotten. At the
 //! deadline the figures cover the spawns answered so far and the phase reports a timeout.
+//!
+//! With `--spawn-limits` the phase runs a second pass with those `limits` on every spawn, so
+//! the cost of a session's cgroup shows beside a spawn without one from the same run. A daemon
+//! that refuses them (`unsupported_operation`, `problem: no_cgroups`, or `bad_args` over a
+//! ceiling) fails that pass alone, saying so.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::time::Duration;
+
+use atc_protocol::ErrorCode;
 
 use futures_util::StreamExt as _;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::api::SpawnRequest;
+use super::api::{ApiError, SessionLimits, SpawnRequest};
 use super::cleanup::SessionLedger;
 use super::cpu::per_item_us;
 use super::launch_split::{LaunchSplit, LaunchTotals};
@@ -156,18 +164,48 @@ pub struct SpawnFigures {
     /// launcher's work (from its metrics; absent where it keeps none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchSplit>,
+    /// The `limits` every spawn of this pass carried (the second pass's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<SessionLimits>,
+    /// The daemon's first refusal of those limits, when it refused them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits_refused: Option<String>,
 }
 
 impl Figures for SpawnFigures {
     fn shortfall(&self) -> Option<(Outcome, String)> {
-        self.batch.shortfall("spawns answered")
+        match &self.limits_refused {
+            Some(why) if self.batch.spawned == 0 => Some((
+                Outcome::Failed,
+                format!("the daemon refuses spawns with limits: {why}"),
+            )),
+            _ => self.batch.shortfall("spawns answered"),
+        }
     }
+}
+
+/// Whether `e` is the daemon refusing a spawn's `limits`: it has no cgroups to enforce them
+/// with, or they pass what its config allows.
+fn refuses_limits(e: &ApiError) -> bool {
+    matches!(e, ApiError::Api(err)
+        if err.is(ErrorCode::UnsupportedOperation) || err.is(ErrorCode::BadArgs))
 }
 
 /// Spawns one session of the plan's agent at the bench's terminal size, records it in
 /// `ledger` for cleanup, and answers the request's latency (the spawn answers once the session
 /// runs).
 pub async fn spawn_one(cx: &Context, ledger: &SessionLedger) -> Result<Duration, String> {
+    spawn_with(cx, ledger, None)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// [`spawn_one`] with `limits` in the spawn when given, failing with the client's error.
+async fn spawn_with(
+    cx: &Context,
+    ledger: &SessionLedger,
+    limits: Option<&SessionLimits>,
+) -> Result<Duration, ApiError> {
     let name = ledger.next_name();
     let req = SpawnRequest {
         agent: &cx.plan.agent,
@@ -175,30 +213,43 @@ pub async fn spawn_one(cx: &Context, ledger: &SessionLedger) -> Result<Duration,
         name: &name,
         cols: TERMINAL.cols,
         rows: TERMINAL.rows,
+        limits,
     };
     let sent = Instant::now();
     let answer = cx.api.spawn(&req).await;
     let latency = sent.elapsed();
-    let id = answer.map_err(|e| e.to_string())?;
-    ledger.record(id);
+    ledger.record(answer?);
     Ok(latency)
 }
 
-/// Runs the spawn phase; every confirmed session goes into `ledger`.
+/// Runs the spawn phase, with `limits` on every spawn when given; every confirmed session goes
+/// into `ledger`.
 pub async fn run(
     cx: &Context,
     ledger: &SessionLedger,
     deadline: Deadline,
+    limits: Option<SessionLimits>,
 ) -> anyhow::Result<SpawnFigures> {
     let rss_before_kib = cx.pid.and_then(DaemonPid::rss_kib);
     let launches_before = launch_totals(cx).await;
     let cpu_before = cx.pid.and_then(DaemonPid::cpu_ticks);
+    let refused: RefCell<Option<String>> = RefCell::new(None);
     let batch = spawn_batch(
         cx.plan.sessions,
         cx.plan.concurrency,
         deadline,
         "spawning sessions",
-        |_| spawn_one(cx, ledger),
+        |_| {
+            let refused = &refused;
+            async move {
+                spawn_with(cx, ledger, limits.as_ref()).await.map_err(|e| {
+                    if limits.is_some() && refuses_limits(&e) {
+                        refused.borrow_mut().get_or_insert_with(|| e.to_string());
+                    }
+                    e.to_string()
+                })
+            }
+        },
     )
     .await;
 
@@ -225,6 +276,8 @@ pub async fn run(
         rss_per_session_kib,
         cpu_per_spawn_us,
         launch,
+        limits,
+        limits_refused: refused.into_inner(),
     })
 }
 
@@ -237,6 +290,25 @@ async fn launch_totals(cx: &Context) -> Option<LaunchTotals> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_of_limits_is_told_from_other_failures() {
+        let api =
+            |status, body: &[u8]| ApiError::Api(atc_client::ApiError::from_response(status, body));
+        assert!(refuses_limits(&api(
+            422,
+            br#"{"error":{"code":"unsupported_operation","message":"m","data":{"problem":"no_cgroups"}}}"#
+        )));
+        assert!(refuses_limits(&api(
+            400,
+            br#"{"error":{"code":"bad_args","message":"memoryMiB over 256","data":{}}}"#
+        )));
+        assert!(!refuses_limits(&api(
+            503,
+            br#"{"error":{"code":"host_unavailable","message":"m","data":{"problem":"busy"}}}"#
+        )));
+        assert!(!refuses_limits(&ApiError::NoSessionGiven));
+    }
 
     #[test]
     fn the_timeline_lists_spawns_in_the_order_they_were_sent() {

@@ -5,14 +5,16 @@
 //!
 //! The table is derived from the same [`Report`] value as the JSON, so the two cannot disagree;
 //! it only chooses units and which figures are worth a row. Errors and timeouts go into notes
-//! under the table to keep the columns narrow. The table is built in `table.rs`, and
-//! `units.rs` writes each figure with its unit.
+//! under the table to keep the columns narrow. The table is built in `table.rs`, the storm's
+//! own table in `storm_table.rs`, and `units.rs` writes each figure with its unit.
 
 use serde::Serialize;
 
+mod storm_table;
 mod table;
 mod units;
 
+use super::api::SessionLimits;
 use super::bare_pty::{BareEchoFigures, BareReadFigures, BareSpawnFigures};
 use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
@@ -21,6 +23,7 @@ use super::rounds::RoundKeys;
 use super::scale::ScaleFigures;
 use super::slow_client::SlowClientFigures;
 use super::spawn::SpawnFigures;
+use super::storm::StormFigures;
 use super::throughput::ThroughputFigures;
 use super::{Context, FloorUse, Phase};
 
@@ -59,6 +62,29 @@ pub struct Settings {
     pub phase_timeout_secs: f64,
     /// Whether echo, throughput and fan-out also ran against the floor.
     pub floor: FloorUse,
+    /// The limits of the spawn phase's second pass, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_limits: Option<SessionLimits>,
+    /// The storm's settings, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storm: Option<StormSettings>,
+    /// URL of the storm's second daemon, the one without CPU priority, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storm_baseline_url: Option<String>,
+}
+
+/// What the storm was asked to do.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StormSettings {
+    /// Sessions spawned.
+    pub sessions: u32,
+    /// Spawns in flight.
+    pub concurrency: usize,
+    /// The agent whose start-up burns CPU.
+    pub agent: String,
+    /// Deadline on each daemon.
+    pub timeout_secs: f64,
 }
 
 /// Everything one run measured. Phases that were not selected are absent.
@@ -70,6 +96,9 @@ pub struct Report {
     /// Spawn phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spawn: Option<PhaseReport<SpawnFigures>>,
+    /// The spawn phase's second pass, with `--spawn-limits` on every spawn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_limited: Option<PhaseReport<SpawnFigures>>,
     /// Echo phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub echo: Option<PhaseReport<EchoFigures>>,
@@ -85,6 +114,12 @@ pub struct Report {
     /// Scale phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<PhaseReport<ScaleFigures>>,
+    /// Storm phase on the daemon.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storm: Option<PhaseReport<StormFigures>>,
+    /// The same storm on the daemon without CPU priority (`--storm-baseline-state-dir`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storm_baseline: Option<PhaseReport<StormFigures>>,
     /// Bare PTY spawn ceiling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bare_spawn: Option<PhaseReport<BareSpawnFigures>>,
@@ -131,6 +166,25 @@ pub struct VsFloor {
     pub echo_p99: Option<f64>,
 }
 
+/// A spawn with limits over one without, from the spawn phase's two passes, where both
+/// finished: above 1 means the limits cost more (latency, CPU) or spawn faster (the rate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsCost {
+    /// Spawns per second, with / without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawns_per_sec: Option<f64>,
+    /// Latency p50, with / without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p50: Option<f64>,
+    /// Latency p99, with / without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p99: Option<f64>,
+    /// The daemon's CPU per spawn, with / without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_per_spawn: Option<f64>,
+}
+
 /// `a / b` when both are positive numbers.
 fn ratio(a: f64, b: f64) -> Option<f64> {
     (a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0).then(|| a / b)
@@ -162,13 +216,24 @@ impl Report {
                 scale_steps: p.has(Phase::Scale).then(|| p.scale_steps.clone()),
                 phase_timeout_secs: p.phase_limit.as_secs_f64(),
                 floor: p.floor,
+                spawn_limits: p.spawn_limits.filter(|_| p.has(Phase::Spawn)),
+                storm: p.has(Phase::Storm).then(|| StormSettings {
+                    sessions: p.storm.sessions,
+                    concurrency: p.storm.concurrency,
+                    agent: p.storm.agent.clone(),
+                    timeout_secs: p.storm.limit.as_secs_f64(),
+                }),
+                storm_baseline_url: None,
             },
             spawn: None,
+            spawn_limited: None,
             echo: None,
             throughput: None,
             fanout: None,
             slow_client: None,
             scale: None,
+            storm: None,
+            storm_baseline: None,
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
@@ -185,6 +250,9 @@ impl Report {
             r.is_some_and(PhaseReport::was_interrupted)
         }
         hit(self.spawn.as_ref())
+            || hit(self.spawn_limited.as_ref())
+            || hit(self.storm.as_ref())
+            || hit(self.storm_baseline.as_ref())
             || hit(self.echo.as_ref())
             || hit(self.throughput.as_ref())
             || hit(self.fanout.as_ref())
@@ -230,12 +298,36 @@ impl Report {
         v
     }
 
-    /// The report as pretty JSON, with `vsFloor` when the floor ran.
+    /// What the limits cost a spawn, when both passes of the spawn phase finished.
+    pub fn limits_cost(&self) -> Option<LimitsCost> {
+        let without = finished(self.spawn.as_ref())?;
+        let with = finished(self.spawn_limited.as_ref())?;
+        let (w, wo) = (&with.batch, &without.batch);
+        let mut c = LimitsCost {
+            spawns_per_sec: ratio(w.spawns_per_sec, wo.spawns_per_sec),
+            cpu_per_spawn: with
+                .cpu_per_spawn_us
+                .zip(without.cpu_per_spawn_us)
+                .and_then(|(w, wo)| ratio(w, wo)),
+            ..LimitsCost::default()
+        };
+        if let Some((w, wo)) = w.latency.zip(wo.latency) {
+            c.latency_p50 = ratio(w.p50_us, wo.p50_us);
+            c.latency_p99 = ratio(w.p99_us, wo.p99_us);
+        }
+        Some(c)
+    }
+
+    /// The report as pretty JSON, with `vsFloor` when the floor ran and `limitsCost` when the
+    /// spawn phase ran with and without limits.
     pub fn to_json(&self) -> serde_json::Result<String> {
         let mut v = serde_json::to_value(self)?;
-        if self.settings.floor != FloorUse::Off {
-            if let Some(obj) = v.as_object_mut() {
+        if let Some(obj) = v.as_object_mut() {
+            if self.settings.floor != FloorUse::Off {
                 obj.insert("vsFloor".into(), serde_json::to_value(self.vs_floor())?);
+            }
+            if let Some(cost) = self.limits_cost() {
+                obj.insert("limitsCost".into(), serde_json::to_value(cost)?);
             }
         }
         serde_json::to_string_pretty(&v)
@@ -288,6 +380,9 @@ mod tests {
             scale_steps: None,
             phase_timeout_secs: 120.0,
             floor: FloorUse::Off,
+            spawn_limits: None,
+            storm: None,
+            storm_baseline_url: None,
         }
     }
 
@@ -295,11 +390,14 @@ mod tests {
         Report {
             settings: settings(),
             spawn: None,
+            spawn_limited: None,
             echo: None,
             throughput: None,
             fanout: None,
             slow_client: None,
             scale: None,
+            storm: None,
+            storm_baseline: None,
             bare_spawn: None,
             bare_echo: None,
             bare_read: None,
@@ -382,6 +480,195 @@ mod tests {
         );
     }
 
+    fn spawn_pass(rate: f64, p50: f64, p99: f64, cpu_us: f64) -> SpawnFigures {
+        SpawnFigures {
+            batch: SpawnBatch {
+                requested: 100,
+                timed_out: false,
+                spawned: 100,
+                failed: 0,
+                first_error: None,
+                elapsed_ms: 100.0,
+                spawns_per_sec: rate,
+                latency: Some(latency(p50, p99)),
+                timeline: Vec::new(),
+            },
+            rss_before_kib: None,
+            rss_after_kib: None,
+            rss_per_session_kib: None,
+            cpu_per_spawn_us: Some(cpu_us),
+            launch: None,
+            limits: None,
+            limits_refused: None,
+        }
+    }
+
+    #[test]
+    fn the_pass_with_limits_sits_under_the_one_without_with_its_ratio() {
+        let mut r = empty();
+        let limits = SessionLimits {
+            memory_mib: Some(512),
+            pids: Some(256),
+            cpu_percent: Some(100),
+        };
+        r.settings.spawn_limits = Some(limits);
+        r.spawn = ok(spawn_pass(1000.0, 10_000.0, 20_000.0, 400.0));
+        let mut with = spawn_pass(800.0, 12_000.0, 30_000.0, 500.0);
+        with.limits = Some(limits);
+        r.spawn_limited = ok(with);
+        let cost = r.limits_cost().expect("both passes finished");
+        assert_eq!(cost.spawns_per_sec, Some(0.8));
+        assert_eq!(cost.latency_p50, Some(1.2));
+        assert_eq!(cost.latency_p99, Some(1.5));
+        assert_eq!(cost.cpu_per_spawn, Some(1.25));
+        let table = r.to_table();
+        let line = |needle: &str| {
+            table
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} row in\n{table}"))
+                .to_string()
+        };
+        assert!(line("spawn with limits").contains("memoryMiB=512, pids=256, cpuPercent=100"));
+        assert!(line("spawns/s (vs without)").contains("800.0 (×0.80)"));
+        assert!(line("latency p50 / p99 (vs without)").contains("(p50 ×1.20, p99 ×1.50)"));
+        assert!(line("server CPU per spawn (vs without)").contains("500 µs (×1.25)"));
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("JSON");
+        assert_eq!(v["limitsCost"]["cpuPerSpawn"], 1.25);
+        assert_eq!(v["spawnLimited"]["figures"]["limits"]["memoryMiB"], 512);
+        assert_eq!(v["settings"]["spawnLimits"]["pids"], 256);
+    }
+
+    #[test]
+    fn a_daemon_that_refuses_limits_says_so_and_gives_no_ratio() {
+        let mut r = empty();
+        r.spawn = ok(spawn_pass(1000.0, 10_000.0, 20_000.0, 400.0));
+        let mut refused = spawn_pass(0.0, 0.0, 0.0, 0.0);
+        refused.batch.spawned = 0;
+        refused.batch.failed = 100;
+        refused.batch.latency = None;
+        refused.limits_refused = Some("unsupported_operation: no cgroups".into());
+        r.spawn_limited = Some(PhaseReport {
+            outcome: Outcome::Failed,
+            elapsed_ms: 1.0,
+            error: Some("the daemon refuses spawns with limits: unsupported_operation".into()),
+            figures: Some(refused),
+            cleanup: None,
+        });
+        assert_eq!(r.limits_cost(), None);
+        let table = r.to_table();
+        assert!(table.contains("0 / 100 (limits refused)"), "{table}");
+        assert!(
+            table.contains("spawn with limits: failed: the daemon refuses spawns with limits"),
+            "{table}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("JSON");
+        assert!(v.get("limitsCost").is_none());
+        assert_eq!(v["spawnLimited"]["outcome"], "failed");
+    }
+
+    fn storm(health_p99_ms: f64, reset: bool) -> StormFigures {
+        use crate::storm::{Ended, ProbeFigures, Tally, Targets};
+        let mut spawns = Tally {
+            ok: 95,
+            busy: 5,
+            busy_with_retry_after: 5,
+            ..Tally::default()
+        };
+        if reset {
+            spawns.reset = 1;
+            spawns.first_fault = Some("connection broke: reset by peer".into());
+        }
+        let probe = |p99_ms: f64| ProbeFigures {
+            sent: 1000,
+            answers: Tally {
+                ok: 999,
+                ..Tally::default()
+            },
+            latency: Some(latency(500.0, p99_ms * 1e3)),
+            cut_at_end: 1,
+            skipped: 0,
+            stopped_early: None,
+        };
+        StormFigures {
+            requested: 100 + u32::from(reset),
+            spawns,
+            spawns_unanswered_at_deadline: 0,
+            spawn_latency: Some(latency(20_000.0, 90_000.0)),
+            spawns_ms: 4_000.0,
+            health: probe(health_p99_ms),
+            echo: probe(3.0),
+            window_ms: 60_000.0,
+            ended: Ended::Quiet,
+            peak_running_children: Some(100),
+            daemon_cpu_ms: Some(1_500.0),
+            targets: if reset {
+                Targets {
+                    met: false,
+                    missed: vec!["health p99 400.0 ms, not under 50 ms".into()],
+                }
+            } else {
+                Targets {
+                    met: true,
+                    missed: vec![],
+                }
+            },
+        }
+    }
+
+    #[test]
+    fn the_storm_sits_beside_the_one_without_cpu_priority() {
+        let mut r = empty();
+        r.settings.phases = vec![Phase::Storm];
+        r.settings.storm = Some(StormSettings {
+            sessions: 100,
+            concurrency: 20,
+            agent: "storm".into(),
+            timeout_secs: 600.0,
+        });
+        r.settings.storm_baseline_url = Some("http://127.0.0.1:7800".into());
+        r.storm = ok(storm(2.0, false));
+        r.storm_baseline = ok(storm(400.0, true));
+        let table = r.to_table();
+        assert!(
+            table.contains("storm: 100 sessions of \"storm\" at concurrency 20"),
+            "{table}"
+        );
+        assert!(
+            table.contains("no CPU priority (http://127.0.0.1:7800)"),
+            "{table}"
+        );
+        // A storm-only run has no main table.
+        assert!(!table.contains("phase  figure"), "{table}");
+        let line = |needle: &str| {
+            table
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} row in\n{table}"))
+                .to_string()
+        };
+        assert!(line("spawns answered / asked").contains("100 / 100"));
+        assert!(line("spawns answered / asked").ends_with("100 / 101"));
+        assert!(line("201 / busy").contains("95 / 5 (5) / 0"));
+        assert!(line("at the deadline").ends_with("0 / 0 / 1 / 0"));
+        assert!(line("health p50").contains("500 µs / 2.00 ms / 4.00 ms"));
+        assert!(line("probes ok / sent").contains("999 / 1000 (4000), 1 in flight at the end"));
+        assert!(line("targets").contains("met") && line("targets").contains("missed: health"));
+        assert!(
+            table.contains("storm, no CPU priority: first spawn fault: connection broke"),
+            "{table}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("serializes")).expect("JSON");
+        assert_eq!(v["settings"]["storm"]["concurrency"], 20);
+        assert_eq!(v["storm"]["figures"]["spawns"]["busyWithRetryAfter"], 5);
+        assert_eq!(v["storm"]["figures"]["health"]["latency"]["p99Us"], 2000.0);
+        assert_eq!(v["storm"]["figures"]["ended"], "quiet");
+        assert_eq!(v["stormBaseline"]["figures"]["targets"]["met"], false);
+    }
+
     #[test]
     fn figures_sit_beside_their_ceilings() {
         let mut r = empty();
@@ -406,6 +693,8 @@ mod tests {
                 wait_mean_ms: 28.25,
                 launch_mean_ms: 4.5,
             }),
+            limits: None,
+            limits_refused: None,
         });
         if let Some(s) = spawn.as_mut() {
             s.cleanup = Some(CleanupReport {
@@ -699,6 +988,8 @@ mod tests {
             rss_per_session_kib: None,
             cpu_per_spawn_us: Some(1.0),
             launch: None,
+            limits: None,
+            limits_refused: None,
         });
         r.bare_spawn = ok(BareSpawnFigures {
             batch: batch.clone(),

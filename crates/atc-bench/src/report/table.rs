@@ -3,8 +3,8 @@
 //! the scale phase gets a table of its own.
 
 use super::units::{
-    bytes, client_rate, cpu, kib, kib_f, latency2, latency3, lost, micros, millis, one_decimal,
-    rss_change, times,
+    bytes, client_rate, cpu, kib, kib_f, latency2, latency3, limits, lost, micros, millis,
+    one_decimal, rss_change, times,
 };
 use super::Report;
 use crate::delivery::Ending;
@@ -20,6 +20,7 @@ impl Report {
         let mut t = Table::default();
         let mut notes = Vec::new();
         self.spawn_rows(&mut t, &mut notes);
+        self.spawn_limits_rows(&mut t, &mut notes);
         self.echo_rows(&mut t, &mut notes);
         self.throughput_rows(&mut t, &mut notes);
         self.fanout_rows(&mut t, &mut notes);
@@ -47,6 +48,12 @@ impl Report {
             out.push_str(&scale_table(scale));
             note_outcome(&mut notes, "scale", Some(scale));
         }
+        if self.storm.is_some() || self.storm_baseline.is_some() {
+            if !t.rows.is_empty() || self.scale.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&self.storm_table(&mut notes));
+        }
         if !notes.is_empty() {
             out.push_str("\nnotes:\n");
             for n in notes {
@@ -65,7 +72,12 @@ impl Report {
                 h.push_str(&format!(" (pid {pid})"));
             }
         }
+        // The opt-in phases print their own settings above their own tables.
         let scale_only = s.phases.iter().all(|p| *p == Phase::Scale);
+        if s.phases.iter().all(|p| *p == Phase::Storm) {
+            h.push('\n');
+            return h;
+        }
         match &s.scale_steps {
             Some(steps) if scale_only => {
                 let steps: Vec<String> = steps.iter().map(u32::to_string).collect();
@@ -185,6 +197,67 @@ impl Report {
             }
         }
         note_outcome(notes, "spawn", d);
+    }
+
+    /// The spawn phase's second pass, with `--spawn-limits`: its figures, each with its ratio
+    /// to the first pass's (with / without).
+    fn spawn_limits_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
+        let Some(r) = self.spawn_limited.as_ref() else {
+            return;
+        };
+        let asked = self
+            .settings
+            .spawn_limits
+            .as_ref()
+            .map_or_else(String::new, limits);
+        t.section("spawn with limits");
+        t.row("limits on every spawn", asked, String::new());
+        let cost = self.limits_cost().unwrap_or_default();
+        let vs = |x: Option<f64>| x.map_or_else(String::new, |x| format!(" (×{x:.2})"));
+        t.row(
+            "spawns/s (vs without)",
+            cell(Some(r), |f| {
+                format!("{:.1}{}", f.batch.spawns_per_sec, vs(cost.spawns_per_sec))
+            }),
+            String::new(),
+        );
+        t.row(
+            "latency p50 / p99 (vs without)",
+            cell(Some(r), |f| {
+                let mut s = latency2(f.batch.latency.as_ref());
+                if let (Some(p50), Some(p99)) = (cost.latency_p50, cost.latency_p99) {
+                    s.push_str(&format!(" (p50 ×{p50:.2}, p99 ×{p99:.2})"));
+                }
+                s
+            }),
+            String::new(),
+        );
+        t.row(
+            "server CPU per spawn (vs without)",
+            cell(Some(r), |f| {
+                f.cpu_per_spawn_us.map_or_else(
+                    || "n/a".into(),
+                    |us| format!("{us:.0} µs{}", vs(cost.cpu_per_spawn)),
+                )
+            }),
+            String::new(),
+        );
+        t.row(
+            "spawned / requested",
+            cell(Some(r), |f| {
+                let refused = if f.limits_refused.is_some() {
+                    " (limits refused)"
+                } else {
+                    ""
+                };
+                format!("{} / {}{refused}", f.batch.spawned, f.batch.requested)
+            }),
+            String::new(),
+        );
+        if let Some(e) = r.figures().and_then(|f| f.batch.first_error.as_ref()) {
+            notes.push(format!("spawn with limits: first failure: {e}"));
+        }
+        note_outcome(notes, "spawn with limits", Some(r));
     }
 
     fn echo_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
@@ -517,7 +590,7 @@ fn scale_table(r: &PhaseReport<ScaleFigures>) -> String {
 }
 
 /// Left-aligned columns, two spaces apart, each line indented by two.
-fn columns(rows: &[Vec<String>]) -> String {
+pub(super) fn columns(rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = Vec::new();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -541,7 +614,7 @@ fn columns(rows: &[Vec<String>]) -> String {
 }
 
 /// A daemon phase's figure, or why there is none.
-fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> String {
+pub(super) fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> String {
     match report {
         None => "—".into(),
         Some(r) => match (&r.figures, r.outcome) {
@@ -554,7 +627,11 @@ fn cell<T>(report: Option<&PhaseReport<T>>, show: impl Fn(&T) -> String) -> Stri
 }
 
 /// Adds notes for a phase that did not end well, and for its cleanup.
-fn note_outcome<T>(notes: &mut Vec<String>, name: &str, report: Option<&PhaseReport<T>>) {
+pub(super) fn note_outcome<T>(
+    notes: &mut Vec<String>,
+    name: &str,
+    report: Option<&PhaseReport<T>>,
+) {
     let Some(r) = report else { return };
     if let Some(e) = &r.error {
         let how = match r.outcome {

@@ -1,5 +1,6 @@
 //! How the table writes each figure: rates, latencies, sizes and ratios, with their units.
 
+use crate::api::SessionLimits;
 use crate::delivery::{ClientFigures, Ending};
 use crate::stats::{Latency, MIB};
 
@@ -97,4 +98,19 @@ pub(super) fn bytes(b: u64) -> String {
     } else {
         format!("{:.1} MiB", b as f64 / MIB)
     }
+}
+
+/// A spawn's limits as they were asked for, `memoryMiB=512, pids=256, cpuPercent=100`.
+pub(super) fn limits(l: &SessionLimits) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = l.memory_mib {
+        parts.push(format!("memoryMiB={v}"));
+    }
+    if let Some(v) = l.pids {
+        parts.push(format!("pids={v}"));
+    }
+    if let Some(v) = l.cpu_percent {
+        parts.push(format!("cpuPercent={v}"));
+    }
+    parts.join(", ")
 }
