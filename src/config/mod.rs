@@ -509,8 +509,8 @@ impl Config {
         };
         match raw.cgroup_root {
             None => {}
-            Some(serde_json::Value::Null) => config.cgroup_root = None,
-            Some(serde_json::Value::String(root)) if Path::new(&root).is_absolute() => {
+            Some(None) => config.cgroup_root = None,
+            Some(Some(serde_json::Value::String(root))) if Path::new(&root).is_absolute() => {
                 config.cgroup_root = Some(PathBuf::from(root))
             }
             Some(_) => config.problems.push(ConfigProblem {
@@ -620,6 +620,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn session_limits_and_the_cgroup_root_are_read_and_bad_ones_named() {
+        let c = Config::from_json(
+            br#"{"cgroupRoot": null, "limits": {"session": {"memoryMiB": 512}},
+                 "agents": {"big": {"bin": "cat", "limits": {"pids": 64}}}}"#,
+        );
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.cgroup_root, None);
+        assert_eq!(c.limits.session.memory_mib, Some(512));
+        assert_eq!(c.agents["big"].limits.and_then(|l| l.pids), Some(64));
+        let c = Config::from_json(
+            br#"{"cgroupRoot": "relative", "limits": {"session": {"pids": 1}},
+                 "agents": {"tiny": {"bin": "cat", "limits": {"memoryMiB": 1}}}}"#,
+        );
+        let scopes: Vec<&str> = c.problems.iter().map(|p| p.scope.as_str()).collect();
+        assert_eq!(scopes, ["agents.tiny", "limits.session", "cgroupRoot"]);
+        assert_eq!(
+            c.cgroup_root.as_deref(),
+            Some(Path::new(DEFAULT_CGROUP_ROOT))
+        );
+        assert!(c.limits.session.is_empty());
+    }
+
+    #[test]
     fn example_config_matches_embedded_default() {
         let text = include_str!("../../config.example.json");
         let example = Config::from_json(text.as_bytes());
@@ -649,6 +672,8 @@ mod tests {
             default.limits.tokenless_connections
         );
         assert_eq!(example.limits.max_sessions, default.limits.max_sessions);
+        assert_eq!(example.limits.session, default.limits.session);
+        assert_eq!(example.cgroup_root, default.cgroup_root);
         assert_eq!(example.limits.spawn_queue, default.limits.spawn_queue);
         assert_eq!(
             example.limits.memory_floor_mib,

@@ -26,8 +26,9 @@ pub struct RawConfig {
     /// The target spawns use when they name none.
     pub default_target: Option<serde_json::Value>,
     /// Where the cgroup hierarchies are mounted (`/sys/fs/cgroup`); `null`: run sessions
-    /// without cgroups. Any JSON value, checked in the parent module.
-    pub cgroup_root: Option<serde_json::Value>,
+    /// without cgroups. Any JSON value, checked in the parent module; `Some(None)` is `null`.
+    #[serde(deserialize_with = "present")]
+    pub cgroup_root: Option<Option<serde_json::Value>>,
 }
 
 /// One configured agent.

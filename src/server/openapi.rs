@@ -105,6 +105,13 @@ const SPAWN_ADMISSION: &str =
      (limits.spawnQueue), `memory_low` when this machine's available memory \
      (`data.availableMiB`) is below `data.floorMiB` (limits.memoryFloorMiB)";
 
+/// The spawn's limits refusals (`crate::config::session_limits`).
+const SPAWN_LIMITS: &str =
+    "A spawn whose `limits` its target cannot enforce (no writable cgroups on this machine, \
+     or a remote target) answers `unsupported_operation` with `data.problem` `no_cgroups` \
+     and `data.target`; a limit above what config allows answers `bad_args` with \
+     `data.field` (`limits.memoryMiB`, ...) and `data.ceiling`";
+
 /// The `ticket` query parameter of the socket routes.
 const TICKET_PARAM: &str =
     "A single-use ticket from POST /v1/tickets, instead of the token (no Authorization header)";
@@ -518,6 +525,9 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                         ))
                         .build(),
                 );
+        }
+        if route.endpoint == Endpoint::Spawn && status == ErrorCode::UnsupportedOperation.status() {
+            response = response.description(format!("{description}. {SPAWN_LIMITS}"));
         }
         b = b.response(status.to_string(), response.build());
     }

@@ -127,12 +127,19 @@ async fn a_session_past_its_memory_limit_is_killed_with_its_reason_and_its_neigh
     let (status, _) = d.call("GET", "/v1/health", None).await;
     assert_eq!(status, 200);
     // Counted, without a per-session label.
-    let (_, _) = d.call("GET", "/v1/daemon", None).await;
     let metrics = metrics_text(&d).await;
     assert!(
         metrics.contains("atc_session_limit_kills_total{limit=\"memory\"} 1"),
         "{metrics}"
     );
+    // The neighbour still runs, so the fleet's figures are there.
+    for family in [
+        "atc_sessions_memory_bytes ",
+        "atc_sessions_pids ",
+        "atc_sessions_cpu_seconds_total ",
+    ] {
+        assert!(metrics.contains(family), "no {family}in {metrics}");
+    }
     d.stop().await;
 }
 

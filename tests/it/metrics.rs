@@ -143,7 +143,18 @@ impl Samples {
     fn moved_since(&self, before: &Samples) -> BTreeMap<String, f64> {
         self.values
             .iter()
+            // Read from the kernel at each scrape, and moving on their own: the daemon's
+            // process and its sessions' cgroups (tests/it/limits.rs checks the latter).
             .filter(|(k, _)| !k.starts_with("atc_process_"))
+            .filter(|(k, _)| {
+                ![
+                    "atc_sessions_memory",
+                    "atc_sessions_cpu",
+                    "atc_sessions_pids",
+                ]
+                .iter()
+                .any(|p| k.starts_with(p))
+            })
             .filter(|(k, _)| !k.contains("_bucket{") && !k.ends_with("_sum"))
             .map(|(k, v)| (k.clone(), v - before.values.get(k).copied().unwrap_or(0.0)))
             .filter(|(_, d)| *d != 0.0)
