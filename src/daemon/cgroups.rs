@@ -21,10 +21,12 @@ pub fn take(
     };
     match found {
         Ok(cgroups) => {
-            if let Mechanism::V1 { memory_parent } = cgroups.mechanism() {
-                tracing::info!(mechanism = "cgroup v1", parent = %memory_parent.display(),
-                    "local sessions run in cgroups of their own; limits are enforced");
-            }
+            let (mechanism, parent) = match cgroups.mechanism() {
+                Mechanism::V1(parent) => ("cgroup v1", parent),
+                Mechanism::V2(parent) => ("cgroup v2", parent),
+            };
+            tracing::info!(mechanism, parent = %parent.display(),
+                "local sessions run in cgroups of their own; limits are enforced");
             let swept = cgroups.sweep();
             if swept > 0 {
                 tracing::warn!(

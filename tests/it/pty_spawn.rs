@@ -200,3 +200,66 @@ async fn signals_the_daemon_ignores_reach_the_child_at_their_default() {
     // glibc's own, which no program may change.
     assert_eq!(ignored & 0x7fff_ffff, 0, "ignored: {ignored:#x}\n{out}");
 }
+
+/// On a cgroup v2 machine the child is cloned straight into its session's cgroup
+/// (`clone_into`), and set up exactly as `posix_spawn` sets it up. This machine's unified
+/// hierarchy has no controllers, but places processes all the same, which is what is tried.
+#[tokio::test]
+async fn on_cgroup_v2_the_child_starts_in_its_cgroup_set_up_the_same() {
+    use atc::providers::local::cgroup::hierarchy::Controller;
+    use atc::providers::local::cgroup::session_group::{Place, SessionGroup, Version};
+    let unified = std::path::Path::new("/sys/fs/cgroup/unified");
+    let name = format!("atc-test-{}", uuid::Uuid::new_v4());
+    let dir = unified.join(&name);
+    std::fs::create_dir(&dir).expect("this machine's cgroup v2 mount takes a child cgroup");
+    let group = SessionGroup::new(
+        Version::V2,
+        vec![Place {
+            controllers: Controller::ALL.to_vec(),
+            dir: dir.clone(),
+            home: unified.to_path_buf(),
+        }],
+    );
+    let (master, tty) = open_pty();
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd = cwd.path().canonicalize().unwrap();
+    // SAFETY: as in the test above; restored once the child started.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let script = r#"echo "ctty" > /dev/tty; pwd; echo "var=$ATC_TEST_VAR"; grep '^0::' /proc/self/cgroup; grep SigIgn /proc/self/status; echo "fds:"; ls -1 /proc/$$/fd; exit 5"#;
+    let mut p = plan("sh", &["-c", script], &cwd);
+    p.env.push(("ATC_TEST_VAR".into(), "v2".into()));
+    p.cgroup = Some(group.clone());
+    let mut child = spawn(&p, &tty).unwrap();
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+    let pid = child.pid();
+    assert_eq!(rustix::process::getsid(Some(pid)).unwrap(), pid);
+    let out = read_to_end(master).await;
+    assert_eq!(wait(&mut child).await, ExitStatus::Exited(5), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "ctty",
+            cwd.to_str().unwrap(),
+            "var=v2",
+            &format!("0::/{name}"),
+            "SigIgn:\t0000000000000000",
+            "fds:",
+            "0",
+            "1",
+            "2",
+        ],
+        "{out}"
+    );
+    // A program that is not there fails the start, as with posix_spawn.
+    let (_master, tty) = open_pty();
+    let mut missing = plan("atc-no-such-program", &[], &cwd);
+    missing.cgroup = Some(group);
+    match spawn(&missing, &tty) {
+        Err(SpawnError::Exec { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound)
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir(&dir).unwrap();
+}

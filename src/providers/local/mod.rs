@@ -10,10 +10,12 @@
 //! - [`command`]: commands run to completion, without a terminal.
 //! - [`group_leader`]: who leads a session's processes, recorded to tell them from strangers.
 //! - [`host_limit`]: the machine's limits a start can run into, named for the client.
-//! - [`cgroup`]: each session's processes in a cgroup of their own, with its limits.
+//! - [`cgroup`]: each session's processes in a cgroup of their own, with its limits;
+//!   [`clone_into`] starts a child straight into a cgroup v2.
 
 pub mod cgroup;
 pub mod child_fds;
+pub mod clone_into;
 pub mod command;
 pub mod echo_spin;
 pub mod group_leader;

@@ -207,6 +207,12 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
         source,
     };
 
+    if let Some(group) = plan.cgroup.as_ref() {
+        if group.version() == super::cgroup::session_group::Version::V2 {
+            return spawn_into_v2(plan, tty, group, &argv, &envp, &cwd).map_err(exec_error);
+        }
+    }
+
     let mut attr = MaybeUninit::<libc::posix_spawnattr_t>::uninit();
     // SAFETY: init writes a valid attribute object into the storage it is given.
     errno(unsafe { libc::posix_spawnattr_init(attr.as_mut_ptr()) }).map_err(exec_error)?;
@@ -294,6 +300,38 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
             Err(SpawnError::Watch(e.into()))
         }
     }
+}
+
+/// [`spawn`] into a cgroup v2 (see [`super::clone_into`]).
+fn spawn_into_v2(
+    plan: &Plan,
+    tty: &CStr,
+    group: &super::cgroup::session_group::SessionGroup,
+    argv: &[*mut libc::c_char],
+    envp: &[*mut libc::c_char],
+    cwd: &CString,
+) -> std::io::Result<Child> {
+    let not_found = || std::io::Error::from_raw_os_error(libc::ENOENT);
+    let path = super::clone_into::resolve(&plan.program).ok_or_else(not_found)?;
+    let path = CString::new(path.as_os_str().as_bytes()).map_err(|_| not_found())?;
+    let dir = group
+        .dir(super::cgroup::hierarchy::Controller::Pids)
+        .ok_or_else(|| std::io::Error::other("a v2 session group without a directory"))?;
+    let (pid, pidfd) = super::clone_into::spawn(
+        &super::clone_into::Prepared {
+            path: &path,
+            argv,
+            envp,
+            tty,
+            cwd,
+        },
+        dir,
+    )?;
+    Ok(Child {
+        pid,
+        pidfd: Some(pidfd),
+        status: None,
+    })
 }
 
 /// The child's environment, as `KEY=value` entries: `inherited` with `added` set on top

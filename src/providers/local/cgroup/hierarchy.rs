@@ -145,6 +145,31 @@ pub fn find_v1(root: &Path, proc_cgroup: &str, mountinfo: &str) -> Result<Vec<Hi
     Ok(found)
 }
 
+/// The daemon's own cgroup on a unified (v2) hierarchy mounted under `root`, given the text
+/// of `/proc/self/cgroup` and `/proc/self/mountinfo`; `Err` says why there is none.
+pub fn find_v2(root: &Path, proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, String> {
+    let path = proc_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("this process is in no cgroup v2")?;
+    let (shown, at) = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (before, after) = line.split_once(" - ")?;
+            let before: Vec<&str> = before.split(' ').collect();
+            if after.split(' ').next()? != "cgroup2" {
+                return None;
+            }
+            Some((*before.get(3)?, *before.get(4)?))
+        })
+        .find(|(_, at)| Path::new(at).starts_with(root))
+        .ok_or_else(|| format!("no cgroup v2 is mounted under {}", root.display()))?;
+    let within = path
+        .strip_prefix(shown.trim_end_matches('/'))
+        .ok_or_else(|| format!("this process's cgroup is outside what is mounted at {at}"))?;
+    Ok(Path::new(at).join(within.trim_start_matches('/')))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +212,20 @@ mod tests {
         assert_eq!(found[1].own, Path::new("/cg/pids/a"));
         assert_eq!(found[2].controllers, [Controller::Cpu, Controller::Cpuacct]);
         assert_eq!(found[2].own, Path::new("/cg/cpu,cpuacct/a"));
+    }
+
+    #[test]
+    fn the_unified_hierarchy_is_found_at_the_daemons_own_place() {
+        let own = find_v2(
+            Path::new("/sys/fs/cgroup"),
+            "0::/user.slice/atc.service\n",
+            "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+        )
+        .unwrap();
+        assert_eq!(own, Path::new("/sys/fs/cgroup/user.slice/atc.service"));
+        let own = find_v2(Path::new("/sys/fs/cgroup"), PROC, MOUNTS).unwrap();
+        assert_eq!(own, Path::new("/sys/fs/cgroup/unified"));
+        assert!(find_v2(Path::new("/elsewhere"), PROC, MOUNTS).is_err());
     }
 
     #[test]

@@ -1,13 +1,15 @@
-//! One session's cgroup: made with its limits before its process starts, joined by the thread
-//! that starts it, read for its usage, and emptied and removed when its process ends.
+//! One session's cgroup: made with its limits before its process starts, entered by its
+//! process from its first instruction, read for its usage, and emptied and removed when its
+//! process ends.
 //!
-//! The child must be in the cgroup before its first instruction. `posix_spawn` (see
-//! `pty_spawn`) has no way to name a cgroup, and a child moved in after its start would run
-//! outside for a moment, long enough to fork out of reach. But a child starts in its parent
+//! The child must be in the cgroup before its first instruction: a child moved in after its
+//! start would run outside for a moment, long enough to fork out of reach. On v1,
+//! `posix_spawn` (see `pty_spawn`) cannot name a cgroup, but a child starts in its parent
 //! thread's cgroups, and v1 places threads one by one (a thread's id written to `tasks`). So
 //! the starting thread joins the session's cgroups, starts the child, and goes back home
 //! ([`SessionGroup::enter_thread`]); the thread is a launcher's, which does nothing else
-//! meanwhile.
+//! meanwhile. On v2, which places whole processes only, the child is cloned straight into the
+//! cgroup (`clone_into`).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -39,10 +41,20 @@ pub struct Place {
     pub home: PathBuf,
 }
 
+/// Which cgroup interface a group speaks: their files are named differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// A hierarchy per controller (or a few mounted together).
+    V1,
+    /// One unified hierarchy, every controller in one directory.
+    V2,
+}
+
 /// A session's cgroup in each hierarchy. Plain paths: cheap to clone, and safe to hand to a
 /// launcher thread (it holds no descriptor).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionGroup {
+    version: Version,
     places: Vec<Place>,
 }
 
@@ -64,9 +76,14 @@ fn at(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
 }
 
 impl SessionGroup {
-    /// The group at `places` (not made yet).
-    pub fn new(places: Vec<Place>) -> SessionGroup {
-        SessionGroup { places }
+    /// The group at `places` (not made yet); on v2, one place with every controller.
+    pub fn new(version: Version, places: Vec<Place>) -> SessionGroup {
+        SessionGroup { version, places }
+    }
+
+    /// The interface it speaks.
+    pub fn version(&self) -> Version {
+        self.version
     }
 
     /// Its directory in the hierarchy carrying `c`.
@@ -96,6 +113,9 @@ impl SessionGroup {
     }
 
     fn set(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
+        if self.version == Version::V2 {
+            return self.set_v2(limits);
+        }
         if let Some(dir) = self.dir(Controller::Memory) {
             let bytes = limits
                 .memory_mib
@@ -125,6 +145,32 @@ impl SessionGroup {
         Ok(())
     }
 
+    fn set_v2(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
+        let Some(place) = self.places.first() else {
+            return Ok(());
+        };
+        let dir = &place.dir;
+        let memory = limits
+            .memory_mib
+            .map_or_else(|| "max".to_string(), |m| (m * 1024 * 1024).to_string());
+        write(&dir.join("memory.max"), &memory)?;
+        // As on v1: at its limit a session is killed, not swapped out. Absent without swap.
+        let swap = dir.join("memory.swap.max");
+        if limits.memory_mib.is_some() && swap.exists() {
+            write(&swap, "0")?;
+        }
+        let pids = limits
+            .pids
+            .map_or_else(|| "max".to_string(), |p| p.to_string());
+        write(&dir.join("pids.max"), &pids)?;
+        let quota = limits.cpu_percent.map_or_else(
+            || "max".to_string(),
+            |p| (u64::from(p) * CPU_PERIOD_US / 100).to_string(),
+        );
+        write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
+        Ok(())
+    }
+
     /// Moves the calling thread into the cgroup until the guard is dropped. Whatever the
     /// thread starts meanwhile starts inside.
     pub fn enter_thread(&self) -> Result<ThreadInside<'_>, CgroupError> {
@@ -143,8 +189,12 @@ impl SessionGroup {
 
     /// Out-of-memory kills the kernel made in it since it was made.
     pub fn oom_kills(&self) -> u64 {
+        let file = match self.version {
+            Version::V1 => "memory.oom_control",
+            Version::V2 => "memory.events",
+        };
         self.dir(Controller::Memory)
-            .and_then(|dir| std::fs::read_to_string(dir.join("memory.oom_control")).ok())
+            .and_then(|dir| std::fs::read_to_string(dir.join(file)).ok())
             .and_then(|text| field(&text, "oom_kill"))
             .unwrap_or(0)
     }
@@ -152,6 +202,7 @@ impl SessionGroup {
     /// What its processes use now; `None` once it is gone.
     pub fn usage(&self) -> Option<Usage> {
         usage_at(
+            self.version,
             self.dir(Controller::Memory)?,
             self.dir(Controller::Cpuacct)?,
             self.dir(Controller::Pids)?,
@@ -204,15 +255,32 @@ impl Drop for ThreadInside<'_> {
 }
 
 /// Usage read from a cgroup's memory, cpuacct and pids directories (a session's, or the
-/// parent of them all for the fleet's totals); `None` when one is unreadable.
-pub fn usage_at(memory: &Path, cpuacct: &Path, pids: &Path) -> Option<Usage> {
+/// parent of them all for the fleet's totals; on v2 all three are the same); `None` when one
+/// is unreadable.
+pub fn usage_at(version: Version, memory: &Path, cpuacct: &Path, pids: &Path) -> Option<Usage> {
     let number =
         |path: PathBuf| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
-    let cpu_ns = number(cpuacct.join("cpuacct.usage"))?;
+    let (memory_bytes, memory_peak_bytes, cpu_seconds) = match version {
+        Version::V1 => (
+            number(memory.join("memory.usage_in_bytes"))?,
+            number(memory.join("memory.max_usage_in_bytes"))?,
+            number(cpuacct.join("cpuacct.usage"))? as f64 / 1e9,
+        ),
+        Version::V2 => {
+            let current = number(memory.join("memory.current"))?;
+            let stat = std::fs::read_to_string(cpuacct.join("cpu.stat")).ok()?;
+            (
+                current,
+                // `memory.peak` came in Linux 5.19; before it, the best known is now.
+                number(memory.join("memory.peak")).unwrap_or(current),
+                field(&stat, "usage_usec")? as f64 / 1e6,
+            )
+        }
+    };
     Some(Usage {
-        memory_bytes: number(memory.join("memory.usage_in_bytes"))?,
-        memory_peak_bytes: number(memory.join("memory.max_usage_in_bytes"))?,
-        cpu_seconds: cpu_ns as f64 / 1e9,
+        memory_bytes,
+        memory_peak_bytes,
+        cpu_seconds,
         pids: number(pids.join("pids.current"))?
             .try_into()
             .unwrap_or(u32::MAX),
@@ -239,6 +307,13 @@ fn processes_in(dir: &Path) -> Vec<i32> {
 
 /// [`SessionGroup::kill_all`] on one cgroup directory (of a hierarchy listing every process).
 pub fn kill_all_in(dir: &Path) -> bool {
+    // v2 since Linux 5.14 kills a whole cgroup at once, forks in flight included; the loop
+    // below then only waits for it to empty.
+    let kill = dir.join("cgroup.kill");
+    if kill.exists() {
+        // A failure leaves the loop to do it by pid.
+        let _ = std::fs::write(&kill, "1");
+    }
     let deadline = Instant::now() + KILL_DEADLINE;
     loop {
         let pids = processes_in(dir);
@@ -302,13 +377,45 @@ mod tests {
         std::fs::write(p.join("memory.max_usage_in_bytes"), "8192\n").unwrap();
         std::fs::write(p.join("cpuacct.usage"), "1500000000\n").unwrap();
         std::fs::write(p.join("pids.current"), "3\n").unwrap();
-        let u = usage_at(p, p, p).unwrap();
+        let u = usage_at(Version::V1, p, p, p).unwrap();
         assert_eq!(
             (u.memory_bytes, u.memory_peak_bytes, u.pids),
             (4096, 8192, 3)
         );
         assert!((u.cpu_seconds - 1.5).abs() < 1e-9);
-        assert_eq!(usage_at(&p.join("gone"), p, p), None);
+        assert_eq!(usage_at(Version::V1, &p.join("gone"), p, p), None);
+        std::fs::write(p.join("memory.current"), "100\n").unwrap();
+        std::fs::write(p.join("cpu.stat"), "usage_usec 2500000\nuser_usec 1\n").unwrap();
+        let u = usage_at(Version::V2, p, p, p).unwrap();
+        assert_eq!((u.memory_bytes, u.memory_peak_bytes, u.pids), (100, 100, 3));
+        assert!((u.cpu_seconds - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn v2_limits_are_written_in_v2_files() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let group = SessionGroup::new(
+            Version::V2,
+            vec![Place {
+                controllers: Controller::ALL.to_vec(),
+                dir: dir.clone(),
+                home: d.path().to_path_buf(),
+            }],
+        );
+        group
+            .create(&SessionLimits {
+                memory_mib: Some(2),
+                pids: None,
+                cpu_percent: Some(50),
+            })
+            .unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(read("memory.max"), (2u64 << 20).to_string());
+        assert_eq!(read("pids.max"), "max");
+        assert_eq!(read("cpu.max"), "50000 100000");
+        std::fs::write(dir.join("memory.events"), "oom 2\noom_kill 1\n").unwrap();
+        assert_eq!(group.oom_kills(), 1);
     }
 
     #[test]
