@@ -17,6 +17,7 @@ pub mod reporter;
 pub mod route_table;
 mod routes;
 mod spawn_limits;
+mod spawn_route;
 pub mod tickets;
 pub mod tokens;
 mod workspace_routes;

@@ -82,3 +82,44 @@ pub fn prepare(
         },
     );
 }
+
+/// The part of a spawn that blocks its thread, run on the daemon's blocking threads
+/// ([`super::blocking_threads`]) so the sessions' thread keeps serving everything else meanwhile: the
+/// session's record and settings files (creating a file took a third of that thread's time in a
+/// spawn storm, docs/performance-log.md, "Spawns, 2026-12-02"), and the provider's launch of
+/// the process (a local fork and exec). `deps` come back with the spec, for the session to be
+/// started with.
+pub(super) async fn off_thread(
+    record: SessionRecord,
+    plan: LaunchPlan,
+    deps: SessionDeps,
+) -> Result<
+    (SessionRecord, crate::providers::StartSpec, SessionDeps),
+    super::session_error::SessionError,
+> {
+    let queued = std::time::Instant::now();
+    let job = move || {
+        let waited_here = queued.elapsed();
+        let mut spec = super::session::Session::spawn_spec(&record, plan, &deps);
+        if let Some(launch) = deps
+            .providers
+            .get(&record.target)
+            .and_then(|p| p.launcher(&spec))
+        {
+            let launched = launch()?;
+            // A launch waits twice: here for a blocking thread, then for a launcher.
+            deps.metrics
+                .process_launched(waited_here + launched.times.waited, launched.times.ran);
+            spec.launched = Some(launched);
+        }
+        Ok((record, spec, deps))
+    };
+    match super::blocking_threads::run(job).await {
+        Ok(planned) => planned,
+        Err(e) => {
+            // A panic in the launch; a child that had started went with its `Child`.
+            tracing::error!(error = %e, "a process launch did not finish");
+            Err(super::session_error::SessionError::Internal)
+        }
+    }
+}

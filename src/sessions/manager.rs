@@ -327,44 +327,6 @@ impl SessionManager {
     }
 }
 
-/// The part of a spawn that blocks its thread, run on the daemon's blocking threads
-/// ([`blocking_threads`]) so the sessions' thread keeps serving everything else meanwhile: the
-/// session's record and settings files (creating a file took a third of that thread's time in a
-/// spawn storm, docs/performance-log.md, "Spawns, 2026-12-02"), and the provider's launch of
-/// the process (a local fork and exec). `deps` come back with the spec, for the session to be
-/// started with.
-async fn launch_off_thread(
-    record: SessionRecord,
-    plan: LaunchPlan,
-    deps: SessionDeps,
-) -> Result<(SessionRecord, StartSpec, SessionDeps), SessionError> {
-    let queued = std::time::Instant::now();
-    let job = move || {
-        let waited_here = queued.elapsed();
-        let mut spec = Session::spawn_spec(&record, plan, &deps);
-        if let Some(launch) = deps
-            .providers
-            .get(&record.target)
-            .and_then(|p| p.launcher(&spec))
-        {
-            let launched = launch()?;
-            // A launch waits twice: here for a blocking thread, then for a launcher.
-            deps.metrics
-                .process_launched(waited_here + launched.times.waited, launched.times.ran);
-            spec.launched = Some(launched);
-        }
-        Ok((record, spec, deps))
-    };
-    match blocking_threads::run(job).await {
-        Ok(planned) => planned,
-        Err(e) => {
-            // A panic in the launch; a child that had started went with its `Child`.
-            tracing::error!(error = %e, "a process launch did not finish");
-            Err(SessionError::Internal)
-        }
-    }
-}
-
 impl Actor for SessionManager {
     type Context = Context<Self>;
 
@@ -406,7 +368,7 @@ impl Handler<Spawn> for SessionManager {
     /// Refuses a spawn here while this machine's memory is below the floor (`admission`).
     /// Makes the workspace first when the spawn asks for one (spec §3.5 step 9), then plans
     /// the spawn here, writes its files and launches its process on a blocking thread
-    /// ([`launch_off_thread`]), then starts the session here and answers as
+    /// ([`super::launch::off_thread`]), then starts the session here and answers as
     /// [`SessionManager::answer_spawn`] says.
     fn handle(&mut self, mut msg: Spawn, _: &mut Self::Context) -> Self::Result {
         let (began, metrics) = (std::time::Instant::now(), self.deps.metrics.clone());
@@ -536,7 +498,7 @@ impl SessionManager {
         };
         record.workspace = workspace;
         Box::pin(
-            launch_off_thread(record, plan, self.deps.clone())
+            super::launch::off_thread(record, plan, self.deps.clone())
                 .into_actor(self)
                 .then(move |launched, act, _| {
                     let started = launched.and_then(|(record, spec, deps)| {

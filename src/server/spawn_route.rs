@@ -1,0 +1,181 @@
+//! `POST /v1/sessions`: a spawn's body checked in the order the spec gives (agent, cwd, name,
+//! size, the refusal chain, overrides, workspace, limits), then sent to the session manager,
+//! or, under an `Idempotency-Key`, through the key's lock in the ledger.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::routes::{mailbox, read_json};
+use super::workspace_routes;
+use super::AppState;
+use crate::agents::spawn_options::{self, SpawnOption};
+use crate::agents::AgentError;
+use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
+use crate::ledger::key_lock::RunSpawn;
+use crate::protocol::body;
+use crate::protocol::RequestError;
+use crate::server::error::Error;
+use crate::sessions::messages::Spawn;
+use crate::sessions::session_error::SessionError;
+use crate::store::KeyId;
+use atc_protocol::requests::SpawnRequest;
+use atc_protocol::responses::SessionEnvelope;
+use atc_protocol::TermSize;
+
+/// The route's handler.
+pub(super) async fn spawn(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let p: SpawnRequest = read_json(payload, &state).await?;
+    // Held until this spawn is answered, on either path below; taken once the body is in, so
+    // a refusal leaves no body unread and the connection lives on.
+    let _queued = state.spawn_queue.enter().map_err(SessionError::from)?;
+    let agent = p.agent.as_deref().unwrap_or("claude");
+    if agent.is_empty() {
+        return Err(RequestError::Empty { field: "agent" }.into());
+    }
+    if p.cwd.is_empty() {
+        return Err(RequestError::Missing {
+            field: "cwd",
+            hint: ": an absolute directory",
+        }
+        .into());
+    }
+    // Whether the name shadows another session's id is the manager's to say (it has the ids).
+    let name = match p.name.as_deref().map(str::trim) {
+        Some("") | None => None,
+        Some(n) => {
+            crate::sessions::session_name::check(n).map_err(SessionError::BadName)?;
+            Some(n.to_string())
+        }
+    };
+    let size = body::size(
+        p.cols.unwrap_or(TermSize::DEFAULT.cols),
+        p.rows.unwrap_or(TermSize::DEFAULT.rows),
+    )?;
+    let target_param = p.target.as_deref();
+    // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
+    // ledger whatever the targets say now (spec §7.4: params are not re-validated).
+    let refusal = state
+        .refusal
+        .check_new(target_param)
+        .and_then(|t| match p.workspace {
+            Some(_) => state.refusal.check_workspace(target_param),
+            None => Ok(t),
+        })
+        .map(|t| (t.id.clone(), t.identity.clone()));
+    let (target, target_identity) = match &refusal {
+        Ok((id, identity)) => (id.clone(), identity.clone()),
+        Err(_) => (
+            target_param
+                .or(state.targets.default_id())
+                .unwrap_or_default()
+                .to_string(),
+            String::new(),
+        ),
+    };
+    // Spec §9.2: overrides are checked before anything starts, in its order.
+    let mut overrides = [(SpawnOption::Model, None), (SpawnOption::Effort, None)];
+    for (option, slot) in overrides.iter_mut() {
+        let given = match option {
+            SpawnOption::Model => p.model.as_deref(),
+            SpawnOption::Effort => p.effort.as_deref(),
+        };
+        if let Some(value) = given {
+            let known = state
+                .catalog
+                .get(agent)
+                .ok_or_else(|| AgentError::Unknown {
+                    agent: agent.to_string(),
+                })?;
+            // A broker-backed agent's bin is resolved by its imp's guest, not here.
+            let installed =
+                known.auth.is_some() || crate::agents::resolve_program(&known.bin).is_some();
+            spawn_options::validate(known.kind, agent, installed, *option, value)?;
+            *slot = Some(value.to_string());
+        }
+    }
+    let [(_, model), (_, effort)] = overrides;
+    let workspace = p
+        .workspace
+        .as_ref()
+        .map(workspace_routes::ask)
+        .transpose()?;
+    let limits = super::spawn_limits::resolve(
+        &state,
+        agent,
+        refusal.as_ref().ok().map(|(id, _)| id.as_str()),
+        p.limits.as_ref(),
+    )
+    .map_err(SessionError::Limits)?;
+    let spawn = Spawn {
+        id: None,
+        agent: agent.to_string(),
+        cwd: p.cwd.clone(),
+        name,
+        size,
+        target,
+        target_identity,
+        model,
+        effort,
+        workspace,
+        limits,
+    };
+    let Some(key) = idempotency_key(&req)? else {
+        refusal?;
+        let session = mailbox(state.manager()?.send(spawn).await)??;
+        return Ok(HttpResponse::Created().json(SessionEnvelope { session }));
+    };
+    let canonical = crate::ledger::spawn_payload(&spawn);
+    let replay_only = req
+        .headers()
+        .get("Idempotency-Replay-Only")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let key = KeyId {
+        principal: "local".into(),
+        operation: "session.spawn".into(),
+        key,
+    };
+    let ledger = state.ledger()?.clone();
+    let lock = mailbox(ledger.send(Acquire(key.clone())).await)?;
+    let _guard = KeyGuard::new(ledger, key.clone());
+    let answer = mailbox(
+        lock.send(RunSpawn {
+            key,
+            payload_hash: crate::ledger::payload_hash(&canonical),
+            replay_only,
+            refusal: refusal.err(),
+            spawn,
+        })
+        .await,
+    )?;
+    if let Some(kind) = crate::ledger::key_lock::answer_kind(&answer) {
+        state.metrics.ledger_answered(kind);
+    }
+    let answer = answer?;
+    let body = SessionEnvelope {
+        session: answer.session,
+    };
+    Ok(if answer.replayed {
+        HttpResponse::Ok()
+            .insert_header(("Idempotent-Replayed", "true"))
+            .json(body)
+    } else {
+        HttpResponse::Created().json(body)
+    })
+}
+
+/// The `Idempotency-Key` header, if any: 1–200 characters.
+fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, Error> {
+    let Some(v) = req.headers().get("Idempotency-Key") else {
+        return Ok(None);
+    };
+    let bad = || RequestError::BadIdempotencyKey;
+    let key = v.to_str().map_err(|_| bad())?;
+    if key.is_empty() || key.chars().count() > 200 {
+        return Err(bad().into());
+    }
+    Ok(Some(key.to_string()))
+}
