@@ -121,6 +121,18 @@ async fn a_session_past_its_memory_limit_is_killed_with_its_reason_and_its_neigh
     assert_eq!(ended["exitReason"], "memory_limit", "{ended}");
     assert_eq!(ended["exitSignal"], 9, "{ended}");
     assert_eq!(ended["lastMsg"], "killed at its memory limit", "{ended}");
+    // The trail keeps it.
+    let rows = d
+        .wait_trail(&id, "the limit's kill", |rows| {
+            rows.iter().any(|r| r["event"] == "LimitKilled")
+        })
+        .await;
+    let row = rows.iter().find(|r| r["event"] == "LimitKilled").unwrap();
+    assert_eq!(
+        row["message"], "killed at its memory limit of 64 MiB",
+        "{row}"
+    );
+    assert_eq!(row["kind"], "memory_limit", "{row}");
     // The neighbour and the daemon carry on.
     d.submit(&neighbour, "still-here").await;
     d.wait_screen(&neighbour, "still-here").await;
@@ -207,19 +219,7 @@ async fn a_fork_bomb_stops_at_its_pids_limit_and_the_kill_ends_every_process() {
 async fn a_process_that_left_the_sessions_group_ends_with_the_session() {
     let (d, _tmp) = daemon_with(config()).await;
     let id = id_of(&d.spawn("escaper").await);
-    let screen = d.wait_screen(&id, "escaped:").await;
-    let text = screen.to_string();
-    let pid: i32 = text
-        .split("escaped:")
-        .nth(1)
-        .and_then(|rest| {
-            rest.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .ok()
-        })
-        .expect("the escaped pid on screen");
+    let pid = escaped_pid(&d, &id).await;
     // Really out of the session's group and session: it leads a session of its own (once
     // `setsid` has run, a moment after the echo).
     poll_ok(Duration::from_secs(5), async || {
@@ -253,6 +253,41 @@ async fn a_process_that_left_the_sessions_group_ends_with_the_session() {
     .await
     .unwrap_or_else(|()| panic!("process {pid} outlived its session's kill"));
     d.stop().await;
+}
+
+/// The pid an `escaper` session printed.
+async fn escaped_pid(d: &TestDaemon, id: &str) -> i32 {
+    let screen = d.wait_screen(id, "escaped:").await.to_string();
+    screen
+        .split("escaped:")
+        .nth(1)
+        .and_then(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .expect("the escaped pid on screen")
+}
+
+#[actix_rt::test]
+async fn a_daemons_stop_ends_what_left_its_sessions_groups() {
+    let (d, _tmp) = daemon_with(config()).await;
+    let id = id_of(&d.spawn("escaper").await);
+    let pid = escaped_pid(&d, &id).await;
+    assert!(pid_alive(pid));
+    let state_dir = d.state_dir.clone();
+    d.stop().await;
+    assert!(!pid_alive(pid), "process {pid} outlived the daemon's stop");
+    let parent = cgroups_parent(&state_dir);
+    assert!(!parent.exists(), "the daemon's cgroup outlived its stop");
+}
+
+/// Where the daemon on `state_dir` keeps its sessions' cgroups in the pids hierarchy, without
+/// making it (as finding the cgroups again would).
+fn cgroups_parent(state_dir: &Path) -> PathBuf {
+    Path::new("/sys/fs/cgroup/pids").join(format!("atc-{}", tag_for(state_dir)))
 }
 
 #[actix_rt::test]

@@ -315,7 +315,7 @@ impl Session {
     }
 
     /// Appends a row to the session's trail, keeping at most `limits.trailPerSession` of them.
-    fn trail(&self, row: TrailRow) {
+    pub(super) fn trail(&self, row: TrailRow) {
         self.deps.store.append_event(
             atc_protocol::responses::TrailEntry {
                 id: 0,
@@ -337,11 +337,15 @@ impl Session {
 }
 
 /// What one trail row says, besides the session and the time.
-struct TrailRow {
-    event: String,
-    message: Option<String>,
-    kind: Option<&'static str>,
-    detail: Option<String>,
+pub(super) struct TrailRow {
+    /// The event's name (`Stop`, `ReportsRefused`, `LimitKilled`, ...).
+    pub event: String,
+    /// What the user reads.
+    pub message: Option<String>,
+    /// The attention kind it carries, if any.
+    pub kind: Option<&'static str>,
+    /// More, if any.
+    pub detail: Option<String>,
 }
 
 #[cfg(test)]

@@ -236,6 +236,19 @@ impl Session {
             self.deps
                 .metrics
                 .limit_killed(crate::metrics::LimitKind::Memory);
+            // The trail keeps it after the session is revived or forgotten: a leaking agent
+            // shows as a row per kill.
+            let limit = self
+                .record
+                .limits
+                .memory_mib
+                .map_or_else(String::new, |m| format!(" of {m} MiB"));
+            self.trail(super::attention::TrailRow {
+                event: "LimitKilled".into(),
+                message: Some(format!("killed at its memory limit{limit}")),
+                kind: Some("memory_limit"),
+                detail: None,
+            });
         }
         self.attachment = Attachment::Detached;
         if status.position.is_some() {

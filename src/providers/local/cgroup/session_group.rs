@@ -97,14 +97,15 @@ impl SessionGroup {
     /// Makes the cgroup and sets `limits` (an absent one is no limit). One left by an earlier
     /// process of the session (its removal failed) is emptied and reused.
     pub fn create(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
+        let mut fresh = true;
         for place in &self.places {
             match std::fs::create_dir(&place.dir) {
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => fresh = false,
                 Err(e) => return Err(at(&place.dir)(e)),
             }
         }
-        let made = self.set(limits);
+        let made = self.set(limits, fresh);
         if made.is_err() {
             // A half-limited cgroup must not be used; what removal leaves, a sweep finds.
             let _ = self.remove();
@@ -112,62 +113,58 @@ impl SessionGroup {
         made
     }
 
-    fn set(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
-        if self.version == Version::V2 {
-            return self.set_v2(limits);
-        }
-        if let Some(dir) = self.dir(Controller::Memory) {
-            let bytes = limits
-                .memory_mib
-                .map_or_else(|| "-1".to_string(), |m| (m * 1024 * 1024).to_string());
-            write(&dir.join("memory.limit_in_bytes"), &bytes)?;
-            // With swap accounting, memory and swap together get the same limit: a session
-            // at its limit is killed rather than swapped out, which would slow the machine
-            // for everyone. The file is absent without swap accounting.
-            let memsw = dir.join("memory.memsw.limit_in_bytes");
-            if memsw.exists() {
-                write(&memsw, &bytes)?;
+    /// Writes `limits`. A `fresh` cgroup starts unlimited, so only the limits set are
+    /// written: every write to a control file costs the spawn (each is a kernel call that
+    /// takes the cgroup's locks), and a spawn without limits then writes none.
+    fn set(&self, limits: &SessionLimits, fresh: bool) -> Result<(), CgroupError> {
+        let put =
+            |dir: &Path, file: &str, value: Option<String>, unlimited: &str| match (value, fresh) {
+                (Some(v), _) => write(&dir.join(file), &v),
+                (None, true) => Ok(()),
+                (None, false) => write(&dir.join(file), unlimited),
+            };
+        let memory = limits.memory_mib.map(|m| (m * 1024 * 1024).to_string());
+        let pids = limits.pids.map(|p| p.to_string());
+        let quota = limits
+            .cpu_percent
+            .map(|p| (u64::from(p) * CPU_PERIOD_US / 100).to_string());
+        match self.version {
+            Version::V1 => {
+                if let Some(dir) = self.dir(Controller::Memory) {
+                    put(dir, "memory.limit_in_bytes", memory.clone(), "-1")?;
+                    // With swap accounting, memory and swap together get the same limit: a
+                    // session at its limit is killed rather than swapped out, which would
+                    // slow the machine for everyone. Absent without swap accounting.
+                    let memsw = dir.join("memory.memsw.limit_in_bytes");
+                    if memsw.exists() {
+                        put(dir, "memory.memsw.limit_in_bytes", memory, "-1")?;
+                    }
+                }
+                if let Some(dir) = self.dir(Controller::Pids) {
+                    put(dir, "pids.max", pids, "max")?;
+                }
+                if let Some(dir) = self.dir(Controller::Cpu) {
+                    let period = quota.as_ref().map(|_| CPU_PERIOD_US.to_string());
+                    put(dir, "cpu.cfs_period_us", period, &CPU_PERIOD_US.to_string())?;
+                    put(dir, "cpu.cfs_quota_us", quota, "-1")?;
+                }
+            }
+            Version::V2 => {
+                let Some(dir) = self.places.first().map(|p| p.dir.as_path()) else {
+                    return Ok(());
+                };
+                let swap_off = memory.as_ref().map(|_| "0".to_string());
+                put(dir, "memory.max", memory, "max")?;
+                // As on v1: at its limit a session is killed, not swapped out. Absent
+                // without swap.
+                if dir.join("memory.swap.max").exists() {
+                    put(dir, "memory.swap.max", swap_off, "max")?;
+                }
+                put(dir, "pids.max", pids, "max")?;
+                let cpu = quota.map(|q| format!("{q} {CPU_PERIOD_US}"));
+                put(dir, "cpu.max", cpu, &format!("max {CPU_PERIOD_US}"))?;
             }
         }
-        if let Some(dir) = self.dir(Controller::Pids) {
-            let max = limits
-                .pids
-                .map_or_else(|| "max".to_string(), |p| p.to_string());
-            write(&dir.join("pids.max"), &max)?;
-        }
-        if let Some(dir) = self.dir(Controller::Cpu) {
-            let quota = limits
-                .cpu_percent
-                .map_or(-1, |p| (u64::from(p) * CPU_PERIOD_US / 100) as i64);
-            write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
-            write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
-        }
-        Ok(())
-    }
-
-    fn set_v2(&self, limits: &SessionLimits) -> Result<(), CgroupError> {
-        let Some(place) = self.places.first() else {
-            return Ok(());
-        };
-        let dir = &place.dir;
-        let memory = limits
-            .memory_mib
-            .map_or_else(|| "max".to_string(), |m| (m * 1024 * 1024).to_string());
-        write(&dir.join("memory.max"), &memory)?;
-        // As on v1: at its limit a session is killed, not swapped out. Absent without swap.
-        let swap = dir.join("memory.swap.max");
-        if limits.memory_mib.is_some() && swap.exists() {
-            write(&swap, "0")?;
-        }
-        let pids = limits
-            .pids
-            .map_or_else(|| "max".to_string(), |p| p.to_string());
-        write(&dir.join("pids.max"), &pids)?;
-        let quota = limits.cpu_percent.map_or_else(
-            || "max".to_string(),
-            |p| (u64::from(p) * CPU_PERIOD_US / 100).to_string(),
-        );
-        write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
         Ok(())
     }
 
@@ -412,8 +409,16 @@ mod tests {
             .unwrap();
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         assert_eq!(read("memory.max"), (2u64 << 20).to_string());
-        assert_eq!(read("pids.max"), "max");
         assert_eq!(read("cpu.max"), "50000 100000");
+        assert!(
+            !dir.join("pids.max").exists(),
+            "a fresh cgroup is unlimited already"
+        );
+        // Made again over one left behind, every limit is written, unset ones as none.
+        group.create(&SessionLimits::default()).unwrap();
+        assert_eq!(read("memory.max"), "max");
+        assert_eq!(read("pids.max"), "max");
+        assert_eq!(read("cpu.max"), "max 100000");
         std::fs::write(dir.join("memory.events"), "oom 2\noom_kill 1\n").unwrap();
         assert_eq!(group.oom_kills(), 1);
     }
