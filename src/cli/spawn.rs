@@ -41,6 +41,15 @@ pub struct SpawnArgs {
     /// branch of its own) or a URL to clone, optionally at a ref or commit (`PATH@REF`).
     #[arg(long, value_name = "PATH[@REF]")]
     pub workspace: Option<String>,
+    /// Limit the session's memory to this many MiB (only lower than config allows).
+    #[arg(long, value_name = "MIB")]
+    pub memory_mib: Option<u64>,
+    /// Limit the session to this many processes and threads at once.
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u32>,
+    /// Limit the session's CPU, in percent of one core (200 is two cores).
+    #[arg(long, value_name = "PERCENT")]
+    pub cpu_percent: Option<u32>,
     /// Attach this terminal to the new session at once (Ctrl-\ detaches).
     #[arg(long)]
     pub attach: bool,
@@ -95,7 +104,12 @@ pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Spaw
         model: args.model.clone(),
         effort: args.effort.clone(),
         workspace: args.workspace.as_deref().map(workspace_arg),
-        limits: None,
+        limits: Some(atc_client::atc_protocol::SessionLimits {
+            memory_mib: args.memory_mib,
+            pids: args.pids,
+            cpu_percent: args.cpu_percent,
+        })
+        .filter(|l| !l.is_empty()),
     }
 }
 
@@ -168,6 +182,9 @@ mod tests {
             model: None,
             effort: None,
             workspace: None,
+            memory_mib: None,
+            pids: None,
+            cpu_percent: None,
             attach: false,
         }
     }
@@ -230,13 +247,16 @@ mod tests {
             name: Some("n".into()),
             model: Some("opus".into()),
             effort: Some("high".into()),
+            memory_mib: Some(512),
+            cpu_percent: Some(50),
             ..args()
         };
         let body = spawn_body(&given, "/w", terminal::FALLBACK_SIZE);
         assert_eq!(
             serde_json::to_value(body).unwrap(),
             json!({"cwd": "/w", "cols": 80, "rows": 24, "agent": "claude", "target": "box",
-                   "name": "n", "model": "opus", "effort": "high"})
+                   "name": "n", "model": "opus", "effort": "high",
+                   "limits": {"memoryMiB": 512, "cpuPercent": 50}})
         );
     }
 
