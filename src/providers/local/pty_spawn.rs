@@ -268,6 +268,8 @@ pub fn spawn(plan: &Plan, tty: &CStr) -> Result<Child, SpawnError> {
         .map_err(exec_error)?;
         // The child starts where this thread is: inside the session's cgroup from its first
         // instruction (see `cgroup::session_group`). The guard brings the thread back.
+        // Declared first, dropped last: the thread is home before the weight comes down.
+        let _boost = plan.cgroup.as_ref().map(|g| g.boost_start());
         let _inside = match &plan.cgroup {
             Some(group) => Some(group.enter_thread()?),
             None => None,
@@ -317,6 +319,7 @@ fn spawn_into_v2(
     let dir = group
         .dir(super::cgroup::hierarchy::Controller::Pids)
         .ok_or_else(|| std::io::Error::other("a v2 session group without a directory"))?;
+    let _boost = group.boost_start();
     let (pid, pidfd) = super::clone_into::spawn(
         &super::clone_into::Prepared {
             path: &path,

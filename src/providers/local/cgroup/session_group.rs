@@ -184,6 +184,42 @@ impl SessionGroup {
         Ok(inside)
     }
 
+    /// Raises the cgroup's CPU weight far above its siblings' until the guard is dropped.
+    ///
+    /// A start waits for the child's exec (and, on v1, for the launcher thread inside the
+    /// cgroup to be scheduled again), and both run in the session's cgroup: among two hundred
+    /// sessions burning their share in a spawn storm, each got a two-hundredth of it, and a
+    /// spawn took 46 s at the median (docs/performance-log.md, "Sessions in cgroups"). The
+    /// boost lasts the start only: the agent's own work runs at the weight of every session.
+    pub fn boost_start(&self) -> StartBoost<'_> {
+        let file = self.weight_file();
+        let (high, _) = self.weights();
+        if let Some(path) = &file {
+            // A start without the boost is only slower.
+            if let Err(e) = write(path, high) {
+                tracing::debug!(error = %e, "a session's start could not be weighed up");
+            }
+        }
+        StartBoost { group: self, file }
+    }
+
+    fn weight_file(&self) -> Option<PathBuf> {
+        let name = match self.version {
+            Version::V1 => "cpu.shares",
+            Version::V2 => "cpu.weight",
+        };
+        Some(self.dir(Controller::Cpu)?.join(name))
+    }
+
+    /// The boosted and the usual weight, in the version's units (each the kernel's maximum
+    /// and default).
+    fn weights(&self) -> (&'static str, &'static str) {
+        match self.version {
+            Version::V1 => ("262144", "1024"),
+            Version::V2 => ("10000", "100"),
+        }
+    }
+
     /// Out-of-memory kills the kernel made in it since it was made.
     pub fn oom_kills(&self) -> u64 {
         let file = match self.version {
@@ -237,6 +273,24 @@ pub struct ThreadInside<'a> {
     group: &'a SessionGroup,
     tid: String,
     entered: usize,
+}
+
+/// A session's cgroup weighed up for its start; dropping it weighs it back.
+pub struct StartBoost<'a> {
+    group: &'a SessionGroup,
+    file: Option<PathBuf>,
+}
+
+impl Drop for StartBoost<'_> {
+    fn drop(&mut self) {
+        let (_, usual) = self.group.weights();
+        if let Some(path) = &self.file {
+            if let Err(e) = write(path, usual) {
+                // Left up, the session would take more than its share of the sessions' CPU.
+                tracing::warn!(error = %e, "a session's cgroup kept its start's CPU weight");
+            }
+        }
+    }
 }
 
 impl Drop for ThreadInside<'_> {
@@ -386,6 +440,25 @@ mod tests {
         let u = usage_at(Version::V2, p, p, p).unwrap();
         assert_eq!((u.memory_bytes, u.memory_peak_bytes, u.pids), (100, 100, 3));
         assert!((u.cpu_seconds - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_start_is_weighed_up_and_back() {
+        let d = tempfile::tempdir().unwrap();
+        let group = SessionGroup::new(
+            Version::V1,
+            vec![Place {
+                controllers: vec![Controller::Cpu],
+                dir: d.path().to_path_buf(),
+                home: d.path().to_path_buf(),
+            }],
+        );
+        let shares = d.path().join("cpu.shares");
+        {
+            let _boost = group.boost_start();
+            assert_eq!(std::fs::read_to_string(&shares).unwrap(), "262144");
+        }
+        assert_eq!(std::fs::read_to_string(&shares).unwrap(), "1024");
     }
 
     #[test]
