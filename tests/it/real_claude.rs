@@ -102,6 +102,23 @@ async fn a_daemon_restart_restores_the_session_and_its_conversation() {
     let id = w.spawn(json!({})).await;
     w.submit_turn(&id, "keep this").await;
     w.done_with(&id, "before the restart").await;
+    // Claude writes its transcript a moment after its Stop hook; a stop before that (a busy
+    // machine) leaves a conversation to resume that was never written.
+    let row = w.d.fleet_row(&id).await;
+    let transcript = row["transcriptPath"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no transcript path reported: {row}"))
+        .to_string();
+    atc_testkit::poll_ok(AGENT_WITHIN, async || {
+        let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+        if text.contains("before the restart") {
+            Ok(())
+        } else {
+            Err(text.len())
+        }
+    })
+    .await
+    .unwrap_or_else(|len| panic!("{transcript} never held the reply ({len} bytes)"));
     w.d.stop().await;
 
     w.d = TestDaemon::start_on(&w.state, w.config.clone()).await;
