@@ -6,9 +6,10 @@ use atc_protocol::SessionLimits;
 
 use super::AppState;
 use crate::config::session_limits::{effective, LimitsError};
+use crate::providers::targets::Target;
 
-/// The effective limits of a spawn of `agent` on `target` (`None`: its target was refused,
-/// and the refusal answers), given what it `asked`.
+/// The effective limits of a spawn of `agent` on `target`, the refusal chain's answer
+/// (`None`: its target was refused, and the refusal answers), given what it `asked`.
 ///
 /// Config's limits on a target that cannot enforce them (a remote one, or a machine without
 /// cgroups) do not apply there: the session runs as before, and its descriptor says so by
@@ -17,15 +18,14 @@ use crate::config::session_limits::{effective, LimitsError};
 pub fn resolve(
     state: &AppState,
     agent: &str,
-    target: Option<&str>,
+    target: Option<&Target>,
     asked: Option<&SessionLimits>,
 ) -> Result<SessionLimits, LimitsError> {
-    let entry = target.and_then(|id| state.targets.list().iter().find(|t| t.id == id));
     let ceiling = state
         .session_limits
-        .ceiling(agent, entry.and_then(|t| t.limits.as_ref()));
+        .ceiling(agent, target.and_then(|t| t.limits.as_ref()));
     let limits = effective(asked, &ceiling)?;
-    let Some(id) = target else {
+    let Some(id) = target.map(|t| t.id.as_str()) else {
         return Ok(limits);
     };
     let provider = state.providers.get(id);

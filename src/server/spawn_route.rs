@@ -63,10 +63,9 @@ pub(super) async fn spawn(
         .and_then(|t| match p.workspace {
             Some(_) => state.refusal.check_workspace(target_param),
             None => Ok(t),
-        })
-        .map(|t| (t.id.clone(), t.identity.clone()));
+        });
     let (target, target_identity) = match &refusal {
-        Ok((id, identity)) => (id.clone(), identity.clone()),
+        Ok(t) => (t.id.clone(), t.identity.clone()),
         Err(_) => (
             target_param
                 .or(state.targets.default_id())
@@ -105,7 +104,7 @@ pub(super) async fn spawn(
     let limits = super::spawn_limits::resolve(
         &state,
         agent,
-        refusal.as_ref().ok().map(|(id, _)| id.as_str()),
+        refusal.as_ref().ok().copied(),
         p.limits.as_ref(),
     )
     .map_err(SessionError::Limits)?;
