@@ -50,6 +50,10 @@ pub struct SpawnArgs {
     /// Limit the session's CPU, in percent of one core (200 is two cores).
     #[arg(long, value_name = "PERCENT")]
     pub cpu_percent: Option<u32>,
+    /// Make it a sub-session of this session (id or name). It joins the parent's host when
+    /// it runs on the parent's target (give `--target` unless that is the default one).
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
     /// Attach this terminal to the new session at once (Ctrl-\ detaches).
     #[arg(long)]
     pub attach: bool,
@@ -110,6 +114,7 @@ pub fn spawn_body(args: &SpawnArgs, cwd: &str, size: terminal::TermSize) -> Spaw
             cpu_percent: args.cpu_percent,
         })
         .filter(|l| !l.is_empty()),
+        parent: args.parent.clone(),
     }
 }
 
@@ -185,6 +190,7 @@ mod tests {
             memory_mib: None,
             pids: None,
             cpu_percent: None,
+            parent: None,
             attach: false,
         }
     }

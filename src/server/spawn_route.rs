@@ -28,6 +28,14 @@ pub(super) async fn spawn(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let p: SpawnRequest = read_json(payload, &state).await?;
+    // Sub-sessions are being built (issue 36); until the manager joins a parent's host, the
+    // field is refused rather than ignored.
+    if p.parent.is_some() {
+        return Err(RequestError::Reserved {
+            field: "parent".into(),
+        }
+        .into());
+    }
     // Held until this spawn is answered, on either path below; taken once the body is in, so
     // a refusal leaves no body unread and the connection lives on.
     let _queued = state.spawn_queue.enter().map_err(SessionError::from)?;

@@ -144,6 +144,8 @@ mod tests {
             agent_session_id: None,
             limits: None,
             usage: None,
+            parent: None,
+            host_key: atc_protocol::SessionId::default(),
             lifecycle: atc_protocol::Lifecycle {
                 desired: atc_protocol::Desired::Run,
                 vm: atc_protocol::VmState::None,

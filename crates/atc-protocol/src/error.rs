@@ -19,6 +19,8 @@ pub enum ErrorCode {
     Unauthorized,
     /// A WebSocket upgrade from an Origin that is not allowed.
     ForbiddenOrigin,
+    /// The request's principal is not granted the target it asked for.
+    TargetForbidden,
     /// The session id or name is not known.
     NoSuchSession,
     /// The session has no live harness to talk to.
@@ -130,10 +132,11 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order (for documents and tests that walk the set).
-    pub const ALL: [ErrorCode; 55] = [
+    pub const ALL: [ErrorCode; 56] = [
         ErrorCode::BadArgs,
         ErrorCode::Unauthorized,
         ErrorCode::ForbiddenOrigin,
+        ErrorCode::TargetForbidden,
         ErrorCode::NoSuchSession,
         ErrorCode::SessionDead,
         ErrorCode::Unsupported,
@@ -194,6 +197,7 @@ impl ErrorCode {
             ErrorCode::BadArgs => "bad_args",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::ForbiddenOrigin => "forbidden_origin",
+            ErrorCode::TargetForbidden => "target_forbidden",
             ErrorCode::NoSuchSession => "no_such_session",
             ErrorCode::SessionDead => "session_dead",
             ErrorCode::Unsupported => "unsupported",
@@ -260,7 +264,7 @@ impl ErrorCode {
         match self {
             ErrorCode::BadArgs => 400,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::ForbiddenOrigin => 403,
+            ErrorCode::ForbiddenOrigin | ErrorCode::TargetForbidden => 403,
             ErrorCode::NoSuchSession
             | ErrorCode::UnknownTarget
             | ErrorCode::UnknownMethod

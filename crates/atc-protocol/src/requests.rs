@@ -57,13 +57,18 @@ pub struct SpawnRequest {
     /// ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::limits::SessionLimits>,
+    /// The session (id or name) this one is a sub-session of. A parent that is itself a
+    /// sub-session is replaced by its own parent. It shares the parent's host when it
+    /// resolves to the parent's target at the same identity, and that target has hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl RequestBody for SpawnRequest {
-    /// Spec §2.6 `session.spawn` and api.md's "Coming with the open issues": a parent
-    /// session, a first prompt, a resume of the agent's own session and a scope (an open
-    /// question of the spec, §15) are not built yet.
-    const RESERVED: &'static [&'static str] = &["parent", "prompt", "resume", "scope"];
+    /// Spec §2.6 `session.spawn` and api.md's "Coming with the open issues": a first
+    /// prompt, a resume of the agent's own session and a scope (an open question of the
+    /// spec, §15) are not built yet.
+    const RESERVED: &'static [&'static str] = &["prompt", "resume", "scope"];
 }
 
 /// `PATCH /v1/sessions/{id}`: rename or (un)pin.

@@ -247,6 +247,15 @@ pub struct Descriptor {
     /// running process on a daemon that has cgroups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::limits::Usage>,
+    /// The session it is a sub-session of (one level deep: a parent has no parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<uuid::Uuid>)]
+    pub parent: Option<SessionId>,
+    /// The host it runs on, named by the session that owns the host: its own id, or its
+    /// parent's when it joined the parent's host (spec §4.5). Sessions with one host key
+    /// sleep, wake and are destroyed together.
+    #[schema(value_type = uuid::Uuid)]
+    pub host_key: SessionId,
     /// The identity of its target when it was spawned; the daemon's refusal chain compares
     /// it with the target's current one. Never on the wire (clients read it as empty).
     #[serde(skip)]

@@ -247,6 +247,8 @@ impl Session {
             workspace: self.record.workspace.clone(),
             limits: (!self.record.limits.is_empty()).then_some(self.record.limits),
             usage: None,
+            parent: None,
+            host_key: self.record.id,
         }
     }
 
