@@ -355,6 +355,13 @@ impl Daemon {
         let screen_arbiter = actix::Arbiter::new();
         let screen_handle = screen_arbiter.handle();
         let (quit_tx, quit_rx) = mpsc::unbounded_channel();
+        // Principals come with the next step (config's `principals`); until then none is
+        // declared, and any `X-Atc-As` reaches `local` only (spec §2.5).
+        let principals = Arc::new(crate::server::caller::Principals::new(
+            false,
+            &Default::default(),
+            &targets,
+        ));
         let state = AppState {
             // Filled in on the worker thread, below.
             manager: None,
@@ -381,6 +388,7 @@ impl Daemon {
             metrics: metrics.clone(),
             session_limits,
             spawn_queue: crate::sessions::admission::SpawnQueue::new(config.limits.spawn_queue),
+            principals,
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without

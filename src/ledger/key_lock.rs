@@ -149,7 +149,7 @@ async fn answer_held(
     if row.state != KeyState::Completed {
         return Err(outcome_unknown(&row.effect_ref));
     }
-    if let Ok(Ok(found)) = lookup.send(Lookup(row.effect_ref.clone())).await {
+    if let Ok(Ok(found)) = lookup.send(Lookup::any(row.effect_ref.clone())).await {
         return Ok(KeyedAnswer {
             session: found.descriptor,
             replayed: true,

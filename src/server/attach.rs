@@ -11,6 +11,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 
+use super::caller::Caller;
 use super::conn_socket::ConnSocket;
 use super::keep_alive::{keep_alive, SocketPeer};
 use super::tokens::{drop_when_revoked, Tokens};
@@ -34,6 +35,7 @@ use atc_protocol::{TermSize, DIM_RANGE};
 
 /// Upgrades the request and attaches the new client to the session.
 pub async fn attach(
+    caller: Caller,
     req: HttpRequest,
     path: web::Path<String>,
     query: web::Query<Vec<(String, String)>>,
@@ -68,7 +70,7 @@ pub async fn attach(
         _ => None,
     };
     let mode = attach_mode(params.opt_str("mode"))?;
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     // The session answers the refusal chain and `session_dead` from its `Attach` handler.
     let mut response = actix_web_actors::ws::handshake(&req)
         .map_err(|e| RequestError::NotUpgrade(e.to_string()))?;

@@ -48,6 +48,26 @@ pub enum AuthError {
     /// A WebSocket upgrade from an Origin that may not open sockets.
     #[error("this Origin may not open sockets here; add it to allowedOrigins in the config")]
     ForbiddenOrigin,
+    /// A route only the owner's token may use, asked by (or as) a principal.
+    #[error("only the owner's token may use this route, and not through X-Atc-As")]
+    OwnerOnly,
+    /// `X-Atc-As` names no principal.
+    #[error("'{id}' is not a principal of this daemon: X-Atc-As takes an id from config's principals (atc principals lists them)")]
+    UnknownPrincipal {
+        /// What was asked for (at most 64 characters of it).
+        id: String,
+    },
+    /// `X-Atc-As` is not a principal's id.
+    #[error(
+        "X-Atc-As takes a principal's id: lower-case letters, digits, '-' and '_', at most 64"
+    )]
+    BadActAs,
+    /// A spawn on a target not granted to the request's principal.
+    #[error("target '{target}' is not granted to this principal; config's principals lists what each may use")]
+    TargetForbidden {
+        /// The target asked for.
+        target: String,
+    },
 }
 
 /// Routes reachable without a token.
@@ -102,11 +122,16 @@ fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// The bearer token a request got in with: the one it presented, or the one that asked for
-/// the ticket it spent. The auth middleware puts it in the request's extensions; a socket
-/// watches it, to close when that token is rotated out. `Debug` never shows it.
+/// What a request got in with: the bearer token it presented, or the one that asked for the
+/// ticket it spent, and for a ticket the principal it was asked as. The auth middleware puts
+/// it in the request's extensions; a socket watches the token, to close when it is rotated
+/// out. `Debug` never shows the token.
 #[derive(Clone)]
-pub struct Admitted(String);
+pub struct Admitted {
+    token: String,
+    /// `Some` when a ticket let it in: the `X-Atc-As` the ticket was asked with.
+    ticket_as: Option<Option<String>>,
+}
 
 impl std::fmt::Debug for Admitted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,8 +145,22 @@ impl Admitted {
     pub fn of(req: &HttpRequest) -> String {
         req.extensions()
             .get::<Admitted>()
-            .map(|a| a.0.clone())
+            .map(|a| a.token.clone())
             .unwrap_or_default()
+    }
+
+    /// The token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The principal the request asks to act as: the ticket's, when a ticket let it in,
+    /// else the `X-Atc-As` header's.
+    pub fn acting_as(&self, headers: &header::HeaderMap) -> Result<Option<String>, AuthError> {
+        match &self.ticket_as {
+            Some(acting_as) => Ok(acting_as.clone()),
+            None => super::caller::act_as(headers),
+        }
     }
 }
 
@@ -146,12 +185,18 @@ pub fn check_token(
     };
     tokens.with_current(|current| match (current, given, ticket) {
         (TokenState::Invalid(_), _, _) => Err(AuthError::TokenFileInvalid),
-        (TokenState::Valid(set), Some(given), _) if set.accepts(given.as_bytes()) => {
-            Ok(Admitted(given.to_string()))
-        }
+        (TokenState::Valid(set), Some(given), _) if set.accepts(given.as_bytes()) => Ok(Admitted {
+            token: given.to_string(),
+            ticket_as: None,
+        }),
         (TokenState::Valid(_), Some(_), _) => Err(AuthError::Wrong),
-        (TokenState::Valid(set), None, Some(Some(token))) if set.accepts(token.as_bytes()) => {
-            Ok(Admitted(token))
+        (TokenState::Valid(set), None, Some(Some(spent)))
+            if set.accepts(spent.token.as_bytes()) =>
+        {
+            Ok(Admitted {
+                token: spent.token,
+                ticket_as: Some(spent.acting_as),
+            })
         }
         (TokenState::Valid(_), None, Some(_)) => Err(AuthError::TicketRefused),
         (TokenState::Valid(_), None, None) => Err(AuthError::Missing),
@@ -251,7 +296,11 @@ mod tests {
         assert_eq!(presented_ticket("cols=80&ticket=abc&rows=2"), Some("abc"));
         assert_eq!(presented_ticket("xticket=abc"), None);
         assert_eq!(presented_ticket(""), None);
-        assert!(!format!("{:?}", Admitted("secret".into())).contains("secret"));
+        let admitted = Admitted {
+            token: "secret".into(),
+            ticket_as: None,
+        };
+        assert!(!format!("{admitted:?}").contains("secret"));
     }
 
     #[test]

@@ -314,8 +314,15 @@ fn auth_wire(e: &AuthError) -> Wire {
         | AuthError::Wrong
         | AuthError::Revoked
         | AuthError::TicketRefused
-        | AuthError::TicketNotHere => Wire::new(C::Unauthorized),
+        | AuthError::TicketNotHere
+        | AuthError::OwnerOnly => Wire::new(C::Unauthorized),
         AuthError::ForbiddenOrigin => Wire::new(C::ForbiddenOrigin),
+        AuthError::UnknownPrincipal { .. } | AuthError::BadActAs => {
+            Wire::new(C::BadArgs).field("X-Atc-As")
+        }
+        AuthError::TargetForbidden { target } => {
+            Wire::new(C::TargetForbidden).with("target", target.as_str())
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use crate::sessions::messages::{ClientId, Subscribe, Unsubscribe};
 /// Upgrades the request and subscribes it.
 pub async fn events(
     req: HttpRequest,
+    caller: super::caller::Caller,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
@@ -37,6 +38,7 @@ pub async fn events(
         .send(Subscribe {
             client,
             queue: queue.clone(),
+            reach: caller.reach,
         })
         .await
         .map_err(|_| Error::Internal)?;

@@ -3,6 +3,7 @@
 
 mod attach;
 pub mod auth;
+pub mod caller;
 mod conn_registry;
 mod conn_socket;
 pub mod error;
@@ -40,7 +41,7 @@ use actix::Addr;
 use actix_web::body::{BoxBody, EitherBody};
 use actix_web::dev::{Server, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
-use actix_web::{web, App, ResponseError};
+use actix_web::{web, App, HttpMessage, ResponseError};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -99,6 +100,8 @@ pub struct AppState {
     pub session_limits: Arc<crate::config::session_limits::LimitsPolicy>,
     /// Spawns in flight, shared by every worker (`limits.spawnQueue`).
     pub spawn_queue: crate::sessions::admission::SpawnQueue,
+    /// What each principal reaches (`caller.rs`).
+    pub principals: Arc<caller::Principals>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
@@ -133,11 +136,15 @@ impl AppState {
     }
 }
 
-/// Finds a session by id or name.
-pub async fn lookup(state: &AppState, key: &str) -> Result<Found, Error> {
+/// Finds a session by id or name among those `caller` reaches: one out of its reach answers
+/// exactly as one that does not exist.
+pub async fn lookup(state: &AppState, caller: &caller::Caller, key: &str) -> Result<Found, Error> {
     state
         .manager()?
-        .send(Lookup(key.to_string()))
+        .send(Lookup {
+            key: key.to_string(),
+            reach: caller.reach.clone(),
+        })
         .await
         .map_err(|_| Error::Internal)?
         .map_err(Error::from)
@@ -252,9 +259,13 @@ fn app(
             let refused = if auth::is_public(req.path()) {
                 None
             } else {
-                match auth::check_token(&req, &state.tokens, &state.tickets) {
-                    Ok(admitted) => {
+                match auth::check_token(&req, &state.tokens, &state.tickets).and_then(|admitted| {
+                    let caller = acting(&req, &admitted, &state.principals)?;
+                    Ok((admitted, caller))
+                }) {
+                    Ok((admitted, caller)) => {
                         auth::admit(&req, admitted);
+                        req.extensions_mut().insert(caller);
                         // The connection is the owner's from now on: never closed to make
                         // room for tokenless ones.
                         if let Some(mark) = req.conn_data::<conn_registry::ConnMark>() {
@@ -292,6 +303,20 @@ fn app(
                 .instrument(span),
             )
         })
+}
+
+/// What an admitted request acts as; a principal on an owner-only route is refused.
+fn acting(
+    req: &actix_web::dev::ServiceRequest,
+    admitted: &auth::Admitted,
+    principals: &caller::Principals,
+) -> Result<caller::Caller, auth::AuthError> {
+    let acting_as = admitted.acting_as(req.headers())?;
+    let caller = principals.caller(&caller::Who::Owner, acting_as.as_deref())?;
+    if !caller.is_owner() && route_table::is_owner_only(req.method(), req.path()) {
+        return Err(auth::AuthError::OwnerOnly);
+    }
+    Ok(caller)
 }
 
 /// A body the request declares longer than the cap is refused from its head, before any of

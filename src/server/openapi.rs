@@ -509,7 +509,7 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                     .build(),
             ));
     }
-    for (status, description) in error_responses(route.public) {
+    for (status, description) in error_responses(route.public()) {
         let mut response = ResponseBuilder::new()
             .description(description.clone())
             .content("application/json", json_content("ErrorBody"));
@@ -531,7 +531,7 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
         }
         b = b.response(status.to_string(), response.build());
     }
-    if route.public {
+    if route.public() {
         // An empty requirement list overrides the document's bearer requirement.
         b = b.securities(Some(Vec::<SecurityRequirement>::new()));
     }

@@ -124,8 +124,28 @@ pub struct Route {
     pub path: &'static str,
     /// What answers it.
     pub endpoint: Endpoint,
+    /// Who may call it.
+    pub access: Access,
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone, without a token.
+    Public,
+    /// The owner and principals (who see only what is in their reach).
+    Token,
+    /// Only the owner's token, acting as itself (spec §2.5): the daemon's own controls,
+    /// broker bindings, metrics, the principal listing, and the workspaces no listed session
+    /// owns (no principal's reach holds them).
+    Owner,
+}
+
+impl Route {
     /// Served without a token.
-    pub public: bool,
+    pub fn public(&self) -> bool {
+        self.access == Access::Public
+    }
 }
 
 const fn route(method: Method, path: &'static str, endpoint: Endpoint) -> Route {
@@ -133,7 +153,7 @@ const fn route(method: Method, path: &'static str, endpoint: Endpoint) -> Route 
         method,
         path,
         endpoint,
-        public: false,
+        access: Access::Token,
     }
 }
 
@@ -142,7 +162,16 @@ const fn public(method: Method, path: &'static str, endpoint: Endpoint) -> Route
         method,
         path,
         endpoint,
-        public: true,
+        access: Access::Public,
+    }
+}
+
+const fn owner(method: Method, path: &'static str, endpoint: Endpoint) -> Route {
+    Route {
+        method,
+        path,
+        endpoint,
+        access: Access::Owner,
     }
 }
 
@@ -154,7 +183,7 @@ pub const ROUTES: &[Route] = &[
     public(Get, "/v1/health", E::Health),
     public(Get, "/v1/openapi.json", E::OpenApi),
     route(Get, "/v1/daemon", E::Daemon),
-    route(Post, "/v1/daemon/quit", E::Quit),
+    owner(Post, "/v1/daemon/quit", E::Quit),
     route(Get, "/v1/agents", E::Agents),
     route(Get, "/v1/sessions", E::ListSessions),
     route(Post, "/v1/sessions", E::Spawn),
@@ -171,27 +200,34 @@ pub const ROUTES: &[Route] = &[
     route(Post, "/v1/sessions/{id}/kill", E::Kill),
     route(Post, "/v1/sessions/{id}/revive", E::Revive),
     route(Post, "/v1/sessions/{id}/suspend", E::Suspend),
-    route(Get, "/v1/sessions/{id}/auth", E::AuthStatus),
-    route(Post, "/v1/sessions/{id}/auth/revoke", E::AuthRevoke),
-    route(Post, "/v1/sessions/{id}/auth/rebind", E::AuthRebind),
+    owner(Get, "/v1/sessions/{id}/auth", E::AuthStatus),
+    owner(Post, "/v1/sessions/{id}/auth/revoke", E::AuthRevoke),
+    owner(Post, "/v1/sessions/{id}/auth/rebind", E::AuthRebind),
     route(Get, "/v1/sessions/{id}/attach", E::Attach),
     route(Get, "/v1/fleet", E::Fleet),
-    route(Post, "/v1/fleet/restore", E::Restore),
-    route(Get, "/v1/workspaces/orphans", E::Orphans),
-    route(Post, "/v1/workspaces/prune", E::Prune),
+    owner(Post, "/v1/fleet/restore", E::Restore),
+    owner(Get, "/v1/workspaces/orphans", E::Orphans),
+    owner(Post, "/v1/workspaces/prune", E::Prune),
     route(Get, "/v1/dirs", E::Dirs),
     route(Get, "/v1/permissions", E::Permissions),
     route(Post, "/v1/permissions/{id}", E::Respond),
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
     route(Post, "/v1/tickets", E::Tickets),
-    route(Get, "/metrics", E::Metrics),
+    owner(Get, "/metrics", E::Metrics),
 ];
 
 /// Whether `path` is served without a token (whatever the method: a wrong one answers
 /// `unknown_method`, which needs no token either).
 pub fn is_public(path: &str) -> bool {
-    ROUTES.iter().any(|r| r.public && r.path == path) || is_page(path)
+    ROUTES.iter().any(|r| r.public() && r.path == path) || is_page(path)
+}
+
+/// Whether the route `method` `path` is one only the owner may call.
+pub fn is_owner_only(method: &actix_web::http::Method, path: &str) -> bool {
+    ROUTES.iter().any(|r| {
+        r.access == Access::Owner && r.method.http() == method && template_matches(r.path, path)
+    })
 }
 
 /// Where the browser page's files are served from (`page.rs`).
@@ -323,6 +359,20 @@ mod tests {
         assert!(!is_public("/v1/assets/x"));
         assert!(!is_public("/assets"));
         assert!(!is_public("/metrics"));
+    }
+
+    #[test]
+    fn the_owner_only_routes_are_the_daemons_controls_bindings_and_metrics() {
+        use actix_web::http::Method as M;
+        assert!(is_owner_only(&M::POST, "/v1/daemon/quit"));
+        assert!(is_owner_only(&M::POST, "/v1/fleet/restore"));
+        assert!(is_owner_only(&M::GET, "/v1/sessions/x/auth"));
+        assert!(is_owner_only(&M::POST, "/v1/sessions/x/auth/revoke"));
+        assert!(is_owner_only(&M::POST, "/v1/sessions/x/auth/rebind"));
+        assert!(is_owner_only(&M::GET, "/metrics"));
+        assert!(!is_owner_only(&M::GET, "/v1/fleet"));
+        assert!(!is_owner_only(&M::GET, "/v1/sessions/x"));
+        assert!(!is_owner_only(&M::POST, "/v1/sessions"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
+use super::caller::Caller;
 use super::route_table::{self, Endpoint, ScopedPath};
 use super::workspace_routes;
 use super::{lookup, AppState};
@@ -235,15 +236,20 @@ async fn agents(state: web::Data<AppState>) -> HttpResponse {
 }
 
 /// `GET /v1/sessions`: the manager keeps the body serialized, so the answer is its bytes.
-async fn list(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let body = mailbox(state.manager()?.send(ListSessions).await)?;
+async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let reach = caller.reach;
+    let body = mailbox(state.manager()?.send(ListSessions { reach }).await)?;
     Ok(HttpResponse::Ok()
         .content_type(header::ContentType::json())
         .body(body))
 }
 
-async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let mut descriptor = lookup(&state, &path).await?.descriptor;
+async fn get(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let mut descriptor = lookup(&state, &caller, &path).await?.descriptor;
     // Four small files in the kernel's memory, read here: one session's is not worth a hop
     // to a blocking thread.
     descriptor.usage = crate::sessions::usage::cgroups_of(&descriptor, &state.providers)
@@ -252,6 +258,7 @@ async fn get(path: web::Path<String>, state: web::Data<AppState>) -> Result<Http
 }
 
 async fn update(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
@@ -261,7 +268,7 @@ async fn update(
         name: p.name,
         pinned: p.pinned,
     };
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let session = mailbox(found.addr.send(msg).await)??;
     Ok(session_answer(session))
 }
@@ -270,11 +277,12 @@ async fn update(
 /// two steps (spec §3.7): without `confirm` it answers `{confirmToken, expiresAt}` (60 s);
 /// with it, the host is destroyed and the session forgotten.
 async fn forget(
+    caller: Caller,
     query: web::Query<Vec<(String, String)>>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let query = Params::from_query(query.into_inner());
     if !state.destroys_host(&found.descriptor) {
         let force = query.opt_bool("force")?.unwrap_or(false);
@@ -301,6 +309,7 @@ async fn forget(
 }
 
 async fn input(
+    caller: Caller,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
@@ -318,54 +327,62 @@ async fn input(
         let p: atc_protocol::requests::InputRequest = body::read(&body)?;
         Bytes::from(p.data)
     };
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     mailbox(found.addr.send(Input(bytes)).await)??;
     Ok(HttpResponse::Ok().json(Empty {}))
 }
 
 async fn submit(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let SubmitRequest { text } = read_json(payload, &state).await?;
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     mailbox(found.addr.send(Submit(text)).await)??;
     Ok(HttpResponse::Ok().json(Empty {}))
 }
 
 async fn resize(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let ResizeRequest { cols, rows } = read_json(payload, &state).await?;
     let size = body::size(cols, rows)?;
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let size = mailbox(found.addr.send(ResizeSession(size)).await)??;
     Ok(HttpResponse::Ok().json(size))
 }
 
-async fn ack(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+async fn ack(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &caller, &path).await?;
     let session = mailbox(found.addr.send(Ack).await)?;
     Ok(session_answer(session))
 }
 
 async fn screen(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let screen = mailbox(found.addr.send(GetScreen).await)??;
     Ok(HttpResponse::Ok().json(screen))
 }
 
 async fn resume_command(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let d = lookup(&state, &path).await?.descriptor;
+    let d = lookup(&state, &caller, &path).await?.descriptor;
     let agent = state
         .catalog
         .get(&d.agent)
@@ -386,8 +403,12 @@ async fn resume_command(
     Ok(HttpResponse::Ok().json(ResumeCommand { command }))
 }
 
-async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+async fn kill(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
+    let found = lookup(&state, &caller, &path).await?;
     Ok(match mailbox(found.addr.send(Kill).await)?? {
         Killed::Ended(session) => HttpResponse::Ok().json(KillAnswer {
             session,
@@ -401,6 +422,7 @@ async fn kill(path: web::Path<String>, state: web::Data<AppState>) -> Result<Htt
 }
 
 async fn revive(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
@@ -414,7 +436,7 @@ async fn revive(
             rows.ok_or_else(|| missing("rows"))?,
         )?),
     };
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let session = mailbox(found.addr.send(Revive { size }).await)??;
     Ok(session_answer(session))
 }
@@ -423,31 +445,34 @@ async fn revive(
 /// inside (imp targets). A busy session keeps its host awake (`host_unavailable`, `problem:
 /// busy`) unless `force`; another owner's lease answers `host_leased`.
 async fn suspend(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let p: SuspendRequest = read_json(payload, &state).await?;
     let force = p.force.unwrap_or(false);
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let session = mailbox(found.addr.send(Suspend { force }).await)??;
     Ok(session_answer(session))
 }
 
 async fn auth_status(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let auth = mailbox(found.addr.send(AuthStatusOf).await)??;
     Ok(HttpResponse::Ok().json(AuthEnvelope { auth }))
 }
 
 async fn auth_revoke(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let auth = mailbox(found.addr.send(RevokeAuth).await)??;
     Ok(HttpResponse::Ok().json(AuthEnvelope { auth }))
 }
@@ -455,22 +480,36 @@ async fn auth_revoke(
 /// `POST /v1/sessions/{id}/auth/rebind`: the host's binding follows the agent's `auth` as
 /// the daemon's config has it now; answers `{revision}`.
 async fn auth_rebind(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let revision = mailbox(found.addr.send(RebindAuth).await)??;
     Ok(HttpResponse::Ok().json(atc_protocol::responses::AuthRebound { revision }))
 }
 
-async fn fleet(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let rows = state.store.load_fleet().await.map_err(|e| {
+async fn fleet(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    let mut rows = state.store.load_fleet().await.map_err(|e| {
         tracing::error!(error = %e, "could not read the fleet");
         Error::Internal
     })?;
+    if let Some(reach) = &caller.reach {
+        // A row is a session; it is shown when that session is in reach.
+        let seen = in_reach(&state, reach).await?;
+        rows.retain(|r| seen.contains(&r.session_id));
+    }
     Ok(HttpResponse::Ok().json(FleetList {
         fleet: rows.into_iter().map(FleetEntry::from).collect(),
     }))
+}
+
+/// The sessions in `reach`.
+async fn in_reach(
+    state: &AppState,
+    reach: &std::sync::Arc<crate::sessions::reach::Reach>,
+) -> Result<std::collections::HashSet<atc_protocol::SessionId>, Error> {
+    mailbox(state.manager()?.send(InReach(reach.clone())).await)
 }
 
 async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
@@ -480,21 +519,62 @@ async fn restore(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     }))
 }
 
-async fn dirs(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
-    let dirs = state.store.recent_dirs(50).await.map_err(|e| {
+async fn dirs(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+    const SHOWN: u32 = 50;
+    let failed = |e: crate::store::StoreError| {
         tracing::error!(error = %e, "could not read spawn history");
         Error::Internal
-    })?;
+    };
+    let Some(reach) = &caller.reach else {
+        let dirs = state.store.recent_dirs(SHOWN).await.map_err(failed)?;
+        return Ok(HttpResponse::Ok().json(Dirs { dirs }));
+    };
+    // A principal sees the directories last spawned on a target it is granted, at the
+    // identity that target has now (a row older than targets was on `local`).
+    let current = |id: &str| {
+        state
+            .targets
+            .list()
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.identity.clone())
+    };
+    let placed = state
+        .store
+        .recent_dirs_placed(4 * SHOWN)
+        .await
+        .map_err(failed)?;
+    let dirs = placed
+        .into_iter()
+        .filter(|(_, target, identity)| {
+            let target = target.as_deref().unwrap_or("local");
+            reach.grants(target)
+                && identity
+                    .as_ref()
+                    .is_none_or(|i| current(target).as_ref() == Some(i))
+        })
+        .map(|(cwd, _, _)| cwd)
+        .take(SHOWN as usize)
+        .collect();
     Ok(HttpResponse::Ok().json(Dirs { dirs }))
 }
 
 /// `POST /v1/tickets`: a single-use ticket for one WebSocket upgrade, tied to the token this
 /// request came with (`tickets.rs`).
-async fn ticket(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+async fn ticket(
+    req: HttpRequest,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Error> {
     let token = super::auth::Admitted::of(&req);
+    // The socket it opens acts as this request does.
     let issued = state
         .tickets
-        .issue(&token, std::time::Instant::now())
+        .issue(
+            &token,
+            caller.asked_as.as_deref(),
+            std::time::Instant::now(),
+        )
         .map_err(|e| {
             tracing::error!(error = %e, "could not issue a ticket");
             Error::Internal
@@ -511,15 +591,20 @@ async fn ticket(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResp
         }))
 }
 
-async fn permissions(state: web::Data<AppState>) -> Result<HttpResponse, Error> {
+async fn permissions(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, Error> {
     let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
-    let pending = mailbox(registry.send(ListPending).await)?;
+    let mut pending = mailbox(registry.send(ListPending).await)?;
+    if let Some(reach) = &caller.reach {
+        let seen = in_reach(&state, reach).await?;
+        pending.retain(|p| seen.contains(&p.session));
+    }
     Ok(HttpResponse::Ok().json(PermissionList {
         permissions: pending,
     }))
 }
 
 async fn respond(
+    caller: Caller,
     path: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
@@ -529,6 +614,23 @@ async fn respond(
         return Err(missing("decision"));
     }
     let registry = state.permissions.as_ref().ok_or(Error::Internal)?;
+    if let Some(reach) = &caller.reach {
+        // A request of a session out of reach is answered as one that does not exist.
+        let pending = mailbox(registry.send(ListPending).await)?;
+        let session = pending
+            .iter()
+            .find(|p| p.request == *path)
+            .map(|p| p.session);
+        let seen = in_reach(&state, reach).await?;
+        if session.is_some_and(|s| !seen.contains(&s)) {
+            return Err(
+                crate::permissions::registry::PermissionError::NoSuchRequest {
+                    request: path.into_inner(),
+                }
+                .into(),
+            );
+        }
+    }
     mailbox(
         registry
             .send(Respond {
@@ -575,6 +677,7 @@ fn decode_cursor(cursor: &str) -> Result<i64, RequestError> {
 }
 
 async fn trail(
+    caller: Caller,
     query: web::Query<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
@@ -626,6 +729,18 @@ async fn trail(
             events.truncate(limit as usize);
             let last = events.last().map(|e| e.id).unwrap_or(after);
             (events, more, last)
+        }
+    };
+    // A principal reads the events of sessions in its reach; the cursor still moves past
+    // what it is not shown, so its next read does not find those again.
+    let events = match &caller.reach {
+        None => events,
+        Some(reach) => {
+            let seen = in_reach(&state, reach).await?;
+            events
+                .into_iter()
+                .filter(|e| seen.contains(&e.atc_id))
+                .collect()
         }
     };
     Ok(HttpResponse::Ok().json(Trail {

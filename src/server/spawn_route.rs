@@ -4,6 +4,8 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::auth::AuthError;
+use super::caller::Caller;
 use super::routes::{mailbox, read_json};
 use super::workspace_routes;
 use super::AppState;
@@ -24,6 +26,7 @@ use atc_protocol::TermSize;
 /// The route's handler.
 pub(super) async fn spawn(
     req: HttpRequest,
+    caller: Caller,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
@@ -72,6 +75,15 @@ pub(super) async fn spawn(
             Some(_) => state.refusal.check_workspace(target_param),
             None => Ok(t),
         });
+    // Spec §3.5 step 4: after the chain, the principal's grant.
+    if let (Ok(t), Some(reach)) = (&refusal, &caller.reach) {
+        if !reach.grants(&t.id) {
+            return Err(AuthError::TargetForbidden {
+                target: t.id.clone(),
+            }
+            .into());
+        }
+    }
     let (target, target_identity) = match &refusal {
         Ok(t) => (t.id.clone(), t.identity.clone()),
         Err(_) => (
@@ -141,7 +153,7 @@ pub(super) async fn spawn(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let key = KeyId {
-        principal: "local".into(),
+        principal: caller.principal.clone(),
         operation: "session.spawn".into(),
         key,
     };
@@ -162,6 +174,10 @@ pub(super) async fn spawn(
         state.metrics.ledger_answered(kind);
     }
     let answer = answer?;
+    // Spec §7.4: a principal's replay answers only a session still in its reach.
+    if answer.replayed && caller.reach.is_some() {
+        check_replay_in_reach(&state, &caller, &answer.session).await?;
+    }
     let body = SessionEnvelope {
         session: answer.session,
     };
@@ -172,6 +188,30 @@ pub(super) async fn spawn(
     } else {
         HttpResponse::Created().json(body)
     })
+}
+
+/// A replayed spawn's session must be in the caller's reach: its tree when it is listed, the
+/// stored session alone when it is not; otherwise `target_forbidden`.
+async fn check_replay_in_reach(
+    state: &AppState,
+    caller: &Caller,
+    session: &atc_protocol::Descriptor,
+) -> Result<(), Error> {
+    let forbidden = || AuthError::TargetForbidden {
+        target: session.locator.target_id.clone(),
+    };
+    let covered = caller.reach.as_ref().is_none_or(|r| r.covers(session));
+    if !covered {
+        return Err(forbidden().into());
+    }
+    let everyone = crate::server::caller::Caller::owner();
+    let id = session.id.to_string();
+    if super::lookup(state, &everyone, &id).await.is_ok()
+        && super::lookup(state, caller, &id).await.is_err()
+    {
+        return Err(forbidden().into());
+    }
+    Ok(())
 }
 
 /// The `Idempotency-Key` header, if any: 1–200 characters.

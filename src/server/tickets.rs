@@ -38,7 +38,25 @@ pub struct Issued {
 struct Live {
     /// The bearer token that asked for it.
     token: String,
+    /// The principal the owner asked as (`X-Atc-As`), which the socket acts as too.
+    acting_as: Option<String>,
     expires: Instant,
+}
+
+/// What a spent ticket opens a socket with: the token that asked for it, and the principal
+/// it was asked as.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Redeemed {
+    /// The bearer token.
+    pub token: String,
+    /// The `X-Atc-As` of the ticket's request.
+    pub acting_as: Option<String>,
+}
+
+impl std::fmt::Debug for Redeemed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Redeemed(redacted, as {:?})", self.acting_as)
+    }
 }
 
 /// The live tickets, shared by every worker.
@@ -72,8 +90,14 @@ impl Tickets {
         self.ttl
     }
 
-    /// Issues a ticket for the holder of `token`, valid from `now` for the lifetime.
-    pub fn issue(&self, token: &str, now: Instant) -> Result<Issued, TicketError> {
+    /// Issues a ticket for the holder of `token` acting as `acting_as`, valid from `now` for
+    /// the lifetime.
+    pub fn issue(
+        &self,
+        token: &str,
+        acting_as: Option<&str>,
+        now: Instant,
+    ) -> Result<Issued, TicketError> {
         let mut raw = [0u8; 32];
         getrandom::fill(&mut raw).map_err(|e| TicketError::NoRandomness(e.to_string()))?;
         let ticket: String = raw.iter().map(|b| format!("{b:02x}")).collect();
@@ -94,17 +118,21 @@ impl Tickets {
             ticket.clone(),
             Live {
                 token: token.to_string(),
+                acting_as: acting_as.map(str::to_string),
                 expires,
             },
         );
         Ok(Issued { ticket, expires })
     }
 
-    /// Spends `ticket`: the token that asked for it, if the ticket is live at `now`. A used,
-    /// expired or unknown ticket answers `None`; either way the ticket is gone afterwards.
-    pub fn redeem(&self, ticket: &str, now: Instant) -> Option<String> {
+    /// Spends `ticket`: what asked for it, if the ticket is live at `now`. A used, expired
+    /// or unknown ticket answers `None`; either way the ticket is gone afterwards.
+    pub fn redeem(&self, ticket: &str, now: Instant) -> Option<Redeemed> {
         let live = self.lock().remove(ticket)?;
-        (live.expires > now).then_some(live.token)
+        (live.expires > now).then_some(Redeemed {
+            token: live.token,
+            acting_as: live.acting_as,
+        })
     }
 
     /// How many tickets are held (live or not yet pruned).
@@ -129,10 +157,16 @@ mod tests {
     fn a_ticket_opens_once_and_names_its_token() {
         let tickets = Tickets::new(Duration::from_secs(30));
         let now = Instant::now();
-        let issued = tickets.issue(TOKEN, now).unwrap();
+        let issued = tickets.issue(TOKEN, None, now).unwrap();
         assert_eq!(issued.ticket.len(), 64);
         assert_eq!(issued.expires, now + Duration::from_secs(30));
-        assert_eq!(tickets.redeem(&issued.ticket, now).as_deref(), Some(TOKEN));
+        assert_eq!(
+            tickets
+                .redeem(&issued.ticket, now)
+                .map(|r| r.token)
+                .as_deref(),
+            Some(TOKEN)
+        );
         assert_eq!(tickets.redeem(&issued.ticket, now), None);
         assert_eq!(tickets.redeem("not-a-ticket", now), None);
     }
@@ -141,24 +175,34 @@ mod tests {
     fn an_expired_ticket_is_refused_and_pruned() {
         let tickets = Tickets::new(Duration::from_secs(30));
         let now = Instant::now();
-        let old = tickets.issue(TOKEN, now).unwrap();
+        let old = tickets.issue(TOKEN, None, now).unwrap();
         let later = now + Duration::from_secs(30);
         assert_eq!(tickets.redeem(&old.ticket, later), None);
-        let stale = tickets.issue(TOKEN, now).unwrap();
-        let fresh = tickets.issue(TOKEN, later).unwrap();
+        let stale = tickets.issue(TOKEN, None, now).unwrap();
+        let fresh = tickets.issue(TOKEN, None, later).unwrap();
         assert_eq!(tickets.held(), 1, "issuing prunes what expired");
         assert_eq!(tickets.redeem(&stale.ticket, later), None);
         assert!(tickets.redeem(&fresh.ticket, later).is_some());
     }
 
     #[test]
+    fn a_ticket_remembers_the_principal_it_was_asked_as() {
+        let tickets = Tickets::new(Duration::from_secs(30));
+        let now = Instant::now();
+        let issued = tickets.issue(TOKEN, Some("ci"), now).unwrap();
+        let spent = tickets.redeem(&issued.ticket, now).unwrap();
+        assert_eq!(spent.acting_as.as_deref(), Some("ci"));
+        assert!(!format!("{spent:?}").contains(TOKEN));
+    }
+
+    #[test]
     fn past_the_cap_the_oldest_goes() {
         let tickets = Tickets::new(Duration::from_secs(30));
         let start = Instant::now();
-        let first = tickets.issue(TOKEN, start).unwrap();
+        let first = tickets.issue(TOKEN, None, start).unwrap();
         for i in 1..=MAX_LIVE {
             tickets
-                .issue(TOKEN, start + Duration::from_micros(i as u64))
+                .issue(TOKEN, None, start + Duration::from_micros(i as u64))
                 .unwrap();
         }
         assert_eq!(tickets.held(), MAX_LIVE);
@@ -168,7 +212,7 @@ mod tests {
     #[test]
     fn nothing_prints_a_ticket_or_its_token() {
         let tickets = Tickets::new(Duration::from_secs(30));
-        let issued = tickets.issue(TOKEN, Instant::now()).unwrap();
+        let issued = tickets.issue(TOKEN, Some("ci"), Instant::now()).unwrap();
         let shown = format!("{tickets:?}");
         assert!(
             !shown.contains(&issued.ticket) && !shown.contains(TOKEN),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use actix_web::{web, HttpResponse};
 
+use super::caller::Caller;
 use super::routes::{mailbox, read_json};
 use super::{lookup, AppState};
 use crate::protocol::RequestError;
@@ -50,10 +51,11 @@ pub(super) fn ask(w: &WorkspaceRequest) -> Result<Ask, Error> {
 
 /// `GET /v1/sessions/{id}/workspace`.
 pub(super) async fn status(
+    caller: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
-    let found = lookup(&state, &path).await?;
+    let found = lookup(&state, &caller, &path).await?;
     let status = mailbox(found.addr.send(ReadWorkspace).await)??;
     Ok(HttpResponse::Ok().json(status))
 }

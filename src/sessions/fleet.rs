@@ -167,13 +167,28 @@ impl<A> Fleet<A> {
         if usage.is_empty() {
             return self.listing();
         }
+        self.listing_of(usage, |_| true)
+    }
+
+    /// The listing of the sessions `keep` keeps (a principal's, which sees only its reach),
+    /// with their usage as [`Fleet::listing_with`] splices it; built for the call, never
+    /// cached.
+    pub fn listing_of(
+        &mut self,
+        usage: &HashMap<SessionId, atc_protocol::Usage>,
+        keep: impl Fn(&Descriptor) -> bool,
+    ) -> Bytes {
         let mut body = BytesMut::with_capacity(64 * self.order.len() + 64);
         body.put_slice(b"{\"sessions\":[");
-        for (i, id) in self.order.iter().enumerate() {
+        let mut first = true;
+        for id in &self.order {
             let Some(e) = self.sessions.get_mut(id) else {
                 continue;
             };
-            if i > 0 {
+            if !keep(&e.descriptor) {
+                continue;
+            }
+            if !std::mem::take(&mut first) {
                 body.put_u8(b',');
             }
             let json = e.json();

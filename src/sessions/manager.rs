@@ -11,7 +11,6 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use super::blocking_threads;
-use super::client_queue::{ClientQueue, Outgoing};
 use super::fleet::{Entry, Fleet};
 use super::live_slots::LiveSlot;
 use super::messages::*;
@@ -32,9 +31,8 @@ use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy, SessionId};
 pub struct SessionManager {
     /// Every session, oldest first, with the descriptor it last reported.
     sessions: Fleet<Addr<Session>>,
-    subscribers: HashMap<ClientId, ClientQueue>,
-    /// Backlog at which an events subscriber is cut off (it reconnects for a fresh snapshot).
-    subscriber_cap: usize,
+    /// The events sockets.
+    subscribers: super::subscribers::Subscribers,
     catalog: Arc<AgentCatalog>,
     /// Dependencies handed to each session (their `manager` recipient points here).
     deps: SessionDeps,
@@ -71,8 +69,7 @@ impl SessionManager {
             let subscriber_cap = parts.deps.limits.queue_bytes;
             SessionManager {
                 sessions: Fleet::default(),
-                subscribers: HashMap::new(),
-                subscriber_cap,
+                subscribers: super::subscribers::Subscribers::new(subscriber_cap),
                 catalog: parts.catalog,
                 deps: parts.deps,
                 pending_rows: parts.rows,
@@ -85,29 +82,13 @@ impl SessionManager {
         })
     }
 
-    fn broadcast(&mut self, event: &FleetEvent) {
-        // Nobody to tell: skip serializing the event (at scale, most changes have no
-        // events socket watching).
-        if self.subscribers.is_empty() {
-            return;
-        }
-        let text = event.to_text();
-        let cap = self.subscriber_cap;
-        self.subscribers.retain(|id, q| {
-            if q.is_closed() {
-                return false;
-            }
-            if q.backlog() + text.len() > cap {
-                tracing::warn!(
-                    subscriber = id.0,
-                    "events subscriber fell behind; disconnecting it"
-                );
-                q.push(Outgoing::Close);
-                return false;
-            }
-            q.push_text(text.clone());
-            true
-        });
+    /// Sends `event` to the events sockets that may hear it (see `subscribers`).
+    fn broadcast(&mut self, event: &FleetEvent, former_top: Option<SessionId>) {
+        let fleet: Vec<&Descriptor> = match self.subscribers.has_views() {
+            true => self.sessions.in_order().map(Entry::descriptor).collect(),
+            false => Vec::new(),
+        };
+        self.subscribers.broadcast(event, former_top, &fleet);
     }
 
     /// Schedules a `status.json` rewrite; changes within the debounce share one write.
@@ -145,16 +126,31 @@ impl SessionManager {
         });
     }
 
-    fn lookup(&self, key: &str) -> Result<&Entry<Addr<Session>>, SessionError> {
+    /// The session `key` names among those in `reach` (every one for `None`). One out of
+    /// reach is missing, and a name it shares with one in reach is not ambiguous.
+    fn lookup(
+        &self,
+        key: &str,
+        reach: Option<&super::reach::Reach>,
+    ) -> Result<&Entry<Addr<Session>>, SessionError> {
+        let visible = |e: &&Entry<Addr<Session>>| match reach {
+            None => true,
+            Some(r) => super::reach::in_reach(
+                r,
+                e.descriptor(),
+                self.sessions.entries().map(Entry::descriptor),
+            ),
+        };
         if let Ok(id) = key.parse::<SessionId>() {
-            if let Some(e) = self.sessions.get(&id) {
+            if let Some(e) = self.sessions.get(&id).filter(visible) {
                 return Ok(e);
             }
         }
         let mut named = self
             .sessions
             .entries()
-            .filter(|e| e.descriptor().name == key);
+            .filter(|e| e.descriptor().name == key)
+            .filter(visible);
         match (named.next(), named.next()) {
             (Some(e), None) => Ok(e),
             (Some(_), Some(_)) => Err(SessionError::AmbiguousName {
@@ -557,7 +553,7 @@ impl Handler<Lookup> for SessionManager {
     type Result = Result<Found, SessionError>;
 
     fn handle(&mut self, msg: Lookup, _: &mut Self::Context) -> Self::Result {
-        let e = self.lookup(&msg.0)?;
+        let e = self.lookup(&msg.key, msg.reach.as_deref())?;
         Ok(Found {
             addr: e.addr.clone(),
             descriptor: e.descriptor().clone(),
@@ -569,9 +565,18 @@ impl Handler<ListSessions> for SessionManager {
     type Result = ResponseActFuture<Self, bytes::Bytes>;
 
     /// The listing, with each live session's usage read from its cgroup on a blocking thread
-    /// (see [`super::usage`]); the cached body when none has a cgroup.
-    fn handle(&mut self, _: ListSessions, _: &mut Self::Context) -> Self::Result {
+    /// (see [`super::usage`]); the cached body when none has a cgroup and the owner asks.
+    fn handle(&mut self, msg: ListSessions, _: &mut Self::Context) -> Self::Result {
         let providers = &self.deps.providers;
+        // A principal's view: the trees wholly in its reach, judged once per tree.
+        let trees = msg.reach.as_deref().map(|r| {
+            super::reach::trees_in_reach(r, self.sessions.entries().map(Entry::descriptor))
+        });
+        let owner = trees.is_none();
+        let keep = move |d: &Descriptor| match &trees {
+            None => true,
+            Some(t) => t.get(&super::reach::top_of(d)) == Some(&true),
+        };
         let in_cgroups: Vec<_> = self
             .sessions
             .entries()
@@ -581,14 +586,38 @@ impl Handler<ListSessions> for SessionManager {
             })
             .collect();
         if in_cgroups.is_empty() {
-            return Box::pin(fut::ready(self.sessions.listing()));
+            let body = match msg.reach {
+                None => self.sessions.listing(),
+                Some(_) => self.sessions.listing_of(&HashMap::new(), keep),
+            };
+            return Box::pin(fut::ready(body));
         }
         Box::pin(
             blocking_threads::run(move || super::usage::read(in_cgroups))
                 .into_actor(self)
                 // A lost job panicked; the listing goes out without usage.
-                .map(|usage, act, _| act.sessions.listing_with(&usage.unwrap_or_default())),
+                .map(move |usage, act, _| {
+                    let usage = usage.unwrap_or_default();
+                    match owner {
+                        true => act.sessions.listing_with(&usage),
+                        false => act.sessions.listing_of(&usage, keep),
+                    }
+                }),
         )
+    }
+}
+
+impl Handler<InReach> for SessionManager {
+    type Result = MessageResult<InReach>;
+
+    fn handle(&mut self, msg: InReach, _: &mut Self::Context) -> Self::Result {
+        let fleet = || self.sessions.entries().map(Entry::descriptor);
+        let trees = super::reach::trees_in_reach(&msg.0, fleet());
+        let ids = fleet()
+            .filter(|d| trees.get(&super::reach::top_of(d)) == Some(&true))
+            .map(|d| d.id)
+            .collect();
+        MessageResult(ids)
     }
 }
 
@@ -622,6 +651,11 @@ impl Handler<FleetNotice> for SessionManager {
     type Result = ();
 
     fn handle(&mut self, msg: FleetNotice, ctx: &mut Self::Context) {
+        // The tree the session was in before this, which a change may take into or out of a
+        // principal's reach.
+        let former_top = super::fleet_event_session(&msg.0)
+            .and_then(|s| self.sessions.get(&s))
+            .map(|e| super::reach::top_of(e.descriptor()));
         match &msg.0 {
             FleetEvent::Added { session } | FleetEvent::State { session } => {
                 self.sessions
@@ -645,7 +679,7 @@ impl Handler<FleetNotice> for SessionManager {
             }
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
         }
-        self.broadcast(&msg.0);
+        self.broadcast(&msg.0, former_top);
         self.schedule_status(ctx);
     }
 }
@@ -664,15 +698,9 @@ impl Handler<Subscribe> for SessionManager {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) {
-        for e in self.sessions.in_order() {
-            msg.queue.push_text(
-                FleetEvent::Added {
-                    session: Box::new(e.descriptor().clone()),
-                }
-                .to_text(),
-            );
-        }
-        self.subscribers.insert(msg.client, msg.queue);
+        let fleet: Vec<&Descriptor> = self.sessions.in_order().map(Entry::descriptor).collect();
+        self.subscribers
+            .subscribe(msg.client, msg.queue, msg.reach, &fleet);
     }
 }
 
@@ -695,7 +723,7 @@ impl Handler<Unsubscribe> for SessionManager {
     type Result = ();
 
     fn handle(&mut self, msg: Unsubscribe, _: &mut Self::Context) {
-        self.subscribers.remove(&msg.client);
+        self.subscribers.unsubscribe(msg.client);
     }
 }
 
@@ -767,10 +795,7 @@ impl Handler<ShutdownAll> for SessionManager {
 
     fn handle(&mut self, _: ShutdownAll, _: &mut Self::Context) -> Self::Result {
         let addrs: Vec<Addr<Session>> = self.sessions.entries().map(|e| e.addr.clone()).collect();
-        for q in self.subscribers.values() {
-            q.push(Outgoing::Close);
-        }
-        self.subscribers.clear();
+        self.subscribers.close_all();
         let grace = self.deps.timings.shutdown_grace;
         let providers = self.deps.providers.distinct();
         Box::pin(async move {

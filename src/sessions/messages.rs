@@ -252,16 +252,41 @@ pub struct Found {
     pub descriptor: Descriptor,
 }
 
-/// Find a session by id or exact name.
+/// Find a session by id or exact name, among those in `reach` (all, for `None`: the owner).
+/// A session out of reach is not found, exactly as one that does not exist.
 #[derive(Message)]
 #[rtype(result = "Result<Found, SessionError>")]
-pub struct Lookup(pub String);
+pub struct Lookup {
+    /// An id or a name.
+    pub key: String,
+    /// What the asker reaches.
+    pub reach: Option<std::sync::Arc<super::reach::Reach>>,
+}
+
+impl Lookup {
+    /// A lookup among every session (the daemon's own, or the owner's).
+    pub fn any(key: impl Into<String>) -> Lookup {
+        Lookup {
+            key: key.into(),
+            reach: None,
+        }
+    }
+}
 
 /// The body of `GET /v1/sessions`: every session, oldest first, as the JSON object
 /// `{"sessions": [descriptor]}`, serialized by the manager (sent by the route).
 #[derive(Message)]
 #[rtype(result = "bytes::Bytes")]
-pub struct ListSessions;
+pub struct ListSessions {
+    /// Only the sessions in this reach (every one for `None`: the owner).
+    pub reach: Option<std::sync::Arc<super::reach::Reach>>,
+}
+
+/// The ids of the sessions in a principal's reach (its trail, permissions and fleet rows
+/// are judged by them).
+#[derive(Message)]
+#[rtype(result = "std::collections::HashSet<SessionId>")]
+pub struct InReach(pub std::sync::Arc<super::reach::Reach>);
 
 /// Every session counted by target and state, from the descriptors the manager keeps (sent
 /// by a metrics scrape).
@@ -323,6 +348,8 @@ pub struct Subscribe {
     pub client: ClientId,
     /// Its queue.
     pub queue: ClientQueue,
+    /// What it may hear of (everything for `None`: the owner).
+    pub reach: Option<std::sync::Arc<super::reach::Reach>>,
 }
 
 /// An events socket closed.

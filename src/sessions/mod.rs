@@ -12,6 +12,8 @@ pub mod launch;
 pub mod live_slots;
 pub mod manager;
 pub mod messages;
+pub mod reach;
+pub mod reach_view;
 pub mod record_file;
 pub mod report_key;
 pub mod ring;
@@ -24,8 +26,22 @@ pub mod session;
 pub mod session_error;
 pub mod session_name;
 pub mod status_file;
+pub mod subscribers;
 pub mod terminal_modes;
 pub mod trail_sweep;
 pub mod usage;
 pub mod workspace_step;
 pub mod workspace_transfer;
+
+/// The session a fleet event is about; `None` for a resolved permission, which names none.
+pub fn fleet_event_session(event: &atc_protocol::FleetEvent) -> Option<atc_protocol::SessionId> {
+    use atc_protocol::FleetEvent as E;
+    match event {
+        E::Added { session } | E::State { session } => Some(session.id),
+        E::Renamed { s, .. }
+        | E::Removed { s }
+        | E::Resized { s, .. }
+        | E::PermissionRequested { s, .. } => Some(*s),
+        E::PermissionResolved { .. } => None,
+    }
+}

@@ -245,6 +245,22 @@ impl StateStore {
         )
     }
 
+    /// The most recent spawn directories with the target and identity each was last spawned
+    /// on (`None` in rows older than targets), most recent first.
+    pub async fn recent_dirs_placed(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
+        self.flush().await?;
+        Ok(sqlx::query_as(
+            "SELECT cwd, target, target_identity FROM spawn_history \
+             ORDER BY last_spawn DESC LIMIT ?",
+        )
+        .bind(limit)
+        .fetch_all(&mut *self.db.hold().await?)
+        .await?)
+    }
+
     /// The key's row, if held.
     pub async fn idempotency_get(&self, id: &KeyId) -> Result<Option<KeyRow>, StoreError> {
         idempotency::get(&mut *self.db.hold().await?, id).await

@@ -69,6 +69,8 @@ mod openapi;
 mod page;
 /// `pty_spawn` on real PTYs: session leader, controlling terminal, fds, exit reports.
 mod pty_spawn;
+/// Principals' reach: out-of-reach sessions answer as missing ones on every route.
+mod reach;
 /// The real Claude Code under atc against a fake Messages API (skips when not installed).
 mod real_claude;
 /// The real Codex CLI under atc against a fake Responses API (skips when not installed).

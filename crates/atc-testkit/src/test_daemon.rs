@@ -20,6 +20,16 @@ use crate::screen::terminal_after;
 use crate::wait::{poll_every, poll_ok, WITHIN};
 use crate::ws::{ws_at, Ws};
 
+/// Who a test request acts as: a bearer token (the owner's or a principal's), and the
+/// principal it names in `X-Atc-As`, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct Acting<'a> {
+    /// The bearer token.
+    pub token: &'a str,
+    /// The `X-Atc-As` header.
+    pub act_as: Option<&'a str>,
+}
+
 /// A daemon running in this test's actix system.
 pub struct TestDaemon {
     pub handle: Option<DaemonHandle>,
@@ -159,10 +169,57 @@ impl TestDaemon {
         body: Option<Value>,
         token: Option<&str>,
     ) -> (u16, Value) {
+        self.call_headers(method, path, body, token, &[]).await
+    }
+
+    /// A request acting as `who`: its token, and its `X-Atc-As` if any.
+    pub async fn call_acting(
+        &self,
+        who: Acting<'_>,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let headers: Vec<(&str, &str)> = who.act_as.map(|a| ("X-Atc-As", a)).into_iter().collect();
+        self.call_headers(method, path, body, Some(who.token), &headers)
+            .await
+    }
+
+    /// Opens a WebSocket acting as `who`, returning the HTTP refusal on failure.
+    pub async fn try_ws_acting(
+        &self,
+        who: Acting<'_>,
+        path_and_query: &str,
+    ) -> Result<Ws, (u16, String)> {
+        let url = format!("{}{}", self.url.replace("http://", "ws://"), path_and_query);
+        let headers: Vec<(&str, &str)> = who.act_as.map(|a| ("X-Atc-As", a)).into_iter().collect();
+        crate::ws::ws_at_with(&url, Some(who.token), None, &headers).await
+    }
+
+    /// The owner's token, acting as itself.
+    pub fn owner(&self) -> Acting<'_> {
+        Acting {
+            token: &self.token,
+            act_as: None,
+        }
+    }
+
+    /// A request with the given token and extra headers.
+    pub async fn call_headers(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let method = awc::http::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.http.request(method, format!("{}{}", self.url, path));
         if let Some(t) = token {
             req = req.bearer_auth(t);
+        }
+        for (name, value) in headers {
+            req = req.insert_header((*name, *value));
         }
         let mut resp = match body {
             Some(b) => req.send_json(&b).await,

@@ -182,6 +182,16 @@ pub async fn ws_at(
     bearer: Option<&str>,
     origin: Option<&str>,
 ) -> Result<Ws, (u16, String)> {
+    ws_at_with(url, bearer, origin, &[]).await
+}
+
+/// [`ws_at`] with extra request headers (an `X-Atc-As`).
+pub async fn ws_at_with(
+    url: &str,
+    bearer: Option<&str>,
+    origin: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Result<Ws, (u16, String)> {
     let mut req = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .max_http_version(awc::http::Version::HTTP_11)
@@ -193,6 +203,9 @@ pub async fn ws_at(
     }
     if let Some(o) = origin {
         req = req.origin(o);
+    }
+    for (name, value) in headers {
+        req = req.set_header(*name, *value);
     }
     match req.connect().await {
         Ok((_, framed)) => Ok(Ws {

@@ -1,0 +1,380 @@
+//! Principals' reach (spec §2.5) through the HTTP API and the sockets: a session out of reach
+//! answers exactly as one that does not exist, on every route of the route table; lists, the
+//! fleet, the trail, permissions and the events socket leave it out; owner-only routes refuse
+//! a principal; idempotency keys are kept per principal; a ticket acts as its principal.
+//!
+//! The principal here is the owner acting through `X-Atc-As` on a daemon without a
+//! `principals` key, where every principal reaches `local` only; tests/it/principals.rs covers
+//! principals' own tokens.
+
+use atc::config::Config;
+use atc::server::route_table::{Access, Endpoint, ROUTES};
+use atc_testkit::test_daemon::Acting;
+use atc_testkit::{id_of, test_config, TestDaemon};
+use serde_json::{json, Value};
+
+/// `local`, and `side`: another local target the principal is not granted.
+fn two_targets() -> Config {
+    let parsed = Config::from_json(
+        br#"{"targets": {"local": {"provider": "local-pty"},
+                         "side": {"provider": "local-pty", "note": "not granted"}},
+             "defaultTarget": "local"}"#,
+    );
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    Config {
+        targets: parsed.targets,
+        ..test_config()
+    }
+}
+
+fn bot(d: &TestDaemon) -> Acting<'_> {
+    Acting {
+        token: &d.token,
+        act_as: Some("bot"),
+    }
+}
+
+async fn spawn_on(d: &TestDaemon, target: &str, name: &str) -> String {
+    let body = json!({"agent": "sh", "cwd": "/tmp", "target": target, "name": name});
+    id_of(&d.spawn_with(body).await)
+}
+
+/// What each route is, for a principal asking about a session out of its reach.
+enum Probe {
+    /// It names a session: ask it with this body (one a session in reach would accept).
+    Session(Option<Value>),
+    /// It lists sessions or what belongs to them (tested below, one by one).
+    Listing,
+    /// Only the owner may call it.
+    OwnerOnly,
+    /// It tells nothing about any session.
+    NoSessions,
+}
+
+/// Every endpoint's probe. A new endpoint does not compile until it says what it is.
+fn probe(endpoint: Endpoint) -> Probe {
+    use Endpoint as E;
+    match endpoint {
+        E::GetSession
+        | E::Screen
+        | E::Workspace
+        | E::ResumeCommand
+        | E::Kill
+        | E::Forget
+        | E::Ack
+        | E::Attach => Probe::Session(None),
+        E::UpdateSession => Probe::Session(Some(json!({"pinned": true}))),
+        E::Input => Probe::Session(Some(json!({"data": "x"}))),
+        E::Submit => Probe::Session(Some(json!({"text": "x"}))),
+        E::Resize => Probe::Session(Some(json!({"cols": 90, "rows": 30}))),
+        E::Revive => Probe::Session(Some(json!({}))),
+        E::Suspend => Probe::Session(Some(json!({}))),
+        E::ListSessions | E::Fleet | E::Trail | E::Permissions | E::Events | E::Dirs => {
+            Probe::Listing
+        }
+        // A permission request names a session by its request id; tested with the listing.
+        E::Respond => Probe::Listing,
+        E::Quit
+        | E::Restore
+        | E::AuthStatus
+        | E::AuthRevoke
+        | E::AuthRebind
+        | E::Metrics
+        | E::Orphans
+        | E::Prune => Probe::OwnerOnly,
+        E::Health | E::OpenApi | E::Daemon | E::Agents | E::Spawn | E::Tickets => Probe::NoSessions,
+    }
+}
+
+/// An answer with the session key it was asked with replaced, to compare two answers.
+fn masked(answer: (u16, Value), key: &str) -> (u16, String) {
+    (answer.0, answer.1.to_string().replace(key, "<key>"))
+}
+
+#[actix_rt::test]
+async fn a_session_out_of_reach_answers_as_a_missing_one_on_every_route() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let hidden = spawn_on(&d, "side", "hidden").await;
+    let missing = uuid::Uuid::new_v4().to_string();
+    let mut probed = 0;
+    for route in ROUTES {
+        let expect_owner_only = matches!(probe(route.endpoint), Probe::OwnerOnly);
+        assert_eq!(
+            expect_owner_only,
+            route.access == Access::Owner,
+            "{} {}: the probe and the table disagree on owner-only",
+            route.method.as_str(),
+            route.path
+        );
+        let Probe::Session(body) = probe(route.endpoint) else {
+            continue;
+        };
+        for key in [hidden.as_str(), "hidden"] {
+            let at = |k: &str| route.path.replace("{id}", k);
+            if route.endpoint == Endpoint::Attach {
+                let a = d.try_ws_acting(bot(&d), &at(key)).await.err();
+                let m = d.try_ws_acting(bot(&d), &at(&missing)).await.err();
+                assert_eq!(
+                    a.map(|e| e.0),
+                    m.map(|e| e.0),
+                    "attach to {key} as for a missing session"
+                );
+                continue;
+            }
+            let method = route.method.as_str();
+            let out = d.call_acting(bot(&d), method, &at(key), body.clone()).await;
+            let absent = d
+                .call_acting(bot(&d), method, &at(&missing), body.clone())
+                .await;
+            assert_eq!(
+                out.1["error"]["code"], "no_such_session",
+                "{method} {}: {}",
+                route.path, out.1
+            );
+            assert_eq!(
+                masked(out, key),
+                masked(absent, &missing),
+                "{method} {} answers an out-of-reach session as a missing one",
+                route.path
+            );
+        }
+        probed += 1;
+    }
+    assert!(probed >= 14, "only {probed} session routes probed");
+    // The owner still reaches it, and the session was left as it was by all of that.
+    let (s, got) = d.call("GET", &format!("/v1/sessions/{hidden}"), None).await;
+    assert_eq!(
+        (s, got["session"]["alive"].clone()),
+        (200, json!(true)),
+        "{got}"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn lists_the_fleet_the_trail_and_the_events_socket_leave_out_what_is_out_of_reach() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let shown = spawn_on(&d, "local", "shown").await;
+    let hidden = spawn_on(&d, "side", "hidden").await;
+    let ids = |v: &Value, list: &str, field: &str| -> Vec<String> {
+        v[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}: {v}"))
+            .iter()
+            .map(|s| s[field].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let (_, all) = d.call("GET", "/v1/sessions", None).await;
+    assert_eq!(ids(&all, "sessions", "id").len(), 2);
+    let (_, mine) = d.call_acting(bot(&d), "GET", "/v1/sessions", None).await;
+    assert_eq!(ids(&mine, "sessions", "id"), vec![shown.clone()]);
+    let (_, fleet) = d.call_acting(bot(&d), "GET", "/v1/fleet", None).await;
+    assert_eq!(
+        ids(&fleet, "fleet", "sessionId"),
+        vec![shown.clone()],
+        "{fleet}"
+    );
+    let (_, owner_fleet) = d.call("GET", "/v1/fleet", None).await;
+    assert_eq!(
+        ids(&owner_fleet, "fleet", "sessionId").len(),
+        2,
+        "{owner_fleet}"
+    );
+    let (_, dirs) = d.call_acting(bot(&d), "GET", "/v1/dirs", None).await;
+    assert_eq!(
+        dirs["dirs"],
+        json!(["/tmp"]),
+        "granted local's spawns: {dirs}"
+    );
+
+    // Each session reports a hook, so each has a trail.
+    for (id, message) in [
+        (&shown, "from the shown one"),
+        (&hidden, "from the hidden one"),
+    ] {
+        let report = json!({"hook_event_name": "Notification", "message": message});
+        atc_testkit::hook(&d, id, report).await;
+    }
+    let trail_of = |act_as: Option<&'static str>| {
+        let d = &d;
+        async move {
+            let who = Acting {
+                token: &d.token,
+                act_as,
+            };
+            let (_, t) = d
+                .call_acting(who, "GET", "/v1/events/trail?limit=200", None)
+                .await;
+            t.to_string()
+        }
+    };
+    let both = atc_testkit::poll_ok(atc_testkit::WITHIN, async || {
+        let t = trail_of(None).await;
+        match t.contains(&shown) && t.contains(&hidden) {
+            true => Ok(()),
+            false => Err(t),
+        }
+    })
+    .await;
+    assert!(both.is_ok(), "the owner's trail has both: {both:?}");
+    let trail = trail_of(Some("bot")).await;
+    assert!(trail.contains(&shown), "{trail}");
+    assert!(
+        !trail.contains(&hidden),
+        "the trail leaves out what is out of reach: {trail}"
+    );
+
+    // The events socket's snapshot, then a change to each session: only ours is heard of.
+    let mut events = d
+        .try_ws_acting(bot(&d), "/v1/events")
+        .await
+        .expect("events");
+    let added = events.next_text("session.added").await;
+    assert_eq!(added["session"]["id"], shown.as_str(), "{added}");
+    for id in [&hidden, &shown] {
+        let (s, _) = d
+            .call(
+                "PATCH",
+                &format!("/v1/sessions/{id}"),
+                Some(json!({"name": format!("{id}-renamed")})),
+            )
+            .await;
+        assert_eq!(s, 200);
+    }
+    let next = events.next_text("session.renamed").await;
+    assert_eq!(
+        next["s"],
+        shown.as_str(),
+        "the hidden rename never arrived first: {next}"
+    );
+    events.close().await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_principal_may_not_spawn_off_its_grants_nor_call_owner_only_routes() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let (s, err) = d
+        .call_acting(
+            bot(&d),
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "cat", "cwd": "/tmp", "target": "side"})),
+        )
+        .await;
+    assert_eq!(
+        (s, err["error"]["code"].as_str()),
+        (403, Some("target_forbidden")),
+        "{err}"
+    );
+    assert_eq!(err["error"]["data"]["target"], "side");
+    let (s, spawned) = d
+        .call_acting(
+            bot(&d),
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "cat", "cwd": "/tmp"})),
+        )
+        .await;
+    assert_eq!(s, 201, "the default target is granted: {spawned}");
+    for (method, path) in [
+        ("POST", "/v1/fleet/restore"),
+        ("GET", "/metrics"),
+        ("POST", "/v1/daemon/quit"),
+        ("GET", "/v1/workspaces/orphans"),
+    ] {
+        let (s, err) = d.call_acting(bot(&d), method, path, None).await;
+        assert_eq!(
+            (s, err["error"]["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{path}: {err}"
+        );
+    }
+    let (s, err) = d
+        .call_acting(
+            Acting {
+                token: &d.token,
+                act_as: Some("Not An Id"),
+            },
+            "GET",
+            "/v1/sessions",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, err["error"]["data"]["field"].as_str()),
+        (400, Some("X-Atc-As")),
+        "{err}"
+    );
+    // The daemon is still up: the quit was refused.
+    let (s, _) = d.call("GET", "/v1/daemon", None).await;
+    assert_eq!(s, 200);
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn one_idempotency_key_under_two_principals_is_two_spawns() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let body = json!({"agent": "cat", "cwd": "/tmp"});
+    let keyed = |act_as: Option<&'static str>| {
+        let body = body.clone();
+        let token = d.token.clone();
+        let d = &d;
+        async move {
+            let mut headers = vec![("Idempotency-Key", "same-key")];
+            if let Some(a) = act_as {
+                headers.push(("X-Atc-As", a));
+            }
+            d.call_headers("POST", "/v1/sessions", Some(body), Some(&token), &headers)
+                .await
+        }
+    };
+    let (s1, a) = keyed(Some("bot")).await;
+    let (s2, b) = keyed(Some("ci")).await;
+    let (s3, c) = keyed(None).await;
+    let (s4, again) = keyed(Some("bot")).await;
+    assert_eq!(
+        (s1, s2, s3, s4),
+        (201, 201, 201, 200),
+        "{a} {b} {c} {again}"
+    );
+    let ids = [&a, &b, &c].map(|v| id_of(&v["session"]));
+    assert!(
+        ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
+        "{ids:?}"
+    );
+    assert_eq!(
+        id_of(&again["session"]),
+        ids[0],
+        "bot's key replays bot's spawn"
+    );
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_ticket_opens_a_socket_as_the_principal_that_asked_for_it() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let hidden = spawn_on(&d, "side", "hidden").await;
+    let (s, ticket) = d.call_acting(bot(&d), "POST", "/v1/tickets", None).await;
+    assert_eq!(s, 200, "{ticket}");
+    let t = ticket["ticket"].as_str().expect("ticket");
+    let url = format!(
+        "{}/v1/sessions/{hidden}/attach?ticket={t}",
+        d.url.replace("http://", "ws://")
+    );
+    let refused = atc_testkit::ws::ws_at(&url, None, None).await.err();
+    assert_eq!(
+        refused.map(|e| e.0),
+        Some(404),
+        "the ticket's socket acts as bot"
+    );
+    // The owner's own ticket attaches.
+    let (_, ticket) = d.call("POST", "/v1/tickets", None).await;
+    let t = ticket["ticket"].as_str().expect("ticket");
+    let url = format!(
+        "{}/v1/sessions/{hidden}/attach?ticket={t}",
+        d.url.replace("http://", "ws://")
+    );
+    assert!(atc_testkit::ws::ws_at(&url, None, None).await.is_ok());
+    d.stop().await;
+}
