@@ -84,6 +84,7 @@ pub async fn attach(
             size,
             mode,
             resume,
+            reach: caller.reach.clone(),
         })
         .await
         .map_err(|_| SessionError::Dead {

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use super::blocking_threads;
 use super::fleet::{Entry, Fleet};
+
+mod views;
 use super::live_slots::LiveSlot;
 use super::messages::*;
 use super::session::{
@@ -124,42 +125,6 @@ impl SessionManager {
             act.trim_pending = false;
             super::heap_trim::release_freed_memory();
         });
-    }
-
-    /// The session `key` names among those in `reach` (every one for `None`). One out of
-    /// reach is missing, and a name it shares with one in reach is not ambiguous.
-    fn lookup(
-        &self,
-        key: &str,
-        reach: Option<&super::reach::Reach>,
-    ) -> Result<&Entry<Addr<Session>>, SessionError> {
-        let visible = |e: &&Entry<Addr<Session>>| match reach {
-            None => true,
-            Some(r) => super::reach::in_reach(
-                r,
-                e.descriptor(),
-                self.sessions.entries().map(Entry::descriptor),
-            ),
-        };
-        if let Ok(id) = key.parse::<SessionId>() {
-            if let Some(e) = self.sessions.get(&id).filter(visible) {
-                return Ok(e);
-            }
-        }
-        let mut named = self
-            .sessions
-            .entries()
-            .filter(|e| e.descriptor().name == key)
-            .filter(visible);
-        match (named.next(), named.next()) {
-            (Some(e), None) => Ok(e),
-            (Some(_), Some(_)) => Err(SessionError::AmbiguousName {
-                name: key.to_string(),
-            }),
-            _ => Err(SessionError::NoSuch {
-                key: key.to_string(),
-            }),
-        }
     }
 
     /// The other session whose id `name` would shadow (see `session_name`).
@@ -549,78 +514,6 @@ impl Handler<ShadowedId> for SessionManager {
     }
 }
 
-impl Handler<Lookup> for SessionManager {
-    type Result = Result<Found, SessionError>;
-
-    fn handle(&mut self, msg: Lookup, _: &mut Self::Context) -> Self::Result {
-        let e = self.lookup(&msg.key, msg.reach.as_deref())?;
-        Ok(Found {
-            addr: e.addr.clone(),
-            descriptor: e.descriptor().clone(),
-        })
-    }
-}
-
-impl Handler<ListSessions> for SessionManager {
-    type Result = ResponseActFuture<Self, bytes::Bytes>;
-
-    /// The listing, with each live session's usage read from its cgroup on a blocking thread
-    /// (see [`super::usage`]); the cached body when none has a cgroup and the owner asks.
-    fn handle(&mut self, msg: ListSessions, _: &mut Self::Context) -> Self::Result {
-        let providers = &self.deps.providers;
-        // A principal's view: the trees wholly in its reach, judged once per tree.
-        let trees = msg.reach.as_deref().map(|r| {
-            super::reach::trees_in_reach(r, self.sessions.entries().map(Entry::descriptor))
-        });
-        let owner = trees.is_none();
-        let keep = move |d: &Descriptor| match &trees {
-            None => true,
-            Some(t) => t.get(&super::reach::top_of(d)) == Some(&true),
-        };
-        let in_cgroups: Vec<_> = self
-            .sessions
-            .entries()
-            .filter_map(|e| {
-                let d = e.descriptor();
-                Some((d.id, super::usage::cgroups_of(d, providers)?))
-            })
-            .collect();
-        if in_cgroups.is_empty() {
-            let body = match msg.reach {
-                None => self.sessions.listing(),
-                Some(_) => self.sessions.listing_of(&HashMap::new(), keep),
-            };
-            return Box::pin(fut::ready(body));
-        }
-        Box::pin(
-            blocking_threads::run(move || super::usage::read(in_cgroups))
-                .into_actor(self)
-                // A lost job panicked; the listing goes out without usage.
-                .map(move |usage, act, _| {
-                    let usage = usage.unwrap_or_default();
-                    match owner {
-                        true => act.sessions.listing_with(&usage),
-                        false => act.sessions.listing_of(&usage, keep),
-                    }
-                }),
-        )
-    }
-}
-
-impl Handler<InReach> for SessionManager {
-    type Result = MessageResult<InReach>;
-
-    fn handle(&mut self, msg: InReach, _: &mut Self::Context) -> Self::Result {
-        let fleet = || self.sessions.entries().map(Entry::descriptor);
-        let trees = super::reach::trees_in_reach(&msg.0, fleet());
-        let ids = fleet()
-            .filter(|d| trees.get(&super::reach::top_of(d)) == Some(&true))
-            .map(|d| d.id)
-            .collect();
-        MessageResult(ids)
-    }
-}
-
 impl Handler<CountSessions> for SessionManager {
     type Result = MessageResult<CountSessions>;
 
@@ -653,9 +546,10 @@ impl Handler<FleetNotice> for SessionManager {
     fn handle(&mut self, msg: FleetNotice, ctx: &mut Self::Context) {
         // The tree the session was in before this, which a change may take into or out of a
         // principal's reach.
-        let former_top = super::fleet_event_session(&msg.0)
+        let former = super::fleet_event_session(&msg.0)
             .and_then(|s| self.sessions.get(&s))
-            .map(|e| super::reach::top_of(e.descriptor()));
+            .map(|e| (e.descriptor().parent, super::reach::top_of(e.descriptor())));
+        let former_top = former.map(|(_, top)| top);
         match &msg.0 {
             FleetEvent::Added { session } | FleetEvent::State { session } => {
                 self.sessions
@@ -680,6 +574,7 @@ impl Handler<FleetNotice> for SessionManager {
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
         }
         self.broadcast(&msg.0, former_top);
+        self.tell_changed_trees(&msg.0, former.map(|(parent, _)| parent));
         self.schedule_status(ctx);
     }
 }

@@ -47,6 +47,18 @@ pub struct Attach {
     pub mode: AttachMode,
     /// Exact resume, if it asked for one.
     pub resume: Option<ResumeFrom>,
+    /// What the principal it attaches as reaches (`None`: the owner). Kept with the client,
+    /// which is closed when the session's tree leaves that reach.
+    pub reach: Option<std::sync::Arc<super::reach::Reach>>,
+}
+
+/// The session's tree changed (a sub-session came or went): `tree` is every session in it
+/// now. Clients attached as a principal that no longer reaches all of it are closed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct TreeChanged {
+    /// The sessions of the tree.
+    pub tree: Vec<Descriptor>,
 }
 
 /// The client's socket closed. Never kills or answers anything.

@@ -17,9 +17,11 @@ use super::client_delivery::{ClientDelivery, Opening};
 use crate::metrics::{Held, Metrics};
 use crate::sessions::client_queue::{ClientQueue, Outgoing};
 use crate::sessions::messages::{AttachMode, ClientId, ResumeFrom};
+use crate::sessions::reach::Reach;
 use crate::sessions::ring::OutputRing;
 use crate::sessions::screen_worker::Snapshot;
-use atc_protocol::{AttachFrame, SessionId, TermSize};
+use atc_protocol::{AttachFrame, Descriptor, SessionId, TermSize};
+use std::sync::Arc;
 
 /// One attached client. Everything the session sends it goes through `delivery`, which
 /// keeps `attached` (or `resynced` and its repaint) ahead of anything else.
@@ -29,6 +31,8 @@ struct ClientSlot {
     size: Option<TermSize>,
     mode: AttachMode,
     delivery: ClientDelivery,
+    /// What the principal it attached as reaches (`None`: the owner).
+    reach: Option<Arc<Reach>>,
     /// Its unit of the attached-clients gauge, given back with the slot.
     _attached: Held,
 }
@@ -41,6 +45,8 @@ pub struct Newcomer {
     pub size: Option<TermSize>,
     /// Whether it types or only watches.
     pub mode: AttachMode,
+    /// What the principal it attaches as reaches (`None`: the owner).
+    pub reach: Option<Arc<Reach>>,
 }
 
 /// How a newly attached client gets its opening.
@@ -201,12 +207,18 @@ impl Clients {
         session: SessionId,
         current: TermSize,
     ) -> Opened {
-        let Newcomer { queue, size, mode } = newcomer;
+        let Newcomer {
+            queue,
+            size,
+            mode,
+            reach,
+        } = newcomer;
         let mut slot = ClientSlot {
             queue,
             size: counted_size(mode, size),
             mode,
             delivery: ClientDelivery::pending(Opening::Attach),
+            reach,
             _attached: self.metrics.attached_client(),
         };
         let opened = match resume_from {
@@ -308,6 +320,24 @@ impl Clients {
         });
     }
 
+    /// The session's tree is now `tree` (spec §2.5): a client attached as a principal that
+    /// no longer reaches all of it is closed, as the session is gone for it. `true` when one
+    /// was (its size no longer counts).
+    pub fn close_out_of_reach(&mut self, tree: &[Descriptor]) -> bool {
+        let before = self.slots.len();
+        self.slots.retain(|_, slot| {
+            let keeps = slot
+                .reach
+                .as_ref()
+                .is_none_or(|r| tree.iter().all(|d| r.covers(d)));
+            if !keeps {
+                slot.queue.push(Outgoing::Close);
+            }
+            keeps
+        });
+        self.slots.len() != before
+    }
+
     /// The session goes away: every client is closed now, opened or not.
     pub fn close_all(&mut self) {
         for (_, slot) in self.slots.drain() {
@@ -362,6 +392,7 @@ mod tests {
             queue,
             size,
             mode: AttachMode::Interactive,
+            reach: None,
         }
     }
 
@@ -371,6 +402,7 @@ mod tests {
             queue,
             size,
             mode: AttachMode::Watch,
+            reach: None,
         }
     }
 
@@ -486,6 +518,34 @@ mod tests {
         assert!(text().contains("atc_attached_clients 2\n"));
         c.close_all();
         assert!(text().contains("atc_attached_clients 0\n"));
+    }
+
+    #[tokio::test]
+    async fn a_principal_whose_reach_the_tree_left_is_closed_and_the_owner_stays() {
+        let mut c = Clients::new(1024, Metrics::new());
+        let reach = Arc::new(Reach::new(["vm"], [("vm", "V"), ("local", "L")]));
+        let on = |target: &str, identity: &str| Descriptor {
+            locator: atc_protocol::Locator {
+                target_id: target.into(),
+                ..Default::default()
+            },
+            target_identity: identity.into(),
+            ..Descriptor::default()
+        };
+        let (owner_q, mut owner_rx) = client_queue(1024);
+        let (principal_q, mut principal_rx) = client_queue(1024);
+        c.attach(ClientId(1), typist(owner_q, None), None, SESSION, AT);
+        let principal = Newcomer {
+            reach: Some(reach),
+            ..typist(principal_q, None)
+        };
+        c.attach(ClientId(2), principal, None, SESSION, AT);
+        assert!(!c.close_out_of_reach(&[on("vm", "V")]), "still in reach");
+        assert!(c.close_out_of_reach(&[on("vm", "V"), on("local", "L")]));
+        assert_eq!(drain(&mut principal_rx).await, ["close"]);
+        assert!(c.detach(ClientId(1)), "the owner's client stays");
+        assert!(!c.detach(ClientId(2)));
+        assert!(drain(&mut owner_rx).await.is_empty());
     }
 
     #[tokio::test]

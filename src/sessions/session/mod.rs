@@ -19,6 +19,7 @@ mod clients;
 mod host_ops;
 mod input;
 mod naming;
+mod reach_check;
 mod record;
 mod report_budget;
 mod screen_link;
@@ -362,6 +363,7 @@ impl Session {
                 queue: msg.queue,
                 size: msg.size,
                 mode: msg.mode,
+                reach: msg.reach,
             },
             resume_from,
             self.record.id,
