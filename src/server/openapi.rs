@@ -422,7 +422,38 @@ fn build_operation(route: &Route) -> utoipa::openapi::path::Operation {
                 )),
         );
     }
+    if !route.public() {
+        b = b.parameter(
+            ParameterBuilder::new()
+                .name("X-Atc-As")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "Act as this principal (an id from config's `principals`): the request then \
+                     reaches only the sessions on the targets granted to it, and a session out \
+                     of its reach answers as a missing one. On a principal's own token it only \
+                     narrows what that principal reaches. A ticket asked for with it opens its \
+                     socket as that principal",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^[a-z0-9_-]{1,64}$")),
+                )),
+        );
+    }
+    if route.access == crate::server::route_table::Access::Owner {
+        b = b.description(Some(
+            "Owner only: a principal's token, or the owner's with X-Atc-As, answers 401 \
+             `unauthorized`.",
+        ));
+    }
     if route.endpoint == Endpoint::Spawn {
+        b = b.description(Some(
+            "A spawn on a target not granted to the request's principal answers 403 \
+             `target_forbidden` with `data.target`; a `parent` out of its reach answers 404 \
+             `no_such_session`.",
+        ));
         for (name, description) in [
             (
                 "Idempotency-Key",
