@@ -9,10 +9,16 @@
 //! non-text) makes the file invalid, and an invalid file accepts nothing: the daemon fails
 //! closed until a good file is in place and it is told to re-read it (SIGHUP).
 //!
-//! Reading the file is the daemon's job (`daemon/token_file.rs`); this module only parses it
-//! and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
+//! Each configured principal has a file of its own in the same format
+//! (`<state dir>/principals/<id>`); a token there speaks for that principal ([`Who`]). A
+//! principal's file that cannot be used refuses only that principal; the owner's file that
+//! cannot be used refuses everyone.
+//!
+//! Reading the files is the daemon's job (`daemon/token_file.rs`, `daemon/principal_files.rs`);
+//! this module only parses them and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
 //! [`TokenFileError`] names lines and lengths, never content.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use actix::{ActorContext, ActorFutureExt, AsyncContext};
@@ -173,22 +179,97 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Who a token speaks for: the owner (the token file), or a configured principal (its own
+/// file under `<state dir>/principals/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// The daemon's owner.
+    Owner,
+    /// The principal with this id.
+    Principal(String),
+}
+
+/// The tokens accepted while the owner's file is good: the owner's set and, by principal id,
+/// each configured principal's set, or why that principal's file cannot be used (then only
+/// that principal is refused: it fails closed, the owner and the others are untouched).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSets {
+    owner: TokenSet,
+    principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
+}
+
+impl TokenSets {
+    /// The owner's set and the principals' (by id; an `Err` accepts nothing for that id).
+    pub fn new(
+        owner: TokenSet,
+        principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
+    ) -> TokenSets {
+        TokenSets { owner, principals }
+    }
+
+    /// Only the owner's set: a daemon with no principals configured.
+    pub fn owner_only(owner: TokenSet) -> TokenSets {
+        TokenSets::new(owner, BTreeMap::new())
+    }
+
+    /// The owner's set.
+    pub fn owner(&self) -> &TokenSet {
+        &self.owner
+    }
+
+    /// Each configured principal's set, or why its file cannot be used.
+    pub fn principals(&self) -> &BTreeMap<String, Result<TokenSet, TokenFileError>> {
+        &self.principals
+    }
+
+    /// Who `given` speaks for, if anyone. Every set is compared in full whatever matched
+    /// first, so timing tells neither which one matched nor how much of a guess was right
+    /// (only how many sets there are, which config already says). The owner wins over a
+    /// principal whose file holds the owner's token: that token is the owner's anyway.
+    pub fn who(&self, given: &[u8]) -> Option<Who> {
+        let owner = self.owner.accepts(given);
+        let principal = self
+            .principals
+            .iter()
+            .fold(None, |hit, (id, set)| match set {
+                Ok(set) if set.accepts(given) => hit.or(Some(id)),
+                _ => hit,
+            });
+        match (owner, principal) {
+            (true, _) => Some(Who::Owner),
+            (false, Some(id)) => Some(Who::Principal(id.clone())),
+            (false, None) => None,
+        }
+    }
+
+    /// Whether `given` is the owner's or any principal's token.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        self.who(given).is_some()
+    }
+}
+
 /// What the daemon accepts right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenState {
-    /// The file was good: these tokens are accepted.
-    Valid(TokenSet),
-    /// The last read failed: nothing is accepted until a good file is read (fail closed).
+    /// The owner's file was good: these tokens are accepted.
+    Valid(TokenSets),
+    /// The owner's file could not be used at the last read: nothing is accepted, a
+    /// principal's token neither, until a good file is read (fail closed).
     Invalid(TokenFileError),
 }
 
 impl TokenState {
-    /// Whether `given` is accepted in this state.
-    pub fn accepts(&self, given: &[u8]) -> bool {
+    /// Who `given` speaks for in this state, if anyone.
+    pub fn who(&self, given: &[u8]) -> Option<Who> {
         match self {
-            TokenState::Valid(set) => set.accepts(given),
-            TokenState::Invalid(_) => false,
+            TokenState::Valid(sets) => sets.who(given),
+            TokenState::Invalid(_) => None,
         }
+    }
+
+    /// Whether `given` is accepted in this state, as the owner's or any principal's.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        self.who(given).is_some()
     }
 }
 
@@ -209,9 +290,9 @@ pub struct TokenPublisher {
 }
 
 impl Tokens {
-    /// A holder starting at `set`, and its publisher.
-    pub fn new(set: TokenSet) -> (TokenPublisher, Tokens) {
-        let (tx, rx) = watch::channel(TokenState::Valid(set));
+    /// A holder starting at `state`, and its publisher.
+    pub fn new(state: TokenState) -> (TokenPublisher, Tokens) {
+        let (tx, rx) = watch::channel(state);
         (TokenPublisher { tx }, Tokens { rx })
     }
 
@@ -283,6 +364,47 @@ mod tests {
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const C: &str = "cccccccccccccccccccccccccccccccccccc";
+    const D: &str = "dddddddddddddddddddddddddddddddddddd";
+
+    fn owner_only(set: TokenSet) -> TokenState {
+        TokenState::Valid(TokenSets::owner_only(set))
+    }
+
+    /// The owner on A; `ci` on B (and C while it moves over); `bot` on a file it cannot use.
+    fn with_principals() -> TokenState {
+        let principals = [
+            (
+                "ci".to_string(),
+                TokenSet::parse(format!("{B}\n{C}").as_bytes()),
+            ),
+            ("bot".to_string(), Err(TokenFileError::Empty)),
+        ]
+        .into();
+        TokenState::Valid(TokenSets::new(TokenSet::single(A.into()), principals))
+    }
+
+    #[test]
+    fn who_names_the_owner_or_the_principal_whose_file_holds_the_token() {
+        let state = with_principals();
+        assert_eq!(state.who(A.as_bytes()), Some(Who::Owner));
+        assert_eq!(state.who(B.as_bytes()), Some(Who::Principal("ci".into())));
+        assert_eq!(state.who(C.as_bytes()), Some(Who::Principal("ci".into())));
+        assert_eq!(state.who(D.as_bytes()), None);
+        assert_eq!(state.who(b""), None);
+        assert!(state.accepts(A.as_bytes()) && state.accepts(C.as_bytes()));
+        assert!(!state.accepts(D.as_bytes()));
+        // An owner's file that cannot be used refuses the principals' tokens too.
+        let closed = TokenState::Invalid(TokenFileError::Empty);
+        assert_eq!(closed.who(B.as_bytes()), None);
+    }
+
+    #[test]
+    fn the_owner_wins_a_token_a_principal_shares_with_it() {
+        let principals = [("ci".to_string(), Ok(TokenSet::single(A.into())))].into();
+        let state = TokenState::Valid(TokenSets::new(TokenSet::single(A.into()), principals));
+        assert_eq!(state.who(A.as_bytes()), Some(Who::Owner));
+    }
 
     #[test]
     fn one_or_two_tokens_one_per_line() {
@@ -323,8 +445,9 @@ mod tests {
     fn nothing_prints_a_token() {
         let set = TokenSet::parse(A.as_bytes()).unwrap();
         assert!(!format!("{set:?}").contains(A));
-        let state = format!("{:?}", TokenState::Valid(set));
-        assert!(!state.contains(A), "{state}");
+        let principals = [("ci".to_string(), Ok(TokenSet::single(B.into())))].into();
+        let state = format!("{:?}", TokenState::Valid(TokenSets::new(set, principals)));
+        assert!(!state.contains(A) && !state.contains(B), "{state}");
         let problem = TokenSet::parse(b"secretsecret").unwrap_err().to_string();
         assert!(!problem.contains("secret"), "{problem}");
     }
@@ -338,16 +461,16 @@ mod tests {
 
     #[tokio::test]
     async fn revoked_resolves_when_the_token_leaves_the_set() {
-        let (publisher, tokens) = Tokens::new(TokenSet::single(A.into()));
+        let (publisher, tokens) = Tokens::new(owner_only(TokenSet::single(A.into())));
         let mut gone_a = Box::pin(tokens.revoked(A.into()));
         let mut gone_b = Box::pin(tokens.revoked(B.into()));
         let quick = std::time::Duration::from_millis(50);
         // B was never accepted: at once. A stays while it is in the set.
         tokio::time::timeout(quick, &mut gone_b).await.unwrap();
         let two = TokenSet::parse(format!("{B}\n{A}").as_bytes()).unwrap();
-        publisher.publish(TokenState::Valid(two));
+        publisher.publish(owner_only(two));
         assert!(tokio::time::timeout(quick, &mut gone_a).await.is_err());
-        publisher.publish(TokenState::Valid(TokenSet::single(B.into())));
+        publisher.publish(owner_only(TokenSet::single(B.into())));
         tokio::time::timeout(quick, &mut gone_a).await.unwrap();
         // A failed-closed reload revokes everything.
         let mut gone_b = Box::pin(publisher.subscribe().revoked(B.into()));
