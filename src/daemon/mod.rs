@@ -393,6 +393,10 @@ impl Daemon {
             metrics: metrics.clone(),
             session_limits,
             spawn_queue: crate::sessions::admission::SpawnQueue::new(config.limits.spawn_queue),
+            principals: Arc::new(config.principals.clone()),
+            // Absolute, so a client started elsewhere can open the files it is shown.
+            principals_dir: std::path::absolute(principal_files::dir_of(dir.path()))
+                .unwrap_or_else(|_| principal_files::dir_of(dir.path())),
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without

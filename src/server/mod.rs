@@ -13,6 +13,7 @@ mod keep_alive;
 pub mod metrics_http;
 pub mod openapi;
 mod page;
+mod principal_routes;
 pub mod reporter;
 pub mod route_table;
 mod routes;
@@ -99,6 +100,10 @@ pub struct AppState {
     pub session_limits: Arc<crate::config::session_limits::LimitsPolicy>,
     /// Spawns in flight, shared by every worker (`limits.spawnQueue`).
     pub spawn_queue: crate::sessions::admission::SpawnQueue,
+    /// The configured principals (config is read once, at start).
+    pub principals: Arc<crate::config::principals::Principals>,
+    /// Where the principals' token files are, one named for each id (absolute).
+    pub principals_dir: PathBuf,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);

@@ -111,6 +111,8 @@ pub enum Endpoint {
     Trail,
     /// `POST /v1/tickets`.
     Tickets,
+    /// `GET /v1/principals`.
+    Principals,
     /// `GET /metrics` (Prometheus; outside `/v1`, where scrapers look).
     Metrics,
 }
@@ -185,6 +187,7 @@ pub const ROUTES: &[Route] = &[
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
     route(Post, "/v1/tickets", E::Tickets),
+    route(Get, "/v1/principals", E::Principals),
     route(Get, "/metrics", E::Metrics),
 ];
 
