@@ -213,10 +213,10 @@ impl Daemon {
         let token = token_set.current().to_string();
         let principal_ids: Vec<String> = opts.config.principals.ids().map(String::from).collect();
         let principal_sets = principal_files::prepare(dir.path(), opts.config.principals.ids());
-        principal_files::log_unusable(dir.path(), &principal_sets);
-        let (token_publisher, tokens) = crate::server::tokens::Tokens::new(TokenState::Valid(
-            TokenSets::new(token_set, principal_sets),
-        ));
+        let token_sets = TokenSets::new(token_set, principal_sets);
+        principal_files::log_unusable(dir.path(), token_sets.principals());
+        let (token_publisher, tokens) =
+            crate::server::tokens::Tokens::new(TokenState::Valid(token_sets));
         let metrics = crate::metrics::Metrics::new();
         let store = StateStore::open_counted(&dir.db_path(), metrics.clone()).await?;
         let daemon_id = store.daemon_id().await?;
@@ -721,15 +721,17 @@ impl DaemonHandle {
     /// principal's fails only that principal. The log says why, never what a file holds.
     fn publish_tokens(&self, (owner, principals): TokenRead) {
         let path = self.dir.token_path();
-        principal_files::log_unusable(self.dir.path(), &principals);
         let state = match owner {
             Ok(set) => {
-                let usable = principals.values().filter(|p| p.is_ok()).count();
-                tracing::info!(file = %path.display(), tokens = set.len(),
-                    principals = principals.len(), usable, "token file reloaded");
-                TokenState::Valid(TokenSets::new(set, principals))
+                let sets = TokenSets::new(set, principals);
+                principal_files::log_unusable(self.dir.path(), sets.principals());
+                let usable = sets.principals().values().filter(|p| p.is_ok()).count();
+                tracing::info!(file = %path.display(), tokens = sets.owner().len(),
+                    principals = sets.principals().len(), usable, "token file reloaded");
+                TokenState::Valid(sets)
             }
             Err(problem) => {
+                principal_files::log_unusable(self.dir.path(), &principals);
                 tracing::error!(file = %path.display(), %problem,
                     "token file unusable: every request but health is refused until a good file is in place and the daemon gets SIGHUP");
                 TokenState::Invalid(problem)

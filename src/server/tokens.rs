@@ -101,6 +101,13 @@ pub enum TokenFileError {
         /// 1-based line number.
         line: usize,
     },
+    /// A principal's file holds a token that the owner's file, or another principal's, holds
+    /// too: who that token speaks for would be a guess, so the principal gets none.
+    #[error("the token file holds a token that {other} holds too; each principal needs a token of its own")]
+    Shared {
+        /// Whose file holds it too: "the owner's token file" or "principal <id>'s file".
+        other: String,
+    },
 }
 
 /// One or two valid tokens, the current one first.
@@ -200,10 +207,32 @@ pub struct TokenSets {
 
 impl TokenSets {
     /// The owner's set and the principals' (by id; an `Err` accepts nothing for that id).
+    /// A principal whose token is also the owner's or another principal's gets
+    /// [`TokenFileError::Shared`] instead of its set (both principals, when two share one):
+    /// a token speaks for exactly one.
     pub fn new(
         owner: TokenSet,
-        principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
+        mut principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
     ) -> TokenSets {
+        let shared: Vec<(String, String)> = principals
+            .iter()
+            .filter_map(|(id, set)| {
+                let set = set.as_ref().ok()?;
+                let holds = |other: &TokenSet| set.0.iter().any(|t| other.0.contains(t));
+                if holds(&owner) {
+                    return Some((id.clone(), "the owner's token file".to_string()));
+                }
+                principals.iter().find_map(|(other_id, other)| match other {
+                    Ok(other) if other_id != id && holds(other) => {
+                        Some((id.clone(), format!("principal {other_id}'s file")))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        for (id, other) in shared {
+            principals.insert(id, Err(TokenFileError::Shared { other }));
+        }
         TokenSets { owner, principals }
     }
 
@@ -224,8 +253,8 @@ impl TokenSets {
 
     /// Who `given` speaks for, if anyone. Every set is compared in full whatever matched
     /// first, so timing tells neither which one matched nor how much of a guess was right
-    /// (only how many sets there are, which config already says). The owner wins over a
-    /// principal whose file holds the owner's token: that token is the owner's anyway.
+    /// (only how many sets there are, which config already says). [`TokenSets::new`] keeps
+    /// a token in one set only; were it in more, the owner would win, then the first id.
     pub fn who(&self, given: &[u8]) -> Option<Who> {
         let owner = self.owner.accepts(given);
         let principal = self
@@ -302,14 +331,16 @@ impl Tokens {
         f(&self.rx.borrow())
     }
 
-    /// Resolves once `token` is no longer accepted (at once, if it is not now). Never
+    /// Resolves once `token` no longer speaks for whom it speaks for now: it is refused, or
+    /// it moved to another principal's file (at once, if it is not accepted now). Never
     /// resolves if the daemon drops the publisher, which happens only as it stops.
     pub fn revoked(&self, token: String) -> impl Future<Output = ()> + 'static {
         let mut rx = self.rx.clone();
         async move {
+            let first = rx.borrow().who(token.as_bytes());
             loop {
-                let accepted = rx.borrow_and_update().accepts(token.as_bytes());
-                if !accepted {
+                let now = rx.borrow_and_update().who(token.as_bytes());
+                if now.is_none() || now != first {
                     return;
                 }
                 if rx.changed().await.is_err() {
@@ -400,10 +431,55 @@ mod tests {
     }
 
     #[test]
-    fn the_owner_wins_a_token_a_principal_shares_with_it() {
-        let principals = [("ci".to_string(), Ok(TokenSet::single(A.into())))].into();
-        let state = TokenState::Valid(TokenSets::new(TokenSet::single(A.into()), principals));
+    fn a_principal_sharing_a_token_with_the_owner_or_another_gets_none() {
+        let principals = [
+            (
+                "ci".to_string(),
+                TokenSet::parse(format!("{B}\n{A}").as_bytes()),
+            ),
+            ("x".to_string(), Ok(TokenSet::single(C.into()))),
+            (
+                "y".to_string(),
+                TokenSet::parse(format!("{D}\n{C}").as_bytes()),
+            ),
+            ("z".to_string(), Ok(TokenSet::single(D.into()))),
+        ]
+        .into();
+        let sets = TokenSets::new(TokenSet::single(A.into()), principals);
+        let problem = |id: &str| sets.principals()[id].clone().unwrap_err();
+        assert_eq!(
+            problem("ci"),
+            TokenFileError::Shared {
+                other: "the owner's token file".into()
+            }
+        );
+        assert_eq!(
+            problem("x"),
+            TokenFileError::Shared {
+                other: "principal y's file".into()
+            }
+        );
+        assert!(matches!(problem("y"), TokenFileError::Shared { .. }));
+        assert!(matches!(problem("z"), TokenFileError::Shared { .. }));
+        assert!(!problem("x").to_string().contains(C));
+        let state = TokenState::Valid(sets);
         assert_eq!(state.who(A.as_bytes()), Some(Who::Owner));
+        for t in [B, C, D] {
+            assert_eq!(state.who(t.as_bytes()), None);
+        }
+    }
+
+    #[tokio::test]
+    async fn revoked_resolves_when_the_token_moves_to_another_principal() {
+        let ci = [("ci".to_string(), Ok(TokenSet::single(B.into())))].into();
+        let owner = TokenSet::single(A.into());
+        let (publisher, tokens) = Tokens::new(TokenState::Valid(TokenSets::new(owner.clone(), ci)));
+        let mut gone = Box::pin(tokens.revoked(B.into()));
+        let quick = std::time::Duration::from_millis(50);
+        assert!(tokio::time::timeout(quick, &mut gone).await.is_err());
+        let bot = [("bot".to_string(), Ok(TokenSet::single(B.into())))].into();
+        publisher.publish(TokenState::Valid(TokenSets::new(owner, bot)));
+        tokio::time::timeout(quick, &mut gone).await.unwrap();
     }
 
     #[test]

@@ -121,6 +121,29 @@ async fn a_principal_file_it_cannot_use_fails_only_that_principal() {
 }
 
 #[actix_rt::test]
+async fn two_principals_sharing_a_token_both_get_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("principals");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let shared = "shared-token-0123456789abcdef0123456789abcdef";
+    for id in ["ci", "bot"] {
+        std::fs::write(dir.join(id), format!("{shared}\n")).unwrap();
+        std::fs::set_permissions(dir.join(id), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let d = TestDaemon::start_on(tmp.path(), config_with_principals("")).await;
+    let (status, _) = TestDaemon::connect(&d.url, shared, &d.state_dir)
+        .call("GET", "/v1/daemon", None)
+        .await;
+    assert_eq!(
+        status, 401,
+        "a token two principals hold speaks for neither"
+    );
+    assert_eq!(d.call("GET", "/v1/daemon", None).await.0, 200);
+    d.stop().await;
+}
+
+#[actix_rt::test]
 async fn a_principal_no_longer_configured_keeps_its_file_but_not_its_access() {
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(
