@@ -105,7 +105,7 @@ pub enum TokenFileError {
     /// too: who that token speaks for would be a guess, so the principal gets none.
     #[error("the token file holds a token that {other} holds too; each principal needs a token of its own")]
     Shared {
-        /// Whose file holds it too: "the owner's token file" or "principal <id>'s file".
+        /// Whose file holds it too: "the owner's token file" or "principal `<id>`'s file".
         other: String,
     },
 }
