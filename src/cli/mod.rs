@@ -13,6 +13,7 @@ pub mod logs;
 pub mod ls;
 pub mod open;
 pub mod output;
+pub mod principals;
 pub mod restore;
 pub mod revive;
 pub mod screen;
@@ -61,6 +62,9 @@ pub enum ClientCommand {
     Open(open::OpenArgs),
     /// List or prune workspace directories no session owns.
     Workspaces(workspaces::WorkspacesArgs),
+    /// List the principals config declares: id, granted targets, token file (`--json` for
+    /// the daemon's answer).
+    Principals(principals::PrincipalsArgs),
 }
 
 /// Runs one client command against the daemon found in `state_dir` (default: see
@@ -83,5 +87,6 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
         ClientCommand::Logs(args) => logs::run(&client, args).await,
         ClientCommand::Open(args) => open::run(&client, args).await,
         ClientCommand::Workspaces(args) => workspaces::run(&client, args).await,
+        ClientCommand::Principals(args) => principals::run(&client, args).await,
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod agent_auth;
 pub mod agent_kind;
+pub mod principals;
 pub mod raw;
 pub mod session_limits;
 pub mod targets;
@@ -326,6 +327,8 @@ pub struct Config {
     pub source: Option<PathBuf>,
     /// Where the cgroup hierarchies are mounted; `None`: sessions run without cgroups.
     pub cgroup_root: Option<PathBuf>,
+    /// Who besides the owner may hold a token, and the targets each is granted.
+    pub principals: principals::Principals,
 }
 
 /// Where cgroup hierarchies are mounted on Linux.
@@ -346,6 +349,7 @@ impl Default for Config {
             targets: targets::TargetsConfig::default(),
             source: None,
             cgroup_root: Some(PathBuf::from(DEFAULT_CGROUP_ROOT)),
+            principals: principals::Principals::default(),
         }
     }
 }
@@ -444,6 +448,8 @@ impl Config {
             default: raw.default_target,
             file_problem: None,
         };
+        config.principals =
+            principals::Principals::from_config(raw.principals, &mut config.problems);
         for (id, entry) in raw.agents {
             match raw_agent(entry)
                 .map_err(|detail| ("agent_invalid", detail))

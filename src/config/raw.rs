@@ -29,6 +29,9 @@ pub struct RawConfig {
     /// without cgroups. Any JSON value, checked in the parent module; `Some(None)` is `null`.
     #[serde(deserialize_with = "present")]
     pub cgroup_root: Option<Option<serde_json::Value>>,
+    /// Principals by id; any JSON value, checked entry by entry in `principals.rs` so a bad
+    /// one is a problem of that principal.
+    pub principals: Option<serde_json::Value>,
 }
 
 /// One configured agent.

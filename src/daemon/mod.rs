@@ -10,6 +10,7 @@ pub mod cgroups;
 pub mod command;
 pub mod fd_table;
 pub mod json_log;
+pub mod principal_files;
 pub mod session_cap;
 pub mod state_dir;
 pub mod survivors;
@@ -31,12 +32,13 @@ use crate::config::Config;
 use crate::ledger::idempotency_ledger::IdempotencyLedger;
 use crate::permissions::registry::PermissionRegistry;
 use crate::providers::local::LocalPty;
-use crate::server::tokens::{TokenFileError, TokenPublisher, TokenSet, TokenState};
+use crate::server::tokens::{TokenFileError, TokenPublisher, TokenSet, TokenSets, TokenState};
 use crate::server::{self, AppState};
 use crate::sessions::manager::{ManagerParts, SessionManager};
 use crate::sessions::messages::ShutdownAll;
 use crate::sessions::session::SessionDeps;
 use crate::store::StateStore;
+use principal_files::PrincipalSets;
 use state_dir::{DaemonInfo, StateDir};
 
 /// How long a starting daemon waits for a stopping one to release the lock (spec §1.3).
@@ -152,8 +154,10 @@ pub struct DaemonHandle {
     screen_arbiter: actix::Arbiter,
     /// Set by the worker that binds the reporter socket; removed again on a clean stop.
     reporter_socket: Arc<std::sync::OnceLock<crate::server::reporter::BoundSocket>>,
-    /// Where a reload publishes the token file's new content.
+    /// Where a reload publishes the token files' new content.
     tokens: TokenPublisher,
+    /// The configured principals, whose token files a reload re-reads with the owner's.
+    principal_ids: Vec<String>,
     /// The thread the manager and the sessions run on.
     sessions_arbiter: actix::ArbiterHandle,
     /// Where systemd hears from us, once [`DaemonHandle::notify_systemd`] was called.
@@ -161,6 +165,9 @@ pub struct DaemonHandle {
     /// The local sessions' cgroups, swept once every session has ended at a stop.
     session_cgroups: Option<Arc<crate::providers::local::cgroup::SessionCgroups>>,
 }
+
+/// What a reload read: the owner's token file, and each configured principal's.
+type TokenRead = (Result<TokenSet, TokenFileError>, PrincipalSets);
 
 /// The daemon.
 pub struct Daemon;
@@ -204,7 +211,12 @@ impl Daemon {
             })??;
         let token_set = dir.tokens()?;
         let token = token_set.current().to_string();
-        let (token_publisher, tokens) = crate::server::tokens::Tokens::new(token_set);
+        let principal_ids: Vec<String> = opts.config.principals.ids().map(String::from).collect();
+        let principal_sets = principal_files::prepare(dir.path(), opts.config.principals.ids());
+        let token_sets = TokenSets::new(token_set, principal_sets);
+        principal_files::log_unusable(dir.path(), token_sets.principals());
+        let (token_publisher, tokens) =
+            crate::server::tokens::Tokens::new(TokenState::Valid(token_sets));
         let metrics = crate::metrics::Metrics::new();
         let store = StateStore::open_counted(&dir.db_path(), metrics.clone()).await?;
         let daemon_id = store.daemon_id().await?;
@@ -355,11 +367,10 @@ impl Daemon {
         let screen_arbiter = actix::Arbiter::new();
         let screen_handle = screen_arbiter.handle();
         let (quit_tx, quit_rx) = mpsc::unbounded_channel();
-        // Principals come with the next step (config's `principals`); until then none is
-        // declared, and any `X-Atc-As` reaches `local` only (spec §2.5).
-        let principals = Arc::new(crate::server::caller::Principals::new(
-            false,
-            &Default::default(),
+        // Each principal's grants judged against the targets as configured now; without a
+        // `principals` key any `X-Atc-As` reaches `local` only (spec §2.5).
+        let reaches = Arc::new(crate::server::caller::Reaches::new(
+            &config.principals,
             &targets,
         ));
         let state = AppState {
@@ -388,7 +399,11 @@ impl Daemon {
             metrics: metrics.clone(),
             session_limits,
             spawn_queue: crate::sessions::admission::SpawnQueue::new(config.limits.spawn_queue),
-            principals,
+            reaches,
+            principals: Arc::new(config.principals.clone()),
+            // Absolute, so a client started elsewhere can open the files it is shown.
+            principals_dir: std::path::absolute(principal_files::dir_of(dir.path()))
+                .unwrap_or_else(|_| principal_files::dir_of(dir.path())),
         };
         // The session manager, and with it every session and harness, lives on the HTTP
         // worker's thread: a keystroke then goes from socket to PTY and its echo back without
@@ -555,6 +570,7 @@ impl Daemon {
             screen_arbiter,
             reporter_socket: bound_socket,
             tokens: token_publisher,
+            principal_ids,
             sessions_arbiter,
             systemd: None,
             session_cgroups,
@@ -642,7 +658,7 @@ impl DaemonHandle {
             self.quit_rx.recv().await;
             return self.stop().await;
         };
-        let mut reload: Option<oneshot::Receiver<Result<TokenSet, TokenFileError>>> = None;
+        let mut reload: Option<oneshot::Receiver<TokenRead>> = None;
         let mut again = false;
         loop {
             tokio::select! {
@@ -655,7 +671,7 @@ impl DaemonHandle {
                     break;
                 }
                 _ = signals.hup.recv() => {
-                    tracing::info!("SIGHUP: re-reading the token file");
+                    tracing::info!("SIGHUP: re-reading the token files");
                     match reload {
                         Some(_) => again = true,
                         None => reload = Some(self.read_tokens_aside()),
@@ -666,9 +682,8 @@ impl DaemonHandle {
                 {
                     reload = None;
                     self.publish_tokens(read.unwrap_or_else(|_| {
-                        Err(TokenFileError::Unreadable {
-                            reason: "the read ended without an answer".into(),
-                        })
+                        let reason = "the read ended without an answer".to_string();
+                        (Err(TokenFileError::Unreadable { reason }), PrincipalSets::new())
                     }));
                     if std::mem::take(&mut again) {
                         reload = Some(self.read_tokens_aside());
@@ -683,17 +698,23 @@ impl DaemonHandle {
         self.stop().await;
     }
 
-    /// Reads the token file on a thread of its own and answers through the receiver. Not the
-    /// runtime's blocking pool: a read that never returns (a file on a hung network mount)
-    /// would hold up the runtime's shutdown, and with it the daemon's exit.
-    fn read_tokens_aside(&self) -> oneshot::Receiver<Result<TokenSet, TokenFileError>> {
+    /// Reads the owner's token file and every configured principal's on a thread of its own
+    /// and answers through the receiver. Not the runtime's blocking pool: a read that never
+    /// returns (a file on a hung network mount) would hold up the runtime's shutdown, and with
+    /// it the daemon's exit.
+    fn read_tokens_aside(&self) -> oneshot::Receiver<TokenRead> {
         let (tx, rx) = oneshot::channel();
         let (dir, path) = (self.dir.path().to_path_buf(), self.dir.token_path());
+        let ids = self.principal_ids.clone();
         let spawned = std::thread::Builder::new()
             .name("atc-token-read".into())
             .spawn(move || {
+                let read = (
+                    state_dir::read_tokens(&dir, &path),
+                    principal_files::reread(&dir, &ids),
+                );
                 // The loop stopped waiting only if the daemon is stopping.
-                let _ = tx.send(state_dir::read_tokens(&dir, &path));
+                let _ = tx.send(read);
             });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "could not start a thread to re-read the token file");
@@ -701,17 +722,23 @@ impl DaemonHandle {
         rx
     }
 
-    /// Makes what a read of the token file found the accepted set: sockets opened on a token
-    /// that is gone are closed. A file it cannot use fails closed (nothing is accepted until a
-    /// later reload reads a good one) and the log says why, never what it holds.
-    fn publish_tokens(&self, read: Result<TokenSet, TokenFileError>) {
+    /// Makes what a read of the token files found the accepted sets, in one step: sockets
+    /// opened on a token that is gone are closed. An owner's file it cannot use fails
+    /// everything closed (nothing is accepted until a later reload reads a good one); a
+    /// principal's fails only that principal. The log says why, never what a file holds.
+    fn publish_tokens(&self, (owner, principals): TokenRead) {
         let path = self.dir.token_path();
-        let state = match read {
+        let state = match owner {
             Ok(set) => {
-                tracing::info!(file = %path.display(), tokens = set.len(), "token file reloaded");
-                TokenState::Valid(set)
+                let sets = TokenSets::new(set, principals);
+                principal_files::log_unusable(self.dir.path(), sets.principals());
+                let usable = sets.principals().values().filter(|p| p.is_ok()).count();
+                tracing::info!(file = %path.display(), tokens = sets.owner().len(),
+                    principals = sets.principals().len(), usable, "token file reloaded");
+                TokenState::Valid(sets)
             }
             Err(problem) => {
+                principal_files::log_unusable(self.dir.path(), &principals);
                 tracing::error!(file = %path.display(), %problem,
                     "token file unusable: every request but health is refused until a good file is in place and the daemon gets SIGHUP");
                 TokenState::Invalid(problem)

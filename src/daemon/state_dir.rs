@@ -111,7 +111,12 @@ pub fn prepare(dir: &Path) -> Result<(), StateDirError> {
 }
 
 /// What keeps an existing path from being the state dir, from its type, owner and mode.
-fn existing_dir_problem(is_dir: bool, uid: u32, owner: u32, mode: u32) -> Option<DirProblem> {
+pub(super) fn existing_dir_problem(
+    is_dir: bool,
+    uid: u32,
+    owner: u32,
+    mode: u32,
+) -> Option<DirProblem> {
     if !is_dir {
         return Some(DirProblem::NotADirectory);
     }
@@ -202,24 +207,7 @@ impl StateDir {
                 })
             }
         }
-        let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw)
-            .map_err(|e| io(&self.dir)(std::io::Error::other(e.to_string())))?;
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-        // Never through a symlink: only a file in this dir is written.
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(io(&self.dir))?;
-        f.write_all(format!("{token}\n").as_bytes())
-            .map_err(io(&self.dir))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .map_err(io(&self.dir))?;
-        Ok(TokenSet::single(token))
+        mint(&path).map_err(io(&self.dir))
     }
 
     /// Writes `daemon.json` atomically (temp file, then rename), 0600 like everything else
@@ -248,6 +236,26 @@ impl StateDir {
         // Already gone is fine.
         let _ = std::fs::remove_file(self.dir.join("daemon.json"));
     }
+}
+
+/// Writes a fresh token file at `path`: one token of 32 random bytes as hex, mode 0600, never
+/// through a symlink (only a file in the dir is written). Used for the owner's file and for
+/// each principal's.
+pub fn mint(path: &Path) -> std::io::Result<TokenSet> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.write_all(format!("{token}\n").as_bytes())?;
+    // An existing file keeps its mode through `open`: make it private whatever it was.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(TokenSet::single(token))
 }
 
 /// Re-reads the token file `path` of the state dir `dir` (on SIGHUP), under the rules of

@@ -164,8 +164,9 @@ impl Admitted {
     }
 }
 
-/// Checks the request's token against the tokens accepted now, or spends its ticket when it
-/// is the upgrade of a socket route and presents no token.
+/// Checks the request's token against the tokens accepted now (the owner's or any
+/// principal's, see [`TokenState::who`]), or spends its ticket when it is the upgrade of a
+/// socket route and presents no token.
 pub fn check_token(
     req: &actix_web::dev::ServiceRequest,
     tokens: &Tokens,

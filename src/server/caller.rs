@@ -8,12 +8,14 @@
 //! request's extensions; handlers take it as an extractor, and every session lookup needs it
 //! (`super::lookup`), so no route can reach a session without asking.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix_web::{dev::Payload, FromRequest, HttpMessage, HttpRequest};
 
 use super::auth::AuthError;
+pub use super::tokens::Who;
+use crate::config::principals::Principals;
 use crate::providers::targets::Targets;
 use crate::sessions::reach::Reach;
 
@@ -25,15 +27,6 @@ pub const OWNER_PRINCIPAL: &str = "local";
 
 /// Ids no principal may have: the owner's in the ledger, and the word for the owner.
 const RESERVED_IDS: &[&str] = &[OWNER_PRINCIPAL, "owner"];
-
-/// Whose token a request presented.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Who {
-    /// The owner's token (`<state dir>/token`).
-    Owner,
-    /// A principal's token (`<state dir>/principals/<id>`).
-    Principal(String),
-}
 
 /// What a request acts as, resolved once by the middleware.
 #[derive(Debug, Clone)]
@@ -64,7 +57,7 @@ impl Caller {
 
 /// The principals' reaches, built from config and the targets once at start.
 #[derive(Debug, Clone)]
-pub struct Principals {
+pub struct Reaches {
     /// The config has a `principals` key.
     declared: bool,
     reaches: HashMap<String, Arc<Reach>>,
@@ -72,25 +65,26 @@ pub struct Principals {
     implicit: Arc<Reach>,
 }
 
-impl Principals {
-    /// The reaches of `grants` (id to target names) over `targets`. `declared`: config has a
-    /// `principals` key; without one any id names a principal that reaches `local` only.
-    pub fn new(declared: bool, grants: &BTreeMap<String, Vec<String>>, targets: &Targets) -> Self {
+impl Reaches {
+    /// The reaches of config's `principals` over `targets`. Without a `principals` key any
+    /// id names a principal that reaches `local` only.
+    pub fn new(principals: &Principals, targets: &Targets) -> Self {
         let current = || {
             targets
                 .list()
                 .iter()
                 .map(|t| (t.id.as_str(), t.identity.as_str()))
         };
-        let reaches = grants
-            .iter()
-            .map(|(id, names)| {
+        let reaches = principals
+            .ids()
+            .map(|id| {
+                let names = principals.targets_of(id).unwrap_or_default();
                 let reach = Reach::new(names.iter().map(String::as_str), current());
-                (id.clone(), Arc::new(reach))
+                (id.to_string(), Arc::new(reach))
             })
             .collect();
-        Principals {
-            declared,
+        Reaches {
+            declared: principals.declared(),
             reaches,
             implicit: Arc::new(Reach::new([OWNER_PRINCIPAL], current())),
         }
@@ -186,20 +180,16 @@ mod tests {
         Targets::from_config(Some(&entries), None, None)
     }
 
-    fn grants(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
-        pairs
-            .iter()
-            .map(|(id, t)| (id.to_string(), t.iter().map(|s| s.to_string()).collect()))
-            .collect()
+    fn reaches(principals: serde_json::Value) -> Reaches {
+        let mut problems = Vec::new();
+        let config = Principals::from_config(Some(principals), &mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        Reaches::new(&config, &targets())
     }
 
     #[test]
     fn the_owner_reaches_everything_and_acts_as_a_principal_only_narrower() {
-        let p = Principals::new(
-            true,
-            &grants(&[("ci", &["vm"]), ("bot", &["local"])]),
-            &targets(),
-        );
+        let p = reaches(json!({"ci": {"targets": ["vm"]}, "bot": {"targets": ["local"]}}));
         let owner = p.caller(&Who::Owner, None).unwrap();
         assert!(owner.is_owner());
         assert_eq!(owner.principal, "local");
@@ -219,11 +209,10 @@ mod tests {
 
     #[test]
     fn a_principal_acting_as_another_gets_the_intersection_and_keeps_its_keys() {
-        let p = Principals::new(
-            true,
-            &grants(&[("ci", &["vm", "local"]), ("bot", &["local"])]),
-            &targets(),
-        );
+        let p = reaches(json!({
+            "ci": {"targets": ["vm", "local"]},
+            "bot": {"targets": ["local"]},
+        }));
         let ci = Who::Principal("ci".into());
         let plain = p.caller(&ci, None).unwrap();
         assert_eq!(plain.reach.unwrap().target_ids(), vec!["local", "vm"]);
@@ -240,7 +229,7 @@ mod tests {
 
     #[test]
     fn without_a_principals_key_every_principal_reaches_local_only() {
-        let p = Principals::new(false, &BTreeMap::new(), &targets());
+        let p = Reaches::new(&Principals::default(), &targets());
         let any = p.caller(&Who::Owner, Some("script")).unwrap();
         assert_eq!(any.reach.unwrap().target_ids(), vec!["local"]);
     }

@@ -14,6 +14,7 @@ mod keep_alive;
 pub mod metrics_http;
 pub mod openapi;
 mod page;
+mod principal_routes;
 pub mod reporter;
 pub mod route_table;
 mod routes;
@@ -100,8 +101,12 @@ pub struct AppState {
     pub session_limits: Arc<crate::config::session_limits::LimitsPolicy>,
     /// Spawns in flight, shared by every worker (`limits.spawnQueue`).
     pub spawn_queue: crate::sessions::admission::SpawnQueue,
-    /// What each principal reaches (`caller.rs`).
-    pub principals: Arc<caller::Principals>,
+    /// The configured principals (config is read once, at start).
+    pub principals: Arc<crate::config::principals::Principals>,
+    /// Where the principals' token files are, one named for each id (absolute).
+    pub principals_dir: PathBuf,
+    /// What each principal reaches (`caller.rs`), built from `principals` and the targets.
+    pub reaches: Arc<caller::Reaches>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
@@ -260,7 +265,7 @@ fn app(
                 None
             } else {
                 match auth::check_token(&req, &state.tokens, &state.tickets).and_then(|admitted| {
-                    let caller = acting(&req, &admitted, &state.principals)?;
+                    let caller = acting(&req, &admitted, &state)?;
                     Ok((admitted, caller))
                 }) {
                     Ok((admitted, caller)) => {
@@ -309,10 +314,15 @@ fn app(
 fn acting(
     req: &actix_web::dev::ServiceRequest,
     admitted: &auth::Admitted,
-    principals: &caller::Principals,
+    state: &AppState,
 ) -> Result<caller::Caller, auth::AuthError> {
+    let who = state
+        .tokens
+        .with_current(|tokens| tokens.who(admitted.token().as_bytes()))
+        // Rotated out between the check and this read: refused as a wrong token would be.
+        .ok_or(auth::AuthError::Wrong)?;
     let acting_as = admitted.acting_as(req.headers())?;
-    let caller = principals.caller(&caller::Who::Owner, acting_as.as_deref())?;
+    let caller = state.reaches.caller(&who, acting_as.as_deref())?;
     if !caller.is_owner() && route_table::is_owner_only(req.method(), req.path()) {
         return Err(auth::AuthError::OwnerOnly);
     }

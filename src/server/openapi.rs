@@ -69,6 +69,8 @@ use crate::server::error::Error;
     responses::PermissionList,
     responses::Trail,
     responses::Ticket,
+    responses::PrincipalList,
+    responses::PrincipalEntry,
 )))]
 struct Schemas;
 
@@ -315,6 +317,11 @@ fn operation(endpoint: Endpoint) -> Operation {
             "A single-use ticket (30 s) that opens one WebSocket (attach or events) as \
              `?ticket=`, instead of the token",
             &[(200, "Ticket")],
+        ),
+        Endpoint::Principals => op(
+            "The principals config declares: each id, the target names it is granted and the \
+             absolute path of its token file (never the token)",
+            &[(200, "PrincipalList")],
         ),
         Endpoint::Metrics => Operation {
             summary: "Prometheus metrics in the OpenMetrics text format; also served without a \

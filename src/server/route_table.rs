@@ -111,6 +111,8 @@ pub enum Endpoint {
     Trail,
     /// `POST /v1/tickets`.
     Tickets,
+    /// `GET /v1/principals`.
+    Principals,
     /// `GET /metrics` (Prometheus; outside `/v1`, where scrapers look).
     Metrics,
 }
@@ -214,6 +216,7 @@ pub const ROUTES: &[Route] = &[
     route(Get, "/v1/events", E::Events),
     route(Get, "/v1/events/trail", E::Trail),
     route(Post, "/v1/tickets", E::Tickets),
+    owner(Get, "/v1/principals", E::Principals),
     owner(Get, "/metrics", E::Metrics),
 ];
 

@@ -97,6 +97,7 @@ fn handler(endpoint: Endpoint) -> actix_web::Route {
         Endpoint::Events => r.to(super::events::events),
         Endpoint::Trail => r.to(trail),
         Endpoint::Tickets => r.to(ticket),
+        Endpoint::Principals => r.to(super::principal_routes::list),
         Endpoint::Metrics => r.to(super::metrics_http::metrics),
     }
 }

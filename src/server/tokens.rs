@@ -9,10 +9,16 @@
 //! non-text) makes the file invalid, and an invalid file accepts nothing: the daemon fails
 //! closed until a good file is in place and it is told to re-read it (SIGHUP).
 //!
-//! Reading the file is the daemon's job (`daemon/token_file.rs`); this module only parses it
-//! and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
+//! Each configured principal has a file of its own in the same format
+//! (`<state dir>/principals/<id>`); a token there speaks for that principal ([`Who`]). A
+//! principal's file that cannot be used refuses only that principal; the owner's file that
+//! cannot be used refuses everyone.
+//!
+//! Reading the files is the daemon's job (`daemon/token_file.rs`, `daemon/principal_files.rs`);
+//! this module only parses them and holds the result. Nothing here prints a token: [`TokenSet`]'s `Debug` is redacted and
 //! [`TokenFileError`] names lines and lengths, never content.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use actix::{ActorContext, ActorFutureExt, AsyncContext};
@@ -95,6 +101,13 @@ pub enum TokenFileError {
         /// 1-based line number.
         line: usize,
     },
+    /// A principal's file holds a token that the owner's file, or another principal's, holds
+    /// too: who that token speaks for would be a guess, so the principal gets none.
+    #[error("the token file holds a token that {other} holds too; each principal needs a token of its own")]
+    Shared {
+        /// Whose file holds it too: "the owner's token file" or "principal `<id>`'s file".
+        other: String,
+    },
 }
 
 /// One or two valid tokens, the current one first.
@@ -173,22 +186,119 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Who a token speaks for: the owner (the token file), or a configured principal (its own
+/// file under `<state dir>/principals/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// The daemon's owner.
+    Owner,
+    /// The principal with this id.
+    Principal(String),
+}
+
+/// The tokens accepted while the owner's file is good: the owner's set and, by principal id,
+/// each configured principal's set, or why that principal's file cannot be used (then only
+/// that principal is refused: it fails closed, the owner and the others are untouched).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSets {
+    owner: TokenSet,
+    principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
+}
+
+impl TokenSets {
+    /// The owner's set and the principals' (by id; an `Err` accepts nothing for that id).
+    /// A principal whose token is also the owner's or another principal's gets
+    /// [`TokenFileError::Shared`] instead of its set (both principals, when two share one):
+    /// a token speaks for exactly one.
+    pub fn new(
+        owner: TokenSet,
+        mut principals: BTreeMap<String, Result<TokenSet, TokenFileError>>,
+    ) -> TokenSets {
+        let shared: Vec<(String, String)> = principals
+            .iter()
+            .filter_map(|(id, set)| {
+                let set = set.as_ref().ok()?;
+                let holds = |other: &TokenSet| set.0.iter().any(|t| other.0.contains(t));
+                if holds(&owner) {
+                    return Some((id.clone(), "the owner's token file".to_string()));
+                }
+                principals.iter().find_map(|(other_id, other)| match other {
+                    Ok(other) if other_id != id && holds(other) => {
+                        Some((id.clone(), format!("principal {other_id}'s file")))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        for (id, other) in shared {
+            principals.insert(id, Err(TokenFileError::Shared { other }));
+        }
+        TokenSets { owner, principals }
+    }
+
+    /// Only the owner's set: a daemon with no principals configured.
+    pub fn owner_only(owner: TokenSet) -> TokenSets {
+        TokenSets::new(owner, BTreeMap::new())
+    }
+
+    /// The owner's set.
+    pub fn owner(&self) -> &TokenSet {
+        &self.owner
+    }
+
+    /// Each configured principal's set, or why its file cannot be used.
+    pub fn principals(&self) -> &BTreeMap<String, Result<TokenSet, TokenFileError>> {
+        &self.principals
+    }
+
+    /// Who `given` speaks for, if anyone. Every set is compared in full whatever matched
+    /// first, so timing tells neither which one matched nor how much of a guess was right
+    /// (only how many sets there are, which config already says). [`TokenSets::new`] keeps
+    /// a token in one set only; were it in more, the owner would win, then the first id.
+    pub fn who(&self, given: &[u8]) -> Option<Who> {
+        let owner = self.owner.accepts(given);
+        let principal = self
+            .principals
+            .iter()
+            .fold(None, |hit, (id, set)| match set {
+                Ok(set) if set.accepts(given) => hit.or(Some(id)),
+                _ => hit,
+            });
+        match (owner, principal) {
+            (true, _) => Some(Who::Owner),
+            (false, Some(id)) => Some(Who::Principal(id.clone())),
+            (false, None) => None,
+        }
+    }
+
+    /// Whether `given` is the owner's or any principal's token.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        self.who(given).is_some()
+    }
+}
+
 /// What the daemon accepts right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenState {
-    /// The file was good: these tokens are accepted.
-    Valid(TokenSet),
-    /// The last read failed: nothing is accepted until a good file is read (fail closed).
+    /// The owner's file was good: these tokens are accepted.
+    Valid(TokenSets),
+    /// The owner's file could not be used at the last read: nothing is accepted, a
+    /// principal's token neither, until a good file is read (fail closed).
     Invalid(TokenFileError),
 }
 
 impl TokenState {
-    /// Whether `given` is accepted in this state.
-    pub fn accepts(&self, given: &[u8]) -> bool {
+    /// Who `given` speaks for in this state, if anyone.
+    pub fn who(&self, given: &[u8]) -> Option<Who> {
         match self {
-            TokenState::Valid(set) => set.accepts(given),
-            TokenState::Invalid(_) => false,
+            TokenState::Valid(sets) => sets.who(given),
+            TokenState::Invalid(_) => None,
         }
+    }
+
+    /// Whether `given` is accepted in this state, as the owner's or any principal's.
+    pub fn accepts(&self, given: &[u8]) -> bool {
+        self.who(given).is_some()
     }
 }
 
@@ -209,9 +319,9 @@ pub struct TokenPublisher {
 }
 
 impl Tokens {
-    /// A holder starting at `set`, and its publisher.
-    pub fn new(set: TokenSet) -> (TokenPublisher, Tokens) {
-        let (tx, rx) = watch::channel(TokenState::Valid(set));
+    /// A holder starting at `state`, and its publisher.
+    pub fn new(state: TokenState) -> (TokenPublisher, Tokens) {
+        let (tx, rx) = watch::channel(state);
         (TokenPublisher { tx }, Tokens { rx })
     }
 
@@ -221,14 +331,16 @@ impl Tokens {
         f(&self.rx.borrow())
     }
 
-    /// Resolves once `token` is no longer accepted (at once, if it is not now). Never
+    /// Resolves once `token` no longer speaks for whom it speaks for now: it is refused, or
+    /// it moved to another principal's file (at once, if it is not accepted now). Never
     /// resolves if the daemon drops the publisher, which happens only as it stops.
     pub fn revoked(&self, token: String) -> impl Future<Output = ()> + 'static {
         let mut rx = self.rx.clone();
         async move {
+            let first = rx.borrow().who(token.as_bytes());
             loop {
-                let accepted = rx.borrow_and_update().accepts(token.as_bytes());
-                if !accepted {
+                let now = rx.borrow_and_update().who(token.as_bytes());
+                if now.is_none() || now != first {
                     return;
                 }
                 if rx.changed().await.is_err() {
@@ -283,6 +395,92 @@ mod tests {
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const C: &str = "cccccccccccccccccccccccccccccccccccc";
+    const D: &str = "dddddddddddddddddddddddddddddddddddd";
+
+    fn owner_only(set: TokenSet) -> TokenState {
+        TokenState::Valid(TokenSets::owner_only(set))
+    }
+
+    /// The owner on A; `ci` on B (and C while it moves over); `bot` on a file it cannot use.
+    fn with_principals() -> TokenState {
+        let principals = [
+            (
+                "ci".to_string(),
+                TokenSet::parse(format!("{B}\n{C}").as_bytes()),
+            ),
+            ("bot".to_string(), Err(TokenFileError::Empty)),
+        ]
+        .into();
+        TokenState::Valid(TokenSets::new(TokenSet::single(A.into()), principals))
+    }
+
+    #[test]
+    fn who_names_the_owner_or_the_principal_whose_file_holds_the_token() {
+        let state = with_principals();
+        assert_eq!(state.who(A.as_bytes()), Some(Who::Owner));
+        assert_eq!(state.who(B.as_bytes()), Some(Who::Principal("ci".into())));
+        assert_eq!(state.who(C.as_bytes()), Some(Who::Principal("ci".into())));
+        assert_eq!(state.who(D.as_bytes()), None);
+        assert_eq!(state.who(b""), None);
+        assert!(state.accepts(A.as_bytes()) && state.accepts(C.as_bytes()));
+        assert!(!state.accepts(D.as_bytes()));
+        // An owner's file that cannot be used refuses the principals' tokens too.
+        let closed = TokenState::Invalid(TokenFileError::Empty);
+        assert_eq!(closed.who(B.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_principal_sharing_a_token_with_the_owner_or_another_gets_none() {
+        let principals = [
+            (
+                "ci".to_string(),
+                TokenSet::parse(format!("{B}\n{A}").as_bytes()),
+            ),
+            ("x".to_string(), Ok(TokenSet::single(C.into()))),
+            (
+                "y".to_string(),
+                TokenSet::parse(format!("{D}\n{C}").as_bytes()),
+            ),
+            ("z".to_string(), Ok(TokenSet::single(D.into()))),
+        ]
+        .into();
+        let sets = TokenSets::new(TokenSet::single(A.into()), principals);
+        let problem = |id: &str| sets.principals()[id].clone().unwrap_err();
+        assert_eq!(
+            problem("ci"),
+            TokenFileError::Shared {
+                other: "the owner's token file".into()
+            }
+        );
+        assert_eq!(
+            problem("x"),
+            TokenFileError::Shared {
+                other: "principal y's file".into()
+            }
+        );
+        assert!(matches!(problem("y"), TokenFileError::Shared { .. }));
+        assert!(matches!(problem("z"), TokenFileError::Shared { .. }));
+        assert!(!problem("x").to_string().contains(C));
+        let state = TokenState::Valid(sets);
+        assert_eq!(state.who(A.as_bytes()), Some(Who::Owner));
+        for t in [B, C, D] {
+            assert_eq!(state.who(t.as_bytes()), None);
+        }
+    }
+
+    #[tokio::test]
+    async fn revoked_resolves_when_the_token_moves_to_another_principal() {
+        let ci = [("ci".to_string(), Ok(TokenSet::single(B.into())))].into();
+        let owner = TokenSet::single(A.into());
+        let (publisher, tokens) = Tokens::new(TokenState::Valid(TokenSets::new(owner.clone(), ci)));
+        let mut gone = Box::pin(tokens.revoked(B.into()));
+        let quick = std::time::Duration::from_millis(50);
+        assert!(tokio::time::timeout(quick, &mut gone).await.is_err());
+        let bot = [("bot".to_string(), Ok(TokenSet::single(B.into())))].into();
+        publisher.publish(TokenState::Valid(TokenSets::new(owner, bot)));
+        tokio::time::timeout(quick, &mut gone).await.unwrap();
+    }
 
     #[test]
     fn one_or_two_tokens_one_per_line() {
@@ -323,8 +521,9 @@ mod tests {
     fn nothing_prints_a_token() {
         let set = TokenSet::parse(A.as_bytes()).unwrap();
         assert!(!format!("{set:?}").contains(A));
-        let state = format!("{:?}", TokenState::Valid(set));
-        assert!(!state.contains(A), "{state}");
+        let principals = [("ci".to_string(), Ok(TokenSet::single(B.into())))].into();
+        let state = format!("{:?}", TokenState::Valid(TokenSets::new(set, principals)));
+        assert!(!state.contains(A) && !state.contains(B), "{state}");
         let problem = TokenSet::parse(b"secretsecret").unwrap_err().to_string();
         assert!(!problem.contains("secret"), "{problem}");
     }
@@ -338,16 +537,16 @@ mod tests {
 
     #[tokio::test]
     async fn revoked_resolves_when_the_token_leaves_the_set() {
-        let (publisher, tokens) = Tokens::new(TokenSet::single(A.into()));
+        let (publisher, tokens) = Tokens::new(owner_only(TokenSet::single(A.into())));
         let mut gone_a = Box::pin(tokens.revoked(A.into()));
         let mut gone_b = Box::pin(tokens.revoked(B.into()));
         let quick = std::time::Duration::from_millis(50);
         // B was never accepted: at once. A stays while it is in the set.
         tokio::time::timeout(quick, &mut gone_b).await.unwrap();
         let two = TokenSet::parse(format!("{B}\n{A}").as_bytes()).unwrap();
-        publisher.publish(TokenState::Valid(two));
+        publisher.publish(owner_only(two));
         assert!(tokio::time::timeout(quick, &mut gone_a).await.is_err());
-        publisher.publish(TokenState::Valid(TokenSet::single(B.into())));
+        publisher.publish(owner_only(TokenSet::single(B.into())));
         tokio::time::timeout(quick, &mut gone_a).await.unwrap();
         // A failed-closed reload revokes everything.
         let mut gone_b = Box::pin(publisher.subscribe().revoked(B.into()));

@@ -67,6 +67,9 @@ mod names;
 mod openapi;
 /// The browser page in real headless Chromium (ignored: `-- --ignored` runs it).
 mod page;
+/// Principals' own tokens: their files, acceptance beside the owner's, `GET /v1/principals`
+/// and `atc principals`.
+mod principals;
 /// `pty_spawn` on real PTYs: session leader, controlling terminal, fds, exit reports.
 mod pty_spawn;
 /// Principals' reach: out-of-reach sessions answer as missing ones on every route.

@@ -518,6 +518,8 @@ async fn every_route_answers_what_the_document_says() {
         .await;
     r.call(&d, "GET", "/v1/dirs", "/v1/dirs", None).await;
     r.call(&d, "POST", "/v1/tickets", "/v1/tickets", None).await;
+    r.call(&d, "GET", "/v1/principals", "/v1/principals", None)
+        .await;
     // An unrouted path answers the error body too.
     let (status, body) = d.call("GET", "/v1/made-up", None).await;
     assert_eq!(status, 404);

@@ -81,7 +81,8 @@ fn probe(endpoint: Endpoint) -> Probe {
         | E::AuthRebind
         | E::Metrics
         | E::Orphans
-        | E::Prune => Probe::OwnerOnly,
+        | E::Prune
+        | E::Principals => Probe::OwnerOnly,
         E::Health | E::OpenApi | E::Daemon | E::Agents | E::Spawn | E::Tickets => Probe::NoSessions,
     }
 }

@@ -27,8 +27,16 @@ impl Daemon {
     /// Starts `atc daemon` on a fresh state dir under `root` (port 0) and waits until it
     /// answers.
     async fn start(root: &Path) -> Daemon {
+        Daemon::start_with(root, json!({})).await
+    }
+
+    /// Like [`Daemon::start`], with `more` config keys beside the test agent.
+    async fn start_with(root: &Path, more: Value) -> Daemon {
         let state_dir = root.join("state");
-        let config = json!({"agents": {"sh": {"bin": "/bin/sh", "env": {"PS1": ""}}}});
+        let mut config = json!({"agents": {"sh": {"bin": "/bin/sh", "env": {"PS1": ""}}}});
+        if let (Some(c), Value::Object(more)) = (config.as_object_mut(), more) {
+            c.extend(more);
+        }
         let child = ChildDaemon::start(&state_dir, &config, &root.join("daemon.log")).await;
         Daemon {
             url: child.url().to_string(),
@@ -484,5 +492,62 @@ async fn a_token_file_others_can_read_or_one_outside_the_state_dir_is_refused_at
     assert!(log.contains("mode 0644"), "log:\n{log}");
     assert!(log.contains("chmod 600"), "log:\n{log}");
     assert!(log.contains("leading out of the state dir"), "log:\n{log}");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn sighup_rotates_a_principals_token_and_leaves_the_owner_and_the_others_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let principals = json!({"principals": {"ci": {"targets": ["local"]}, "bot": {"targets": []}}});
+    let mut d = Daemon::start_with(tmp.path(), principals).await;
+    let owner = d.minted_token();
+    let dir = d.state_dir.join("principals");
+    let file = |id: &str| dir.join(id);
+    let read = |id: &str| {
+        std::fs::read_to_string(file(id))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (old, bot) = (read("ci"), read("bot"));
+    let on_old = d.client(&old);
+    assert_eq!(on_old.call("GET", "/v1/sessions", None).await.0, 200);
+    let mut old_events = on_old.ws("/v1/events").await;
+    let on_owner = d.client(&owner);
+    let mut owner_events = on_owner.ws("/v1/events").await;
+
+    // Rewritten in place: the file keeps its mode 0600.
+    std::fs::write(file("ci"), format!("{NEW}\n")).unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, NEW, 200).await;
+    wait_status(&d, &old, 401).await;
+    d.assert_running();
+    until_closed(&mut old_events).await;
+    for token in [owner.as_str(), bot.as_str()] {
+        assert_eq!(
+            d.client(token).call("GET", "/v1/sessions", None).await.0,
+            200
+        );
+    }
+    assert_events_work(&mut owner_events, &on_owner).await;
+
+    // A principal's file made unusable at a reload fails only that principal.
+    std::fs::write(file("bot"), "short\n").unwrap();
+    d.signal(rustix::process::Signal::HUP);
+    wait_status(&d, &bot, 401).await;
+    for token in [owner.as_str(), NEW] {
+        assert_eq!(
+            d.client(token).call("GET", "/v1/sessions", None).await.0,
+            200
+        );
+    }
+    let log = d.log();
+    assert!(
+        log.contains("principal's token file unusable"),
+        "log:\n{log}"
+    );
+    for secret in [old.as_str(), NEW, bot.as_str(), owner.as_str()] {
+        assert!(!log.contains(secret), "a token reached the log:\n{log}");
+    }
     d.stop().await;
 }

@@ -682,6 +682,27 @@ pub struct Restored {
     pub restored: u64,
 }
 
+/// `GET /v1/principals`: the principals config declares, in id order. Never a token: where
+/// each one's token file is, for its owner to read or rewrite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PrincipalList {
+    /// One entry per configured principal (entries config left out for a problem are not
+    /// here; `GET /v1/daemon` lists those problems).
+    pub principals: Vec<PrincipalEntry>,
+}
+
+/// One configured principal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrincipalEntry {
+    /// Its id (`[a-z0-9_-]`, at most 64 characters).
+    pub id: String,
+    /// The target names config grants it, as written.
+    pub targets: Vec<String>,
+    /// The absolute path of its token file (`<state dir>/principals/<id>`).
+    pub token_file: String,
+}
+
 /// `GET /v1/dirs`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Dirs {
