@@ -3,9 +3,9 @@
 //! fleet, the trail, permissions and the events socket leave it out; owner-only routes refuse
 //! a principal; idempotency keys are kept per principal; a ticket acts as its principal.
 //!
-//! The principal here is the owner acting through `X-Atc-As` on a daemon without a
-//! `principals` key, where every principal reaches `local` only; tests/it/principals.rs covers
-//! principals' own tokens.
+//! Most tests act as a principal through the owner's token and `X-Atc-As` on a daemon without
+//! a `principals` key, where every principal reaches `local` only; the last uses principals'
+//! own tokens (their files: tests/it/principals.rs; their rotation: token_rotation.rs).
 
 use atc::config::Config;
 use atc::server::route_table::{Access, Endpoint, ROUTES};
@@ -15,16 +15,35 @@ use serde_json::{json, Value};
 
 /// `local`, and `side`: another local target the principal is not granted.
 fn two_targets() -> Config {
-    let parsed = Config::from_json(
-        br#"{"targets": {"local": {"provider": "local-pty"},
-                         "side": {"provider": "local-pty", "note": "not granted"}},
-             "defaultTarget": "local"}"#,
+    with_principals("")
+}
+
+/// [`two_targets`] with config `principals` when `principals` is not empty.
+fn with_principals(principals: &str) -> Config {
+    let principals = match principals {
+        "" => String::new(),
+        p => format!(r#", "principals": {p}"#),
+    };
+    let text = format!(
+        r#"{{"targets": {{"local": {{"provider": "local-pty"}},
+                         "side": {{"provider": "local-pty", "note": "not granted"}}}},
+             "defaultTarget": "local"{principals}}}"#
     );
+    let parsed = Config::from_json(text.as_bytes());
     assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
     Config {
         targets: parsed.targets,
+        principals: parsed.principals,
         ..test_config()
     }
+}
+
+/// The token in principal `id`'s file.
+fn token_of(d: &TestDaemon, id: &str) -> String {
+    std::fs::read_to_string(d.state_dir.join("principals").join(id))
+        .expect("the principal's token file")
+        .trim()
+        .to_string()
 }
 
 fn bot(d: &TestDaemon) -> Acting<'_> {
@@ -377,5 +396,105 @@ async fn a_ticket_opens_a_socket_as_the_principal_that_asked_for_it() {
         d.url.replace("http://", "ws://")
     );
     assert!(atc_testkit::ws::ws_at(&url, None, None).await.is_ok());
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_principals_own_token_reaches_its_grants_and_x_atc_as_only_narrows_it() {
+    let d = TestDaemon::start_on(
+        &tempfile::tempdir().unwrap().keep(),
+        with_principals(r#"{"ci": {"targets": ["local", "side"]}, "bot": {"targets": ["local"]}}"#),
+    )
+    .await;
+    let (ci_token, bot_token) = (token_of(&d, "ci"), token_of(&d, "bot"));
+    let ci = Acting {
+        token: &ci_token,
+        act_as: None,
+    };
+    let bot_own = Acting {
+        token: &bot_token,
+        act_as: None,
+    };
+    let side = json!({"agent": "cat", "cwd": "/tmp", "target": "side"});
+    let (s, spawned) = d
+        .call_acting(ci, "POST", "/v1/sessions", Some(side.clone()))
+        .await;
+    assert_eq!(s, 201, "ci is granted side: {spawned}");
+    let on_side = id_of(&spawned["session"]);
+    let (s, err) = d
+        .call_acting(bot_own, "POST", "/v1/sessions", Some(side.clone()))
+        .await;
+    assert_eq!(
+        (s, err["error"]["code"].as_str()),
+        (403, Some("target_forbidden")),
+        "{err}"
+    );
+    let get = format!("/v1/sessions/{on_side}");
+    assert_eq!(d.call_acting(ci, "GET", &get, None).await.0, 200);
+    assert_eq!(d.call_acting(bot_own, "GET", &get, None).await.0, 404);
+    // ci acting as bot sees what both reach; bot acting as ci never gets more than its own.
+    let ci_as_bot = Acting {
+        act_as: Some("bot"),
+        ..ci
+    };
+    let bot_as_ci = Acting {
+        act_as: Some("ci"),
+        ..bot_own
+    };
+    assert_eq!(d.call_acting(ci_as_bot, "GET", &get, None).await.0, 404);
+    assert_eq!(
+        d.call_acting(bot_as_ci, "GET", &get, None).await.0,
+        404,
+        "never widened"
+    );
+    let (s, err) = d
+        .call_acting(ci_as_bot, "POST", "/v1/sessions", Some(side))
+        .await;
+    assert_eq!(
+        (s, err["error"]["code"].as_str()),
+        (403, Some("target_forbidden")),
+        "{err}"
+    );
+    // Owner-only, whoever the principal is.
+    for who in [ci, bot_own] {
+        let (s, err) = d.call_acting(who, "POST", "/v1/fleet/restore", None).await;
+        assert_eq!(
+            (s, err["error"]["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{err}"
+        );
+        assert_eq!(
+            d.call_acting(who, "GET", "/v1/principals", None).await.0,
+            401
+        );
+    }
+    // A ticket ci asks for opens a socket as ci (on_side is in its reach), bot's as bot.
+    for (who, attaches) in [(ci, true), (bot_own, false)] {
+        let (_, ticket) = d.call_acting(who, "POST", "/v1/tickets", None).await;
+        let t = ticket["ticket"].as_str().expect("ticket");
+        let url = format!(
+            "{}/v1/sessions/{on_side}/attach?ticket={t}",
+            d.url.replace("http://", "ws://")
+        );
+        let opened = atc_testkit::ws::ws_at(&url, None, None).await;
+        assert_eq!(opened.is_ok(), attaches, "{:?}", opened.err());
+    }
+    // One key under ci and under bot: two sessions.
+    let keyed = |token: String| {
+        let d = &d;
+        async move {
+            let headers = [("Idempotency-Key", "shared")];
+            let body = json!({"agent": "cat", "cwd": "/tmp"});
+            let (s, v) = d
+                .call_headers("POST", "/v1/sessions", Some(body), Some(&token), &headers)
+                .await;
+            assert_eq!(s, 201, "{v}");
+            id_of(&v["session"])
+        }
+    };
+    assert_ne!(
+        keyed(ci_token.clone()).await,
+        keyed(bot_token.clone()).await
+    );
     d.stop().await;
 }
