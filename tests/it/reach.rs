@@ -498,3 +498,102 @@ async fn a_principals_own_token_reaches_its_grants_and_x_atc_as_only_narrows_it(
     );
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_session_bound_to_a_targets_old_identity_leaves_reach_and_comes_back_with_it() {
+    // A target's identity is constant for a daemon's life (spec §4.2): it changes across a
+    // restart with other options, and the principal's view follows at once.
+    let dir = tempfile::tempdir().unwrap().keep();
+    let grants = r#"{"ci": {"targets": ["local", "side"]}}"#;
+    let moved = |config: Config| {
+        let parsed = Config::from_json(
+            br#"{"targets": {"local": {"provider": "local-pty"},
+                             "side": {"provider": "local-pty", "note": "moved"}},
+                 "defaultTarget": "local"}"#,
+        );
+        Config {
+            targets: parsed.targets,
+            ..config
+        }
+    };
+    let d = TestDaemon::start_on(&dir, with_principals(grants)).await;
+    let ci_token = token_of(&d, "ci");
+    let ci = Acting {
+        token: &ci_token,
+        act_as: None,
+    };
+    let side = json!({"agent": "cat", "cwd": "/tmp", "target": "side", "name": "on-side"});
+    let (s, spawned) = d.call_acting(ci, "POST", "/v1/sessions", Some(side)).await;
+    assert_eq!(s, 201, "{spawned}");
+    let id = id_of(&spawned["session"]);
+    let get = format!("/v1/sessions/{id}");
+    d.stop().await;
+
+    let snapshot_names = |d: &TestDaemon| {
+        let token = ci_token.clone();
+        let url = format!("{}/v1/events", d.url.replace("http://", "ws://"));
+        let owner = d.token.clone();
+        async move {
+            // A marker session the principal sees, so the snapshot's end is known.
+            let marker = json!({"agent": "cat", "cwd": "/tmp"});
+            let http = atc_testkit::http_client();
+            let base = url.replace("ws://", "http://").replace("/v1/events", "");
+            let mut resp = http
+                .post(format!("{base}/v1/sessions"))
+                .bearer_auth(&owner)
+                .send_json(&marker)
+                .await
+                .expect("marker spawn");
+            assert_eq!(resp.status().as_u16(), 201);
+            let body: Value = resp.json().await.expect("marker");
+            let marker = id_of(&body["session"]);
+            let mut ws = atc_testkit::ws::ws_at(&url, Some(&token), None)
+                .await
+                .expect("events");
+            let mut ids = Vec::new();
+            loop {
+                let added = ws.next_text("session.added").await;
+                let seen = added["session"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if seen == marker {
+                    break;
+                }
+                ids.push(seen);
+            }
+            ws.close().await;
+            ids
+        }
+    };
+
+    let d = TestDaemon::start_on(&dir, moved(with_principals(grants))).await;
+    let (s, err) = d.call_acting(ci, "GET", &get, None).await;
+    assert_eq!(
+        (s, err["error"]["code"].as_str()),
+        (404, Some("no_such_session")),
+        "{err}"
+    );
+    assert!(
+        !snapshot_names(&d).await.contains(&id),
+        "left out of the principal's events"
+    );
+    assert_eq!(
+        d.call("GET", &get, None).await.0,
+        200,
+        "the owner still sees it"
+    );
+    d.stop().await;
+
+    let d = TestDaemon::start_on(&dir, with_principals(grants)).await;
+    assert_eq!(
+        d.call_acting(ci, "GET", &get, None).await.0,
+        200,
+        "back in reach"
+    );
+    assert!(
+        snapshot_names(&d).await.contains(&id),
+        "added back to its events"
+    );
+    d.stop().await;
+}
