@@ -297,6 +297,9 @@ pub struct Spawn {
     /// The limits its processes run under, checked against config and against what its
     /// target's provider can enforce (empty: none).
     pub limits: atc_protocol::SessionLimits,
+    /// The session it is a sub-session of, as the route resolved it (already the top of its
+    /// tree); the manager checks it is still listed.
+    pub parent: Option<SessionId>,
 }
 
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a

@@ -31,7 +31,7 @@ impl Session {
         let Ok(provider) = provider_of(&self.deps, &self.record.target) else {
             return;
         };
-        let host = self.record.id.to_string();
+        let host = self.record.host_key.to_string();
         let asked = auth_of(provider.as_ref(), |h| h.auth_status(&host));
         ctx.spawn(
             asked
@@ -49,7 +49,7 @@ impl Session {
         let Some(provider) = provider.filter(|_| self.broker_backed()) else {
             return Box::pin(fut::ready(self.descriptor()));
         };
-        let host = self.record.id.to_string();
+        let host = self.record.host_key.to_string();
         let asked = auth_of(provider.as_ref(), |h| h.auth_status(&host));
         Box::pin(asked.into_actor(self).map(|answer, act, _| {
             act.learn_auth(&answer);

@@ -22,6 +22,7 @@ mod naming;
 mod record;
 mod report_budget;
 mod screen_link;
+mod shared_host;
 mod start;
 
 pub use record::{ExitInfo, SessionRecord};
@@ -73,6 +74,9 @@ pub struct SessionDeps {
     pub manager: Recipient<FleetNotice>,
     /// Who says whether a name would shadow another session's id (the manager).
     pub names: Recipient<ShadowedId>,
+    /// Who hears what an owner did to its host, to pass on to the other sessions there (the
+    /// manager).
+    pub hosts: crate::sessions::host_messages::HostMates,
     /// Sizes.
     pub limits: Limits,
     /// Durations.
@@ -247,8 +251,8 @@ impl Session {
             workspace: self.record.workspace.clone(),
             limits: (!self.record.limits.is_empty()).then_some(self.record.limits),
             usage: None,
-            parent: None,
-            host_key: self.record.id,
+            parent: self.record.parent,
+            host_key: self.record.host_key,
         }
     }
 
@@ -636,7 +640,7 @@ impl Handler<AuthStatusOf> for Session {
     type Result = ResponseActFuture<Self, AuthAnswer>;
 
     fn handle(&mut self, _: AuthStatusOf, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
+        let host = self.record.host_key.to_string();
         let asked = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => auth_of(p.as_ref(), |h| h.auth_status(&host)),
             Err(e) => return Box::pin(fut::ready(Err(e))),
@@ -661,7 +665,7 @@ impl Handler<RevokeAuth> for Session {
     type Result = ResponseActFuture<Self, AuthAnswer>;
 
     fn handle(&mut self, _: RevokeAuth, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
+        let host = self.record.host_key.to_string();
         let asked = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => auth_of(p.as_ref(), |h| h.auth_revoke(&host)),
             Err(e) => return Box::pin(fut::ready(Err(e))),
@@ -684,7 +688,7 @@ impl Handler<RebindAuth> for Session {
     /// The agent's `auth` is read from the config the daemon runs with now, not the one the
     /// session was spawned with: picking up a changed `auth` is what a rebind is for.
     fn handle(&mut self, _: RebindAuth, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
+        let host = self.record.host_key.to_string();
         let agent = &self.record.agent;
         let auth = self.deps.catalog.get(agent).and_then(|a| a.auth.clone());
         let Some(auth) = auth else {
