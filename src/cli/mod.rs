@@ -16,6 +16,7 @@ pub mod output;
 pub mod restore;
 pub mod revive;
 pub mod screen;
+pub mod session_tree;
 pub mod spawn;
 pub mod suspend;
 pub mod table;
