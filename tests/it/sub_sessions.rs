@@ -398,3 +398,22 @@ async fn a_sub_session_without_a_workspace_works_in_its_parents_and_leaves_it_on
     assert_eq!(d.session(&parent).await["alive"], true);
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_keyed_spawn_under_a_parent_replays_and_another_parent_is_a_conflict() {
+    let d = TestDaemon::start().await;
+    let a = id_of(&d.spawn("sh").await);
+    let b = id_of(&d.spawn("sh").await);
+    let under = |parent: &str| json!({"agent": "sh", "cwd": "/tmp", "parent": parent});
+    let (status, replayed, first) = d.keyed_spawn("k-sub", &under(&a), false).await;
+    assert_eq!((status, replayed), (201, false), "{first}");
+    assert_eq!(first["session"]["parent"], json!(a), "{first}");
+    let (status, replayed, again) = d.keyed_spawn("k-sub", &under(&a), false).await;
+    assert_eq!((status, replayed), (200, true), "{again}");
+    assert_eq!(again["session"]["id"], first["session"]["id"]);
+    // The parent is part of what the key promised.
+    let (status, _, other) = d.keyed_spawn("k-sub", &under(&b), false).await;
+    assert_eq!(status, 409, "{other}");
+    assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
+    d.stop().await;
+}
