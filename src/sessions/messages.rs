@@ -228,6 +228,12 @@ pub struct PruneOrphans {
     pub force: bool,
 }
 
+/// From the manager: the session's parent was removed, so it stands alone now (spec §3.7: a
+/// forget's sub-sessions that stay become top-level). Its host key stays what it was.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ParentGone;
+
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]

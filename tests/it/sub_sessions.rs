@@ -417,3 +417,30 @@ async fn a_keyed_spawn_under_a_parent_replays_and_another_parent_is_a_conflict()
     assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_sub_session_outlives_its_forgotten_parent_as_a_top_level_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), test_config()).await;
+    let top = id_of(&d.spawn("sh").await);
+    let (status, body) = spawn_under(&d, "sh", &top, json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let sub = id_of(&body["session"]);
+    let (status, body) = d.call("DELETE", &format!("/v1/sessions/{top}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let s = d
+        .wait_session(&sub, "top-level", |s| {
+            s.get("parent").is_none_or(Value::is_null)
+        })
+        .await;
+    assert_eq!(s["alive"], true, "{s}");
+    // It can be a parent itself now, and its row says it stands alone.
+    let (status, body) = spawn_under(&d, "sh", &sub, json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["session"]["parent"], json!(sub), "{body}");
+    d.stop().await;
+    let d = TestDaemon::start_on(tmp.path(), test_config()).await;
+    let s = d.session(&sub).await;
+    assert!(s.get("parent").is_none_or(Value::is_null), "{s}");
+    d.stop().await;
+}

@@ -14,7 +14,7 @@ use crate::sessions::host_key::{self, NewPlace, ParentHost};
 use crate::sessions::host_messages::{
     GoWithHost, HostDestroyed, HostSlept, HostWoken, SleepWithHost,
 };
-use crate::sessions::messages::{Revive, Spawn};
+use crate::sessions::messages::{ParentGone, Revive, Spawn};
 use crate::sessions::session::Session;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{Descriptor, ExitReason, SessionId};
@@ -124,6 +124,16 @@ impl SessionManager {
         msg.cwd = mapped.display().to_string();
     }
 
+    /// Tells every sub-session of `parent`, just removed, that it stands alone now.
+    pub(super) fn orphan_children_of(&self, parent: SessionId) {
+        for e in self.sessions.entries() {
+            if e.descriptor().parent == Some(parent) {
+                // A notification once per removal, to a handful of sessions at most.
+                e.addr.do_send(ParentGone);
+            }
+        }
+    }
+
     /// The other sessions on host `host_key` than its `owner`.
     fn mates(&self, host_key: SessionId, owner: SessionId) -> Vec<(Descriptor, Addr<Session>)> {
         self.sessions
@@ -200,6 +210,7 @@ impl Handler<HostWoken> for SessionManager {
                         Ok(Ok(_)) => tracing::info!(session = %id, "revived with its host"),
                         Ok(Err(e)) => tracing::warn!(session = %id, error = %e,
                             "could not revive a session with its woken host"),
+                        // The session went meanwhile: nothing to revive.
                         Err(_) => {}
                     }
                 }

@@ -2,12 +2,14 @@
 //! id, and a sub-session that joined it carries the owner's key. What happens to the host
 //! follows its owner: the owner tells the manager what it did (see
 //! [`crate::sessions::host_messages`]), and the manager tells the others, which answer here.
-//! A sub-session never sleeps or destroys the host itself.
+//! A sub-session never sleeps or destroys the host itself, and outlives its parent as a
+//! top-level session.
 
 use actix::prelude::*;
 
 use super::Session;
 use crate::sessions::host_messages::{GoWithHost, SleepWithHost};
+use crate::sessions::messages::ParentGone;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::ExitReason;
 
@@ -68,5 +70,17 @@ impl Handler<GoWithHost> for Session {
                 }
             }),
         )
+    }
+}
+
+impl Handler<ParentGone> for Session {
+    type Result = ();
+
+    /// The parent was removed: this session is top-level from now on, and its row says so.
+    fn handle(&mut self, _: ParentGone, _: &mut Self::Context) {
+        if self.record.parent.take().is_some() {
+            self.persist();
+            self.notify_state();
+        }
     }
 }
