@@ -2,7 +2,10 @@
 //! the persisted fleet at start, revives it on request, and fans fleet events out to the
 //! events sockets. Each session reports what changed through [`FleetNotice`]; the manager
 //! keeps the last descriptor of each in its [`Fleet`], so listing never waits on a thousand
-//! mailboxes, and the listing body serialized there, so it is not rebuilt per call.
+//! mailboxes, and the listing body serialized there, so it is not rebuilt per call. Beside
+//! this file: `restore` (reviving the fleet after a restart, in its order) and `sub_sessions`
+//! (placing a spawn under its parent, and passing what an owner did to its host on to the
+//! other sessions there).
 
 use std::collections::HashMap;
 use std::path::Path;
