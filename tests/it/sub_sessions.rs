@@ -444,3 +444,22 @@ async fn a_sub_session_outlives_its_forgotten_parent_as_a_top_level_session() {
     assert!(s.get("parent").is_none_or(Value::is_null), "{s}");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_sub_sessions_spawn_wakes_its_parents_sleeping_host_and_takes_the_lease() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let Remote { id: owner, imp, .. } = spawn_remote(&d, &sim).await;
+    let (status, body) = suspend_when_idle(&d, &owner).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Sleeping));
+    let sub = sub_on_imp(&d, &owner).await;
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    assert_eq!(sim.live_leases(&imp).len(), 1, "{:#?}", sim.imp(&imp));
+    d.submit(&sub, "echo woke-$((3*11))").await;
+    d.wait_screen(&sub, "woke-33").await;
+    // The owner stays as it was until it is revived.
+    assert_eq!(d.session(&owner).await["lastMsg"], "asleep");
+    d.stop().await;
+}
