@@ -57,6 +57,21 @@ export function age(ms) {
   return `${Math.floor(s / 86400)}d`;
 }
 
+// Sub-sessions right under their parent, each top-level session keeping its place in `list`
+// (as `atc ls` shows them); one whose parent is not in `list` stands where it is.
+export function asTree(list) {
+  const listed = new Set(list.map((s) => s.id));
+  const under = (s) => (s.parent && s.parent !== s.id && listed.has(s.parent) ? s.parent : null);
+  const children = new Map();
+  for (const s of list) {
+    const p = under(s);
+    if (p) children.set(p, [...(children.get(p) ?? []), s]);
+  }
+  return list
+    .filter((s) => !under(s))
+    .flatMap((s) => [{ s, sub: false }, ...(children.get(s.id) ?? []).map((c) => ({ s: c, sub: true }))]);
+}
+
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
@@ -292,7 +307,7 @@ export class Fleet {
       (s) => (!state || s.state === state) && (!chosenTarget || s.locator?.targetID === chosenTarget),
     );
     const now = Date.now();
-    const rows = shown.map((s) => this.row(s, now));
+    const rows = asTree(shown).map(({ s, sub }) => this.row(s, now, sub));
     if (rows.length === 0) {
       rows.push(
         el('tr', { className: 'empty' }, el('td', { colSpan: 9, textContent: all.length ? 'No session matches the filters.' : 'No sessions yet: spawn one.' })),
@@ -301,7 +316,7 @@ export class Fleet {
     table.tBodies[0].replaceChildren(...rows);
   }
 
-  row(s, now) {
+  row(s, now, sub = false) {
     const action = (name, label, enabled = true) =>
       el('button', {
         type: 'button',
@@ -319,7 +334,7 @@ export class Fleet {
     return el(
       'tr',
       {
-        className: `session state-${s.state}${this.selected === s.id ? ' selected' : ''}`,
+        className: `session state-${s.state}${sub ? ' sub' : ''}${this.selected === s.id ? ' selected' : ''}`,
         dataset: { id: s.id, name: s.name },
         title: s.lastMsg || '',
         onclick: () => this.hooks.onOpen(s.id, { watch: false }),
@@ -328,7 +343,7 @@ export class Fleet {
       el(
         'td',
         { className: 'name' },
-        s.name,
+        sub ? `└ ${s.name}` : s.name,
         ...(s.workspace
           ? [
               el('div', {

@@ -16,6 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::output;
+use super::session_tree::{self, Level, SUB_MARK};
 pub use super::table::Style;
 use super::table::{self, printable, Column};
 use super::usage_format::{self, SortBy};
@@ -315,7 +316,8 @@ pub fn summary(sessions: &[Descriptor]) -> String {
 }
 
 /// Renders sessions as left-aligned columns separated by two spaces, one line per session in
-/// [`ordered`] order, header first; `*` in the first column marks unread. `now_ms` and `home`
+/// [`ordered`] order with sub-sessions right under their parent, names indented
+/// ([`session_tree`]), header first; `*` in the first column marks unread. `now_ms` and `home`
 /// are passed in so the output is reproducible in tests; a cwd under `home` is shown as
 /// `~/...`. With [`Style::Colour`] the header is bold, the state coloured ([`state_colour`])
 /// and the marker bold; the columns line up the same either way.
@@ -327,14 +329,18 @@ pub fn format_table(
     style: Style,
     changed: &Changed,
 ) -> String {
-    let list = ordered(sessions, sort);
+    let list = session_tree::tree(&ordered(sessions, sort));
     let rows: Vec<Vec<String>> = list
         .iter()
-        .map(|s| {
+        .map(|(s, level)| {
+            let name = printable(if s.name.is_empty() { "-" } else { &s.name });
             vec![
                 if s.unread { "*" } else { "" }.to_string(),
                 s.short_id(),
-                printable(if s.name.is_empty() { "-" } else { &s.name }),
+                match level {
+                    Level::Top => name,
+                    Level::Sub => format!("{SUB_MARK}{name}"),
+                },
                 printable(&s.agent),
                 printable(if s.locator.target_id.is_empty() {
                     "-"
@@ -352,7 +358,7 @@ pub fn format_table(
         .collect();
     table::render(&COLUMNS, &rows, style, |row, column| match row {
         None => Some("1"),
-        Some(i) if column == STATE_COLUMN => list.get(i).map(|s| state_colour(s)),
+        Some(i) if column == STATE_COLUMN => list.get(i).map(|(s, _)| state_colour(s)),
         Some(_) if column == 0 => Some("1"),
         Some(_) => None,
     })
@@ -710,6 +716,52 @@ mod tests {
         assert_eq!(
             shown_place(&s, Some("/home/u"), &clean),
             "atc/w-5f0c2a1e in https://h/o/app.git"
+        );
+    }
+
+    #[test]
+    fn a_sub_session_is_listed_right_under_its_parent_indented() {
+        let parent = sample(
+            "00000000-0000-4000-8000-000000000001",
+            Some("lead"),
+            "/w",
+            1,
+        );
+        let other = sample(
+            "00000000-0000-4000-8000-000000000002",
+            Some("other"),
+            "/w",
+            2,
+        );
+        let sub = Descriptor {
+            parent: Some(parent.id),
+            ..sample(
+                "00000000-0000-4000-8000-000000000003",
+                Some("helper"),
+                "/w",
+                3,
+            )
+        };
+        let table = format_table(
+            &[sub, other, parent],
+            None,
+            10_000,
+            None,
+            Style::Plain,
+            &Changed::new(),
+        );
+        let line_of = |name: &str| {
+            table
+                .lines()
+                .position(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("no {name}: {table}"))
+        };
+        // Listed first, it still comes after its parent, and the listing's other session
+        // keeps its place.
+        assert_eq!(
+            (line_of("other"), line_of("lead"), line_of("└ helper")),
+            (1, 2, 3),
+            "{table}"
         );
     }
 

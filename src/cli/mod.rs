@@ -17,6 +17,7 @@ pub mod principals;
 pub mod restore;
 pub mod revive;
 pub mod screen;
+pub mod session_tree;
 pub mod spawn;
 pub mod suspend;
 pub mod table;

@@ -420,6 +420,11 @@ impl Daemon {
                     providers,
                     catalog: deps_catalog.clone(),
                     manager: me.clone().recipient(),
+                    hosts: crate::sessions::host_messages::HostMates {
+                        slept: me.clone().recipient(),
+                        destroyed: me.clone().recipient(),
+                        woken: me.clone().recipient(),
+                    },
                     names: me.recipient(),
                     limits,
                     timings,

@@ -248,6 +248,8 @@ mod tests {
             limit_memory_mib: None,
             limit_pids: None,
             limit_cpu_percent: None,
+            parent_session_id: None,
+            host_key: None,
         }
     }
 

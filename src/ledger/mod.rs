@@ -32,6 +32,10 @@ pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
     if let (Some(ask), Some(fields)) = (&spawn.workspace, payload.as_object_mut()) {
         fields.insert("workspace".into(), ask.payload());
     }
+    // The parent it joins, for the same reason only when there is one.
+    if let (Some(parent), Some(fields)) = (spawn.parent, payload.as_object_mut()) {
+        fields.insert("parent".into(), serde_json::json!(parent));
+    }
     // The limits it runs under, for the same reason only when there are some. These are the
     // effective ones: a retry after config changed them is another spawn, not a replay.
     if let (false, Some(fields)) = (spawn.limits.is_empty(), payload.as_object_mut()) {

@@ -233,8 +233,12 @@ pub struct StartedHarness {
 /// What a harness is started with.
 #[derive(Debug)]
 pub struct StartSpec {
-    /// The session it belongs to (goes into `ATC_SESSION_ID`).
+    /// The session it belongs to (goes into `ATC_SESSION_ID`). Everything of one session on
+    /// its host (files, report socket, exec session) is named after it.
     pub session_id: atc_protocol::SessionId,
+    /// The host it runs on (spec §4.5): the session's own id, or its parent's when it joined
+    /// the parent's host. The host itself (imp, lease, broker binding) is named after it.
+    pub host_key: atc_protocol::SessionId,
     /// Program, argv, environment and cwd.
     pub plan: LaunchPlan,
     /// Initial terminal size.
@@ -266,6 +270,9 @@ pub type Launcher = Box<dyn FnOnce() -> Result<local::launch::Launched, Provider
 pub enum HostUse {
     /// The spawn of a new host: a broker-backed one creates its binding.
     Creates,
+    /// The spawn of a sub-session onto its parent's host: a broker-backed one verifies the
+    /// parent's binding, never makes a second one.
+    Joins,
     /// The host was made before: a broker-backed start verifies its binding.
     Existing,
 }

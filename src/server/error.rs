@@ -472,6 +472,16 @@ fn session_wire(e: &SessionError) -> Wire {
         SessionError::EndedBeforeStart => {
             Wire::new(C::HostUnavailable).with("problem", "not_started")
         }
+        SessionError::HostAsleep { id } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "host_asleep")
+            .with("session", id.to_string()),
+        SessionError::SharedHostWorkspace { parent } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "shared_host_workspace")
+            .with("parent", parent.to_string()),
+        SessionError::HostShared { id, parent } => Wire::new(C::UnsupportedOperation)
+            .with("problem", "host_shared")
+            .with("session", id.to_string())
+            .with("parent", parent.to_string()),
         SessionError::Admission(e) => admission_wire(e),
         SessionError::Agent(e) => agent_wire(e),
         SessionError::Target(e) => target_wire(e),
@@ -617,6 +627,9 @@ fn broker_wire(e: &BrokerError) -> Wire {
         }
         BrokerError::Blocked { state } => Wire::new(C::AuthBlocked).with("state", *state),
         BrokerError::RebindRequired { .. } => Wire::new(C::AuthRebindRequired),
+        BrokerError::BindingMismatch { parent } => {
+            Wire::new(C::AuthBindingMismatch).with("parent", parent.to_string())
+        }
         BrokerError::RuntimeMismatch { imp } => {
             Wire::new(C::AuthRuntimeMismatch).with("imp", imp.clone())
         }

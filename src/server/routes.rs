@@ -304,7 +304,9 @@ async fn forget(
         }
         Some(token) => {
             mailbox(found.addr.send(ForgetDestroying { token }).await)??;
-            Ok(forgotten(true))
+            // A sub-session on its parent's host ends its own harness only (spec §3.7).
+            let d = &found.descriptor;
+            Ok(forgotten(d.host_key == d.id))
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `POST /v1/sessions`: a spawn's body checked in the order the spec gives (agent, cwd, name,
-//! size, the refusal chain, overrides, workspace, limits), then sent to the session manager,
+//! size, parent, the refusal chain, overrides, workspace, limits), then sent to the session manager,
 //! or, under an `Idempotency-Key`, through the key's lock in the ledger.
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -21,7 +21,7 @@ use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
 use atc_protocol::requests::SpawnRequest;
 use atc_protocol::responses::SessionEnvelope;
-use atc_protocol::TermSize;
+use atc_protocol::{Descriptor, TermSize};
 
 /// The route's handler.
 pub(super) async fn spawn(
@@ -31,14 +31,6 @@ pub(super) async fn spawn(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Error> {
     let p: SpawnRequest = read_json(payload, &state).await?;
-    // Sub-sessions are being built (issue 36); until the manager joins a parent's host, the
-    // field is refused rather than ignored.
-    if p.parent.is_some() {
-        return Err(RequestError::Reserved {
-            field: "parent".into(),
-        }
-        .into());
-    }
     // Held until this spawn is answered, on either path below; taken once the body is in, so
     // a refusal leaves no body unread and the connection lives on.
     let _queued = state.spawn_queue.enter().map_err(SessionError::from)?;
@@ -65,6 +57,11 @@ pub(super) async fn spawn(
         p.cols.unwrap_or(TermSize::DEFAULT.cols),
         p.rows.unwrap_or(TermSize::DEFAULT.rows),
     )?;
+    // Spec §3.5 step 3, before the target: an unknown parent is `no_such_session`.
+    let parent = match p.parent.as_deref() {
+        Some(key) => Some(resolve_parent(&state, &caller, key).await?.id),
+        None => None,
+    };
     let target_param = p.target.as_deref();
     // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
     // ledger whatever the targets say now (spec §7.4: params are not re-validated).
@@ -140,6 +137,7 @@ pub(super) async fn spawn(
         effort,
         workspace,
         limits,
+        parent,
     };
     let Some(key) = idempotency_key(&req)? else {
         refusal?;
@@ -212,6 +210,25 @@ async fn check_replay_in_reach(
         return Err(forbidden().into());
     }
     Ok(())
+}
+
+/// The session a spawn's `parent` (an id or a name) names, replaced by its own parent when it
+/// is a sub-session, so the hierarchy stays one level deep (spec §3.5 step 3). The one place
+/// a spawn looks a parent up: whatever limits which sessions a caller may reach applies here.
+async fn resolve_parent(state: &AppState, caller: &Caller, key: &str) -> Result<Descriptor, Error> {
+    let mut key = key.to_string();
+    // One hop at most: a parent is never a sub-session, so its own parent is the top.
+    let mut hopped = false;
+    loop {
+        let found = super::lookup(state, caller, &key).await?.descriptor;
+        match found.parent {
+            Some(up) if !hopped => {
+                key = up.to_string();
+                hopped = true;
+            }
+            _ => return Ok(found),
+        }
+    }
 }
 
 /// The `Idempotency-Key` header, if any: 1–200 characters.

@@ -240,6 +240,12 @@ pub struct PruneOrphans {
     pub force: bool,
 }
 
+/// From the manager: the session's parent was removed, so it stands alone now (spec §3.7: a
+/// forget's sub-sessions that stay become top-level). Its host key stays what it was.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ParentGone;
+
 /// Like [`Forget`], from the manager, for a session whose start was refused: nothing of a
 /// client's reaches the target, so the refusal chain is not asked.
 #[derive(Message)]
@@ -334,6 +340,9 @@ pub struct Spawn {
     /// The limits its processes run under, checked against config and against what its
     /// target's provider can enforce (empty: none).
     pub limits: atc_protocol::SessionLimits,
+    /// The session it is a sub-session of, as the route resolved it (already the top of its
+    /// tree); the manager checks it is still listed.
+    pub parent: Option<SessionId>,
 }
 
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a

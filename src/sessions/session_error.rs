@@ -90,6 +90,29 @@ pub enum SessionError {
     /// A spawn the daemon or the machine cannot take now (`admission`).
     #[error(transparent)]
     Admission(#[from] super::admission::AdmissionError),
+    /// A sub-session asleep in its parent's host: only the parent's forget (which destroys
+    /// the host) or a revive of the parent can touch it (spec §3.7).
+    #[error("session {id} is asleep in its parent's host; revive the parent first, or forget the parent to destroy the host with everything on it")]
+    HostAsleep {
+        /// The sub-session.
+        id: SessionId,
+    },
+    /// A sub-session on its parent's host cannot put the host to sleep: the host's sleeps
+    /// follow its owner (spec §4.5).
+    #[error("session {id} runs on its parent {parent}'s host, whose sleeps follow the parent; suspend the parent instead")]
+    HostShared {
+        /// The sub-session.
+        id: SessionId,
+        /// Its parent, the host's owner.
+        parent: SessionId,
+    },
+    /// A sub-session joining its parent's remote host that asks for a workspace of its own:
+    /// a copy sent into a host lives in the host's directory, the owner's copy's place.
+    #[error("a sub-session on its parent {parent}'s host works in the parent's workspace; spawn it without 'workspace', or on another target")]
+    SharedHostWorkspace {
+        /// The parent.
+        parent: SessionId,
+    },
     /// The harness ended before its start was confirmed, and said nothing more.
     #[error("the harness ended before it started; see the session's lastMsg")]
     EndedBeforeStart,

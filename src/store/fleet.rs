@@ -75,6 +75,11 @@ pub struct FleetRow {
     pub limit_pids: Option<i64>,
     /// Its CPU limit, in percent of one core.
     pub limit_cpu_percent: Option<i64>,
+    /// The session it is a sub-session of (spec §3.2: one level deep).
+    pub parent_session_id: Option<SessionId>,
+    /// The host key, stored only when it is not the session's own id (spec §3.10): a
+    /// sub-session on its parent's host.
+    pub host_key: Option<SessionId>,
 }
 
 /// The row as `GET /v1/fleet` lists it: everything but where the process was (its remote
@@ -149,7 +154,7 @@ impl FleetRow {
     /// lived the spawn would have been refused and the row removed.
     pub fn host_in_use(&self) -> Option<String> {
         let ran = self.remote_boot_id.is_some() || self.remote_generation.is_some();
-        ran.then(|| self.session_id.to_string())
+        ran.then(|| self.host_key.unwrap_or(self.session_id).to_string())
     }
 }
 
@@ -164,9 +169,10 @@ pub(super) async fn upsert<'e>(
                             target, target_identity, agent_session_id, model, effort,
                             transcript_path, remote_boot_id, remote_generation, remote_offset,
                             leader_pid, leader_start_ticks, leader_boot_id,
-                            limit_memory_mib, limit_pids, limit_cpu_percent)
+                            limit_memory_mib, limit_pids, limit_cpu_percent,
+                            parent_session_id, host_key)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                 ?, ?, ?)
+                 ?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET
             name = excluded.name, named_by = excluded.named_by, cwd = excluded.cwd,
             pinned = excluded.pinned, last_attached = excluded.last_attached,
@@ -183,7 +189,8 @@ pub(super) async fn upsert<'e>(
             leader_start_ticks = excluded.leader_start_ticks,
             leader_boot_id = excluded.leader_boot_id,
             limit_memory_mib = excluded.limit_memory_mib, limit_pids = excluded.limit_pids,
-            limit_cpu_percent = excluded.limit_cpu_percent",
+            limit_cpu_percent = excluded.limit_cpu_percent,
+            parent_session_id = excluded.parent_session_id, host_key = excluded.host_key",
     )
     .bind(row.session_id.to_string())
     .bind(&row.name)
@@ -215,6 +222,8 @@ pub(super) async fn upsert<'e>(
     .bind(row.limit_memory_mib)
     .bind(row.limit_pids)
     .bind(row.limit_cpu_percent)
+    .bind(row.parent_session_id.map(|p| p.to_string()))
+    .bind(row.host_key.map(|k| k.to_string()))
     .execute(db)
     .await?;
     Ok(())
@@ -255,7 +264,7 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
                 agent_session_id, model, effort, transcript_path, result,
                 remote_boot_id, remote_generation, remote_offset,
                 leader_pid, leader_start_ticks, leader_boot_id,
-                limit_memory_mib, limit_pids, limit_cpu_percent
+                limit_memory_mib, limit_pids, limit_cpu_percent, parent_session_id, host_key
          FROM fleet ORDER BY created_at, session_id",
     )
     .fetch_all(&mut *db)
@@ -268,6 +277,11 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
             continue;
         };
         let args: String = r.try_get("args")?;
+        // A malformed link reads as none: the session stands alone on its own host.
+        let id_in = |column: &str| -> Result<Option<SessionId>, StoreError> {
+            let raw: Option<String> = r.try_get(column)?;
+            Ok(raw.and_then(|v| v.parse::<SessionId>().ok()))
+        };
         out.push(FleetRow {
             session_id,
             name: r.try_get("name")?,
@@ -300,6 +314,8 @@ pub(super) async fn load_all(db: &mut SqliteConnection) -> Result<Vec<FleetRow>,
             limit_memory_mib: r.try_get("limit_memory_mib")?,
             limit_pids: r.try_get("limit_pids")?,
             limit_cpu_percent: r.try_get("limit_cpu_percent")?,
+            parent_session_id: id_in("parent_session_id")?,
+            host_key: id_in("host_key")?,
         });
     }
     Ok(out)

@@ -140,6 +140,7 @@ fn cat_spawn_hash() -> String {
         effort: None,
         workspace: None,
         limits: Default::default(),
+        parent: None,
     }))
 }
 

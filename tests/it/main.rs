@@ -88,6 +88,8 @@ mod security;
 mod sessions;
 /// Spawn overrides: checked first, argv without a shell, reused by revives.
 mod spawn_options;
+/// Sub-sessions: one level under a parent, sharing its imp, following its host's sleeps.
+mod sub_sessions;
 /// The daemon under systemd: readiness, watchdog, socket activation, a wedged arbiter.
 mod systemd;
 /// Execution targets: the refusal chain, a session's binding to its target across restarts.

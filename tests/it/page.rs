@@ -177,6 +177,29 @@ async fn the_page_shows_memory_and_an_end_at_the_memory_limit_in_chromium() {
 
 #[actix_rt::test]
 #[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_shows_a_sub_session_under_its_parent_in_chromium() {
+    let d = TestDaemon::start().await;
+    let parent = atc_testkit::id_of(&d.spawn("cat").await);
+    let other = atc_testkit::id_of(&d.spawn("cat").await);
+    let sub = atc_testkit::id_of(
+        &d.spawn_with(serde_json::json!({"agent": "cat", "cwd": "/tmp", "parent": parent}))
+            .await,
+    );
+    run_page_script(
+        &d,
+        "tree.test.mjs",
+        &[
+            ("ATC_PARENT", &parent),
+            ("ATC_OTHER", &other),
+            ("ATC_SUB", &sub),
+        ],
+    )
+    .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
 async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
     use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
     let sim = ImpdSim::start(SimOptions::default());

@@ -597,3 +597,49 @@ async fn a_session_bound_to_a_targets_old_identity_leaves_reach_and_comes_back_w
     );
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_tree_leaves_reach_with_a_sub_session_off_the_grants_and_comes_back_without_it() {
+    let d = TestDaemon::start_on(&tempfile::tempdir().unwrap().keep(), two_targets()).await;
+    let top = spawn_on(&d, "local", "top").await;
+    let mut events = d
+        .try_ws_acting(bot(&d), "/v1/events")
+        .await
+        .expect("events");
+    let added = events.next_text("session.added").await;
+    assert_eq!(added["session"]["id"], top.as_str());
+    let mut attached = d
+        .try_ws_acting(bot(&d), &format!("/v1/sessions/{top}/attach"))
+        .await
+        .expect("bot attaches to a session in reach");
+    attached.next_text("attached").await;
+    // The owner starts a sub-session on a target bot is not granted: the tree leaves reach.
+    let body = json!({"agent": "cat", "cwd": "/tmp", "target": "side", "parent": top});
+    let (s, sub) = d.call("POST", "/v1/sessions", Some(body)).await;
+    assert_eq!(s, 201, "{sub}");
+    let sub = id_of(&sub["session"]);
+    let removed = events.next_text("session.removed").await;
+    assert_eq!(removed["s"], top.as_str(), "{removed}");
+    assert!(
+        attached.closed_unanswered_within(atc_testkit::WITHIN).await,
+        "bot's attach socket to the tree's session closes"
+    );
+    let (s, _) = d
+        .call_acting(bot(&d), "GET", &format!("/v1/sessions/{top}"), None)
+        .await;
+    assert_eq!(s, 404, "out of reach now");
+    // Forgotten, the foreign sub-session takes nothing with it: the tree comes back.
+    let (s, _) = d
+        .call("DELETE", &format!("/v1/sessions/{sub}?force=true"), None)
+        .await;
+    assert_eq!(s, 200);
+    let back = events.next_text("session.added").await;
+    assert_eq!(back["session"]["id"], top.as_str(), "{back}");
+    assert!(
+        !events.seen.concat().contains(&sub),
+        "bot never heard of the sub-session: {:?}",
+        events.seen
+    );
+    events.close().await;
+    d.stop().await;
+}

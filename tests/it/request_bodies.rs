@@ -180,9 +180,9 @@ async fn wrong_types_and_unknown_fields_are_bad_args_naming_them() {
 async fn fields_reserved_for_parts_not_built_are_unsupported_naming_them() {
     let d = TestDaemon::start().await;
     // Tried as a new user would (issue 33): each used to answer 201 with a plain session.
-    // `workspace` and `limits` are built now (tests/it/workspaces.rs, tests/it/limits.rs).
+    // `workspace`, `limits` and `parent` are built now (tests/it/workspaces.rs,
+    // tests/it/limits.rs, tests/it/sub_sessions.rs).
     for (field, value) in [
-        ("parent", json!("x")),
         ("prompt", json!("hello")),
         ("resume", json!(true)),
         ("scope", json!(["local"])),

@@ -1,7 +1,9 @@
 //! [`ImpProvider`]: the `imp` provider of one target (spec §4.3, §5). It hands each session
 //! an [`ImpHarness`] and keeps one [`HostLease`] actor per imp, created the first time a
-//! session needs that imp. A session's host key is its own id (sub-sessions sharing a
-//! parent's host come with parents).
+//! session needs that imp. A session's host key is its own id, or its parent's when it
+//! joined the parent's host (spec §4.5): the imp, its lease and its broker binding are the
+//! host's, while the report socket, the guest files and the exec session stay the session's,
+//! so two sessions on one imp never share a name.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -202,9 +204,9 @@ impl ExecutionProvider for ImpProvider {
         spec: StartSpec,
         events: HarnessEvents,
     ) -> Result<StartedHarness, ProviderError> {
-        // A session's host key is its own id; its report socket is named after the id too.
-        let host_key = spec.session_id.to_string();
-        let socket = naming::guest_socket(&self.settings.guest_dir, &host_key);
+        let host_key = spec.host_key.to_string();
+        // The report socket is the session's own, whoever else runs on the imp.
+        let socket = naming::guest_socket(&self.settings.guest_dir, &spec.session_id.to_string());
         let imp = self.imp_for(&host_key);
         let broker = match (&spec.plan.broker, &self.broker_store) {
             (None, _) => None,
@@ -223,7 +225,8 @@ impl ExecutionProvider for ImpProvider {
                     agent: b.agent.clone(),
                     auth: b.auth.clone(),
                 },
-                // A spawn makes its host; a revive or a restart finds it bound.
+                // A spawn makes its host; a sub-session joining its parent's host, a revive or
+                // a restart finds it bound.
                 spec.host == crate::providers::HostUse::Creates,
             )),
         };

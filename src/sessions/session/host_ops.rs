@@ -14,6 +14,7 @@ use crate::clock::now_ms;
 use crate::providers::host_lifecycle::host_lifecycle;
 use crate::providers::refusal::Operation;
 use crate::providers::DetachHarness;
+use crate::sessions::host_messages::{HostDestroyed, HostSlept};
 use crate::sessions::messages::{Killed, FORGET_CONFIRM_TTL};
 use crate::sessions::session_error::{ConfirmProblem, SessionError};
 use atc_protocol::capabilities::Capability;
@@ -103,6 +104,10 @@ impl Session {
         if let Err(e) = self.refuse(Operation::Suspend) {
             return Box::pin(fut::ready(Err(e)));
         }
+        if self.on_parents_host() {
+            let (id, parent) = (self.record.id, self.record.host_key);
+            return Box::pin(fut::ready(Err(SessionError::HostShared { id, parent })));
+        }
         if self.harness.is_none() {
             return Box::pin(fut::ready(Err(SessionError::Dead { id: self.record.id })));
         }
@@ -112,7 +117,7 @@ impl Session {
         };
         let idle = (!force).then(|| ctx.address().recipient());
         let slept = match host_lifecycle(provider.as_ref(), Capability::Suspend) {
-            Ok(hosts) => hosts.suspend_host(&self.record.id.to_string(), idle),
+            Ok(hosts) => hosts.suspend_host(&self.record.host_key.to_string(), idle),
             Err(e) => Box::pin(fut::ready(Err(e))),
         };
         Box::pin(
@@ -120,10 +125,21 @@ impl Session {
                 .into_actor(self)
                 .then(|res, act, _| {
                     let done = res.is_ok().then(|| act.let_harness_go(true)).flatten();
+                    // Every other session on the host sleeps with it (spec §3.7).
+                    let mates = res.is_ok().then(|| {
+                        act.deps.hosts.slept.send(HostSlept {
+                            host_key: act.record.host_key,
+                            owner: act.record.id,
+                        })
+                    });
                     async move {
                         if let Some(rx) = done {
                             // Its sender goes only with the actor; the answer is the sleep's.
                             let _ = rx.await;
+                        }
+                        if let Some(mates) = mates {
+                            // A manager that is gone has no sessions left to mark.
+                            let _ = mates.await;
                         }
                         res
                     }
@@ -146,6 +162,7 @@ impl Session {
     /// The first step of a destroying forget: a fresh token and its expiry (epoch ms).
     pub(super) fn mint_forget_token(&mut self) -> Result<(String, i64), SessionError> {
         self.refuse(Operation::Forget)?;
+        self.refuse_if_asleep_in_parents_host()?;
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| {
             tracing::error!(session = %self.record.id, error = %e,
@@ -168,9 +185,14 @@ impl Session {
         }
         let checked = self
             .forget_token
-            .redeem(token, Instant::now(), FORGET_CONFIRM_TTL);
+            .redeem(token, Instant::now(), FORGET_CONFIRM_TTL)
+            .and_then(|()| self.refuse_if_asleep_in_parents_host());
         if let Err(e) = checked {
             return Box::pin(fut::ready(Err(e)));
+        }
+        // A sub-session on its parent's host ends its own harness only (spec §3.7).
+        if self.on_parents_host() {
+            return self.forget(true);
         }
         let provider = match provider_of(&self.deps, &self.record.target) {
             Ok(p) => p.clone(),
@@ -178,17 +200,28 @@ impl Session {
         };
         // The host goes first: if it cannot be destroyed, the session stays as it is.
         let destroyed = match host_lifecycle(provider.as_ref(), Capability::Destroy) {
-            Ok(hosts) => hosts.destroy_host(&self.record.id.to_string()),
+            Ok(hosts) => hosts.destroy_host(&self.record.host_key.to_string()),
             Err(e) => Box::pin(fut::ready(Err(e))),
         };
         Box::pin(destroyed.into_actor(self).then(move |res, act, _| {
             // The process went with its host: let the harness go at once rather than have
             // it retry a connection that cannot come back.
             let gone = res.is_ok().then(|| act.let_harness_go(false)).flatten();
+            // Every other session on the host goes with it (spec §3.7).
+            let mates = res.is_ok().then(|| {
+                act.deps.hosts.destroyed.send(HostDestroyed {
+                    host_key: act.record.host_key,
+                    owner: act.record.id,
+                })
+            });
             async move {
                 if let Some(rx) = gone {
                     // Its sender goes only with the actor; the answer is the destroy's.
                     let _ = rx.await;
+                }
+                if let Some(mates) = mates {
+                    // A manager that is gone has no sessions left to remove.
+                    let _ = mates.await;
                 }
                 res
             }

@@ -9,7 +9,9 @@
 //! each client is sent and when, the size they agree on), `attention` (attention and
 //! permissions), `start` (spawn, restore and re-attach, revive, a process's end),
 //! `input` (writes to the process, and the port an attached client types through),
-//! `host_ops` (kill, suspend, forget and its confirmation) and `naming`. Every handler
+//! `host_ops` (kill, suspend, forget and its confirmation), `shared_host` (a host shared
+//! with a parent, whose sleeps and destroys follow its owner), `auth` (the host's broker
+//! binding, with its handlers) and `naming`. Every handler
 //! that reaches the target asks the refusal chain first (`Session::refuse`).
 
 mod attention;
@@ -23,6 +25,7 @@ mod reach_check;
 mod record;
 mod report_budget;
 mod screen_link;
+mod shared_host;
 mod start;
 
 pub use record::{ExitInfo, SessionRecord};
@@ -44,7 +47,6 @@ use crate::agents::AgentCatalog;
 use crate::agents::AgentKind;
 use crate::clock::now_ms;
 use crate::config::{Limits, Timings};
-use crate::providers::host_lifecycle::auth_of;
 use crate::providers::refusal::{Operation, Refusal};
 use crate::providers::{
     AttachmentChanged, CheckIdle, HarnessExited, HarnessHandle, OutputArrived, ResizeTerminal,
@@ -74,6 +76,9 @@ pub struct SessionDeps {
     pub manager: Recipient<FleetNotice>,
     /// Who says whether a name would shadow another session's id (the manager).
     pub names: Recipient<ShadowedId>,
+    /// Who hears what an owner did to its host, to pass on to the other sessions there (the
+    /// manager).
+    pub hosts: crate::sessions::host_messages::HostMates,
     /// Sizes.
     pub limits: Limits,
     /// Durations.
@@ -248,8 +253,8 @@ impl Session {
             workspace: self.record.workspace.clone(),
             limits: (!self.record.limits.is_empty()).then_some(self.record.limits),
             usage: None,
-            parent: None,
-            host_key: self.record.id,
+            parent: self.record.parent,
+            host_key: self.record.host_key,
         }
     }
 
@@ -631,90 +636,6 @@ impl Handler<Suspend> for Session {
 
     fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
         self.suspend(msg.force, ctx)
-    }
-}
-
-impl Handler<AuthStatusOf> for Session {
-    type Result = ResponseActFuture<Self, AuthAnswer>;
-
-    fn handle(&mut self, _: AuthStatusOf, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
-        let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => auth_of(p.as_ref(), |h| h.auth_status(&host)),
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        Box::pin(asked.into_actor(self).map(|answer, act, _| {
-            let answer = answer.map_err(SessionError::from);
-            act.learn_auth(&answer);
-            answer
-        }))
-    }
-}
-
-impl Handler<DescribeWithAuth> for Session {
-    type Result = ResponseActFuture<Self, Descriptor>;
-
-    fn handle(&mut self, _: DescribeWithAuth, _: &mut Self::Context) -> Self::Result {
-        self.describe_with_auth()
-    }
-}
-
-impl Handler<RevokeAuth> for Session {
-    type Result = ResponseActFuture<Self, AuthAnswer>;
-
-    fn handle(&mut self, _: RevokeAuth, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
-        let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => auth_of(p.as_ref(), |h| h.auth_revoke(&host)),
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
-            let answer = answer.map_err(SessionError::from);
-            match &answer {
-                Ok(_) => act.learn_auth(&answer),
-                // A revoke left unconfirmed moved the state all the same.
-                Err(_) => act.refresh_auth(ctx),
-            }
-            answer
-        }))
-    }
-}
-
-impl Handler<RebindAuth> for Session {
-    type Result = ResponseActFuture<Self, Result<u32, SessionError>>;
-
-    /// The agent's `auth` is read from the config the daemon runs with now, not the one the
-    /// session was spawned with: picking up a changed `auth` is what a rebind is for.
-    fn handle(&mut self, _: RebindAuth, _: &mut Self::Context) -> Self::Result {
-        let host = self.record.id.to_string();
-        let agent = &self.record.agent;
-        let auth = self.deps.catalog.get(agent).and_then(|a| a.auth.clone());
-        let Some(auth) = auth else {
-            return Box::pin(fut::ready(Err(
-                crate::providers::imp::broker::BrokerError::BindingInvalid {
-                    agent: agent.clone(),
-                    problem: "no_auth",
-                    detail: "the agent has no 'auth' in the daemon's config now, so there is \
-                             nothing to rebind to"
-                        .into(),
-                }
-                .into(),
-            )));
-        };
-        let launcher = crate::providers::imp::broker::binder::Launcher {
-            agent: agent.clone(),
-            auth,
-        };
-        let asked = match provider_of(&self.deps, &self.record.target) {
-            Ok(p) => auth_of(p.as_ref(), |h| h.auth_rebind(&host, launcher)),
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        // Done or failed, the binding moved (a new revision, or `rebind_failed`): the
-        // descriptor learns where it stands now.
-        Box::pin(asked.into_actor(self).map(|answer, act, ctx| {
-            act.refresh_auth(ctx);
-            Ok(answer?)
-        }))
     }
 }
 

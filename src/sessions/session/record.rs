@@ -53,6 +53,11 @@ pub struct SessionRecord {
     pub workspace: Option<atc_protocol::workspace::WorkspaceInfo>,
     /// The limits its processes run under (empty: none, or a provider without cgroups).
     pub limits: atc_protocol::SessionLimits,
+    /// The session it is a sub-session of (never itself a sub-session).
+    pub parent: Option<SessionId>,
+    /// The host it runs on: its own id, or its parent's when it joined the parent's host
+    /// (spec §4.5). Never changes after the spawn.
+    pub host_key: SessionId,
 }
 
 /// How the last process ended.
@@ -137,6 +142,8 @@ impl SessionRecord {
             leader: None,
             workspace: None,
             limits,
+            parent: row.parent_session_id,
+            host_key: row.host_key.unwrap_or(row.session_id),
         }
     }
 
@@ -181,6 +188,9 @@ impl SessionRecord {
             limit_memory_mib: self.limits.memory_mib.map(|v| v as i64),
             limit_pids: self.limits.pids.map(i64::from),
             limit_cpu_percent: self.limits.cpu_percent.map(i64::from),
+            parent_session_id: self.parent,
+            // Spec §3.10: only a key that is not the session's own id is stored.
+            host_key: (self.host_key != self.id).then_some(self.host_key),
         }
     }
 }
@@ -222,6 +232,8 @@ mod tests {
             limit_memory_mib: Some(512),
             limit_pids: None,
             limit_cpu_percent: Some(50),
+            parent_session_id: None,
+            host_key: None,
         }
     }
 
@@ -232,6 +244,21 @@ mod tests {
         assert_eq!(record.exit.map(|e| e.reason), Some(ExitReason::Killed));
         assert_eq!(record.remote.as_ref().map(|p| p.offset), Some(42));
         assert_eq!(record.to_row(), row());
+    }
+
+    #[test]
+    fn a_sub_session_keeps_its_parent_and_stores_only_a_host_key_not_its_own() {
+        let parent = SessionId::from(uuid::Uuid::from_u128(9));
+        let joined = SessionRecord::from_row(FleetRow {
+            parent_session_id: Some(parent),
+            host_key: Some(parent),
+            ..row()
+        });
+        assert_eq!((joined.parent, joined.host_key), (Some(parent), parent));
+        assert_eq!(joined.to_row().host_key, Some(parent));
+        let alone = SessionRecord::from_row(row());
+        assert_eq!(alone.host_key, alone.id, "no stored key: its own id");
+        assert_eq!(alone.to_row().host_key, None, "its own id is not stored");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::providers::{
     AttachmentChanged, DetachHarness, ExecutionProvider, Hangup, HarnessEnd, HarnessEvents,
     HarnessExited, HostUse, StartSpec,
 };
+use crate::sessions::host_messages::HostWoken;
 use crate::sessions::live_slots::LiveSlot;
 use crate::sessions::screen_worker::ResizeScreen;
 use crate::sessions::session_error::SessionError;
@@ -88,6 +89,7 @@ fn start_reattach(
     Ok(provider_of(deps, &record.target)?.start(
         StartSpec {
             session_id: record.id,
+            host_key: record.host_key,
             plan,
             size: record.size,
             // No position: the last daemon wrote the row before the process's position
@@ -141,11 +143,17 @@ impl Session {
         crate::sessions::launch::prepare(record, deps, &mut plan, None);
         StartSpec {
             session_id: record.id,
+            host_key: record.host_key,
             plan,
             size: record.size,
             remote: None,
             attach_only: false,
-            host: HostUse::Creates,
+            // A sub-session on its parent's host finds it made (spec §4.5).
+            host: if record.host_key == record.id {
+                HostUse::Creates
+            } else {
+                HostUse::Joins
+            },
             launched: None,
             limits: record.limits,
         }
@@ -328,6 +336,7 @@ impl Session {
         let started = provider_of(&self.deps, &self.record.target)?.start(
             StartSpec {
                 session_id: self.record.id,
+                host_key: self.record.host_key,
                 plan,
                 size: self.record.size,
                 // A remote process still running (in a woken imp) is resumed, not restarted.
@@ -413,7 +422,17 @@ impl Session {
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         self.deliberate_start = true;
-        self.answer_when_started(ready)
+        Box::pin(self.answer_when_started(ready).map(|res, act, _| {
+            // The owner's revive woke its host: every other session suspended there comes
+            // back with it (spec §3.8).
+            if res.is_ok() && !act.on_parents_host() {
+                act.deps.hosts.woken.do_send(HostWoken {
+                    host_key: act.record.host_key,
+                    owner: act.record.id,
+                });
+            }
+            res
+        }))
     }
 
     /// A fleet restore's revive at the last size; the manager asked the refusal chain for
@@ -571,6 +590,8 @@ mod tests {
             leader: None,
             workspace: None,
             limits: Default::default(),
+            parent: None,
+            host_key: SessionId::NIL,
         }
     }
 

@@ -117,6 +117,13 @@ pub enum BrokerError {
         /// Why.
         reason: String,
     },
+    /// A sub-session joining its parent's host whose agent's auth is not the one the host is
+    /// bound to (one binding per host, spec §6.3).
+    #[error("session {parent}'s host is bound to another auth than this agent's; a sub-session joins it only with the same auth (pick the parent's agent, or another target)")]
+    BindingMismatch {
+        /// The parent, the host's owner.
+        parent: atc_protocol::SessionId,
+    },
     /// The imp under the binding's name is not the one it created.
     #[error("imp '{imp}' is not the one its binding created; forget the session")]
     RuntimeMismatch {

@@ -2,13 +2,19 @@
 //! the persisted fleet at start, revives it on request, and fans fleet events out to the
 //! events sockets. Each session reports what changed through [`FleetNotice`]; the manager
 //! keeps the last descriptor of each in its [`Fleet`], so listing never waits on a thousand
-//! mailboxes, and the listing body serialized there, so it is not rebuilt per call.
+//! mailboxes, and the listing body serialized there, so it is not rebuilt per call. Beside
+//! this file: `restore` (reviving the fleet after a restart, in its order) and `sub_sessions`
+//! (placing a spawn under its parent, and passing what an owner did to its host on to the
+//! other sessions there).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use actix::prelude::*;
+
+mod restore;
+mod sub_sessions;
 
 use super::fleet::{Entry, Fleet};
 
@@ -23,10 +29,9 @@ use super::session_name::{self, NameProblem};
 use crate::agents::AgentCatalog;
 use crate::agents::LaunchPlan;
 use crate::clock::now_ms;
-use crate::providers::refusal::Operation;
 use crate::providers::StartSpec;
 use crate::store::FleetRow;
-use atc_protocol::{Descriptor, ExitReason, FleetEvent, NamedBy, SessionId};
+use atc_protocol::{Descriptor, FleetEvent, NamedBy, SessionId};
 
 /// The supervisor of all sessions.
 pub struct SessionManager {
@@ -192,6 +197,11 @@ impl SessionManager {
         // the nil id, and a spawn needs a fresh one.
         #[allow(clippy::unwrap_or_default)]
         let id = msg.id.unwrap_or_else(SessionId::new);
+        let parent = self.parent_of(&msg)?;
+        let host_key = self.host_key_of(id, &msg, parent.as_ref());
+        if let Some(p) = parent.as_ref().filter(|_| host_key != id) {
+            self.check_same_auth(&msg.agent, p)?;
+        }
         let (name, named_by) = match msg.name {
             Some(n) => {
                 if self.shadowed_id(&n, id).is_some() {
@@ -224,6 +234,8 @@ impl SessionManager {
             exit: None,
             leader: None,
             workspace: None,
+            parent: parent.map(|p| p.id),
+            host_key,
         };
         Ok((record, plan))
     }
@@ -354,6 +366,21 @@ impl Handler<Spawn> for SessionManager {
                 return Box::pin(fut::ready(counted(Err(e.into()))));
             }
         }
+        // Spec §3.5 step 3, again here: the parent may have gone since the route saw it.
+        let parent = match self.parent_of(&msg) {
+            Ok(parent) => parent,
+            Err(e) => return Box::pin(fut::ready(counted(Err(e)))),
+        };
+        if let Some(p) = &parent {
+            msg.parent = Some(p.id);
+            self.inherit_workspace(&mut msg, p);
+            // A copy sent into a host lives under the host's directory, which a joined
+            // host shares with its owner's copy.
+            if msg.workspace.is_some() && !local && self.joins(&msg, p) {
+                let e = SessionError::SharedHostWorkspace { parent: p.id };
+                return Box::pin(fut::ready(counted(Err(e))));
+            }
+        }
         let Some(ask) = msg.workspace.take() else {
             if let Err(e) = self.check_overlap(&msg, None) {
                 return Box::pin(fut::ready(counted(Err(e))));
@@ -429,11 +456,13 @@ impl SessionManager {
         if !is_local(&msg.target) {
             return Ok(());
         }
+        // A sub-session without a workspace of its own works in its parent's.
+        let parents = msg.parent.filter(|_| workspace.is_none());
         let others = self
             .sessions
             .entries()
             .map(|e| e.descriptor())
-            .filter(|d| is_local(&d.locator.target_id));
+            .filter(|d| is_local(&d.locator.target_id) && Some(d.id) != parents);
         Ok(super::workspace_step::check_overlap(
             others,
             Path::new(&msg.cwd),
@@ -569,6 +598,7 @@ impl Handler<FleetNotice> for SessionManager {
             }
             FleetEvent::Removed { s } => {
                 self.sessions.remove(s);
+                self.orphan_children_of(*s);
                 self.schedule_trim(ctx);
             }
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}
@@ -619,69 +649,6 @@ impl Handler<Unsubscribe> for SessionManager {
 
     fn handle(&mut self, msg: Unsubscribe, _: &mut Self::Context) {
         self.subscribers.unsubscribe(msg.client);
-    }
-}
-
-impl Handler<RestoreFleet> for SessionManager {
-    type Result = ResponseActFuture<Self, Result<usize, SessionError>>;
-
-    fn handle(&mut self, _: RestoreFleet, _: &mut Self::Context) -> Self::Result {
-        if self.restoring {
-            return Box::pin(fut::ready(Err(SessionError::RestoreRunning)));
-        }
-        let refusal = self.deps.refusal.clone();
-        let mut queue: Vec<(i64, SessionId, Addr<Session>)> = self
-            .sessions
-            .entries()
-            .filter(|e| {
-                let d = e.descriptor();
-                !d.alive && d.exit_reason == Some(ExitReason::DaemonStopped)
-            })
-            // A session whose target refuses stays listed without a process (spec §3.9).
-            .filter(|e| {
-                let refused = refusal.check(
-                    Operation::Restore,
-                    &e.descriptor().locator.target_id,
-                    &e.descriptor().target_identity,
-                );
-                match refused {
-                    Ok(_) => true,
-                    Err(err) => {
-                        tracing::warn!(session = %e.descriptor().id, error = %err,
-                            "restore: target refuses; left without a process");
-                        false
-                    }
-                }
-            })
-            .map(|e| (e.descriptor().created_at, e.descriptor().id, e.addr.clone()))
-            .collect();
-        // Newest first.
-        queue.sort_by_key(|(created, _, _)| std::cmp::Reverse(*created));
-        self.restoring = true;
-        Box::pin(
-            async move {
-                let mut restored = 0;
-                // One at a time: each revive is awaited before the next starts.
-                for (_, id, addr) in queue {
-                    match addr.send(ReviveOnRestore).await {
-                        Ok(Ok(_)) => restored += 1,
-                        Ok(Err(e)) => {
-                            tracing::warn!(session = %id, error = %e, "restore: revive refused")
-                        }
-                        Err(e) => {
-                            tracing::warn!(session = %id, error = %e, "restore: session gone")
-                        }
-                    }
-                }
-                restored
-            }
-            .into_actor(self)
-            .map(|n, act, _| {
-                act.restoring = false;
-                tracing::info!(restored = n, "fleet restored");
-                Ok(n)
-            }),
-        )
     }
 }
 
