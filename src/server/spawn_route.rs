@@ -138,6 +138,7 @@ pub(super) async fn spawn(
         workspace,
         limits,
         parent,
+        reach: caller.reach.clone(),
     };
     let Some(key) = idempotency_key(&req)? else {
         refusal?;

@@ -343,6 +343,10 @@ pub struct Spawn {
     /// The session it is a sub-session of, as the route resolved it (already the top of its
     /// tree); the manager checks it is still listed.
     pub parent: Option<SessionId>,
+    /// What the asking principal reaches (`None`: the owner). The parent's tree is checked
+    /// against it again just before the launch (spec §3.5 step 10): it may have left reach
+    /// while the host or the workspace was readied.
+    pub reach: Option<std::sync::Arc<super::reach::Reach>>,
 }
 
 /// Which other session's id a name would shadow, if any (sent by a session before it takes a

@@ -141,6 +141,7 @@ fn cat_spawn_hash() -> String {
         workspace: None,
         limits: Default::default(),
         parent: None,
+        reach: None,
     }))
 }
 

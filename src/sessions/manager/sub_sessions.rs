@@ -10,6 +10,7 @@ use actix::prelude::*;
 
 use super::SessionManager;
 use crate::providers::imp::broker::BrokerError;
+use crate::sessions::fleet::Entry;
 use crate::sessions::host_key::{self, NewPlace, ParentHost};
 use crate::sessions::host_messages::{
     GoWithHost, HostDestroyed, HostSlept, HostWoken, SleepWithHost,
@@ -35,10 +36,20 @@ impl SessionManager {
                 })
         };
         let parent = listed(id)?;
-        match parent.parent {
-            Some(up) => listed(up).map(Some),
-            None => Ok(Some(parent)),
+        let top = match parent.parent {
+            Some(up) => listed(up)?,
+            None => parent,
+        };
+        // Spec §3.5 step 10: a tree that left the principal's reach meanwhile is missing.
+        if let Some(reach) = &msg.reach {
+            let fleet = self.sessions.entries().map(Entry::descriptor);
+            if !crate::sessions::reach::in_reach(reach, &top, fleet) {
+                return Err(SessionError::NoSuch {
+                    key: id.to_string(),
+                });
+            }
         }
+        Ok(Some(top))
     }
 
     /// The host key of new session `id`, placed as `msg` says under `parent` (spec §4.5).
