@@ -6,10 +6,12 @@
 //! The table is derived from the same [`Report`] value as the JSON, so the two cannot disagree;
 //! it only chooses units and which figures are worth a row. Errors and timeouts go into notes
 //! under the table to keep the columns narrow. The table is built in `table.rs`, the storm's
-//! own table in `storm_table.rs`, and `units.rs` writes each figure with its unit.
+//! own table in `storm_table.rs`, the reach phase's in `reach_table.rs`, and `units.rs` writes
+//! each figure with its unit.
 
 use serde::Serialize;
 
+mod reach_table;
 mod storm_table;
 mod table;
 mod units;
@@ -19,6 +21,7 @@ use super::bare_pty::{BareEchoFigures, BareReadFigures, BareSpawnFigures};
 use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
 use super::phase::{Outcome, PhaseReport};
+use super::reach::ReachFigures;
 use super::rounds::RoundKeys;
 use super::scale::ScaleFigures;
 use super::slow_client::SlowClientFigures;
@@ -71,6 +74,23 @@ pub struct Settings {
     /// URL of the storm's second daemon, the one without CPU priority, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storm_baseline_url: Option<String>,
+    /// The reach phase's settings, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reach: Option<ReachSettings>,
+}
+
+/// What the reach phase was asked to do.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReachSettings {
+    /// Sessions held.
+    pub sessions: u32,
+    /// Requests timed per path and caller.
+    pub requests: u32,
+    /// Requests in flight at once.
+    pub clients: usize,
+    /// The principal acted as (`X-Atc-As`).
+    pub principal: String,
 }
 
 /// What the storm was asked to do.
@@ -114,6 +134,9 @@ pub struct Report {
     /// Scale phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<PhaseReport<ScaleFigures>>,
+    /// Reach phase: the owner's requests beside a principal's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reach: Option<PhaseReport<ReachFigures>>,
     /// Storm phase on the daemon.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storm: Option<PhaseReport<StormFigures>>,
@@ -224,6 +247,12 @@ impl Report {
                     timeout_secs: p.storm.limit.as_secs_f64(),
                 }),
                 storm_baseline_url: None,
+                reach: p.has(Phase::Reach).then(|| ReachSettings {
+                    sessions: p.reach.sessions,
+                    requests: p.reach.requests,
+                    clients: p.reach.clients,
+                    principal: p.reach.principal.clone(),
+                }),
             },
             spawn: None,
             spawn_limited: None,
@@ -232,6 +261,7 @@ impl Report {
             fanout: None,
             slow_client: None,
             scale: None,
+            reach: None,
             storm: None,
             storm_baseline: None,
             bare_spawn: None,
@@ -258,6 +288,7 @@ impl Report {
             || hit(self.fanout.as_ref())
             || hit(self.slow_client.as_ref())
             || hit(self.scale.as_ref())
+            || hit(self.reach.as_ref())
             || hit(self.bare_spawn.as_ref())
             || hit(self.bare_echo.as_ref())
             || hit(self.bare_read.as_ref())

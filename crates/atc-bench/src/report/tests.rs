@@ -47,10 +47,11 @@ fn settings() -> Settings {
         spawn_limits: None,
         storm: None,
         storm_baseline_url: None,
+        reach: None,
     }
 }
 
-fn empty() -> Report {
+pub(super) fn empty() -> Report {
     Report {
         settings: settings(),
         spawn: None,
@@ -60,6 +61,7 @@ fn empty() -> Report {
         fanout: None,
         slow_client: None,
         scale: None,
+        reach: None,
         storm: None,
         storm_baseline: None,
         bare_spawn: None,
