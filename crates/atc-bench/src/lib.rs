@@ -214,7 +214,10 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
     if cx.plan.on_daemon(Phase::Reach) && !report.interrupted() {
         let ledger = cx.ledger("reach");
         cx.progress.start("reach");
-        let r = run_bounded(cx.plan.phase_limit, |d| reach::run(&cx, &ledger, d)).await;
+        // The phase limit for the spawns and again for each path: a thousand-session listing
+        // read from cgroups takes tens of ms, and each caller times thousands.
+        let limit = cx.plan.phase_limit * (1 + reach::ReachPath::ALL.len() as u32);
+        let r = run_bounded(limit, |d| reach::run(&cx, &ledger, d)).await;
         let thousands = cx.plan.reach.sessions.div_ceil(1000);
         let r = cx
             .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)

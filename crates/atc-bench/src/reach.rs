@@ -194,6 +194,10 @@ pub struct ReachFigures {
     /// The first failed request, when one failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// Where the deadline cut the phase short: the last path's figures are then partial,
+    /// without ratios, and the paths after it are missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Figures for ReachFigures {
@@ -203,13 +207,16 @@ impl Figures for ReachFigures {
             .iter()
             .map(|p| p.owner.failed + p.principal.failed)
             .sum();
-        (failed > 0).then(|| {
+        if failed > 0 {
             let first = self.first_error.as_deref().unwrap_or("no error kept");
-            (
+            return Some((
                 Outcome::Failed,
                 format!("{failed} requests failed; the first: {first}"),
-            )
-        })
+            ));
+        }
+        self.stopped
+            .as_ref()
+            .map(|why| (Outcome::TimedOut, why.clone()))
     }
 }
 
@@ -320,7 +327,8 @@ struct Turns<'a> {
 
 impl Turns<'_> {
     /// One caller's turn: a request for each of `picks`, `clients` in flight, added to
-    /// `tally` with the daemon's CPU over the turn.
+    /// `tally` with the daemon's CPU over the turn; cut at the deadline, what was answered
+    /// by then is added all the same.
     async fn take(
         &self,
         api: &DaemonApi,
@@ -349,10 +357,10 @@ impl Turns<'_> {
                 }
                 async {}
             });
-        self.deadline.within("timing requests", requests).await?;
+        let ended = self.deadline.within("timing requests", requests).await;
         tally.elapsed += started.elapsed();
         tally.add_cpu(cpu_before, self.cx.server_cpu());
-        Ok(())
+        ended
     }
 }
 
@@ -413,11 +421,12 @@ pub async fn run(
     }
 
     let mut paths = Vec::with_capacity(ReachPath::ALL.len());
+    let mut stopped = None;
     for path in ReachPath::ALL {
         cx.progress.step(&format!("reach: {}", path.route()));
         let (mut o, mut p) = (Tally::default(), Tally::default());
         let on_path = turns(path);
-        for (k, size) in slice_sizes(plan.requests, SLICES).into_iter().enumerate() {
+        'turns: for (k, size) in slice_sizes(plan.requests, SLICES).into_iter().enumerate() {
             let chosen: Vec<usize> = (0..size).map(|_| picks.below(ids.len())).collect();
             let owner_first = k % 2 == 0;
             for owner_turn in [owner_first, !owner_first] {
@@ -425,7 +434,15 @@ pub async fn run(
                     true => (&owner, &mut o),
                     false => (&principal, &mut p),
                 };
-                on_path.take(api, &chosen, tally).await?;
+                if on_path.take(api, &chosen, tally).await.is_err() {
+                    stopped = Some(format!(
+                        "the deadline passed while timing {}: its figures are partial and \
+                         have no ratio, and the paths after it did not run (raise \
+                         --phase-timeout-secs)",
+                        path.route()
+                    ));
+                    break 'turns;
+                }
             }
         }
         first_error = first_error
@@ -434,10 +451,17 @@ pub async fn run(
         let (owner, principal) = (o.figures(), p.figures());
         paths.push(PathFigures {
             path,
-            vs_owner: VsOwner::of(&owner, &principal),
+            // Cut short, the two callers did not get the same turns.
+            vs_owner: match stopped {
+                None => VsOwner::of(&owner, &principal),
+                Some(_) => VsOwner::default(),
+            },
             owner,
             principal,
         });
+        if stopped.is_some() {
+            break;
+        }
     }
     Ok(ReachFigures {
         principal: plan.principal.clone(),
@@ -449,6 +473,7 @@ pub async fn run(
         requests: plan.requests,
         paths,
         first_error,
+        stopped,
     })
 }
 
@@ -588,7 +613,7 @@ mod tests {
     }
 
     #[test]
-    fn failed_requests_fail_the_phase_with_the_first_error() {
+    fn failed_requests_fail_the_phase_and_a_deadline_times_it_out() {
         let path = |failed| PathFigures {
             path: ReachPath::Get,
             owner: caller(1.0, 1.0, 1.0, None),
@@ -608,12 +633,18 @@ mod tests {
             requests: 100,
             paths: vec![path(0), path(0)],
             first_error: None,
+            stopped: None,
         };
         assert_eq!(f.shortfall(), None);
+        f.stopped = Some("the deadline passed".into());
+        assert_eq!(
+            f.shortfall(),
+            Some((Outcome::TimedOut, "the deadline passed".into()))
+        );
         f.paths[1] = path(3);
         f.first_error = Some("GET /v1/sessions/{id}: no such session".into());
         let (outcome, why) = f.shortfall().expect("fell short");
-        assert_eq!(outcome, Outcome::Failed);
+        assert_eq!(outcome, Outcome::Failed, "a failure outranks the deadline");
         assert!(
             why.starts_with("3 requests failed; the first: GET"),
             "{why}"

@@ -184,6 +184,7 @@ mod tests {
                 ),
             ],
             first_error: None,
+            stopped: None,
         }
     }
 
