@@ -1,5 +1,5 @@
-//! The daemon calls a load run makes (daemon info, spawn, input, kill, forget, list, attach),
-//! on `atc-client`, with the limits a load run needs. No wire type is declared here: answers
+//! The daemon calls a load run makes (daemon info, spawn, input, resize, kill, forget, list,
+//! look up, attach), on `atc-client`, with the limits a load run needs. No wire type is declared here: answers
 //! are the protocol's, and errors are the client's.
 //!
 //! The storm phase also needs what `atc-client` keeps to itself: an answer's `Retry-After`
@@ -110,6 +110,17 @@ impl DaemonApi {
     /// A client for the daemon at `url` (e.g. `http://127.0.0.1:7767`) with its bearer token.
     /// Must be created inside an actix System: awc's connector lives on the current arbiter.
     pub fn new(url: &str, token: &str) -> DaemonApi {
+        DaemonApi::with_act_as(url, token, None)
+    }
+
+    /// A client of its own (its own connection pools) for the same daemon and token, acting
+    /// as `principal` through `X-Atc-As` when given, else as the token's owner: two of these
+    /// differ in that header alone.
+    pub fn sibling(&self, principal: Option<&str>) -> DaemonApi {
+        DaemonApi::with_act_as(&self.url, &self.token, principal)
+    }
+
+    fn with_act_as(url: &str, token: &str, principal: Option<&str>) -> DaemonApi {
         // No connection cap in the client: the phases bound their own concurrency, and a
         // hidden client-side queue would show up as daemon latency.
         let options = ClientOptions {
@@ -125,8 +136,12 @@ impl DaemonApi {
             .max_http_version(actix_http::Version::HTTP_11)
             .disable_timeout()
             .finish();
+        let client = DaemonClient::with_options(url.to_string(), token.to_string(), options);
         DaemonApi {
-            client: DaemonClient::with_options(url.to_string(), token.to_string(), options),
+            client: match principal {
+                Some(p) => client.acting_as(p),
+                None => client,
+            },
             raw,
             url: url.trim_end_matches('/').to_string(),
             token: token.trim().to_string(),
@@ -148,10 +163,13 @@ impl DaemonApi {
         limit: Duration,
     ) -> Result<Exchange, Fault> {
         use awc::error::{ConnectError, SendRequestError};
-        let request = self
+        let mut request = self
             .raw
             .request(method, format!("{}{path}", self.url))
             .bearer_auth(&self.token);
+        if let Some(principal) = self.client.act_as() {
+            request = request.insert_header((atc_client::ACT_AS_HEADER, principal));
+        }
         let answer = async {
             let sent = match body {
                 Some(json) => request.send_json(json).await,
@@ -231,6 +249,24 @@ impl DaemonApi {
     /// `GET /v1/sessions`.
     pub async fn list(&self) -> Result<Vec<Descriptor>, ApiError> {
         self.client.list_sessions().await
+    }
+
+    /// `GET /v1/sessions`, the body unparsed (what the daemon sent, without this side's
+    /// parsing in a timing).
+    pub async fn list_body(&self) -> Result<bytes::Bytes, ApiError> {
+        self.client.get_bytes(routes::SESSIONS).await
+    }
+
+    /// `GET /v1/sessions/{id}`, the body unparsed.
+    pub async fn session_body(&self, id: &SessionId) -> Result<bytes::Bytes, ApiError> {
+        self.client.get_bytes(&routes::session(id)).await
+    }
+
+    /// `POST /v1/sessions/{id}/resize`.
+    pub async fn resize(&self, id: &SessionId, size: TermSize) -> Result<(), ApiError> {
+        let path = routes::session_action(id, "resize");
+        let body = serde_json::json!({"cols": size.cols, "rows": size.rows});
+        self.client.post_json(&path, &body).await.map(drop)
     }
 
     /// Opens the attach WebSocket; the caller reads the `attached` frame.

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::api::SessionLimits;
 use crate::payload::{self, Payload};
-use crate::{floor, scale, SHELL_AGENT};
+use crate::{floor, reach, scale, SHELL_AGENT};
 
 /// The agent the storm phase spawns unless told otherwise; the daemon's config must define it
 /// (README, "Load tool").
@@ -31,6 +31,10 @@ pub enum Phase {
     /// N sessions held at each of `--scale-steps`, a tenth busy: RSS, fds, idle CPU, listing
     /// and echo latency per step. Not in the default list: it holds thousands of PTYs.
     Scale,
+    /// `--reach-sessions` sessions held while lookups, listings and resizes are timed as the
+    /// owner and as a principal (`X-Atc-As`), the owner's being the ceiling. Not in the
+    /// default list: it holds a thousand PTYs.
+    Reach,
     /// `--storm-sessions` sessions whose start-up burns CPU, spawned at once, while `GET
     /// /v1/health` and an attached echo are timed (issue 35). Not in the default list: it
     /// loads the machine for minutes.
@@ -40,7 +44,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// The default phases, in the order they run; `scale` and `storm` must be asked for.
+    /// The default phases, in the order they run; `scale`, `reach` and `storm` must be asked
+    /// for.
     pub const ALL: [Phase; 6] = [
         Phase::Spawn,
         Phase::Echo,
@@ -109,8 +114,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_values_t = scale::DEFAULT_STEPS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub scale_steps: Vec<u32>,
-    /// Phases to run, comma-separated; they always run in the listed order (`scale` and
-    /// `storm` only when named).
+    /// Phases to run, comma-separated; they always run in the listed order (`scale`, `reach`
+    /// and `storm` only when named).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Phase::ALL)]
     pub phases: Vec<Phase>,
     /// Rounds of the echo, throughput, fan-out and slow-client phases. Each round runs the
@@ -125,6 +130,21 @@ pub struct BenchArgs {
     /// passes with their ratio: `memoryMiB=512,pids=256,cpuPercent=100` (any of the three).
     #[arg(long, value_name = "LIMITS", value_parser = parse_limits)]
     pub spawn_limits: Option<SessionLimits>,
+    /// Sessions the reach phase holds (of `--agent`) while it times its requests.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reach_sessions: u32,
+    /// Requests the reach phase times on each of its paths (look up, list, resize) as each
+    /// caller, the owner and the principal.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reach_requests: u32,
+    /// Requests the reach phase keeps in flight at once, each on a connection of its own.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub reach_clients: u32,
+    /// The principal the reach phase acts as (`X-Atc-As`). On a daemon without a `principals`
+    /// key any id reaches the `local` target; with one, name a principal granted the target
+    /// the sessions go on.
+    #[arg(long, default_value = reach::PRINCIPAL, value_name = "ID")]
+    pub reach_as: String,
     /// Sessions the storm phase spawns.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub storm_sessions: u32,
@@ -228,6 +248,18 @@ pub fn parse_limits(text: &str) -> Result<SessionLimits, String> {
     Ok(limits)
 }
 
+/// The reach phase's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct ReachPlan {
+    pub(crate) sessions: u32,
+    /// Requests timed per path and caller.
+    pub(crate) requests: u32,
+    /// Requests in flight at once.
+    pub(crate) clients: usize,
+    /// The principal's id, checked as the daemon checks `X-Atc-As`.
+    pub(crate) principal: String,
+}
+
 /// The storm phase's settings.
 #[derive(Debug, Clone)]
 pub(crate) struct StormPlan {
@@ -266,6 +298,7 @@ pub(crate) struct Plan {
     /// The limits of the spawn phase's second pass, when it has one.
     pub(crate) spawn_limits: Option<SessionLimits>,
     pub(crate) storm: StormPlan,
+    pub(crate) reach: ReachPlan,
 }
 
 impl Plan {
@@ -310,6 +343,12 @@ impl Plan {
             spawn_timeline: args.spawn_timeline.clone(),
             spawn_limits: args.spawn_limits,
             storm: args.storm()?,
+            reach: ReachPlan {
+                sessions: args.reach_sessions,
+                requests: args.reach_requests,
+                clients: args.reach_clients as usize,
+                principal: reach::checked_principal(&args.reach_as).map_err(anyhow::Error::msg)?,
+            },
         })
     }
 
@@ -435,6 +474,46 @@ mod tests {
         assert!(parse(&["--storm-concurrency", "0"]).is_err());
         let empty = parse(&["--storm-agent", ""]).expect("parses");
         assert!(Plan::from_args(&empty).is_err());
+    }
+
+    #[test]
+    fn reach_runs_only_when_named_as_the_bench_principal() {
+        let a = parse(&[]).expect("defaults parse");
+        assert!(!a.phases.contains(&Phase::Reach));
+        let plan = Plan::from_args(&a).expect("valid");
+        assert_eq!((plan.reach.sessions, plan.reach.requests), (1000, 2000));
+        assert_eq!(
+            (plan.reach.clients, plan.reach.principal.as_str()),
+            (4, "bench")
+        );
+        let a = parse(&[
+            "--phases",
+            "reach,spawn",
+            "--reach-sessions",
+            "10",
+            "--reach-requests",
+            "50",
+            "--reach-clients",
+            "2",
+            "--reach-as",
+            "ci-bot",
+        ])
+        .expect("parses");
+        let plan = Plan::from_args(&a).expect("valid");
+        assert_eq!(plan.phases, vec![Phase::Spawn, Phase::Reach]);
+        assert!(plan.on_daemon(Phase::Reach));
+        assert_eq!((plan.reach.sessions, plan.reach.requests), (10, 50));
+        assert_eq!(
+            (plan.reach.clients, plan.reach.principal.as_str()),
+            (2, "ci-bot")
+        );
+        assert!(parse(&["--reach-sessions", "0"]).is_err());
+        assert!(parse(&["--reach-clients", "0"]).is_err());
+        let bad = parse(&["--reach-as", "Bench"]).expect("parses");
+        assert!(
+            Plan::from_args(&bad).is_err(),
+            "the daemon takes lower case only"
+        );
     }
 
     #[test]

@@ -5,14 +5,16 @@
 //! the same run. The echo, throughput and fan-out phases also run, right after the daemon's,
 //! against the floor (`floor`): the thinnest WebSocket-to-PTY server, started in this process,
 //! driven by the same measuring code through the same attach client. The opt-in scale phase
-//! holds thousands of sessions and reports what each step costs the daemon. The opt-in storm
+//! holds thousands of sessions and reports what each step costs the daemon. The opt-in reach
+//! phase times lookups, listings and resizes as the owner and as a principal (`X-Atc-As`),
+//! the owner's being the ceiling of the principal's. The opt-in storm
 //! phase spawns hundreds of sessions whose start-up burns CPU and times the daemon's health and
 //! an attached echo meanwhile, on the daemon and, beside it, on one without CPU priority.
 //!
 //! Layout: `args` is the command line and the plan checked from it; `context` what every server
 //! phase runs with (the daemon or the floor, its client, its ledger of sessions); this file runs
 //! the phases in order and in rounds. One module per phase (`spawn`, `echo`, `throughput`,
-//! `fanout`, `slow_client`, `scale`, `storm`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
+//! `fanout`, `slow_client`, `scale`, `reach`, `storm`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
 //! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `progress` is the phase line on stderr (a terminal's only); `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
@@ -38,6 +40,7 @@ pub mod limits;
 mod payload;
 mod phase;
 mod progress;
+mod reach;
 mod report;
 mod rounds;
 pub mod rss;
@@ -207,6 +210,19 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
             .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
             .await;
         report.scale = Some(r);
+    }
+    if cx.plan.on_daemon(Phase::Reach) && !report.interrupted() {
+        let ledger = cx.ledger("reach");
+        cx.progress.start("reach");
+        // The phase limit for the spawns and again for each path: a thousand-session listing
+        // read from cgroups takes tens of ms, and each caller times thousands.
+        let limit = cx.plan.phase_limit * (1 + reach::ReachPath::ALL.len() as u32);
+        let r = run_bounded(limit, |d| reach::run(&cx, &ledger, d)).await;
+        let thousands = cx.plan.reach.sessions.div_ceil(1000);
+        let r = cx
+            .clean_up_within(&ledger, r, CLEANUP_LIMIT * thousands)
+            .await;
+        report.reach = Some(r);
     }
     if cx.plan.on_daemon(Phase::Storm) && !report.interrupted() {
         report.storm = Some(storm_on(&cx, "storm").await);

@@ -60,6 +60,10 @@ const WS_MAX_FRAME: usize = 16 * 1024 * 1024;
 /// answered before the process is gone), so hitting this means the daemon is wedged.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The header by which a request with the owner's token acts as a principal (spec §2.5): it
+/// then reaches only that principal's granted targets. See [`DaemonClient::acting_as`].
+pub const ACT_AS_HEADER: &str = "X-Atc-As";
+
 /// How a [`DaemonClient`] bounds its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientOptions {
@@ -85,6 +89,9 @@ impl Default for ClientOptions {
 pub struct DaemonClient {
     base_url: String,
     token: String,
+    /// The principal every request and socket acts as ([`ACT_AS_HEADER`]); `None` acts as
+    /// whoever the token belongs to.
+    act_as: Option<String>,
     http: awc::Client,
 }
 
@@ -127,8 +134,28 @@ impl DaemonClient {
         DaemonClient {
             base_url: base_url.trim_end_matches('/').to_string(),
             token: token.trim().to_string(),
+            act_as: None,
             http,
         }
+    }
+
+    /// This client with every request and WebSocket acting as `principal`, through
+    /// [`ACT_AS_HEADER`]: on the owner's token it sees only what that principal reaches (a
+    /// session out of reach answers as a missing one), and owner-only routes refuse it.
+    pub fn acting_as(mut self, principal: impl Into<String>) -> DaemonClient {
+        self.act_as = Some(principal.into());
+        self
+    }
+
+    /// The principal this client acts as, if it was given one ([`DaemonClient::acting_as`]).
+    pub fn act_as(&self) -> Option<&str> {
+        self.act_as.as_deref()
+    }
+
+    /// `GET path` and the body of its success, unparsed (a large listing the caller parses,
+    /// or times without parsing).
+    pub async fn get_bytes(&self, path: &str) -> Result<Bytes, ClientError> {
+        self.exchange_raw(Method::GET, path, Body::Empty).await
     }
 
     /// The daemon's base URL, for messages.
@@ -243,6 +270,9 @@ impl DaemonClient {
     ) -> Result<Bytes, ClientError> {
         let url = format!("{}{path}", self.base_url);
         let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(principal) = &self.act_as {
+            request = request.insert_header((ACT_AS_HEADER, principal.as_str()));
+        }
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }
@@ -293,13 +323,11 @@ impl DaemonClient {
     /// non-browser clients. The caller must answer `Ping` frames and send `Close` when done.
     pub async fn ws_connect(&self, path_and_query: &str) -> Result<WsConnection, ClientError> {
         let url = format!("{}{path_and_query}", self.base_url);
-        let connected = self
-            .http
-            .ws(url)
-            .bearer_auth(&self.token)
-            .max_frame_size(WS_MAX_FRAME)
-            .connect()
-            .await;
+        let mut ws = self.http.ws(url).bearer_auth(&self.token);
+        if let Some(principal) = &self.act_as {
+            ws = ws.set_header(ACT_AS_HEADER, principal.as_str());
+        }
+        let connected = ws.max_frame_size(WS_MAX_FRAME).connect().await;
         match connected {
             Ok((_response, framed)) => Ok(framed),
             Err(WsClientError::InvalidResponseStatus(status)) => Err(ClientError::UpgradeRefused {
@@ -356,5 +384,51 @@ impl DaemonClient {
     /// The uuid of the session `id_or_name` names (see [`DaemonClient::find_session`]).
     pub async fn resolve_session(&self, id_or_name: &str) -> Result<String, ClientError> {
         Ok(self.find_session(id_or_name).await?.id.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read as _, Write as _};
+
+    /// Answers one request on a loopback listener with `{}` and hands back its head.
+    fn answer_once() -> (String, std::thread::JoinHandle<String>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let url = format!("http://{}", listener.local_addr().expect("bound"));
+        let head = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("a connection");
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                conn.read_exact(&mut byte).expect("the request head");
+                head.push(byte[0]);
+            }
+            conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+                .expect("the answer");
+            String::from_utf8_lossy(&head).to_lowercase()
+        });
+        (url, head)
+    }
+
+    #[actix_rt::test]
+    async fn a_client_acting_as_a_principal_names_it_on_every_request() {
+        let (url, head) = answer_once();
+        let client = DaemonClient::new(url, "t0ken".into()).acting_as("bench");
+        assert_eq!(client.act_as(), Some("bench"));
+        client.get_bytes(routes::SESSIONS).await.expect("answered");
+        let head = head.join().expect("the listener");
+        assert!(head.contains("\r\nx-atc-as: bench\r\n"), "{head}");
+        assert!(head.contains("authorization: bearer t0ken"), "{head}");
+
+        let (url, head) = answer_once();
+        let owner = DaemonClient::new(url, "t0ken".into());
+        assert_eq!(owner.act_as(), None);
+        owner.get_json(routes::SESSIONS).await.expect("answered");
+        let head = head.join().expect("the listener");
+        assert!(
+            !head.contains("x-atc-as"),
+            "the owner acts as itself: {head}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The table view of a [`Report`]: a row per figure, each daemon figure beside the
 //! floor's, their ratio and its bare-PTY ceiling, with errors and timeouts as notes below;
-//! the scale phase gets a table of its own.
+//! the scale phase gets a table of its own (the reach phase and the storm theirs, beside).
 
 use super::units::{
     bytes, client_rate, cpu, kib, kib_f, latency2, latency3, limits, lost, micros, millis,
@@ -48,8 +48,14 @@ impl Report {
             out.push_str(&scale_table(scale));
             note_outcome(&mut notes, "scale", Some(scale));
         }
-        if self.storm.is_some() || self.storm_baseline.is_some() {
+        if self.reach.is_some() {
             if !t.rows.is_empty() || self.scale.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&self.reach_table(&mut notes));
+        }
+        if self.storm.is_some() || self.storm_baseline.is_some() {
+            if !t.rows.is_empty() || self.scale.is_some() || self.reach.is_some() {
                 out.push('\n');
             }
             out.push_str(&self.storm_table(&mut notes));
@@ -73,8 +79,9 @@ impl Report {
             }
         }
         // The opt-in phases print their own settings above their own tables.
-        let scale_only = s.phases.iter().all(|p| *p == Phase::Scale);
-        if s.phases.iter().all(|p| *p == Phase::Storm) {
+        let own_table = |p: &Phase| matches!(p, Phase::Scale | Phase::Reach | Phase::Storm);
+        let scale_only = s.phases.iter().all(own_table) && s.phases.contains(&Phase::Scale);
+        if s.phases.iter().all(own_table) && !scale_only {
             h.push('\n');
             return h;
         }

@@ -8,5 +8,5 @@ mod common;
 
 /// The floor: a `--floor-only` run, and the floor under two clients.
 mod floor;
-/// The scale and spawn phases against the real daemon in a child process.
+/// The scale, spawn and reach phases against the real daemon in a child process.
 mod scale;

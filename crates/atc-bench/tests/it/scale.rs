@@ -1,4 +1,4 @@
-//! The scale and spawn phases against the real daemon: the `atc` binary in a child process
+//! The scale, spawn and reach phases against the real daemon: the `atc` binary in a child process
 //! (the test kit's) on a fresh state dir and port 0.
 //! Tiny steps, real PTYs, real shells and `cat`s, real WebSockets; no timing is asserted.
 //!
@@ -18,12 +18,14 @@ use crate::common;
 /// `atc daemon` in a child process on `dir/state` with a `cat` agent, killed when dropped so a
 /// failed test leaves nothing behind.
 async fn daemon(dir: &Path) -> ChildDaemon {
+    daemon_with(dir, serde_json::json!({"agents": {"cat": {"bin": "cat"}}})).await
+}
+
+/// [`daemon`] with `config`.
+async fn daemon_with(dir: &Path, config: serde_json::Value) -> ChildDaemon {
     let spec = DaemonSpec {
         start_limit: LIMIT,
-        ..DaemonSpec::new(
-            atc_bin(),
-            serde_json::json!({"agents": {"cat": {"bin": "cat"}}}),
-        )
+        ..DaemonSpec::new(atc_bin(), config)
     };
     ChildDaemon::launch(&spec, &dir.join("state"), &dir.join("daemon.log"))
         .await
@@ -176,4 +178,103 @@ async fn a_spawn_run_reports_rate_memory_and_cpu_per_spawn_and_leaves_nothing() 
     assert!(left.is_empty(), "sessions left behind: {left:?}");
     assert!(report.to_table().contains("server CPU per spawn"));
     assert!(report.to_table().contains("launcher wait / launch, mean"));
+}
+
+#[actix_rt::test]
+async fn a_reach_run_times_each_path_as_the_owner_and_as_the_principal_and_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = daemon(dir.path()).await;
+    let (url, token) = (daemon.url().to_string(), daemon.token().to_string());
+
+    let args = common::args(&[
+        "--phases",
+        "reach",
+        "--reach-sessions",
+        "12",
+        "--reach-requests",
+        "30",
+        "--reach-clients",
+        "3",
+        "--agent",
+        "cat",
+        "--concurrency",
+        "4",
+        "--phase-timeout-secs",
+        "60",
+    ]);
+    let (report, json) = common::run(args, url.clone(), token.clone()).await;
+    let log = daemon.log();
+
+    let reach = &json["reach"];
+    assert_eq!(reach["outcome"], "ok", "{reach:#}\nlog:\n{log}");
+    let f = &reach["figures"];
+    assert_eq!(f["principal"], "bench", "{f:#}");
+    // Without a `principals` key, the principal reaches `local`, where every session runs.
+    assert_eq!(f["listedByOwner"], 12, "{f:#}");
+    assert_eq!(f["listedByPrincipal"], 12, "{f:#}");
+    let paths = f["paths"].as_array().expect("paths");
+    let names: Vec<&str> = paths.iter().filter_map(|p| p["path"].as_str()).collect();
+    assert_eq!(names, ["get", "list", "resize"], "{f:#}");
+    for p in paths {
+        for who in ["owner", "principal"] {
+            let c = &p[who];
+            assert_eq!(c["answered"], 30, "{who} {p:#}");
+            assert_eq!(c["failed"], 0, "{who} {p:#}");
+            assert_eq!(c["latency"]["count"], 30, "{who} {p:#}");
+            assert!(c["perSec"].as_f64().is_some_and(|r| r > 0.0), "{p:#}");
+        }
+        assert!(
+            p["vsOwner"]["p50"].as_f64().is_some_and(|r| r > 0.0),
+            "{p:#}"
+        );
+        assert!(
+            p["vsOwner"]["perSec"].as_f64().is_some_and(|r| r > 0.0),
+            "{p:#}"
+        );
+    }
+    let cleanup = &reach["cleanup"];
+    assert_eq!(cleanup["forgotten"], 12, "{cleanup:#}");
+    let client = atc_client::DaemonClient::new(url, token);
+    let left = client.list_sessions().await.expect("the daemon lists");
+    assert!(left.is_empty(), "sessions left behind: {left:?}");
+    let table = report.to_table();
+    assert!(table.contains("owner (ceiling)"), "{table}");
+    assert!(table.contains("POST /v1/sessions/{id}/resize"), "{table}");
+}
+
+#[actix_rt::test]
+async fn a_reach_run_refuses_to_time_a_principal_that_does_not_reach_its_sessions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The sessions go on `side`, a second local target; the principal reaches `local` alone,
+    // so it is shown none of them (which it only is if the bench sends X-Atc-As).
+    let config = serde_json::json!({
+        "agents": {"cat": {"bin": "cat"}},
+        "targets": {"local": {"provider": "local-pty"},
+                    "side": {"provider": "local-pty", "note": "not granted"}},
+        "defaultTarget": "side",
+    });
+    let daemon = daemon_with(dir.path(), config).await;
+    let (url, token) = (daemon.url().to_string(), daemon.token().to_string());
+    let args = common::args(&[
+        "--phases",
+        "reach",
+        "--reach-sessions",
+        "3",
+        "--reach-requests",
+        "5",
+        "--agent",
+        "cat",
+        "--phase-timeout-secs",
+        "60",
+    ]);
+    let (_, json) = common::run(args, url.clone(), token.clone()).await;
+    let log = daemon.log();
+    let reach = &json["reach"];
+    assert_eq!(reach["outcome"], "failed", "{reach:#}\nlog:\n{log}");
+    let why = reach["error"].as_str().expect("a reason");
+    assert!(
+        why.starts_with("principal \"bench\" does not reach 3 of the phase's 3 sessions"),
+        "{why}"
+    );
+    assert_eq!(reach["cleanup"]["forgotten"], 3, "{reach:#}");
 }
