@@ -463,3 +463,34 @@ async fn a_sub_sessions_spawn_wakes_its_parents_sleeping_host_and_takes_the_leas
     assert_eq!(d.session(&owner).await["lastMsg"], "asleep");
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_parents_kill_stops_its_live_sub_sessions_wherever_they_run() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let Remote { id: owner, imp, .. } = spawn_remote(&d, &sim).await;
+    let on_host = sub_on_imp(&d, &owner).await;
+    let (status, body) = spawn_under(&d, "sh", &owner, json!({"target": "local"})).await;
+    assert_eq!(status, 201, "{body}");
+    let here = id_of(&body["session"]);
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{owner}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Answered once the sub-sessions' ends are written too.
+    for id in [&on_host, &here] {
+        let s = d.session(id).await;
+        assert_eq!(
+            (&s["alive"], &s["exitReason"]),
+            (&json!(false), &json!("killed")),
+            "{s}"
+        );
+    }
+    assert_eq!(
+        sim.imp(&imp).map(|i| i.state),
+        Some(ImpState::Running),
+        "a kill sleeps no host"
+    );
+    d.stop().await;
+}

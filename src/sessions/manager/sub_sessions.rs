@@ -14,7 +14,7 @@ use crate::sessions::host_key::{self, NewPlace, ParentHost};
 use crate::sessions::host_messages::{
     GoWithHost, HostDestroyed, HostSlept, HostWoken, SleepWithHost,
 };
-use crate::sessions::messages::{ParentGone, Revive, Spawn};
+use crate::sessions::messages::{Kill, ParentGone, ParentKilled, Revive, Spawn};
 use crate::sessions::session::Session;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{Descriptor, ExitReason, SessionId};
@@ -154,6 +154,33 @@ fn cwd_in_copy(cwd: &Path, repo: &Path, copy: &Path) -> PathBuf {
     match cwd.strip_prefix(repo) {
         Ok(rel) if repo.is_absolute() => copy.join(rel),
         _ => copy.to_path_buf(),
+    }
+}
+
+impl Handler<ParentKilled> for SessionManager {
+    type Result = ResponseFuture<()>;
+
+    /// Every live sub-session of the killed parent is killed too (spec §3.7): on the
+    /// parent's host that ends its own process only, elsewhere it is a kill like any other.
+    fn handle(&mut self, msg: ParentKilled, _: &mut Self::Context) -> Self::Result {
+        let live: Vec<(SessionId, Addr<Session>)> = self
+            .sessions
+            .entries()
+            .filter(|e| e.descriptor().parent == Some(msg.parent) && e.descriptor().alive)
+            .map(|e| (e.descriptor().id, e.addr.clone()))
+            .collect();
+        Box::pin(async move {
+            let kills = live.iter().map(|(id, addr)| async move {
+                match addr.send(Kill).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!(session = %id, error = %e,
+                        "a killed parent's sub-session could not be stopped"),
+                    // The session went meanwhile: nothing left to stop.
+                    Err(_) => {}
+                }
+            });
+            futures_util::future::join_all(kills).await;
+        })
     }
 }
 
