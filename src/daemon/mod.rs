@@ -425,6 +425,7 @@ impl Daemon {
                         destroyed: me.clone().recipient(),
                         woken: me.clone().recipient(),
                     },
+                    children: me.clone().recipient(),
                     names: me.recipient(),
                     limits,
                     timings,

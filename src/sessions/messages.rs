@@ -240,6 +240,16 @@ pub struct PruneOrphans {
     pub force: bool,
 }
 
+/// From a session whose process a client's kill just ended, to the manager: its live
+/// sub-sessions are stopped the same way (spec §3.7). Answered once each one's end is
+/// written; a sub-session that could not be stopped is logged.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ParentKilled {
+    /// The killed parent.
+    pub parent: SessionId,
+}
+
 /// From the manager: the session's parent was removed, so it stands alone now (spec §3.7: a
 /// forget's sub-sessions that stay become top-level). Its host key stays what it was.
 #[derive(Message)]

@@ -441,6 +441,10 @@ mod tests {
         r.remote_boot_id = Some("boot-1".into());
         r.remote_generation = Some("gen-1".into());
         assert_eq!(r.host_in_use(), Some(id.to_string()));
+        // A sub-session on its parent's host uses the parent's.
+        let parent = SessionId::new();
+        r.host_key = Some(parent);
+        assert_eq!(r.host_in_use(), Some(parent.to_string()));
     }
 
     #[tokio::test]
@@ -460,6 +464,7 @@ mod tests {
         assert_eq!(rows[0].exit_code, Some(3));
         assert_eq!(rows[0].args, vec!["-i".to_string()]);
         assert_eq!(rows[0].leader(), None);
+        assert_eq!((rows[0].parent_session_id, rows[0].host_key), (None, None));
         let mut running = row(id, "running");
         running.leader_pid = Some(4242);
         running.leader_start_ticks = Some(987_654);
@@ -479,6 +484,13 @@ mod tests {
         assert_eq!(store.load_fleet().await.unwrap()[0].leader(), None);
         store.delete_session(id).await.unwrap().unwrap();
         assert!(store.load_fleet().await.unwrap().is_empty());
+        // A sub-session's links are stored and read back.
+        let parent = SessionId::new();
+        let mut sub = row(SessionId::new(), "sub");
+        sub.parent_session_id = Some(parent);
+        sub.host_key = Some(parent);
+        store.upsert_session(sub.clone()).await.unwrap().unwrap();
+        assert_eq!(store.load_fleet().await.unwrap(), [sub]);
     }
 
     /// Writes queued faster than the writer drains them share transactions; each is still

@@ -419,15 +419,26 @@ async fn a_keyed_spawn_under_a_parent_replays_and_another_parent_is_a_conflict()
 }
 
 #[actix_rt::test]
-async fn a_sub_session_outlives_its_forgotten_parent_as_a_top_level_session() {
+async fn a_live_sub_session_outlives_its_forgotten_parent_and_a_dead_one_goes_with_it() {
     let tmp = tempfile::tempdir().unwrap();
     let d = TestDaemon::start_on(tmp.path(), test_config()).await;
     let top = id_of(&d.spawn("sh").await);
     let (status, body) = spawn_under(&d, "sh", &top, json!({})).await;
     assert_eq!(status, 201, "{body}");
     let sub = id_of(&body["session"]);
+    let (status, body) = spawn_under(&d, "sh", &top, json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let dead = id_of(&body["session"]);
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{dead}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = d.call("DELETE", &format!("/v1/sessions/{top}"), None).await;
     assert_eq!(status, 200, "{body}");
+    atc_testkit::wait_until(WITHIN, "the dead sub-session is forgotten", async || {
+        d.call("GET", &format!("/v1/sessions/{dead}"), None).await.0 == 404
+    })
+    .await;
     let s = d
         .wait_session(&sub, "top-level", |s| {
             s.get("parent").is_none_or(Value::is_null)
@@ -461,5 +472,36 @@ async fn a_sub_sessions_spawn_wakes_its_parents_sleeping_host_and_takes_the_leas
     d.wait_screen(&sub, "woke-33").await;
     // The owner stays as it was until it is revived.
     assert_eq!(d.session(&owner).await["lastMsg"], "asleep");
+    d.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_parents_kill_stops_its_live_sub_sessions_wherever_they_run() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let Remote { id: owner, imp, .. } = spawn_remote(&d, &sim).await;
+    let on_host = sub_on_imp(&d, &owner).await;
+    let (status, body) = spawn_under(&d, "sh", &owner, json!({"target": "local"})).await;
+    assert_eq!(status, 201, "{body}");
+    let here = id_of(&body["session"]);
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{owner}/kill"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Answered once the sub-sessions' ends are written too.
+    for id in [&on_host, &here] {
+        let s = d.session(id).await;
+        assert_eq!(
+            (&s["alive"], &s["exitReason"]),
+            (&json!(false), &json!("killed")),
+            "{s}"
+        );
+    }
+    assert_eq!(
+        sim.imp(&imp).map(|i| i.state),
+        Some(ImpState::Running),
+        "a kill sleeps no host"
+    );
     d.stop().await;
 }

@@ -598,7 +598,7 @@ impl Handler<FleetNotice> for SessionManager {
             }
             FleetEvent::Removed { s } => {
                 self.sessions.remove(s);
-                self.orphan_children_of(*s);
+                self.parent_removed(*s, ctx);
                 self.schedule_trim(ctx);
             }
             FleetEvent::PermissionRequested { .. } | FleetEvent::PermissionResolved { .. } => {}

@@ -15,7 +15,7 @@ use crate::sessions::host_key::{self, NewPlace, ParentHost};
 use crate::sessions::host_messages::{
     GoWithHost, HostDestroyed, HostSlept, HostWoken, SleepWithHost,
 };
-use crate::sessions::messages::{ParentGone, Revive, Spawn};
+use crate::sessions::messages::{Forget, Kill, ParentGone, ParentKilled, Revive, Spawn};
 use crate::sessions::session::Session;
 use crate::sessions::session_error::SessionError;
 use atc_protocol::{Descriptor, ExitReason, SessionId};
@@ -135,14 +135,42 @@ impl SessionManager {
         msg.cwd = mapped.display().to_string();
     }
 
-    /// Tells every sub-session of `parent`, just removed, that it stands alone now.
-    pub(super) fn orphan_children_of(&self, parent: SessionId) {
-        for e in self.sessions.entries() {
-            if e.descriptor().parent == Some(parent) {
-                // A notification once per removal, to a handful of sessions at most.
-                e.addr.do_send(ParentGone);
-            }
+    /// `parent` was removed (spec §3.7): its dead sub-sessions go with it, except those whose
+    /// forget would destroy a host (that takes its own confirmation); the others, and any
+    /// whose forget is refused (a workspace holding work), stand alone from now on.
+    pub(super) fn parent_removed(&self, parent: SessionId, ctx: &mut Context<Self>) {
+        let refusal = &self.deps.refusal;
+        let children: Vec<(SessionId, Addr<Session>, bool)> = self
+            .sessions
+            .entries()
+            .filter(|e| e.descriptor().parent == Some(parent))
+            .map(|e| {
+                let d = e.descriptor();
+                let goes = !d.alive && !refusal.destroys_host(&d.locator.target_id);
+                (d.id, e.addr.clone(), goes)
+            })
+            .collect();
+        if children.is_empty() {
+            return;
         }
+        ctx.spawn(
+            async move {
+                for (id, addr, goes) in children {
+                    if goes {
+                        match addr.send(Forget { force: false }).await {
+                            Ok(Ok(())) => continue,
+                            Ok(Err(e)) => tracing::warn!(session = %id, error = %e,
+                                "a removed parent's dead sub-session stays, top-level"),
+                            // Gone meanwhile: nothing left to do.
+                            Err(_) => continue,
+                        }
+                    }
+                    // A notification, to a handful of sessions at most.
+                    addr.do_send(ParentGone);
+                }
+            }
+            .into_actor(self),
+        );
     }
 
     /// The other sessions on host `host_key` than its `owner`.
@@ -165,6 +193,33 @@ fn cwd_in_copy(cwd: &Path, repo: &Path, copy: &Path) -> PathBuf {
     match cwd.strip_prefix(repo) {
         Ok(rel) if repo.is_absolute() => copy.join(rel),
         _ => copy.to_path_buf(),
+    }
+}
+
+impl Handler<ParentKilled> for SessionManager {
+    type Result = ResponseFuture<()>;
+
+    /// Every live sub-session of the killed parent is killed too (spec §3.7): on the
+    /// parent's host that ends its own process only, elsewhere it is a kill like any other.
+    fn handle(&mut self, msg: ParentKilled, _: &mut Self::Context) -> Self::Result {
+        let live: Vec<(SessionId, Addr<Session>)> = self
+            .sessions
+            .entries()
+            .filter(|e| e.descriptor().parent == Some(msg.parent) && e.descriptor().alive)
+            .map(|e| (e.descriptor().id, e.addr.clone()))
+            .collect();
+        Box::pin(async move {
+            let kills = live.iter().map(|(id, addr)| async move {
+                match addr.send(Kill).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!(session = %id, error = %e,
+                        "a killed parent's sub-session could not be stopped"),
+                    // The session went meanwhile: nothing left to stop.
+                    Err(_) => {}
+                }
+            });
+            futures_util::future::join_all(kills).await;
+        })
     }
 }
 

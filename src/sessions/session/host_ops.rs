@@ -15,7 +15,7 @@ use crate::providers::host_lifecycle::host_lifecycle;
 use crate::providers::refusal::Operation;
 use crate::providers::DetachHarness;
 use crate::sessions::host_messages::{HostDestroyed, HostSlept};
-use crate::sessions::messages::{Killed, FORGET_CONFIRM_TTL};
+use crate::sessions::messages::{Killed, ParentKilled, FORGET_CONFIRM_TTL};
 use crate::sessions::session_error::{ConfirmProblem, SessionError};
 use atc_protocol::capabilities::Capability;
 use atc_protocol::{Descriptor, FleetEvent};
@@ -83,10 +83,20 @@ impl Session {
         }
         self.attention.say("killing");
         let done = self.end_process(Ending::Killed, self.deps.timings.kill_grace);
+        // A parent's live sub-sessions are stopped with it (spec §3.7); a sub-session has none.
+        let children = (self.record.parent.is_none()).then(|| {
+            self.deps.children.send(ParentKilled {
+                parent: self.record.id,
+            })
+        });
         Box::pin(
             async move {
                 // The sender only goes away with the actor, and then nobody reads the answer.
                 let _ = done.await;
+                if let Some(children) = children {
+                    // A manager that is gone has no sub-sessions left to stop.
+                    let _ = children.await;
+                }
             }
             .into_actor(self)
             .map(|_, act, _| Ok(Killed::Ended(act.descriptor()))),

@@ -79,6 +79,8 @@ pub struct SessionDeps {
     /// Who hears what an owner did to its host, to pass on to the other sessions there (the
     /// manager).
     pub hosts: crate::sessions::host_messages::HostMates,
+    /// Who stops a killed parent's live sub-sessions (the manager).
+    pub children: Recipient<ParentKilled>,
     /// Sizes.
     pub limits: Limits,
     /// Durations.
