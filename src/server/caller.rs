@@ -19,8 +19,8 @@ use crate::config::principals::Principals;
 use crate::providers::targets::Targets;
 use crate::sessions::reach::Reach;
 
-/// The header by which the owner acts as a principal.
-pub const ACT_AS_HEADER: &str = "x-atc-as";
+/// The header by which the owner acts as a principal (looked up case-insensitively).
+pub use atc_protocol::ACT_AS_HEADER;
 
 /// The principal idempotency keys of the owner are stored under (spec §7.2).
 pub const OWNER_PRINCIPAL: &str = "local";
@@ -240,7 +240,7 @@ mod tests {
         let with = |v: &str| {
             let mut h = HeaderMap::new();
             h.insert(
-                HeaderName::from_static(ACT_AS_HEADER),
+                HeaderName::from_static("x-atc-as"),
                 HeaderValue::from_str(v).unwrap(),
             );
             act_as(&h)

@@ -62,7 +62,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The header by which a request with the owner's token acts as a principal (spec §2.5): it
 /// then reaches only that principal's granted targets. See [`DaemonClient::acting_as`].
-pub const ACT_AS_HEADER: &str = "X-Atc-As";
+pub use atc_protocol::ACT_AS_HEADER;
 
 /// How a [`DaemonClient`] bounds its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

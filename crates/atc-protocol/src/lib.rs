@@ -44,6 +44,10 @@ pub use session::{
 pub use session_id::{BadSessionId, SessionId};
 pub use size::{TermSize, DIM_RANGE};
 
+/// The request header by which the owner acts as a principal (spec §2.5; on a principal's own
+/// token it narrows). Header names are case-insensitive; this is how clients spell it.
+pub const ACT_AS_HEADER: &str = "X-Atc-As";
+
 /// How long the daemon keeps an idle HTTP/1.1 connection open before closing it. A client
 /// that pools connections must drop idle ones sooner: a request sent on a connection as the
 /// daemon closes it gets no answer.

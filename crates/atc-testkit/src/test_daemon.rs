@@ -180,7 +180,11 @@ impl TestDaemon {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let headers: Vec<(&str, &str)> = who.act_as.map(|a| ("X-Atc-As", a)).into_iter().collect();
+        let headers: Vec<(&str, &str)> = who
+            .act_as
+            .map(|a| (atc_protocol::ACT_AS_HEADER, a))
+            .into_iter()
+            .collect();
         self.call_headers(method, path, body, Some(who.token), &headers)
             .await
     }
@@ -192,7 +196,11 @@ impl TestDaemon {
         path_and_query: &str,
     ) -> Result<Ws, (u16, String)> {
         let url = format!("{}{}", self.url.replace("http://", "ws://"), path_and_query);
-        let headers: Vec<(&str, &str)> = who.act_as.map(|a| ("X-Atc-As", a)).into_iter().collect();
+        let headers: Vec<(&str, &str)> = who
+            .act_as
+            .map(|a| (atc_protocol::ACT_AS_HEADER, a))
+            .into_iter()
+            .collect();
         crate::ws::ws_at_with(&url, Some(who.token), None, &headers).await
     }
 
