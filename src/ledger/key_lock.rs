@@ -22,9 +22,9 @@ pub struct RunSpawn {
     pub payload_hash: String,
     /// Answer only from the ledger; never run the effect.
     pub replay_only: bool,
-    /// Why a fresh spawn may not run (the target refusal chain said no); a held key still
-    /// answers from the ledger.
-    pub refusal: Option<TargetError>,
+    /// Why a fresh spawn may not run (`Refused`: the target refusal chain said no; `Spawn`:
+    /// its parent is not there); a held key still answers from the ledger.
+    pub refusal: Option<LedgerError>,
     /// The spawn to run (its `id` is minted here).
     pub spawn: Spawn,
 }
@@ -194,7 +194,7 @@ impl Handler<RunSpawn> for KeyLock {
                 if let Some(refusal) = refusal {
                     return match store.idempotency_get(&key).await {
                         Ok(Some(row)) => answer_held(&sessions.lookup, row, &payload_hash).await,
-                        Ok(None) => Err(LedgerError::Refused(refusal)),
+                        Ok(None) => Err(refusal),
                         Err(e) => Err(internal("lookup", &key, e)),
                     };
                 }

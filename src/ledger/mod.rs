@@ -16,8 +16,8 @@ use crate::protocol::canonical;
 use serde_json::Value;
 
 /// The payload of a spawn as spec §7.3 hashes it: the parsed params with defaults applied and
-/// the key fields left out.
-pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
+/// the key fields left out; `parent` as the request named it.
+pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn, parent: Option<&str>) -> Value {
     let mut payload = serde_json::json!({
         "agent": spawn.agent,
         "cwd": spawn.cwd,
@@ -32,8 +32,9 @@ pub fn spawn_payload(spawn: &crate::sessions::messages::Spawn) -> Value {
     if let (Some(ask), Some(fields)) = (&spawn.workspace, payload.as_object_mut()) {
         fields.insert("workspace".into(), ask.payload());
     }
-    // The parent it joins, for the same reason only when there is one.
-    if let (Some(parent), Some(fields)) = (spawn.parent, payload.as_object_mut()) {
+    // The parent it joins as the request named it (the params as parsed, spec §7.3, so a
+    // parent gone since still replays), for the same reason only when there is one.
+    if let (Some(parent), Some(fields)) = (parent, payload.as_object_mut()) {
         fields.insert("parent".into(), serde_json::json!(parent));
     }
     // The limits it runs under, for the same reason only when there are some. These are the

@@ -12,11 +12,11 @@ use super::AppState;
 use crate::agents::spawn_options::{self, SpawnOption};
 use crate::agents::AgentError;
 use crate::ledger::idempotency_ledger::{Acquire, KeyGuard};
-use crate::ledger::key_lock::RunSpawn;
+use crate::ledger::key_lock::{LedgerError, RunSpawn};
 use crate::protocol::body;
 use crate::protocol::RequestError;
 use crate::server::error::Error;
-use crate::sessions::messages::Spawn;
+use crate::sessions::messages::{Lookup, Spawn};
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
 use atc_protocol::requests::SpawnRequest;
@@ -57,10 +57,13 @@ pub(super) async fn spawn(
         p.cols.unwrap_or(TermSize::DEFAULT.cols),
         p.rows.unwrap_or(TermSize::DEFAULT.rows),
     )?;
-    // Spec §3.5 step 3, before the target: an unknown parent is `no_such_session`.
+    // Spec §3.5 step 3, before the target: an unknown parent is `no_such_session` (for a held
+    // key, the ledger's answer comes first, as for the target chain's refusals).
     let parent = match p.parent.as_deref() {
-        Some(key) => Some(resolve_parent(&state, &caller, key).await?.id),
-        None => None,
+        Some(key) => resolve_parent(&state, &caller, key)
+            .await
+            .map(|d| Some(d.id)),
+        None => Ok(None),
     };
     let target_param = p.target.as_deref();
     // The refusal chain runs before a fresh spawn; a replay of a held key answers from the
@@ -137,15 +140,17 @@ pub(super) async fn spawn(
         effort,
         workspace,
         limits,
-        parent,
+        parent: parent.as_ref().ok().copied().flatten(),
         reach: caller.reach.clone(),
     };
     let Some(key) = idempotency_key(&req)? else {
+        parent?;
         refusal?;
         let session = mailbox(state.manager()?.send(spawn).await)??;
         return Ok(HttpResponse::Created().json(SessionEnvelope { session }));
     };
-    let canonical = crate::ledger::spawn_payload(&spawn);
+    // The parent as the client named it: one that is gone since still replays its key.
+    let canonical = crate::ledger::spawn_payload(&spawn, p.parent.as_deref());
     let replay_only = req
         .headers()
         .get("Idempotency-Replay-Only")
@@ -164,7 +169,11 @@ pub(super) async fn spawn(
             key,
             payload_hash: crate::ledger::payload_hash(&canonical),
             replay_only,
-            refusal: refusal.err(),
+            refusal: match (parent, refusal) {
+                (Err(e), _) => Some(LedgerError::Spawn(e)),
+                (Ok(_), Err(e)) => Some(LedgerError::Refused(e)),
+                (Ok(_), Ok(_)) => None,
+            },
             spawn,
         })
         .await,
@@ -216,12 +225,25 @@ async fn check_replay_in_reach(
 /// The session a spawn's `parent` (an id or a name) names, replaced by its own parent when it
 /// is a sub-session, so the hierarchy stays one level deep (spec §3.5 step 3). The one place
 /// a spawn looks a parent up: whatever limits which sessions a caller may reach applies here.
-async fn resolve_parent(state: &AppState, caller: &Caller, key: &str) -> Result<Descriptor, Error> {
+async fn resolve_parent(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+) -> Result<Descriptor, SessionError> {
     let mut key = key.to_string();
     // One hop at most: a parent is never a sub-session, so its own parent is the top.
     let mut hopped = false;
     loop {
-        let found = super::lookup(state, caller, &key).await?.descriptor;
+        let manager = state.manager.as_ref().ok_or(SessionError::Internal)?;
+        let lookup = Lookup {
+            key: key.clone(),
+            reach: caller.reach.clone(),
+        };
+        let found = manager
+            .send(lookup)
+            .await
+            .map_err(|_| SessionError::Internal)??
+            .descriptor;
         match found.parent {
             Some(up) if !hopped => {
                 key = up.to_string();

@@ -128,21 +128,24 @@ fn key(k: &str) -> KeyId {
 }
 
 fn cat_spawn_hash() -> String {
-    atc::ledger::payload_hash(&atc::ledger::spawn_payload(&Spawn {
-        id: None,
-        agent: "cat".into(),
-        cwd: "/tmp".into(),
-        name: None,
-        size: atc_protocol::TermSize::DEFAULT,
-        target: "local".into(),
-        target_identity: "local-pty:44136fa355b3678a".into(),
-        model: None,
-        effort: None,
-        workspace: None,
-        limits: Default::default(),
-        parent: None,
-        reach: None,
-    }))
+    atc::ledger::payload_hash(&atc::ledger::spawn_payload(
+        &Spawn {
+            id: None,
+            agent: "cat".into(),
+            cwd: "/tmp".into(),
+            name: None,
+            size: atc_protocol::TermSize::DEFAULT,
+            target: "local".into(),
+            target_identity: "local-pty:44136fa355b3678a".into(),
+            model: None,
+            effort: None,
+            workspace: None,
+            limits: Default::default(),
+            parent: None,
+            reach: None,
+        },
+        None,
+    ))
 }
 
 #[actix_rt::test]

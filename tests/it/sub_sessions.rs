@@ -415,6 +415,16 @@ async fn a_keyed_spawn_under_a_parent_replays_and_another_parent_is_a_conflict()
     let (status, _, other) = d.keyed_spawn("k-sub", &under(&b), false).await;
     assert_eq!(status, 409, "{other}");
     assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
+    // The parent gone, its key still replays (spec §7.4: params are not checked again), and
+    // a fresh key under it is refused.
+    let (status, _) = d.call("DELETE", &format!("/v1/sessions/{a}"), None).await;
+    assert_eq!(status, 200);
+    let (status, replayed, again) = d.keyed_spawn("k-sub", &under(&a), false).await;
+    assert_eq!((status, replayed), (200, true), "{again}");
+    assert_eq!(again["session"]["id"], first["session"]["id"]);
+    let (status, _, fresh) = d.keyed_spawn("k-new", &under(&a), false).await;
+    assert_eq!(status, 404, "{fresh}");
+    assert_eq!(fresh["error"]["code"], "no_such_session", "{fresh}");
     d.stop().await;
 }
 
