@@ -424,6 +424,7 @@ impl Daemon {
                         slept: me.clone().recipient(),
                         destroyed: me.clone().recipient(),
                         woken: me.clone().recipient(),
+                        idle: me.clone().recipient(),
                     },
                     children: me.clone().recipient(),
                     names: me.recipient(),

@@ -41,6 +41,16 @@ pub struct HostWoken {
     pub owner: SessionId,
 }
 
+/// Whether every live session on a host is idle (spec §5.5: a host sleeps only when nothing
+/// on it is busy, its sub-sessions' turns included). The manager asks each; `true` when all
+/// answer idle.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct HostIdle {
+    /// The host.
+    pub host_key: SessionId,
+}
+
 /// From the manager to a session on a host that went to sleep: let the harness go as
 /// suspended, like the owner's own (`lastMsg` `asleep`). Answered once the exit is written.
 #[derive(Message)]
@@ -62,4 +72,6 @@ pub struct HostMates {
     pub destroyed: Recipient<HostDestroyed>,
     /// See [`HostWoken`].
     pub woken: Recipient<HostWoken>,
+    /// See [`HostIdle`].
+    pub idle: Recipient<HostIdle>,
 }

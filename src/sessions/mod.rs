@@ -7,6 +7,7 @@ pub mod blocking_threads;
 pub mod client_queue;
 pub mod fleet;
 pub mod heap_trim;
+pub mod host_idle;
 pub mod host_key;
 pub mod host_messages;
 pub mod input_port;

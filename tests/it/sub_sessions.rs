@@ -515,3 +515,35 @@ async fn a_parents_kill_stops_its_live_sub_sessions_wherever_they_run() {
     );
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn a_busy_sub_session_keeps_the_shared_host_awake_until_it_is_quiet() {
+    let sim = ImpdSim::start(SimOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_on(tmp.path(), imp_config(&sim)).await;
+    let Remote { id: owner, imp, .. } = spawn_remote(&d, &sim).await;
+    let sub = sub_on_imp(&d, &owner).await;
+    // The sub-session prints for a few seconds, then goes quiet; the owner is idle throughout
+    // (its last output is a second old by the time the sleep is asked for).
+    d.submit(
+        &sub,
+        "i=0; while [ $i -lt 80 ]; do echo tick-$i; sleep 0.05; i=$((i+1)); done; echo quiet-$((3*3))",
+    )
+    .await;
+    d.wait_screen(&sub, "tick-20").await;
+    let (status, body) = d
+        .call("POST", &format!("/v1/sessions/{owner}/suspend"), None)
+        .await;
+    assert_eq!(
+        status, 503,
+        "the sub-session's output keeps the host awake: {body}"
+    );
+    assert_eq!(body["error"]["data"]["problem"], "busy", "{body}");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Running));
+    assert_eq!(d.session(&sub).await["alive"], true);
+    d.wait_screen(&sub, "quiet-9").await;
+    let (status, body) = suspend_when_idle(&d, &owner).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sim.imp(&imp).map(|i| i.state), Some(ImpState::Sleeping));
+    d.stop().await;
+}

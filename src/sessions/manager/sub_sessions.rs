@@ -13,7 +13,7 @@ use crate::providers::imp::broker::BrokerError;
 use crate::sessions::fleet::Entry;
 use crate::sessions::host_key::{self, NewPlace, ParentHost};
 use crate::sessions::host_messages::{
-    GoWithHost, HostDestroyed, HostSlept, HostWoken, SleepWithHost,
+    GoWithHost, HostDestroyed, HostIdle, HostSlept, HostWoken, SleepWithHost,
 };
 use crate::sessions::messages::{Forget, Kill, ParentGone, ParentKilled, Revive, Spawn};
 use crate::sessions::session::Session;
@@ -250,6 +250,28 @@ impl Handler<HostDestroyed> for SessionManager {
             let gone = mates.iter().map(|(_, addr)| addr.send(GoWithHost));
             // A mate that is gone already is what was asked.
             let _ = futures_util::future::join_all(gone).await;
+        })
+    }
+}
+
+impl Handler<HostIdle> for SessionManager {
+    type Result = ResponseFuture<bool>;
+
+    /// Asks every live session on the host, the owner included, whether it is idle.
+    fn handle(&mut self, msg: HostIdle, _: &mut Self::Context) -> Self::Result {
+        let live: Vec<Addr<Session>> = self
+            .sessions
+            .entries()
+            .filter(|e| e.descriptor().host_key == msg.host_key && e.descriptor().alive)
+            .map(|e| e.addr.clone())
+            .collect();
+        Box::pin(async move {
+            let asked = live.iter().map(|a| a.send(crate::providers::CheckIdle));
+            // A session gone meanwhile has nothing running to keep the host awake.
+            futures_util::future::join_all(asked)
+                .await
+                .into_iter()
+                .all(|idle| idle.unwrap_or(true))
         })
     }
 }

@@ -109,7 +109,6 @@ impl Session {
     pub(super) fn suspend(
         &mut self,
         force: bool,
-        ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, Result<Descriptor, SessionError>> {
         if let Err(e) = self.refuse(Operation::Suspend) {
             return Box::pin(fut::ready(Err(e)));
@@ -125,7 +124,13 @@ impl Session {
             Ok(p) => p.clone(),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
-        let idle = (!force).then(|| ctx.address().recipient());
+        // The whole host's idleness: a sub-session's turn keeps it awake too.
+        let idle = (!force).then(|| {
+            let mates = self.deps.hosts.idle.clone();
+            crate::sessions::host_idle::HostIdleCheck::new(self.record.host_key, mates)
+                .start()
+                .recipient()
+        });
         let slept = match host_lifecycle(provider.as_ref(), Capability::Suspend) {
             Ok(hosts) => hosts.suspend_host(&self.record.host_key.to_string(), idle),
             Err(e) => Box::pin(fut::ready(Err(e))),

@@ -636,8 +636,8 @@ impl Handler<CheckIdle> for Session {
 impl Handler<Suspend> for Session {
     type Result = ResponseActFuture<Self, Result<Descriptor, SessionError>>;
 
-    fn handle(&mut self, msg: Suspend, ctx: &mut Self::Context) -> Self::Result {
-        self.suspend(msg.force, ctx)
+    fn handle(&mut self, msg: Suspend, _: &mut Self::Context) -> Self::Result {
+        self.suspend(msg.force)
     }
 }
 
