@@ -142,14 +142,7 @@ fn id_problem(id: &str) -> Option<String> {
     if RESERVED_IDS.contains(&id) {
         return Some(format!("the id '{id}' is reserved"));
     }
-    let good_first = id
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    let good_rest = id
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if id.len() > MAX_ID_LEN || !good_first || !good_rest {
+    if !atc_protocol::is_principal_id(id) {
         return Some(format!(
             "a principal id is 1 to {MAX_ID_LEN} characters of a-z, 0-9, '_' and '-', \
              starting with a letter or a digit"

@@ -59,7 +59,7 @@ pub enum AuthError {
     },
     /// `X-Atc-As` is not a principal's id.
     #[error(
-        "X-Atc-As takes a principal's id: lower-case letters, digits, '-' and '_', at most 64"
+        "X-Atc-As takes a principal's id: 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or a digit"
     )]
     BadActAs,
     /// A spawn on a target not granted to the request's principal.

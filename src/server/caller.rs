@@ -138,12 +138,7 @@ pub fn act_as(headers: &actix_web::http::header::HeaderMap) -> Result<Option<Str
         return Ok(None);
     };
     let id = value.to_str().map_err(|_| AuthError::BadActAs)?.trim();
-    let valid = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if !valid {
+    if !atc_protocol::is_principal_id(id) {
         return Err(AuthError::BadActAs);
     }
     Ok(Some(id.to_string()))
@@ -247,7 +242,7 @@ mod tests {
         };
         assert_eq!(act_as(&HeaderMap::new()), Ok(None));
         assert_eq!(with("ci-1_x"), Ok(Some("ci-1_x".into())));
-        for bad in ["", "CI", "a b", "../x", &"a".repeat(65)] {
+        for bad in ["", "CI", "a b", "../x", "-x", &"a".repeat(65)] {
             assert_eq!(with(bad), Err(AuthError::BadActAs), "{bad:?}");
         }
     }

@@ -48,15 +48,10 @@ const WARM_UP_PER_CLIENT: u32 = 2;
 /// Ids the daemon refuses in `X-Atc-As`: the owner's own names.
 const RESERVED: [&str; 2] = ["local", "owner"];
 
-/// Checks `--reach-as` as the daemon checks `X-Atc-As` (lower-case letters, digits, `-` and
-/// `_`, at most 64), so a typo fails the run before it spawns a thousand sessions.
+/// Checks `--reach-as` as the daemon checks `X-Atc-As` (`atc_protocol::is_principal_id`), so
+/// a typo fails the run before it spawns a thousand sessions.
 pub fn checked_principal(id: &str) -> Result<String, String> {
-    let valid = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if !valid {
+    if !atc_client::atc_protocol::is_principal_id(id) {
         return Err(format!(
             "--reach-as {id:?} is not a principal's id: lower-case letters, digits, '-' and '_', \
              at most 64"

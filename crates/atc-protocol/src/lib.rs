@@ -48,6 +48,19 @@ pub use size::{TermSize, DIM_RANGE};
 /// token it narrows). Header names are case-insensitive; this is how clients spell it.
 pub const ACT_AS_HEADER: &str = "X-Atc-As";
 
+/// Whether `id` may name a principal (config's `principals` keys, `X-Atc-As`): 1 to 64
+/// characters of `a-z`, `0-9`, `_` and `-`, starting with a letter or a digit.
+pub fn is_principal_id(id: &str) -> bool {
+    let first = id
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let rest = id
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    first && rest && id.len() <= 64
+}
+
 /// How long the daemon keeps an idle HTTP/1.1 connection open before closing it. A client
 /// that pools connections must drop idle ones sooner: a request sent on a connection as the
 /// daemon closes it gets no answer.
