@@ -534,14 +534,6 @@ async fn dirs(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse
     };
     // A principal sees the directories last spawned on a target it is granted, at the
     // identity that target has now (a row older than targets was on `local`).
-    let current = |id: &str| {
-        state
-            .targets
-            .list()
-            .iter()
-            .find(|t| t.id == id)
-            .map(|t| t.identity.clone())
-    };
     let placed = state
         .store
         .recent_dirs_placed(4 * SHOWN)
@@ -551,10 +543,10 @@ async fn dirs(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse
         .into_iter()
         .filter(|(_, target, identity)| {
             let target = target.as_deref().unwrap_or("local");
-            reach.grants(target)
-                && identity
-                    .as_ref()
-                    .is_none_or(|i| current(target).as_ref() == Some(i))
+            match identity {
+                Some(identity) => reach.holds(target, identity),
+                None => reach.grants(target),
+            }
         })
         .map(|(cwd, _, _)| cwd)
         .take(SHOWN as usize)

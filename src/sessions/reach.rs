@@ -39,11 +39,14 @@ impl Reach {
         self.targets.contains_key(id)
     }
 
+    /// Whether `target` is granted and has the identity `identity` now.
+    pub fn holds(&self, target: &str, identity: &str) -> bool {
+        self.targets.get(target).is_some_and(|now| now == identity)
+    }
+
     /// Whether `session` alone is in reach: on a granted target, at its bound identity.
     pub fn covers(&self, session: &Descriptor) -> bool {
-        self.targets
-            .get(&session.locator.target_id)
-            .is_some_and(|identity| *identity == session.target_identity)
+        self.holds(&session.locator.target_id, &session.target_identity)
     }
 
     /// The targets both reach (an `X-Atc-As` on a principal's own token only narrows).
@@ -70,12 +73,24 @@ pub fn top_of(session: &Descriptor) -> SessionId {
     session.parent.unwrap_or(session.id)
 }
 
-/// Which trees of a fleet are wholly in `reach`: each top-level id, with whether every member
-/// is covered. One pass over the fleet, so a listing at a thousand sessions stays linear.
+/// Which trees of a fleet are wholly in a reach: each top-level id, with whether every member
+/// is covered.
+#[derive(Debug, Default)]
+pub struct TreesInReach(HashMap<SessionId, bool>);
+
+impl TreesInReach {
+    /// Whether `session`'s tree is wholly in reach.
+    pub fn holds(&self, session: &Descriptor) -> bool {
+        self.0.get(&top_of(session)) == Some(&true)
+    }
+}
+
+/// The trees of `fleet` wholly in `reach`, judged in one pass over the fleet, so a listing at a
+/// thousand sessions stays linear.
 pub fn trees_in_reach<'a>(
     reach: &Reach,
     fleet: impl IntoIterator<Item = &'a Descriptor>,
-) -> HashMap<SessionId, bool> {
+) -> TreesInReach {
     let mut trees: HashMap<SessionId, bool> = HashMap::new();
     for d in fleet {
         let covered = reach.covers(d);
@@ -84,7 +99,7 @@ pub fn trees_in_reach<'a>(
             .and_modify(|all| *all &= covered)
             .or_insert(covered);
     }
-    trees
+    TreesInReach(trees)
 }
 
 /// Whether `session` is in reach, given the fleet it is listed in (which holds its tree).
@@ -150,10 +165,8 @@ mod tests {
             session(4, "other", "O1", Some(3)),
         ];
         let trees = trees_in_reach(&r, &fleet);
-        let id = |n| SessionId::from(uuid::Uuid::from_u128(n));
-        assert_eq!(trees.get(&id(1)), Some(&true));
-        assert_eq!(trees.get(&id(3)), Some(&false));
         for (d, expected) in fleet.iter().zip([true, true, false, false]) {
+            assert_eq!(trees.holds(d), expected, "{}", d.id);
             assert_eq!(in_reach(&r, d, &fleet), expected, "{}", d.id);
         }
     }

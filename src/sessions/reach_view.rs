@@ -38,11 +38,7 @@ impl ReachView {
     /// wholly in reach, in `fleet`'s order.
     pub fn snapshot<'a>(&mut self, fleet: &[&'a Descriptor]) -> Vec<&'a Descriptor> {
         let trees = super::reach::trees_in_reach(&self.reach, fleet.iter().copied());
-        let shown: Vec<&Descriptor> = fleet
-            .iter()
-            .copied()
-            .filter(|d| trees.get(&top_of(d)) == Some(&true))
-            .collect();
+        let shown: Vec<&Descriptor> = fleet.iter().copied().filter(|d| trees.holds(d)).collect();
         self.visible.extend(shown.iter().map(|d| d.id));
         shown
     }

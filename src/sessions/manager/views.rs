@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use actix::prelude::*;
 
 use super::super::blocking_threads;
-use super::super::fleet::Entry;
+use super::super::fleet::{Entry, Fleet};
 use super::super::messages::*;
 use super::super::session::Session;
 use super::super::session_error::SessionError;
@@ -117,10 +117,10 @@ impl Handler<ListSessions> for SessionManager {
         let trees = msg.reach.as_deref().map(|r| {
             super::super::reach::trees_in_reach(r, self.sessions.entries().map(Entry::descriptor))
         });
-        let owner = trees.is_none();
-        let keep = move |d: &Descriptor| match &trees {
-            None => true,
-            Some(t) => t.get(&super::super::reach::top_of(d)) == Some(&true),
+        // The owner's is the cached body (with usage spliced in when there is some).
+        let body = move |fleet: &mut Fleet<Addr<Session>>, usage: &HashMap<_, _>| match &trees {
+            None => fleet.listing_with(usage),
+            Some(t) => fleet.listing_of(usage, |d| t.holds(d)),
         };
         let in_cgroups: Vec<_> = self
             .sessions
@@ -131,23 +131,13 @@ impl Handler<ListSessions> for SessionManager {
             })
             .collect();
         if in_cgroups.is_empty() {
-            let body = match msg.reach {
-                None => self.sessions.listing(),
-                Some(_) => self.sessions.listing_of(&HashMap::new(), keep),
-            };
-            return Box::pin(fut::ready(body));
+            return Box::pin(fut::ready(body(&mut self.sessions, &HashMap::new())));
         }
         Box::pin(
             blocking_threads::run(move || super::super::usage::read(in_cgroups))
                 .into_actor(self)
                 // A lost job panicked; the listing goes out without usage.
-                .map(move |usage, act, _| {
-                    let usage = usage.unwrap_or_default();
-                    match owner {
-                        true => act.sessions.listing_with(&usage),
-                        false => act.sessions.listing_of(&usage, keep),
-                    }
-                }),
+                .map(move |usage, act, _| body(&mut act.sessions, &usage.unwrap_or_default())),
         )
     }
 }
@@ -158,10 +148,7 @@ impl Handler<InReach> for SessionManager {
     fn handle(&mut self, msg: InReach, _: &mut Self::Context) -> Self::Result {
         let fleet = || self.sessions.entries().map(Entry::descriptor);
         let trees = super::super::reach::trees_in_reach(&msg.0, fleet());
-        let ids = fleet()
-            .filter(|d| trees.get(&super::super::reach::top_of(d)) == Some(&true))
-            .map(|d| d.id)
-            .collect();
+        let ids = fleet().filter(|d| trees.holds(d)).map(|d| d.id).collect();
         MessageResult(ids)
     }
 }
