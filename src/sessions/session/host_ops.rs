@@ -113,7 +113,7 @@ impl Session {
         if let Err(e) = self.refuse(Operation::Suspend) {
             return Box::pin(fut::ready(Err(e)));
         }
-        if self.on_parents_host() {
+        if self.record.on_parents_host() {
             let (id, parent) = (self.record.id, self.record.host_key);
             return Box::pin(fut::ready(Err(SessionError::HostShared { id, parent })));
         }
@@ -206,7 +206,7 @@ impl Session {
             return Box::pin(fut::ready(Err(e)));
         }
         // A sub-session on its parent's host ends its own harness only (spec §3.7).
-        if self.on_parents_host() {
+        if self.record.on_parents_host() {
             return self.forget(true);
         }
         let provider = match provider_of(&self.deps, &self.record.target) {

@@ -72,6 +72,11 @@ pub struct ExitInfo {
 }
 
 impl SessionRecord {
+    /// Whether it runs on another session's host (a sub-session that joined its parent's).
+    pub fn on_parents_host(&self) -> bool {
+        self.host_key != self.id
+    }
+
     /// Reads a fleet row. A row whose process was alive belonged to a daemon that stopped
     /// without recording the exit: it reads as exited with reason `daemon_stopped`.
     pub fn from_row(row: FleetRow) -> SessionRecord {
@@ -190,7 +195,7 @@ impl SessionRecord {
             limit_cpu_percent: self.limits.cpu_percent.map(i64::from),
             parent_session_id: self.parent,
             // Spec §3.10: only a key that is not the session's own id is stored.
-            host_key: (self.host_key != self.id).then_some(self.host_key),
+            host_key: self.on_parents_host().then_some(self.host_key),
         }
     }
 }

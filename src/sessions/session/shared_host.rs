@@ -14,18 +14,12 @@ use crate::sessions::session_error::SessionError;
 use atc_protocol::ExitReason;
 
 impl Session {
-    /// Whether this session runs on another session's host (a sub-session that joined its
-    /// parent's).
-    pub(super) fn on_parents_host(&self) -> bool {
-        self.record.host_key != self.record.id
-    }
-
     /// A sub-session asleep in its parent's host cannot be forgotten alone: its process is
     /// inside a host that only its owner wakes or destroys (`host_asleep`).
     pub(super) fn refuse_if_asleep_in_parents_host(&self) -> Result<(), SessionError> {
         let asleep = self.harness.is_none()
             && self.record.exit.map(|e| e.reason) == Some(ExitReason::Suspended);
-        if self.on_parents_host() && asleep {
+        if self.record.on_parents_host() && asleep {
             return Err(SessionError::HostAsleep { id: self.record.id });
         }
         Ok(())

@@ -149,10 +149,10 @@ impl Session {
             remote: None,
             attach_only: false,
             // A sub-session on its parent's host finds it made (spec §4.5).
-            host: if record.host_key == record.id {
-                HostUse::Creates
-            } else {
+            host: if record.on_parents_host() {
                 HostUse::Joins
+            } else {
+                HostUse::Creates
             },
             launched: None,
             limits: record.limits,
@@ -425,7 +425,7 @@ impl Session {
         Box::pin(self.answer_when_started(ready).map(|res, act, _| {
             // The owner's revive woke its host: every other session suspended there comes
             // back with it (spec §3.8).
-            if res.is_ok() && !act.on_parents_host() {
+            if res.is_ok() && !act.record.on_parents_host() {
                 act.deps.hosts.woken.do_send(HostWoken {
                     host_key: act.record.host_key,
                     owner: act.record.id,
