@@ -11,7 +11,7 @@ use actix_web::http::header;
 use actix_web::{HttpMessage, HttpRequest};
 
 use super::tickets::Tickets;
-use super::tokens::{TokenState, Tokens};
+use super::tokens::{TokenState, Tokens, Who};
 
 /// Why a request or socket is refused before any route runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,6 +129,8 @@ fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
 #[derive(Clone)]
 pub struct Admitted {
     token: String,
+    /// Whom the token speaks for, as the check found it.
+    who: Who,
     /// `Some` when a ticket let it in: the `X-Atc-As` the ticket was asked with.
     ticket_as: Option<Option<String>>,
 }
@@ -149,9 +151,9 @@ impl Admitted {
             .unwrap_or_default()
     }
 
-    /// The token.
-    pub fn token(&self) -> &str {
-        &self.token
+    /// Whom its token speaks for.
+    pub fn who(&self) -> &Who {
+        &self.who
     }
 
     /// The principal the request asks to act as: the ticket's, when a ticket let it in,
@@ -184,23 +186,30 @@ pub fn check_token(
         }
         _ => None,
     };
-    tokens.with_current(|current| match (current, given, ticket) {
-        (TokenState::Invalid(_), _, _) => Err(AuthError::TokenFileInvalid),
-        (TokenState::Valid(set), Some(given), _) if set.accepts(given.as_bytes()) => Ok(Admitted {
-            token: given.to_string(),
-            ticket_as: None,
-        }),
-        (TokenState::Valid(_), Some(_), _) => Err(AuthError::Wrong),
-        (TokenState::Valid(set), None, Some(Some(spent)))
-            if set.accepts(spent.token.as_bytes()) =>
-        {
-            Ok(Admitted {
-                token: spent.token,
-                ticket_as: Some(spent.acting_as),
-            })
+    tokens.with_current(|current| {
+        let TokenState::Valid(set) = current else {
+            return Err(AuthError::TokenFileInvalid);
+        };
+        match (given, ticket) {
+            (Some(given), _) => match set.who(given.as_bytes()) {
+                Some(who) => Ok(Admitted {
+                    token: given.to_string(),
+                    who,
+                    ticket_as: None,
+                }),
+                None => Err(AuthError::Wrong),
+            },
+            (None, Some(Some(spent))) => match set.who(spent.token.as_bytes()) {
+                Some(who) => Ok(Admitted {
+                    token: spent.token,
+                    who,
+                    ticket_as: Some(spent.acting_as),
+                }),
+                None => Err(AuthError::TicketRefused),
+            },
+            (None, Some(None)) => Err(AuthError::TicketRefused),
+            (None, None) => Err(AuthError::Missing),
         }
-        (TokenState::Valid(_), None, Some(_)) => Err(AuthError::TicketRefused),
-        (TokenState::Valid(_), None, None) => Err(AuthError::Missing),
     })
 }
 
@@ -299,6 +308,7 @@ mod tests {
         assert_eq!(presented_ticket(""), None);
         let admitted = Admitted {
             token: "secret".into(),
+            who: Who::Owner,
             ticket_as: None,
         };
         assert!(!format!("{admitted:?}").contains("secret"));

@@ -52,6 +52,7 @@ use crate::protocol::RequestError;
 use crate::server::error::Error;
 use crate::sessions::manager::SessionManager;
 use crate::sessions::messages::{Found, Lookup};
+use crate::sessions::session_error::SessionError;
 use crate::store::StateStore;
 
 /// What every handler can reach. Read-only; the state itself lives in actors.
@@ -144,15 +145,24 @@ impl AppState {
 /// Finds a session by id or name among those `caller` reaches: one out of its reach answers
 /// exactly as one that does not exist.
 pub async fn lookup(state: &AppState, caller: &caller::Caller, key: &str) -> Result<Found, Error> {
-    state
-        .manager()?
-        .send(Lookup {
-            key: key.to_string(),
-            reach: caller.reach.clone(),
-        })
+    Ok(find(state, caller, key).await?)
+}
+
+/// [`lookup`], answering the session's own error (a spawn hands its parent's to the ledger).
+pub async fn find(
+    state: &AppState,
+    caller: &caller::Caller,
+    key: &str,
+) -> Result<Found, SessionError> {
+    let manager = state.manager.as_ref().ok_or(SessionError::Internal)?;
+    let lookup = Lookup {
+        key: key.to_string(),
+        reach: caller.reach.clone(),
+    };
+    manager
+        .send(lookup)
         .await
-        .map_err(|_| Error::Internal)?
-        .map_err(Error::from)
+        .map_err(|_| SessionError::Internal)?
 }
 
 /// Builds and starts the HTTP server on an already-bound listener (so tests can bind port 0).
@@ -316,13 +326,8 @@ fn acting(
     admitted: &auth::Admitted,
     state: &AppState,
 ) -> Result<caller::Caller, auth::AuthError> {
-    let who = state
-        .tokens
-        .with_current(|tokens| tokens.who(admitted.token().as_bytes()))
-        // Rotated out between the check and this read: refused as a wrong token would be.
-        .ok_or(auth::AuthError::Wrong)?;
     let acting_as = admitted.acting_as(req.headers())?;
-    let caller = state.reaches.caller(&who, acting_as.as_deref())?;
+    let caller = state.reaches.caller(admitted.who(), acting_as.as_deref())?;
     if !caller.is_owner() && route_table::is_owner_only(req.method(), req.path()) {
         return Err(auth::AuthError::OwnerOnly);
     }

@@ -16,7 +16,7 @@ use crate::ledger::key_lock::{LedgerError, RunSpawn};
 use crate::protocol::body;
 use crate::protocol::RequestError;
 use crate::server::error::Error;
-use crate::sessions::messages::{Lookup, Spawn};
+use crate::sessions::messages::Spawn;
 use crate::sessions::session_error::SessionError;
 use crate::store::KeyId;
 use atc_protocol::requests::SpawnRequest;
@@ -57,12 +57,13 @@ pub(super) async fn spawn(
         p.cols.unwrap_or(TermSize::DEFAULT.cols),
         p.rows.unwrap_or(TermSize::DEFAULT.rows),
     )?;
-    // Spec §3.5 step 3, before the target: an unknown parent is `no_such_session` (for a held
-    // key, the ledger's answer comes first, as for the target chain's refusals).
+    // Spec §3.5 step 3, before the target: an unknown parent, or one out of the caller's
+    // reach, is `no_such_session` (for a held key, the ledger's answer comes first, as for the
+    // target chain's refusals). The manager replaces a sub-session by its own parent.
     let parent = match p.parent.as_deref() {
-        Some(key) => resolve_parent(&state, &caller, key)
+        Some(key) => super::find(&state, &caller, key)
             .await
-            .map(|d| Some(d.id)),
+            .map(|found| Some(found.descriptor.id)),
         None => Ok(None),
     };
     let target_param = p.target.as_deref();
@@ -203,55 +204,21 @@ pub(super) async fn spawn(
 async fn check_replay_in_reach(
     state: &AppState,
     caller: &Caller,
-    session: &atc_protocol::Descriptor,
+    session: &Descriptor,
 ) -> Result<(), Error> {
-    let forbidden = || AuthError::TargetForbidden {
-        target: session.locator.target_id.clone(),
-    };
-    let covered = caller.reach.as_ref().is_none_or(|r| r.covers(session));
-    if !covered {
-        return Err(forbidden().into());
-    }
-    let everyone = crate::server::caller::Caller::owner();
     let id = session.id.to_string();
-    if super::lookup(state, &everyone, &id).await.is_ok()
-        && super::lookup(state, caller, &id).await.is_err()
-    {
-        return Err(forbidden().into());
+    if super::find(state, caller, &id).await.is_ok() {
+        return Ok(());
+    }
+    let listed = super::find(state, &Caller::owner(), &id).await.is_ok();
+    let covered = caller.reach.as_ref().is_none_or(|r| r.covers(session));
+    if listed || !covered {
+        return Err(AuthError::TargetForbidden {
+            target: session.locator.target_id.clone(),
+        }
+        .into());
     }
     Ok(())
-}
-
-/// The session a spawn's `parent` (an id or a name) names, replaced by its own parent when it
-/// is a sub-session, so the hierarchy stays one level deep (spec §3.5 step 3). The one place
-/// a spawn looks a parent up: whatever limits which sessions a caller may reach applies here.
-async fn resolve_parent(
-    state: &AppState,
-    caller: &Caller,
-    key: &str,
-) -> Result<Descriptor, SessionError> {
-    let mut key = key.to_string();
-    // One hop at most: a parent is never a sub-session, so its own parent is the top.
-    let mut hopped = false;
-    loop {
-        let manager = state.manager.as_ref().ok_or(SessionError::Internal)?;
-        let lookup = Lookup {
-            key: key.clone(),
-            reach: caller.reach.clone(),
-        };
-        let found = manager
-            .send(lookup)
-            .await
-            .map_err(|_| SessionError::Internal)??
-            .descriptor;
-        match found.parent {
-            Some(up) if !hopped => {
-                key = up.to_string();
-                hopped = true;
-            }
-            _ => return Ok(found),
-        }
-    }
 }
 
 /// The `Idempotency-Key` header, if any: 1–200 characters.

@@ -350,8 +350,8 @@ pub struct Spawn {
     /// The limits its processes run under, checked against config and against what its
     /// target's provider can enforce (empty: none).
     pub limits: atc_protocol::SessionLimits,
-    /// The session it is a sub-session of, as the route resolved it (already the top of its
-    /// tree); the manager checks it is still listed.
+    /// The session it is a sub-session of, as the route found it in the caller's reach; the
+    /// manager checks it is still listed, and replaces a sub-session by its own parent.
     pub parent: Option<SessionId>,
     /// What the asking principal reaches (`None`: the owner). The parent's tree is checked
     /// against it again just before the launch (spec §3.5 step 10): it may have left reach
