@@ -131,7 +131,8 @@ fn check(streams: &[Stream], repaint: Repaint) {
     assert_eq!(
         differing, 0,
         "{differing} (stream, probe) pairs differ between xterm.js fed the stream and fed the \
-         model's repaint (lines marked DIFFERS above)"
+         model's repaint (lines marked DIFFERS above; `ATC_FIDELITY_SEED=<seed>` replays a \
+         random stream alone)"
     );
 }
 

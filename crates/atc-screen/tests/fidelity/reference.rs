@@ -47,7 +47,7 @@ pub fn available() -> bool {
         .status()
         .map_or(true, |s| !s.success())
     {
-        Some("`node` is not on PATH".to_string())
+        Some("`node` is not on PATH (install Node.js 18 or later)".to_string())
     } else if !dir.join("node_modules/@xterm/headless").is_dir()
         || !dir.join("node_modules/@xterm/addon-unicode11").is_dir()
     {
