@@ -4,7 +4,7 @@
 # LICENSE are copied in as they are, and assets/vendor/VERSIONS records what was taken.
 #
 #   contrib/refresh-xterm.sh                      # the versions below
-#   XTERM=6.0.0 FIT=0.11.0 LINKS=0.12.0 contrib/refresh-xterm.sh
+#   XTERM=6.0.0 FIT=0.11.0 LINKS=0.12.0 UNICODE11=0.9.0 contrib/refresh-xterm.sh
 #
 # Then rebuild (the files are compiled into the binary by src/server/page.rs) and run the
 # page test (`cargo test --test it page:: -- --ignored`).
@@ -14,6 +14,10 @@ cd "$(dirname "$0")/.."
 XTERM=${XTERM:-6.0.0}
 FIT=${FIT:-0.11.0}
 LINKS=${LINKS:-0.12.0}
+# The Unicode 11 width table: without it xterm.js counts most emoji as one cell where the
+# screen model (and the programs writing them) count two. The version released with XTERM;
+# tests/screen-reference/package.json pins the same one for the fidelity harness.
+UNICODE11=${UNICODE11:-0.9.0}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,12 +36,13 @@ fetch() {
 
 out=assets/vendor
 rm -rf "$out"
-mkdir -p "$out/xterm" "$out/addon-fit" "$out/addon-web-links"
+mkdir -p "$out/xterm" "$out/addon-fit" "$out/addon-web-links" "$out/addon-unicode11"
 {
     echo "# Vendored by contrib/refresh-xterm.sh from the npm registry; do not edit by hand."
     fetch "@xterm/xterm@$XTERM" xterm
     fetch "@xterm/addon-fit@$FIT" addon-fit
     fetch "@xterm/addon-web-links@$LINKS" addon-web-links
+    fetch "@xterm/addon-unicode11@$UNICODE11" addon-unicode11
 } > "$tmp/VERSIONS"
 
 cp "$tmp/xterm/package/lib/xterm.mjs" "$tmp/xterm/package/css/xterm.css" \
@@ -45,5 +50,7 @@ cp "$tmp/xterm/package/lib/xterm.mjs" "$tmp/xterm/package/css/xterm.css" \
 cp "$tmp/addon-fit/package/lib/addon-fit.mjs" "$tmp/addon-fit/package/LICENSE" "$out/addon-fit/"
 cp "$tmp/addon-web-links/package/lib/addon-web-links.mjs" \
     "$tmp/addon-web-links/package/LICENSE" "$out/addon-web-links/"
+cp "$tmp/addon-unicode11/package/lib/addon-unicode11.mjs" \
+    "$tmp/addon-unicode11/package/LICENSE" "$out/addon-unicode11/"
 cp "$tmp/VERSIONS" "$out/VERSIONS"
 cat "$out/VERSIONS"

@@ -112,6 +112,7 @@ function build() {
     attachedId: () => terminal.sessionId,
     attached: () => terminal.attached,
     size: () => ({ cols: terminal.term?.cols, rows: terminal.term?.rows }),
+    unicodeVersion: () => terminal.term?.unicode.activeVersion,
   };
   return { fleet, terminal, permissions };
 }

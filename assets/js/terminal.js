@@ -6,6 +6,7 @@
 import { Terminal } from '../vendor/xterm/xterm.mjs';
 import { FitAddon } from '../vendor/addon-fit/addon-fit.mjs';
 import { WebLinksAddon } from '../vendor/addon-web-links/addon-web-links.mjs';
+import { Unicode11Addon } from '../vendor/addon-unicode11/addon-unicode11.mjs';
 import { socketUrl, call, ApiError } from './api.js';
 import { linkState } from './fleet.js';
 
@@ -57,7 +58,14 @@ export class TerminalView {
       fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, monospace',
       fontSize: 14,
       theme: { background: '#101418' },
+      // `term.unicode` is still a proposed API in xterm.js 6.
+      allowProposedApi: true,
     });
+    // Unicode 11 widths: xterm.js's default table counts most emoji as one cell, where the
+    // programs writing them and the screen model whose repaint this page gets count two, and
+    // every cell after one would land a column off.
+    term.loadAddon(new Unicode11Addon());
+    term.unicode.activeVersion = '11';
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.loadAddon(new WebLinksAddon());

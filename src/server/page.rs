@@ -68,6 +68,8 @@ const ASSETS: &[Asset] = &[
     asset!("vendor/addon-fit/LICENSE", TEXT),
     asset!("vendor/addon-web-links/addon-web-links.mjs", JS),
     asset!("vendor/addon-web-links/LICENSE", TEXT),
+    asset!("vendor/addon-unicode11/addon-unicode11.mjs", JS),
+    asset!("vendor/addon-unicode11/LICENSE", TEXT),
 ];
 
 /// Registers `/` and `/assets/...` (GET only; another method falls through to the API's

@@ -67,6 +67,11 @@ async fn the_page_and_its_files_are_served_without_a_token_with_strict_headers()
             "text/plain",
             "MIT",
         ),
+        (
+            "/assets/vendor/addon-unicode11/addon-unicode11.mjs",
+            "text/javascript",
+            "Unicode11Addon",
+        ),
     ] {
         let (status, headers, body) = fetch(&d, path, &security).await;
         assert_eq!(status, 200, "{path}: {body}");

@@ -87,6 +87,8 @@ await run(async ({ page, urls }) => {
   check(countLines(typed, 'hello-42') === 1, 'typed a command in the terminal and saw its output');
   await page.waitForFunction(() => window.atc.terminalText().includes('\ntrue-colour'));
   await shot(page, 'fleet-and-terminal');
+  // Emoji take two cells, as they do in the screen model (the Unicode 11 addon).
+  check((await page.evaluate(() => window.atc.unicodeVersion())) === '11', 'Unicode 11 widths');
 
   // Resize the window: the session's size follows, and `stty size` inside says so.
   const sttyLast = async () => {
