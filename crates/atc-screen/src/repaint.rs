@@ -222,6 +222,7 @@ impl Painter<'_> {
         self.set_mode(true, 2004, m.bracketed_paste);
         self.set_mode(true, 1004, m.focus_events);
         self.set_mode(true, 2031, m.colour_scheme_reports);
+        self.set_mode(true, 2026, m.synchronized_output);
         // Mouse tracking is one setting: all off, then the one in effect.
         self.raw(b"\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l");
         if let Some(mode) = m.mouse.mode() {

@@ -43,15 +43,15 @@ pub fn apply(pen: &mut Style, params: &Params) {
             27 => pen.set(Flag::Inverse, false),
             28 => pen.set(Flag::Hidden, false),
             29 => pen.set(Flag::Strike, false),
-            30..=37 => pen.fg = Color::indexed((p - 30) as u8),
+            30..=37 => pen.fg = Color::ansi((p - 30) as u8),
             39 => pen.fg = Color::DEFAULT,
-            40..=47 => pen.bg = Color::indexed((p - 40) as u8),
+            40..=47 => pen.bg = Color::ansi((p - 40) as u8),
             49 => pen.bg = Color::DEFAULT,
             53 => pen.set(Flag::Overline, true),
             55 => pen.set(Flag::Overline, false),
             59 => pen.underline_color = Color::DEFAULT,
-            90..=97 => pen.fg = Color::indexed((p - 90 + 8) as u8),
-            100..=107 => pen.bg = Color::indexed((p - 100 + 8) as u8),
+            90..=97 => pen.fg = Color::ansi((p - 90 + 8) as u8),
+            100..=107 => pen.bg = Color::ansi((p - 100 + 8) as u8),
             38 | 48 | 58 => {
                 let (color, used) = extended_color(group, &groups[i..]);
                 i += used;
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(pen.bg, Color::indexed(7));
         assert_eq!(pen.underline_color, Color::rgb(9, 8, 7));
         sgr(&mut pen, "\x1b[93;104m");
-        assert_eq!((pen.fg, pen.bg), (Color::indexed(11), Color::indexed(12)));
+        assert_eq!((pen.fg, pen.bg), (Color::ansi(11), Color::ansi(12)));
         sgr(&mut pen, "\x1b[39;49;59m");
         assert_eq!(pen, Style::default());
     }

@@ -8,15 +8,19 @@
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Color(u32);
 
-const TAG_INDEXED: u32 = 1 << 24;
+const TAG_ANSI: u32 = 1 << 24;
 const TAG_RGB: u32 = 2 << 24;
+const TAG_INDEXED: u32 = 3 << 24;
 
 /// What a [`Color`] is, unpacked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColorKind {
     /// The terminal's own foreground or background.
     Default,
-    /// Palette entry 0–255 (0–7 the ANSI colours, 8–15 their bright forms).
+    /// One of the 16 ANSI colours as SGR 30–37, 90–97 (and the backgrounds) name them:
+    /// xterm.js keeps these apart from the same palette entries named by `38;5;n`.
+    Ansi(u8),
+    /// Palette entry 0–255, named by `38;5;n`.
     Indexed(u8),
     /// 24-bit colour.
     Rgb(u8, u8, u8),
@@ -25,6 +29,11 @@ pub enum ColorKind {
 impl Color {
     /// The terminal's default.
     pub const DEFAULT: Color = Color(0);
+
+    /// ANSI colour `n` (0–15).
+    pub fn ansi(n: u8) -> Color {
+        Color(TAG_ANSI | u32::from(n & 15))
+    }
 
     /// Palette entry `n`.
     pub fn indexed(n: u8) -> Color {
@@ -39,6 +48,7 @@ impl Color {
     /// The colour unpacked.
     pub fn kind(self) -> ColorKind {
         match self.0 & 0xff00_0000 {
+            TAG_ANSI => ColorKind::Ansi(self.0 as u8),
             TAG_INDEXED => ColorKind::Indexed(self.0 as u8),
             TAG_RGB => ColorKind::Rgb((self.0 >> 16) as u8, (self.0 >> 8) as u8, self.0 as u8),
             _ => ColorKind::Default,
@@ -206,16 +216,15 @@ pub(crate) fn push_number(out: &mut Vec<u8>, n: u16) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// Appends one colour: the short forms for the 16 ANSI colours where the SGR has them
-/// (`base`, `bright` non-zero), `ext;5;n` or `ext;2;r;g;b` otherwise.
+/// Appends one colour: the short forms for the 16 ANSI colours (`base`, `bright`; the
+/// underline colour has none and takes them as palette entries), `ext;5;n` or
+/// `ext;2;r;g;b` otherwise.
 fn write_color(out: &mut Vec<u8>, color: Color, base: u16, bright: u16, ext: u16) {
     match color.kind() {
         ColorKind::Default => {}
-        ColorKind::Indexed(n) if base != 0 && n < 8 => push_param(out, base + u16::from(n)),
-        ColorKind::Indexed(n) if base != 0 && n < 16 => {
-            push_param(out, bright + u16::from(n - 8))
-        }
-        ColorKind::Indexed(n) => {
+        ColorKind::Ansi(n) if base != 0 && n < 8 => push_param(out, base + u16::from(n)),
+        ColorKind::Ansi(n) if base != 0 => push_param(out, bright + u16::from(n - 8)),
+        ColorKind::Ansi(n) | ColorKind::Indexed(n) => {
             push_param(out, ext);
             push_param(out, 5);
             push_param(out, u16::from(n));
@@ -238,6 +247,8 @@ mod tests {
     fn colours_pack_and_unpack() {
         assert_eq!(Color::DEFAULT.kind(), ColorKind::Default);
         assert_eq!(Color::indexed(0).kind(), ColorKind::Indexed(0));
+        assert_eq!(Color::ansi(9).kind(), ColorKind::Ansi(9));
+        assert_ne!(Color::ansi(1), Color::indexed(1));
         assert_eq!(Color::indexed(255).kind(), ColorKind::Indexed(255));
         assert_eq!(Color::rgb(0, 0, 0).kind(), ColorKind::Rgb(0, 0, 0));
         assert_eq!(Color::rgb(1, 2, 3).kind(), ColorKind::Rgb(1, 2, 3));
@@ -251,7 +262,7 @@ mod tests {
         style.set(Flag::Faint, true);
         style.set(Flag::Bold, true);
         style.underline = Underline::Curly;
-        style.fg = Color::indexed(9);
+        style.fg = Color::ansi(9);
         style.bg = Color::rgb(1, 2, 3);
         style.underline_color = Color::indexed(200);
         let mut out = Vec::new();
