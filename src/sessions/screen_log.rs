@@ -1,11 +1,11 @@
 //! [`Screen`]: a session's screen, kept as the output that drew it while that output is
 //! short, and as a [`ScreenModel`] once it is not.
 //!
-//! Why. A model's cell grid costs 32 bytes a cell whatever is on the screen: 150 KiB at
-//! 120×40, 60 KiB at 80×24. A shell that has shown a prompt and a command's screenful of
-//! output has printed about 10 KiB to draw it. Kept as those bytes (and the sizes they were
-//! parsed at), the screen costs a fifteenth of the grid, and the grid is built only when
-//! someone looks: a snapshot for an attach, the screen's text, the paste mode a submit reads.
+//! Why. A model's cell grid costs 8 bytes a cell whatever is on the screen (38 KiB at 120×40,
+//! 15 KiB at 80×24), plus its rows and style tables. A shell that has shown a prompt and a
+//! command's screenful of output has printed about 10 KiB to draw it. Kept as those bytes (and
+//! the sizes they were parsed at), the screen costs a quarter of the model, and the model is
+//! built only when someone looks: a snapshot for an attach, the screen's text, the paste mode a submit reads.
 //! Such a look replays at most [`LOG_LIMIT`] bytes, well under a millisecond, and the model
 //! it built is dropped again afterwards.
 //!
@@ -25,8 +25,8 @@ use atc_protocol::TermSize;
 use super::screen::ScreenModel;
 
 /// The most output a screen is kept as (resizes count [`RESIZE_COST`] bytes each). Below the
-/// grid of the smallest usual terminal (80×24, 60 KiB), so a log never costs more than the
-/// model it stands for.
+/// model of the usual agent terminal (120×40, 38 KiB of cells), so a log rarely costs more
+/// than the model it stands for.
 pub const LOG_LIMIT: usize = 32 * 1024;
 
 /// What one resize counts for against [`LOG_LIMIT`]: its entry in the log's list of resizes.
@@ -135,7 +135,22 @@ impl ScreenLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessions::screen_fast_path::tests::Rng;
+
+    /// A small deterministic generator (xorshift64*), so a failing seed replays.
+    struct Rng(u64);
+
+    impl Rng {
+        fn new(seed: u64) -> Rng {
+            Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+        }
+    }
 
     /// A random mix of what terminals get: text, line ends, colors, cursor moves, saved
     /// cursors, scroll regions, the alternate screen, bracketed paste, mouse tracking, focus
@@ -211,8 +226,7 @@ mod tests {
                     was_log = false;
                 }
             }
-            // Hidden state came through the replay: a taller screen brings back the rows
-            // scrolled off, and REP repeats the last printed character.
+            // Hidden state came through the replay: REP repeats the last printed character.
             let taller = TermSize { cols: 40, rows: 60 };
             screen.resize(taller);
             model.resize(taller);
@@ -227,7 +241,7 @@ mod tests {
         let size = TermSize { cols: 20, rows: 4 };
         let mut screen = Screen::new(size);
         let mut model = ScreenModel::new(size);
-        // Rows scrolled off, a saved cursor, a last character, a scroll region.
+        // A saved cursor, a last character, a scroll region.
         let before = b"1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n\x1b[2;3Hq\x1b7\x1b[2;3r";
         screen.process(before);
         model.process(before);
@@ -235,8 +249,8 @@ mod tests {
         // Looks replay the log each time and leave it a log.
         assert_eq!(screen.look(seen), seen(&model));
         assert!(screen.is_log());
-        // Output that lands on all of it: a taller screen, REP, the saved cursor restored,
-        // and line feeds inside the region.
+        // Output that lands on all of it: REP, the saved cursor restored, and line feeds
+        // inside the region.
         let after = b"\x1b[3b\x1b8!\n\n\n";
         let taller = TermSize { cols: 20, rows: 8 };
         screen.resize(taller);
@@ -250,13 +264,13 @@ mod tests {
     fn the_modes_a_log_set_survive_its_replay_and_into_the_model() {
         let size = TermSize { cols: 20, rows: 4 };
         let mut screen = Screen::new(size);
-        // Claude Code's modes, the one vt100 does not keep split across two reads.
+        // Claude Code's modes, one of them split across two reads.
         screen.process(b"\x1b[?1049h\x1b[?1003h\x1b[?1006h\x1b[?2004h\x1b[?10");
         screen.process(b"04h\x1b[?2031h> ");
         assert!(screen.is_log());
         let says = |screen: &Screen, what: &[u8]| {
             let repaint = screen.look(ScreenModel::repaint);
-            memchr::memmem::find(&repaint, what).is_some()
+            repaint.windows(what.len()).any(|w| w == what)
         };
         for mode in [b"\x1b[?1003h".as_slice(), b"\x1b[?1004h", b"\x1b[?2031h"] {
             assert!(says(&screen, mode), "{}", mode.escape_ascii());

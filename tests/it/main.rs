@@ -81,7 +81,6 @@ mod real_codex;
 /// Every route's body: a wrong-typed or unknown field named by its path, reserved ones refused.
 mod request_bodies;
 /// The screen model against recordings of real agent sessions.
-mod screen_fidelity;
 /// Regressions the security proof suite found.
 mod security;
 /// Spawning, listing, typing into and reading sessions; refusals of bad input.
