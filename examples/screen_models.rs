@@ -1,18 +1,16 @@
 //! Measures the screen-model candidates on what a session's screen model does: parse terminal
 //! output fast, and cost little memory per idle session. The candidates are vt100 (what the
-//! daemon's screen model is built on), avt, alacritty_terminal's `Term` (its grid, fed through
-//! its vte `ansi` processor), and the daemon's own [`ScreenModel`]: vt100 behind a fast path
-//! that replaces runs of printable text whose rows scroll off within a chunk by the line feeds
-//! alone (`src/sessions/screen_fast_path.rs`).
+//! daemon's screen model was built on until issue 37), avt, alacritty_terminal's `Term` (its
+//! grid, fed through its vte `ansi` processor), and the daemon's own [`ScreenModel`], which is
+//! the workspace's emulator (crates/atc-screen).
 //!
 //! Two payloads: agent-like TUI output (colors, cursor moves, a status line redrawn in place,
 //! UTF-8) and a plain-text flood (log lines of printable ASCII ending in `\r\n`, as `cat` of a
 //! log sends, and as the load tool's throughput phase sends).
 //!
-//! Run: `cargo run --release --example screen_models` (`-- overhead` for only the fast path's
-//! cost on agent output, paired with vt100). The README records the figures. The
-//! unit tests of `src/sessions/screen.rs` check that the fast path leaves vt100's screen
-//! byte-identical to plain vt100's.
+//! Run: `cargo run --release --example screen_models` (`-- overhead` for the daemon's model's
+//! CPU time on agent output against vt100's, paired). docs/performance-log.md records the
+//! figures.
 
 use std::hint::black_box;
 use std::num::NonZeroU16;

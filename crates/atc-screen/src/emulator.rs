@@ -133,7 +133,10 @@ impl Emulator {
         }
         // The pen's entries were not marked; add them again.
         self.pen_id = self.table.style_id(self.pen).unwrap_or(DEFAULT_STYLE);
-        self.erase_id = self.table.style_id(self.pen.erased()).unwrap_or(DEFAULT_STYLE);
+        self.erase_id = self
+            .table
+            .style_id(self.pen.erased())
+            .unwrap_or(DEFAULT_STYLE);
     }
 
     // --- Printing. ---
@@ -271,7 +274,11 @@ impl Emulator {
         if joins {
             if x > 0 {
                 let y = usize::from(self.buf().y);
-                let offset = if self.buf().grid.rows()[y].cells[x - 1].width != 0 { 1 } else { 2 };
+                let offset = if self.buf().grid.rows()[y].cells[x - 1].width != 0 {
+                    1
+                } else {
+                    2
+                };
                 if x >= offset {
                     self.join_mark(x - offset, c);
                 }
@@ -445,7 +452,10 @@ impl Emulator {
         let buf = self.buf_mut();
         if buf.x > 0 {
             buf.x -= 1;
-        } else if buf.y > buf.top && buf.y <= buf.bottom && buf.grid.rows()[usize::from(buf.y)].wrapped {
+        } else if buf.y > buf.top
+            && buf.y <= buf.bottom
+            && buf.grid.rows()[usize::from(buf.y)].wrapped
+        {
             let y = usize::from(buf.y);
             buf.grid.row_mut(y).wrapped = false;
             buf.y -= 1;
@@ -618,14 +628,22 @@ impl Emulator {
         buf.top = 0;
         buf.bottom = rows - 1;
         self.set_pen(Style::default());
-        let keep = (self.modes.mouse, self.modes.mouse_encoding, self.modes.newline);
+        let keep = (
+            self.modes.mouse,
+            self.modes.mouse_encoding,
+            self.modes.newline,
+        );
         let (cursor_style, colour, hidden) = (
             self.modes.cursor_style,
             self.modes.colour_scheme_reports,
             self.modes.cursor_hidden,
         );
         self.modes = Modes::default();
-        (self.modes.mouse, self.modes.mouse_encoding, self.modes.newline) = keep;
+        (
+            self.modes.mouse,
+            self.modes.mouse_encoding,
+            self.modes.newline,
+        ) = keep;
         self.modes.cursor_style = cursor_style;
         self.modes.colour_scheme_reports = colour;
         self.modes.cursor_hidden = hidden;

@@ -48,10 +48,13 @@ pub fn repaint(emu: &Emulator) -> Vec<u8> {
     // 2. The buffers.
     p.buffer(&emu.main);
     if let Some(alt) = &emu.alt {
-        // Saves the main screen's cursor again, as the program's own switch did.
+        // Saves the main screen's cursor again, as the program's own switch did: the pen and
+        // character set are still the saved ones here.
         p.raw(b"\x1b[?1049h");
+        p.raw(b"\x1b(B");
         p.buffer(alt);
     }
+    p.raw(b"\x1b(B");
     // 3. Modes, character sets, title, cursor, pen.
     p.modes(emu);
     let buf = emu.buf();
@@ -120,7 +123,8 @@ impl Painter<'_> {
         let rows = buf.grid.rows();
         for (y, row) in rows.iter().enumerate() {
             let continues = rows.get(y + 1).is_some_and(Row::wrapped);
-            let continued = y > 0 && row.wrapped && rows[y - 1].cells.len() == usize::from(self.cols);
+            let continued =
+                y > 0 && row.wrapped && rows[y - 1].cells.len() == usize::from(self.cols);
             self.row(row, y as u16, continues, continued);
         }
         self.tabs(&buf.tabs);
@@ -130,7 +134,9 @@ impl Painter<'_> {
         self.set_style(saved.style);
         self.raw(b"\x1b(");
         self.out.push(saved.charset.final_byte());
-        self.raw(b"\x1b7\x1b(B");
+        // The caller puts ASCII back in G0, after the alternate screen's switch has saved
+        // this again.
+        self.raw(b"\x1b7");
         if buf.top != 0 || usize::from(buf.bottom) + 1 != rows.len() {
             self.raw(b"\x1b[");
             push_number(&mut self.out, buf.top + 1);
@@ -150,7 +156,11 @@ impl Painter<'_> {
             true => cols,
             false => cells
                 .iter()
-                .rposition(|c| c.has_content() || c.style != DEFAULT_STYLE || (c.is_spacer() && c.has_content()))
+                .rposition(|c| {
+                    c.has_content()
+                        || c.style != DEFAULT_STYLE
+                        || (c.is_spacer() && c.has_content())
+                })
                 .map_or(0, |i| i + 1),
         };
         if end == 0 && !continued {
@@ -171,11 +181,26 @@ impl Painter<'_> {
                 at = x;
                 continue;
             }
-            let blank = !cell.has_content() || cell.is_spacer();
-            if blank && !(continues && x + 1 == cols) {
+            // A combining mark that joined nothing (it followed a control, not text): xterm.js
+            // keeps it as a zero-width cell, which printing it after an SGR makes again.
+            if cell.is_spacer() && cell.has_content() {
+                if at != x {
+                    self.cup(y, x as u16);
+                }
+                self.style = None;
+                self.print_cell(&cell);
+                x += 1;
+                at = x;
+                continue;
+            }
+            let blank = !cell.has_content();
+            // The first cell of a continued row wraps into it, the last of a continuing one
+            // leaves the wrap pending: both must be printed.
+            let must_print = (continues && x + 1 == cols) || (continued && x == 0);
+            if blank && !must_print {
                 let run = cells[x..end]
                     .iter()
-                    .take_while(|c| (!c.has_content() || c.is_spacer()) && c.style == cell.style)
+                    .take_while(|c| !c.has_content() && c.style == cell.style)
                     .count();
                 let style = *self.table.style(cell.style);
                 if style == style.erased() && !(continues && x + run == cols) {

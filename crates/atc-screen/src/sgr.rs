@@ -23,7 +23,9 @@ pub fn apply(pen: &mut Style, params: &Params) {
             4 => {
                 let style = match group.get(1) {
                     // xterm.js reads an unknown style as single.
-                    Some(&n) => Underline::of_subparam(n.min(6) as u16).unwrap_or(Underline::Single),
+                    Some(&n) => {
+                        Underline::of_subparam(n.min(6) as u16).unwrap_or(Underline::Single)
+                    }
                     None => Underline::Single,
                 };
                 pen.underline = style;
@@ -82,7 +84,11 @@ fn extended_color(group: &[u32], rest: &[&[u32]]) -> (Option<Color>, usize) {
             5 => sub.get(1).map(|&n| Color::indexed(n as u8)),
             2 => {
                 // With the colour-space slot (`2::r:g:b`) or without it (`2:r:g:b`).
-                let rgb = if sub.len() >= 5 { &sub[2..5] } else { &sub[1..] };
+                let rgb = if sub.len() >= 5 {
+                    &sub[2..5]
+                } else {
+                    &sub[1..]
+                };
                 let c = |k: usize| rgb.get(k).copied().unwrap_or(0) as u8;
                 Some(Color::rgb(c(0), c(1), c(2)))
             }
@@ -157,7 +163,14 @@ mod tests {
         let mut pen = Style::default();
         sgr(&mut pen, "\x1b[4:3;5;7;8;9;53;3m");
         assert_eq!(pen.underline, Underline::Curly);
-        for flag in [Flag::Blink, Flag::Inverse, Flag::Hidden, Flag::Strike, Flag::Overline, Flag::Italic] {
+        for flag in [
+            Flag::Blink,
+            Flag::Inverse,
+            Flag::Hidden,
+            Flag::Strike,
+            Flag::Overline,
+            Flag::Italic,
+        ] {
             assert!(pen.has(flag), "{flag:?}");
         }
         sgr(&mut pen, "\x1b[4:0;25;27;28;29;55;23m");

@@ -87,7 +87,11 @@ impl StyleTable {
     /// Keeps only the styles and clusters marked live, renumbered from 0 in their old order.
     /// Returns the maps from old index to new (entries not live map to the default style and
     /// to cluster 0, never read).
-    pub fn compact(&mut self, live_styles: &[bool], live_clusters: &[bool]) -> (Vec<u16>, Vec<u32>) {
+    pub fn compact(
+        &mut self,
+        live_styles: &[bool],
+        live_clusters: &[bool],
+    ) -> (Vec<u16>, Vec<u32>) {
         let mut style_map = vec![DEFAULT_STYLE; self.styles.len()];
         let old = std::mem::take(&mut self.styles);
         self.style_ids.clear();
