@@ -85,7 +85,10 @@ mod tests {
 
     #[test]
     fn line_drawing_maps_the_lowercase_letters_and_leaves_the_rest() {
-        let drawn: String = b"lqqkxmj".iter().map(|&b| Charset::DecGraphics.map(b)).collect();
+        let drawn: String = b"lqqkxmj"
+            .iter()
+            .map(|&b| Charset::DecGraphics.map(b))
+            .collect();
         assert_eq!(drawn, "┌──┐│└┘");
         assert_eq!(Charset::DecGraphics.map(b'A'), 'A');
         assert_eq!(Charset::Uk.map(b'#'), '£');

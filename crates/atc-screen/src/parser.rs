@@ -447,11 +447,7 @@ impl Parser {
                 0x7f => {}
                 _ => self.dispatch_csi(out, b),
             },
-            State::CsiIgnore => {
-                if (0x40..=0x7e).contains(&b) {
-                    self.state = State::Ground;
-                }
-            }
+            State::CsiIgnore if (0x40..=0x7e).contains(&b) => self.state = State::Ground,
             _ => {}
         }
     }
@@ -474,7 +470,8 @@ mod tests {
 
     impl Perform for Log {
         fn print_ascii(&mut self, text: &[u8]) {
-            self.0.push(format!("text {}", String::from_utf8_lossy(text)));
+            self.0
+                .push(format!("text {}", String::from_utf8_lossy(text)));
         }
         fn print_char(&mut self, c: char) {
             self.0.push(format!("char {c}"));
@@ -492,14 +489,13 @@ mod tests {
         fn csi_dispatch(&mut self, marker: u8, params: &Params, inter: &[u8], final_byte: u8) {
             let groups: Vec<String> = params
                 .groups()
-                .map(|g| {
-                    g.iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(":")
-                })
+                .map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(":"))
                 .collect();
-            let marker = if marker == 0 { String::new() } else { (marker as char).to_string() };
+            let marker = if marker == 0 {
+                String::new()
+            } else {
+                (marker as char).to_string()
+            };
             self.0.push(format!(
                 "csi {marker}{}{}{}",
                 groups.join(";"),
@@ -508,7 +504,8 @@ mod tests {
             ));
         }
         fn osc_dispatch(&mut self, data: &[u8]) {
-            self.0.push(format!("osc {}", String::from_utf8_lossy(data)));
+            self.0
+                .push(format!("osc {}", String::from_utf8_lossy(data)));
         }
     }
 
