@@ -135,6 +135,9 @@ mod tests {
         // The flag saved, the extended part emptied by 24, then restored.
         term.process(b"\x1b[4m\x1b7\x1b[24m\x1b8x");
         let repaint = String::from_utf8_lossy(&term.repaint()).into_owned();
-        assert!(repaint.contains("\x1b[0;4m\x1b7\x1b[24m\x1b8x"), "{repaint:?}");
+        assert!(
+            repaint.contains("\x1b[0;4m\x1b7\x1b[24m\x1b8x"),
+            "{repaint:?}"
+        );
     }
 }

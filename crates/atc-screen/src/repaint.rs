@@ -55,8 +55,10 @@ pub fn repaint(emu: &Emulator) -> Vec<u8> {
     // 2. The buffers.
     p.buffer(&emu.main);
     if let Some(alt) = &emu.alt {
-        // Saves the main screen's cursor again, as the program's own switch did.
-        p.raw(b"\x1b[?1049h");
+        // Saves the main screen's cursor again, as the program's own switch did: restored
+        // first so the switch saves it as it is. The restore brings back its character set
+        // too, which the alternate screen's cells are printed without.
+        p.raw(b"\x1b8\x1b[?1049h\x1b(B\x0f");
         p.buffer(alt);
     }
     // 3. Modes, character sets, title, cursor, the pen.
@@ -79,6 +81,9 @@ pub fn repaint(emu: &Emulator) -> Vec<u8> {
         p.raw(b"\x1b8");
         if !words_from_restore {
             p.raw(&pen);
+        }
+        if !charset_from_restore {
+            p.charsets(emu);
         }
         p.cursor_at(emu, buf);
     }
