@@ -14,7 +14,7 @@ use crate::cell::{Cell, CLUSTER, EMPTY};
 use crate::charset::Charset;
 use crate::modes::Modes;
 use crate::style::Style;
-use crate::table::{StyleTable, DEFAULT_STYLE};
+use crate::table::{Link, StyleTable, DEFAULT_STYLE};
 
 /// The terminal's state.
 #[derive(Debug)]
@@ -92,7 +92,7 @@ impl Emulator {
     /// Sets the pen, finding (or adding) its style and its erase style in the table.
     pub(crate) fn set_pen(&mut self, pen: Style) {
         self.pen = pen;
-        self.pen_id = self.intern(pen);
+        self.pen_id = self.intern(pen.stored());
         self.erase_id = self.intern(pen.erased());
     }
 
@@ -120,7 +120,13 @@ impl Emulator {
         if let Some(alt) = &mut self.alt {
             alt.grid.cells_mut().for_each(&mut mark);
         }
-        let (style_map, cluster_map) = self.table.compact(&live_styles, &live_clusters);
+        let (style_map, cluster_map, link_map) =
+            self.table
+                .compact(&live_styles, &live_clusters, self.pen.link);
+        self.pen.link = link_map
+            .get(usize::from(self.pen.link))
+            .copied()
+            .unwrap_or(0);
         let remap = |cell: &mut Cell| {
             cell.style = style_map[usize::from(cell.style)];
             if cell.content & CLUSTER != 0 {
@@ -132,7 +138,10 @@ impl Emulator {
             alt.grid.cells_mut().for_each(remap);
         }
         // The pen's entries were not marked; add them again.
-        self.pen_id = self.table.style_id(self.pen).unwrap_or(DEFAULT_STYLE);
+        self.pen_id = self
+            .table
+            .style_id(self.pen.stored())
+            .unwrap_or(DEFAULT_STYLE);
         self.erase_id = self
             .table
             .style_id(self.pen.erased())
@@ -561,9 +570,9 @@ impl Emulator {
 
     // --- Buffers, saving and resetting. ---
 
-    /// DECSC.
+    /// DECSC. xterm.js saves the pen's flags and colours, not its extended part.
     pub(crate) fn save_cursor(&mut self) {
-        let (pen, charset) = (self.pen, self.charset);
+        let (pen, charset) = (self.pen.words(), self.charset);
         let buf = self.buf_mut();
         buf.saved = SavedCursor {
             x: buf.x,
@@ -573,15 +582,19 @@ impl Emulator {
         };
     }
 
-    /// DECRC. xterm.js restores the pen's colours and flags but keeps the current underline
-    /// colour.
+    /// DECRC. xterm.js restores the pen's flags and colours (its "has extended" flag among
+    /// them) but keeps the current underline style, colour and link.
     pub(crate) fn restore_cursor(&mut self) {
         let saved = self.buf().saved;
         let buf = self.buf_mut();
         buf.x = saved.x;
         buf.y = saved.y;
-        let mut pen = saved.style;
-        pen.underline_color = self.pen.underline_color;
+        let pen = Style {
+            underline: self.pen.underline,
+            underline_color: self.pen.underline_color,
+            link: self.pen.link,
+            ..saved.style
+        };
         self.set_pen(pen);
         self.charset = saved.charset;
         self.restrict(self.cols - 1);
@@ -604,6 +617,24 @@ impl Emulator {
             self.main.x = alt.x;
             self.main.y = alt.y;
         }
+    }
+
+    /// OSC 8: opens `link` (`None` closes it). A link the table has no room for is not kept.
+    pub(crate) fn set_link(&mut self, link: Option<Link>) {
+        let id = match link {
+            Some(link) => match self.table.link_id(&link) {
+                Some(id) => id,
+                None => {
+                    self.compact();
+                    self.table.link_id(&link).unwrap_or(0)
+                }
+            },
+            None => 0,
+        };
+        let mut pen = self.pen;
+        pen.link = id;
+        pen.update_extended();
+        self.set_pen(pen);
     }
 
     /// G`n` into GL.

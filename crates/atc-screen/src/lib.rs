@@ -19,6 +19,7 @@ pub mod emulator;
 pub mod grid;
 pub mod modes;
 pub mod parser;
+mod pen;
 mod perform;
 pub mod repaint;
 mod sgr;

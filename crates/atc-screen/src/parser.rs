@@ -447,11 +447,7 @@ impl Parser {
                 0x7f => {}
                 _ => self.dispatch_csi(out, b),
             },
-            State::CsiIgnore => {
-                if (0x40..=0x7e).contains(&b) {
-                    self.state = State::Ground;
-                }
-            }
+            State::CsiIgnore if (0x40..=0x7e).contains(&b) => self.state = State::Ground,
             _ => {}
         }
     }

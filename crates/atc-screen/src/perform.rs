@@ -7,6 +7,7 @@ use crate::emulator::{CharEdit, Emulator};
 use crate::modes::{MouseEncoding, MouseTracking};
 use crate::parser::{Params, Perform};
 use crate::sgr;
+use crate::table::{Link, MAX_URI};
 
 /// Longest window title kept.
 const MAX_TITLE: usize = 1024;
@@ -24,11 +25,9 @@ impl Perform for Emulator {
         self.join = 0;
         match byte {
             0x08 => self.backspace(),
-            0x09 => {
-                if self.buf().x < self.cols {
-                    let stop = self.buf().next_stop();
-                    self.buf_mut().x = stop;
-                }
+            0x09 if self.buf().x < self.cols => {
+                let stop = self.buf().next_stop();
+                self.buf_mut().x = stop;
             }
             0x0a..=0x0c => self.line_feed(),
             0x0d => self.buf_mut().x = 0,
@@ -80,7 +79,8 @@ impl Perform for Emulator {
     }
 
     fn csi_dispatch(&mut self, marker: u8, params: &Params, intermediates: &[u8], final_byte: u8) {
-        self.join = 0;
+        // xterm.js forgets the character printed last after the handler, so REP sees it.
+        let join = std::mem::take(&mut self.join);
         let n = |i: usize| i64::from(params.or(i, 1));
         let count = |i: usize| params.or(i, 1) as usize;
         match (marker, intermediates, final_byte) {
@@ -106,20 +106,16 @@ impl Perform for Emulator {
                 let x = if params.len() >= 2 { n(1) - 1 } else { 0 };
                 self.set_cursor(x, n(0) - 1);
             }
-            (0, [], b'I') => {
-                if self.buf().x < self.cols {
-                    for _ in 0..count(0).min(usize::from(self.cols)) {
-                        let stop = self.buf().next_stop();
-                        self.buf_mut().x = stop;
-                    }
+            (0, [], b'I') if self.buf().x < self.cols => {
+                for _ in 0..count(0).min(usize::from(self.cols)) {
+                    let stop = self.buf().next_stop();
+                    self.buf_mut().x = stop;
                 }
             }
-            (0, [], b'Z') => {
-                if self.buf().x < self.cols {
-                    for _ in 0..count(0).min(usize::from(self.cols)) {
-                        let stop = self.buf().prev_stop();
-                        self.buf_mut().x = stop;
-                    }
+            (0, [], b'Z') if self.buf().x < self.cols => {
+                for _ in 0..count(0).min(usize::from(self.cols)) {
+                    let stop = self.buf().prev_stop();
+                    self.buf_mut().x = stop;
                 }
             }
             (0 | b'?', [], b'J') => self.erase_in_display(params.get(0)),
@@ -130,7 +126,11 @@ impl Perform for Emulator {
             (0, [], b'S') => self.scroll_up(None, count(0)),
             (0, [], b'T') => self.scroll_down(None, count(0), false),
             (0, [], b'X') => self.edit_chars(CharEdit::Erase, count(0)),
-            (0, [], b'b') => self.repeat(count(0)),
+            (0, [], b'b') => {
+                self.join = join;
+                self.repeat(count(0));
+                self.join = 0;
+            }
             (0, [], b'd') => {
                 let x = i64::from(self.buf().x);
                 self.set_cursor(x, n(0) - 1);
@@ -176,9 +176,13 @@ impl Perform for Emulator {
         let Some(at) = data.iter().position(|&b| b == b';') else {
             return;
         };
-        if matches!(&data[..at], b"0" | b"2") {
-            let title = String::from_utf8_lossy(&data[at + 1..]);
-            self.title = title.chars().take(MAX_TITLE).collect();
+        match &data[..at] {
+            b"0" | b"2" => {
+                let title = String::from_utf8_lossy(&data[at + 1..]);
+                self.title = title.chars().take(MAX_TITLE).collect();
+            }
+            b"8" => self.hyperlink(&data[at + 1..]),
+            _ => {}
         }
     }
 }
@@ -246,6 +250,35 @@ impl Emulator {
         self.buf_mut().x = 0;
     }
 
+    /// OSC 8 `params;uri`, read as xterm.js reads it: a URI opens a link (after the first
+    /// `;`, so a URI may hold more), none closes it unless params were given, which is ignored.
+    fn hyperlink(&mut self, data: &[u8]) {
+        let Some(at) = data.iter().position(|&b| b == b';') else {
+            return;
+        };
+        let params = String::from_utf8_lossy(&data[..at]);
+        let uri = &data[at + 1..];
+        if uri.is_empty() {
+            if params.trim().is_empty() {
+                self.set_link(None);
+            }
+            return;
+        }
+        if uri.len() > MAX_URI {
+            self.set_link(None);
+            return;
+        }
+        let id = params
+            .trim()
+            .split(':')
+            .find_map(|p| p.strip_prefix("id="))
+            .unwrap_or("");
+        self.set_link(Some(Link {
+            id: id.into(),
+            uri: String::from_utf8_lossy(uri).into(),
+        }));
+    }
+
     /// REP: the character before the cursor again, when text was the last thing printed.
     fn repeat(&mut self, n: usize) {
         let width = self.join;
@@ -260,6 +293,12 @@ impl Emulator {
         let text = crate::repaint::cell_text(&self.table, &cell);
         // A screenful at most: more only overprints.
         let n = n.min(usize::from(self.cols) * usize::from(self.rows));
+        let ascii = !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+        if ascii {
+            // One print, as xterm.js makes it.
+            Emulator::print_ascii(self, text.repeat(n).as_bytes());
+            return;
+        }
         for _ in 0..n {
             for c in text.chars() {
                 match c.is_ascii() && !c.is_ascii_control() {
@@ -340,5 +379,33 @@ impl Emulator {
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Terminal;
+
+    #[test]
+    fn rep_repeats_the_character_printed_just_before_it() {
+        let mut term = Terminal::new(20, 2);
+        term.process(b"ab\x1b[3b");
+        assert_eq!(term.text().rows[0], "abbbb");
+        // Anything but text in between, and there is nothing to repeat.
+        term.process(b"\r\n\x1b[mx\x1b[1C\x1b[2b");
+        assert_eq!(term.text().rows[1], "x");
+    }
+
+    #[test]
+    fn osc_8_links_the_text_after_it_until_closed() {
+        let mut term = Terminal::new(20, 2);
+        term.process(b"\x1b]8;id=7;https://a/;b\x1b\\ab\x1b]8;;\x1b\\c");
+        let emu = &term.emulator;
+        let cells = emu.buf().grid.rows()[0].cells();
+        let link = emu.table.style(cells[0].style()).link;
+        let target = emu.table.link(link).expect("a link");
+        assert_eq!((&*target.id, &*target.uri), ("7", "https://a/;b"));
+        assert_eq!(emu.table.style(cells[1].style()).link, link);
+        assert_eq!(emu.table.style(cells[2].style()).link, 0);
     }
 }

@@ -21,7 +21,8 @@ use crate::cell::{Cell, CLUSTER, EMPTY};
 use crate::emulator::Emulator;
 use crate::grid::Row;
 use crate::modes::{MouseEncoding, MouseTracking};
-use crate::style::{push_number, Style};
+use crate::pen::PenWriter;
+use crate::style::push_number;
 use crate::table::{StyleTable, DEFAULT_STYLE};
 
 /// The text a cell shows: its character or cluster, nothing for a blank.
@@ -38,39 +39,80 @@ pub fn repaint(emu: &Emulator) -> Vec<u8> {
     let mut p = Painter {
         out: Vec::with_capacity(usize::from(emu.cols) * usize::from(emu.rows) * 2),
         table: &emu.table,
+        pens: PenWriter {
+            table: &emu.table,
+            open_link: 0,
+        },
         style: None,
         cols: emu.cols,
+        must: vec![false; usize::from(emu.cols)],
+        must_next: vec![false; usize::from(emu.cols)],
     };
     // 1. The base.
     p.raw(b"\x1b[?1049l\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b[?45l");
-    p.raw(b"\x1b(B\x1b)B\x1b*B\x1b+B\x0f\x1b[0m");
+    p.raw(b"\x1b(B\x1b)B\x1b*B\x1b+B\x0f\x1b]8;;\x1b\\\x1b[0m");
     p.style = Some(DEFAULT_STYLE);
     // 2. The buffers.
     p.buffer(&emu.main);
     if let Some(alt) = &emu.alt {
-        // Saves the main screen's cursor again, as the program's own switch did: the pen and
-        // character set are still the saved ones here.
-        p.raw(b"\x1b[?1049h");
-        p.raw(b"\x1b(B");
+        // Saves the main screen's cursor again, as the program's own switch did: restored
+        // first so the switch saves it as it is. The restore brings back its character set
+        // too, which the alternate screen's cells are printed without.
+        p.raw(b"\x1b8\x1b[?1049h\x1b(B\x0f");
         p.buffer(alt);
     }
-    p.raw(b"\x1b(B");
-    // 3. Modes, character sets, title, cursor, pen.
+    // 3. Modes, character sets, title, cursor, the pen.
     p.modes(emu);
     let buf = emu.buf();
     p.cursor(emu, buf);
     p.charsets(emu);
     p.style = None;
-    p.set_style(emu.pen);
+    let mut pen = Vec::new();
+    let in_step = p.pens.pen(&emu.pen, &mut pen);
+    p.raw(&pen);
+    // Two states only a restore makes: the pen's flags out of step with its extended part,
+    // and a character set in force other than GL's. Restoring moves the cursor back to the
+    // saved one, so it is placed again (a pending wrap is lost then).
+    let saved = buf.saved;
+    let words_from_restore = !in_step && emu.pen.words() == saved.style;
+    let charset_from_restore =
+        emu.charset != emu.g[usize::from(emu.gl)] && emu.charset == saved.charset;
+    if words_from_restore || charset_from_restore {
+        p.raw(b"\x1b8");
+        if !words_from_restore {
+            p.raw(&pen);
+        }
+        if !charset_from_restore {
+            p.charsets(emu);
+        }
+        p.cursor_at(emu, buf);
+    }
     p.out
 }
 
 struct Painter<'a> {
     out: Vec<u8>,
     table: &'a StyleTable,
-    /// The pen as last written, if known.
+    pens: PenWriter<'a>,
+    /// The pen as last written for cells, if known.
     style: Option<u16>,
     cols: u16,
+    /// Columns of the row being painted that hold something the repaint put there on the
+    /// way (to set a flag xterm.js only sets while printing), so blanks there are written.
+    must: Vec<bool>,
+    /// The same for the next row.
+    must_next: Vec<bool>,
+}
+
+/// A character xterm.js (Unicode 11) prints two columns wide, for the tricks below.
+const WIDE: &[u8] = "中".as_bytes();
+
+/// A cell with nothing printed whose style is more than its background: xterm.js leaves
+/// these where a wide character did not fit, or was cut, in the full pen; printing a space
+/// would give it content.
+fn full_blank(table: &StyleTable, cell: &Cell) -> bool {
+    let style = table.style(cell.style);
+    !cell.has_content() && !cell.is_spacer() && *style != style.erased()
 }
 
 impl Painter<'_> {
@@ -94,13 +136,9 @@ impl Painter<'_> {
 
     fn set_style_id(&mut self, id: u16) {
         if self.style != Some(id) {
-            self.table.style(id).write_sgr(&mut self.out);
+            self.pens.cell_style(self.table.style(id), &mut self.out);
             self.style = Some(id);
         }
-    }
-
-    fn set_style(&mut self, style: Style) {
-        style.write_sgr(&mut self.out);
     }
 
     /// Prints what `cell` shows (a space for a blank) in its style.
@@ -117,26 +155,33 @@ impl Painter<'_> {
 
     /// One buffer, made active by the caller: cells, tab stops, saved cursor, region.
     fn buffer(&mut self, buf: &Buffer) {
+        self.must.fill(false);
+        self.must_next.fill(false);
         self.style = None;
         self.set_style_id(DEFAULT_STYLE);
         self.raw(b"\x1b[H\x1b[2J");
         let rows = buf.grid.rows();
+        self.wrap_flags(rows);
         for (y, row) in rows.iter().enumerate() {
-            let continues = rows.get(y + 1).is_some_and(Row::wrapped);
-            let continued =
-                y > 0 && row.wrapped && rows[y - 1].cells.len() == usize::from(self.cols);
-            self.row(row, y as u16, continues, continued);
+            std::mem::swap(&mut self.must, &mut self.must_next);
+            self.must_next.fill(false);
+            let next_wrapped = rows.get(y + 1).is_some_and(Row::wrapped);
+            self.row(row, y as u16, next_wrapped);
         }
+        self.must.fill(false);
         self.tabs(&buf.tabs);
         let saved = buf.saved;
         self.cup(saved.y, saved.x.min(self.cols - 1));
         self.style = None;
-        self.set_style(saved.style);
+        let mut words = Vec::new();
+        self.pens.words(&saved.style, &mut words);
+        self.raw(&words);
         self.raw(b"\x1b(");
         self.out.push(saved.charset.final_byte());
-        // The caller puts ASCII back in G0, after the alternate screen's switch has saved
-        // this again.
-        self.raw(b"\x1b7");
+        self.raw(b"\x1b7\x1b(B");
+        let mut close = Vec::new();
+        self.pens.link(0, &mut close);
+        self.raw(&close);
         if buf.top != 0 || usize::from(buf.bottom) + 1 != rows.len() {
             self.raw(b"\x1b[");
             push_number(&mut self.out, buf.top + 1);
@@ -146,80 +191,128 @@ impl Painter<'_> {
         }
     }
 
-    /// One row. `continued`: the previous row was printed to its end and this one's first
-    /// print wraps into it. `continues`: this one must be printed to its end.
-    fn row(&mut self, row: &Row, y: u16, continues: bool, continued: bool) {
+    /// Marks the rows that continue the one above, as xterm.js marks them: by printing past
+    /// the end of the row above. Row 0 is made that way on row 1 and scrolled up. What this
+    /// prints is painted over or erased when the rows are painted.
+    fn wrap_flags(&mut self, rows: &[Row]) {
+        let last = self.cols - 1;
+        if rows.len() >= 2 && rows[0].wrapped {
+            self.cup(0, last);
+            self.raw(b"xx\x1b[S\x1b[H\x1b[X");
+        }
+        for (y, row) in rows.iter().enumerate().skip(1) {
+            if row.wrapped {
+                self.cup(y as u16 - 1, last);
+                self.raw(b"xx");
+            }
+        }
+        // The rows' painting goes top down, so marks for row `y` are set while painting it.
+    }
+
+    /// One row. `next_wrapped`: the next row continues this one.
+    fn row(&mut self, row: &Row, y: u16, next_wrapped: bool) {
         let cells = &row.cells;
         let cols = cells.len();
-        // Blanks in the default style at the end are already there after the clear.
-        let end = match continues {
-            true => cols,
-            false => cells
-                .iter()
-                .rposition(|c| {
-                    c.has_content()
-                        || c.style != DEFAULT_STYLE
-                        || (c.is_spacer() && c.has_content())
-                })
-                .map_or(0, |i| i + 1),
-        };
-        if end == 0 && !continued {
-            return;
+        if row.wrapped && y > 0 {
+            // What `wrap_flags` printed at this row's start.
+            self.must[0] = true;
         }
-        if !continued {
-            self.cup(y, 0);
+        if next_wrapped && cols > 0 {
+            self.must[cols - 1] = true;
         }
         let mut x = 0;
         // Where the terminal's cursor is, when it is not at `x`.
-        let mut at = 0;
+        let mut at = usize::MAX;
+        let last = cols.saturating_sub(1);
+        // A blank in the full pen in the last column is made first, when that takes
+        // printing in the column before it.
+        let last_full = cols >= 2 && full_blank(self.table, &cells[last]);
+        let y_next_exists = next_wrapped;
+        if last_full && !y_next_exists {
+            self.cup(y, (last - 1) as u16);
+            self.raw(WIDE);
+            self.cup(y, last as u16);
+            self.set_style_id(cells[last].style);
+            self.raw(b" ");
+            self.cup(y, (last - 1) as u16);
+            self.set_style_id(DEFAULT_STYLE);
+            self.raw(b"\x1b[@");
+            self.must[last - 1] = true;
+            self.must[last] = false;
+        }
+        let end = cells
+            .iter()
+            .enumerate()
+            .rposition(|(i, c)| c.has_content() || c.style != DEFAULT_STYLE || self.must[i])
+            .map_or(0, |i| i + 1);
+        let end = if last_full && !y_next_exists {
+            end.min(last)
+        } else {
+            end
+        };
         while x < end {
             let cell = cells[x];
             // A wide character's spacer was written with it; a spacer left alone (xterm.js
             // leaves one when a character is inserted into a wide one) reads as a blank.
             if cell.is_spacer() && x > 0 && cells[x - 1].is_wide() && !cell.has_content() {
                 x += 1;
-                at = x;
                 continue;
             }
-            // A combining mark that joined nothing (it followed a control, not text): xterm.js
-            // keeps it as a zero-width cell, which printing it after an SGR makes again.
-            if cell.is_spacer() && cell.has_content() {
+            if full_blank(self.table, &cell) {
                 if at != x {
                     self.cup(y, x as u16);
                 }
-                self.style = None;
-                self.print_cell(&cell);
-                x += 1;
-                at = x;
-                continue;
-            }
-            let blank = !cell.has_content();
-            // The first cell of a continued row wraps into it, the last of a continuing one
-            // leaves the wrap pending: both must be printed.
-            let must_print = (continues && x + 1 == cols) || (continued && x == 0);
-            if blank && !must_print {
-                let run = cells[x..end]
-                    .iter()
-                    .take_while(|c| !c.has_content() && c.style == cell.style)
-                    .count();
-                let style = *self.table.style(cell.style);
-                if style == style.erased() && !(continues && x + run == cols) {
-                    if at != x {
-                        self.cup(y, x as u16);
+                if x == last {
+                    // Only with the next row continuing this one: a wide character that
+                    // does not fit blanks the column in the pen and wraps.
+                    self.set_style_id(cell.style);
+                    self.raw(WIDE);
+                    self.must_next[0] = true;
+                    if cols > 1 {
+                        self.must_next[1] = true;
                     }
-                    if cell.style != DEFAULT_STYLE {
-                        self.set_style_id(cell.style);
-                        self.csi(run as u16, b'X');
-                    }
-                    x += run;
+                    at = usize::MAX;
+                    x += 1;
                     continue;
                 }
+                // A print into a wide character's second column blanks its first in the
+                // pen: the next column is painted again after.
+                self.raw(WIDE);
+                self.cup(y, x as u16 + 1);
+                self.set_style_id(cell.style);
+                self.raw(b" ");
+                self.must[x + 1] = true;
+                at = x + 2;
+                x += 1;
+                continue;
+            }
+            let blank = !cell.has_content() || cell.is_spacer();
+            if blank {
+                let run = cells[x..end]
+                    .iter()
+                    .take_while(|c| {
+                        (!c.has_content() || c.is_spacer())
+                            && c.style == cell.style
+                            && !full_blank(self.table, c)
+                    })
+                    .count()
+                    .max(1);
+                let must = self.must[x..x + run].iter().any(|&m| m);
+                if at != x {
+                    self.cup(y, x as u16);
+                }
+                if cell.style != DEFAULT_STYLE || must {
+                    self.set_style_id(cell.style);
+                    self.csi(run as u16, b'X');
+                }
+                at = x;
+                x += run;
+                continue;
             }
             if at != x {
                 self.cup(y, x as u16);
             }
-            let blank_cell = Cell::blank(cell.style);
-            self.print_cell(if blank { &blank_cell } else { &cell });
+            self.print_cell(&cell);
             x += if cell.is_wide() { 2 } else { 1 };
             at = x;
         }
@@ -301,6 +394,13 @@ impl Painter<'_> {
         if m.insert {
             self.set_mode(false, 4, true);
         }
+    }
+
+    /// The cursor placed again after a restore, without printing (a pending wrap becomes the
+    /// last column).
+    fn cursor_at(&mut self, emu: &Emulator, buf: &Buffer) {
+        let origin_top = if emu.modes.origin { buf.top } else { 0 };
+        self.cup(buf.y.saturating_sub(origin_top), buf.x.min(self.cols - 1));
     }
 
     fn charsets(&mut self, emu: &Emulator) {

@@ -28,19 +28,19 @@ pub fn apply(pen: &mut Style, params: &Params) {
                     }
                     None => Underline::Single,
                 };
-                pen.underline = style;
+                underline(pen, style);
             }
             5 => pen.set(Flag::Blink, true),
             7 => pen.set(Flag::Inverse, true),
             8 => pen.set(Flag::Hidden, true),
             9 => pen.set(Flag::Strike, true),
-            21 => pen.underline = Underline::Double,
+            21 => underline(pen, Underline::Double),
             22 => {
                 pen.set(Flag::Bold, false);
                 pen.set(Flag::Faint, false);
             }
             23 => pen.set(Flag::Italic, false),
-            24 => pen.underline = Underline::None,
+            24 => underline(pen, Underline::None),
             25 => pen.set(Flag::Blink, false),
             27 => pen.set(Flag::Inverse, false),
             28 => pen.set(Flag::Hidden, false),
@@ -51,7 +51,11 @@ pub fn apply(pen: &mut Style, params: &Params) {
             49 => pen.bg = Color::DEFAULT,
             53 => pen.set(Flag::Overline, true),
             55 => pen.set(Flag::Overline, false),
-            59 => pen.underline_color = Color::DEFAULT,
+            59 => {
+                // xterm.js stores -1, which reads back as 24-bit white.
+                pen.underline_color = Color::rgb(255, 255, 255);
+                pen.update_extended();
+            }
             90..=97 => pen.fg = Color::ansi((p - 90 + 8) as u8),
             100..=107 => pen.bg = Color::ansi((p - 100 + 8) as u8),
             38 | 48 | 58 => {
@@ -70,8 +74,20 @@ pub fn apply(pen: &mut Style, params: &Params) {
     }
 }
 
+/// SGR 0: everything but the link, which only OSC 8 ends.
 fn reset(pen: &mut Style) {
-    *pen = Style::default();
+    *pen = Style {
+        link: pen.link,
+        ..Style::default()
+    };
+    pen.update_extended();
+}
+
+/// SGR 4, 21, 24: the style into the extended part, the flag on unless it is none.
+fn underline(pen: &mut Style, style: Underline) {
+    pen.underline = style;
+    pen.set(Flag::Underlined, style != Underline::None);
+    pen.update_extended();
 }
 
 /// The colour of a `38`/`48`/`58` group: with its sub-parameters (`38:5:n`, `38:2::r:g:b`,
@@ -155,7 +171,8 @@ mod tests {
         sgr(&mut pen, "\x1b[93;104m");
         assert_eq!((pen.fg, pen.bg), (Color::ansi(11), Color::ansi(12)));
         sgr(&mut pen, "\x1b[39;49;59m");
-        assert_eq!(pen, Style::default());
+        assert_eq!((pen.fg, pen.bg), (Color::DEFAULT, Color::DEFAULT));
+        assert_eq!(pen.underline_color, Color::rgb(255, 255, 255));
     }
 
     #[test]
@@ -175,9 +192,34 @@ mod tests {
         }
         sgr(&mut pen, "\x1b[4:0;25;27;28;29;55;23m");
         assert_eq!(pen, Style::default());
+        sgr(&mut pen, "\x1b[4m");
+        assert!(pen.has(Flag::Underlined) && pen.has(Flag::Extended));
         sgr(&mut pen, "\x1b[21m");
         assert_eq!(pen.underline, Underline::Double);
         sgr(&mut pen, "\x1b[m");
         assert_eq!(pen, Style::default());
+    }
+
+    #[test]
+    fn the_underline_colour_outlives_24_but_not_0_and_59_makes_it_white() {
+        let mut pen = Style::default();
+        sgr(&mut pen, "\x1b[4;58;5;9m");
+        sgr(&mut pen, "\x1b[24m");
+        assert!(!pen.has(Flag::Extended));
+        assert_eq!(pen.stored().underline_color, Color::DEFAULT);
+        sgr(&mut pen, "\x1b[4:3m");
+        assert_eq!(
+            pen.shown_underline(),
+            Some((Underline::Curly, Color::indexed(9)))
+        );
+        sgr(&mut pen, "\x1b[59m");
+        assert_eq!(
+            pen.shown_underline(),
+            Some((Underline::Curly, Color::rgb(255, 255, 255)))
+        );
+        pen.link = 1;
+        sgr(&mut pen, "\x1b[0m");
+        assert_eq!(pen.underline_color, Color::DEFAULT);
+        assert!(pen.has(Flag::Extended), "the link outlives SGR 0");
     }
 }

@@ -1,7 +1,12 @@
 //! [`Style`]: what SGR sets for the cells printed after it, and [`Color`], packed small.
 //!
-//! A style is 16 bytes; a screen has few distinct ones at a time, so cells carry a 16-bit
+//! A style is 20 bytes; a screen has few distinct ones at a time, so cells carry a 16-bit
 //! index into the screen's [`StyleTable`](crate::table::StyleTable) instead of the style.
+//!
+//! The underline is kept as xterm.js keeps it, because its quirks show: a flag in the
+//! foreground word ([`Flag::Underlined`]), and an "extended" part (style, colour, OSC 8 link)
+//! that counts only while [`Flag::Extended`] is set. SGR keeps the two in step, but DECRC
+//! restores the flags alone and leaves the extended part as it was, so they can disagree.
 
 /// A colour: the terminal's default, one of the 256 palette entries, or 24-bit RGB. Packed in
 /// a `u32` (tag in the top byte) so a style hashes and compares as four words.
@@ -115,6 +120,12 @@ pub enum Flag {
     Strike = 1 << 6,
     /// SGR 53.
     Overline = 1 << 7,
+    /// xterm.js's underline flag (`FgFlags.UNDERLINE`): set by SGR 4 and 21, cleared by 24 and
+    /// `4:0`. With [`Flag::Extended`] the style is [`Style::underline`], without it single.
+    Underlined = 1 << 8,
+    /// xterm.js's `HAS_EXTENDED`: the extended part (underline style and colour, link) counts.
+    /// SGR and OSC 8 set it when that part holds a style or a link; DECRC restores it alone.
+    Extended = 1 << 9,
 }
 
 impl Flag {
@@ -138,11 +149,13 @@ pub struct Style {
     pub fg: Color,
     /// Background.
     pub bg: Color,
-    /// Underline colour (SGR 58); default means the foreground's.
+    /// Underline colour (SGR 58; SGR 59 makes it white, as xterm.js stores its "unset" -1).
     pub underline_color: Color,
-    /// Underline style.
+    /// Underline style of the extended part.
     pub underline: Underline,
-    flags: u16,
+    pub(crate) flags: u16,
+    /// OSC 8 link: 0 for none, else the table's link index plus one.
+    pub link: u16,
 }
 
 impl Style {
@@ -168,16 +181,75 @@ impl Style {
         }
     }
 
-    /// Appends the SGR sequence that sets exactly this style from any other: a reset, then
-    /// each attribute that is on.
-    pub fn write_sgr(&self, out: &mut Vec<u8>) {
+    /// What a cell printed with this pen keeps: xterm.js stores the extended part only while
+    /// [`Flag::Extended`] is set, so without it that part is dropped.
+    pub fn stored(&self) -> Style {
+        match self.has(Flag::Extended) {
+            true => *self,
+            false => Style {
+                underline: Underline::None,
+                underline_color: Color::DEFAULT,
+                link: 0,
+                ..*self
+            },
+        }
+    }
+
+    /// Sets [`Flag::Extended`] from the extended part, as xterm.js's `updateExtended` does
+    /// after SGR 0, 4, 21, 24, 59 and OSC 8 (but not 58).
+    pub fn update_extended(&mut self) {
+        let extended = self.underline != Underline::None || self.link != 0;
+        self.set(Flag::Extended, extended);
+    }
+
+    /// The flags and colours alone: what DECSC saves (xterm.js's `fg` and `bg` words).
+    pub fn words(&self) -> Style {
+        Style {
+            underline: Underline::None,
+            underline_color: Color::DEFAULT,
+            link: 0,
+            ..*self
+        }
+    }
+
+    /// What xterm.js shows of the underline: none, or its style, colour and whether it is
+    /// a link's. A link is always drawn underlined (dashed, and reported as its style only
+    /// with the flag); its colour is the foreground's without the extended part.
+    pub fn shown_underline(&self) -> Option<(Underline, Color)> {
+        let extended = self.has(Flag::Extended);
+        let flag = self.has(Flag::Underlined);
+        let ext_style = match self.link {
+            0 => self.underline,
+            _ => Underline::Dashed,
+        };
+        if !(flag || (extended && ext_style != Underline::None)) {
+            return None;
+        }
+        let style = match (flag, extended) {
+            (false, _) => Underline::None,
+            (true, true) => ext_style,
+            (true, false) => Underline::Single,
+        };
+        let colour = if extended {
+            self.underline_color
+        } else {
+            self.fg
+        };
+        Some((style, colour))
+    }
+
+    /// Appends the SGR sequence that sets this style's flags and colours from any other: a
+    /// reset, then each attribute that is on, then `underline` (`4:n`, nothing for none) and
+    /// the underline colour when not the default. The link and the states only DECRC makes
+    /// are the repaint's (`pen.rs`).
+    pub fn write_sgr(&self, underline: Underline, out: &mut Vec<u8>) {
         out.extend_from_slice(b"\x1b[0");
         for (flag, n) in Flag::SGR {
             if self.has(flag) {
                 push_param(out, n);
             }
         }
-        match self.underline {
+        match underline {
             Underline::None => {}
             Underline::Single => push_param(out, 4),
             other => {
@@ -266,7 +338,7 @@ mod tests {
         style.bg = Color::rgb(1, 2, 3);
         style.underline_color = Color::indexed(200);
         let mut out = Vec::new();
-        style.write_sgr(&mut out);
+        style.write_sgr(style.underline, &mut out);
         assert_eq!(out, b"\x1b[0;1;2;4:3;91;48;2;1;2;3;58;5;200m");
     }
 
