@@ -286,14 +286,24 @@ impl Painter<'_> {
                 x += 1;
                 continue;
             }
-            let blank = !cell.has_content() || cell.is_spacer();
+            // A combining mark that joined nothing (it followed a control, not text): xterm.js
+            // keeps it as a zero-width cell, which printing it after an SGR makes again.
+            if cell.is_spacer() && cell.has_content() {
+                if at != x {
+                    self.cup(y, x as u16);
+                }
+                self.style = None;
+                self.print_cell(&cell);
+                x += 1;
+                at = x;
+                continue;
+            }
+            let blank = !cell.has_content();
             if blank {
                 let run = cells[x..end]
                     .iter()
                     .take_while(|c| {
-                        (!c.has_content() || c.is_spacer())
-                            && c.style == cell.style
-                            && !full_blank(self.table, c)
+                        !c.has_content() && c.style == cell.style && !full_blank(self.table, c)
                     })
                     .count()
                     .max(1);

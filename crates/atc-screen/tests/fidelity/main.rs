@@ -102,6 +102,9 @@ fn check(streams: &[Stream], repaint: Repaint) {
 
     let answers = reference::observe(&cases);
     let mut differing = 0;
+    let mut known_differing = 0;
+    let mut known_present = std::collections::BTreeSet::new();
+    let mut known_seen = std::collections::BTreeSet::new();
     let mut streams_differing = Vec::new();
     for (pair, answer) in pairs.iter().zip(answers.chunks(2)) {
         let name = &streams[pair.stream].name;
@@ -110,9 +113,20 @@ fn check(streams: &[Stream], repaint: Repaint) {
         } else {
             format!(" +{}", pair.probe)
         };
-        match compare::difference(&answer[0], &answer[1]) {
-            None => println!("identical  {name}{probe}"),
-            Some(how) => {
+        let known = KNOWN_DIFFERENCES
+            .iter()
+            .find(|(known, _)| name.starts_with(known));
+        if let Some((prefix, _)) = known {
+            known_present.insert(*prefix);
+        }
+        match (compare::difference(&answer[0], &answer[1]), known) {
+            (None, _) => println!("identical  {name}{probe}"),
+            (Some(how), Some((prefix, why))) => {
+                known_differing += 1;
+                known_seen.insert(*prefix);
+                println!("KNOWN      {name}{probe}: {how} ({why})");
+            }
+            (Some(how), None) => {
                 differing += 1;
                 if streams_differing.last() != Some(&pair.stream) {
                     streams_differing.push(pair.stream);
@@ -121,9 +135,15 @@ fn check(streams: &[Stream], repaint: Repaint) {
             }
         }
     }
+    // A known difference that no longer shows must leave the list, so it says only what is true.
+    for prefix in known_present.difference(&known_seen) {
+        differing += 1;
+        println!("FIXED      {prefix}: remove it from KNOWN_DIFFERENCES");
+    }
+    println!("{known_differing} pairs differ as KNOWN_DIFFERENCES says they do");
     println!(
         "{} of {} (stream, probe) pairs identical; {} of {} streams differ somewhere",
-        pairs.len() - differing,
+        pairs.len() - differing - known_differing,
         pairs.len(),
         streams_differing.len(),
         streams.len()
@@ -136,8 +156,21 @@ fn check(streams: &[Stream], repaint: Repaint) {
     );
 }
 
+/// Streams (by name prefix) the model is known to show otherwise than xterm.js, with why. Each
+/// is reported as KNOWN; one that starts to agree fails the test until its entry goes.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "resize-narrower",
+        "xterm.js rewraps the main screen's text on a narrower resize; the model cuts its rows",
+    ),
+    (
+        "random seed=0xa7c5c4ee000000f7",
+        "a pending wrap under a pen only DECRC can make: restoring moves the cursor, and \
+         printing the wrap again changes the pen",
+    ),
+];
+
 #[test]
-#[ignore = "until the emulator replaces vt100"]
 fn a_repaint_shows_in_xterm_js_what_each_named_stream_showed() {
     if !reference::available() {
         return;
@@ -150,7 +183,6 @@ const RANDOM_STREAMS: u64 = 300;
 const FIRST_SEED: u64 = 0xA7C5_C4EE_0000_0000;
 
 #[test]
-#[ignore = "until the emulator replaces vt100"]
 fn a_repaint_shows_in_xterm_js_what_each_random_stream_showed() {
     if !reference::available() {
         return;
