@@ -223,14 +223,12 @@ fn cpu_time(run: impl FnOnce()) -> f64 {
     thread_cpu_secs() - t
 }
 
-/// The fast path's cost on agent output, where it skips nothing: vt100, the screen model and
-/// the fast path alone (its scan and tracker, handing the bytes to nothing), timed in CPU time
+/// The screen model's cost on agent output against vt100's: the two timed in CPU time
 /// in alternation, 7 rounds at each size; the medians of the rounds' ratios to vt100.
 fn agent_overhead() {
     let agent = agent_payload(16 * 1024 * 1024);
     for (rows, cols) in [(24, 80), (40, 120)] {
         let mut model = Vec::new();
-        let mut alone = Vec::new();
         for _ in 0..7 {
             let vt = cpu_time(|| {
                 let mut p = vt100_parser(rows, cols);
@@ -242,25 +240,15 @@ fn agent_overhead() {
                 agent.chunks(4096).for_each(|c| f.process(c));
                 black_box(f.text().cursor.row);
             });
-            let scan = cpu_time(|| {
-                let mut f = atc::sessions::screen_fast_path::FastPath::new();
-                agent
-                    .chunks(4096)
-                    .for_each(|c| f.process(c, rows, cols, &mut Discard));
-                black_box(f.skipped());
-            });
             model.push(fast / vt);
-            alone.push(scan / vt);
         }
         model.sort_by(f64::total_cmp);
-        alone.sort_by(f64::total_cmp);
         println!(
             "agent output at {cols}×{rows} in 4 KiB chunks, CPU time against vt100's: the screen \
-             model {:+.1}% (rounds {:+.1}% to {:+.1}%), the fast path alone {:.1}%",
+             model {:+.1}% (rounds {:+.1}% to {:+.1}%)",
             100.0 * (model[3] - 1.0),
             100.0 * (model[0] - 1.0),
             100.0 * (model[6] - 1.0),
-            100.0 * alone[3]
         );
     }
 }
@@ -343,14 +331,7 @@ fn main() {
         );
     }
 
-    let mut f = screen_model(40, 120);
-    flood.chunks(CHUNK).for_each(|c| f.process(c));
     println!();
-    println!(
-        "fast path: {:.1}% of the flood's bytes not printed at 120×40 in {} KiB chunks",
-        100.0 * f.fast_path_skipped() as f64 / flood.len() as f64,
-        CHUNK >> 10
-    );
     for chunk in [16 * 1024, 64 * 1024] {
         let vt = median_rate(&flood, |d| {
             let mut p = vt100_parser(40, 120);
@@ -363,31 +344,10 @@ fn main() {
             black_box(f.text().cursor.row);
         });
         println!(
-            "flood at 120×40 in {} KiB chunks: vt100 {vt:.1} MiB/s, vt100 + fast path {fast:.1} MiB/s",
+            "flood at 120×40 in {} KiB chunks: vt100 {vt:.1} MiB/s, the screen model {fast:.1} MiB/s",
             chunk >> 10
         );
     }
     agent_overhead();
     println!("(screen sets kept for the memory figures: {})", kept.len());
-}
-
-/// A parser that parses nothing, to time the fast path's own scan.
-struct Discard;
-
-impl atc::sessions::screen_fast_path::Parser for Discard {
-    fn feed(&mut self, bytes: &[u8]) {
-        black_box(bytes);
-    }
-
-    fn cursor_column(&self) -> u16 {
-        0
-    }
-
-    fn cursor_row(&self) -> u16 {
-        0
-    }
-
-    fn alternate_screen(&self) -> bool {
-        false
-    }
 }

@@ -110,11 +110,9 @@ mod tests {
     fn repaint_reproduces_the_screen_and_the_screen_under_the_alternate_one() {
         let mut s = ScreenModel::new(SIZE);
         s.process(b"\x1b[31mred\x1b[0m plain\r\nnext\x1b[?1049h\x1b[Hfull screen");
-        let client = fresh_client_after(&s.repaint());
+        let mut client = fresh_client_after(&s.repaint());
         assert_eq!(client.text().text, "full screen");
         assert_eq!(client.repaint(), s.repaint());
-        let mut s = s;
-        let mut client = client;
         s.process(b"\x1b[?1049l");
         client.process(b"\x1b[?1049l");
         assert_eq!(client.text().text, "red plain\nnext");
