@@ -696,13 +696,18 @@ impl Emulator {
         self.title = title;
     }
 
-    /// Follows a size change.
+    /// Follows a size change as xterm.js does: the main screen's text is rewrapped, the
+    /// alternate screen's is cut. Like xterm.js it stays at least two columns wide (a wide
+    /// character needs them) and ignores a resize to the size it has.
     pub fn resize(&mut self, cols: u16, rows: u16) {
-        let (cols, rows) = (cols.max(1), rows.max(1));
+        let (cols, rows) = (cols.max(2), rows.max(1));
+        if (cols, rows) == (self.cols, self.rows) {
+            return;
+        }
         let fill = Cell::blank(DEFAULT_STYLE);
-        self.main.resize(cols, rows, fill);
+        self.main.resize(cols, rows, true, fill);
         if let Some(alt) = &mut self.alt {
-            alt.resize(cols, rows, fill);
+            alt.resize(cols, rows, false, fill);
         }
         self.cols = cols;
         self.rows = rows;

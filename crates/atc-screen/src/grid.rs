@@ -17,7 +17,7 @@ pub struct Row {
 }
 
 impl Row {
-    fn blank(cols: u16, fill: Cell) -> Row {
+    pub(crate) fn blank(cols: u16, fill: Cell) -> Row {
         Row {
             cells: vec![fill; usize::from(cols)],
             wrapped: false,
@@ -163,28 +163,22 @@ impl Grid {
         }
     }
 
-    /// Follows a size change: columns are cut or padded on the right; rows are taken from the
-    /// top when `drop_top` of them must go to keep the cursor's row, and from the bottom
-    /// otherwise, or added at the bottom.
-    pub fn resize(&mut self, cols: u16, rows: u16, drop_top: usize, fill: Cell) {
-        if cols != self.cols {
-            for row in &mut self.rows {
-                row.cells.resize(usize::from(cols), fill);
-                if row.cells.last().is_some_and(Cell::is_wide) {
-                    if let Some(last) = row.cells.last_mut() {
-                        *last = fill;
-                    }
-                }
+    /// Takes the rows out, for a resize to rebuild them.
+    pub(crate) fn take_rows(&mut self) -> Vec<Row> {
+        std::mem::take(&mut self.rows)
+    }
+
+    /// Puts rebuilt rows back, each cut or padded to `cols` (a wide character the edge would
+    /// cut is blanked: half of one cannot be shown, nor printed back by a repaint).
+    pub(crate) fn set_rows(&mut self, mut rows: Vec<Row>, cols: u16, fill: Cell) {
+        for row in &mut rows {
+            row.cells.resize(usize::from(cols), fill);
+            if let Some(last) = row.cells.last_mut().filter(|cell| cell.is_wide()) {
+                *last = fill;
             }
-            self.cols = cols;
         }
-        let rows = usize::from(rows);
-        let drop_top = drop_top.min(self.rows.len());
-        self.rows.drain(..drop_top);
-        self.rows.truncate(rows);
-        while self.rows.len() < rows {
-            self.rows.push(Row::blank(cols, fill));
-        }
+        self.rows = rows;
+        self.cols = cols;
     }
 }
 

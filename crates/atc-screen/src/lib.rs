@@ -9,7 +9,8 @@
 //! against xterm.js itself.
 //!
 //! Layers, bottom up: [`style`] and [`cell`] (what a cell holds), [`table`] (interning),
-//! [`grid`] and [`buffer`] (rows and per-buffer state), [`parser`] (bytes to actions),
+//! [`grid`] and [`buffer`] (rows and per-buffer state; `reflow` rewraps the main screen's
+//! rows on a resize), [`parser`] (bytes to actions),
 //! [`emulator`] and `perform` (what the actions do), [`repaint`] (state to bytes).
 
 pub mod buffer;
@@ -21,6 +22,7 @@ pub mod modes;
 pub mod parser;
 mod pen;
 mod perform;
+mod reflow;
 pub mod repaint;
 mod sgr;
 pub mod style;

@@ -169,9 +169,11 @@ impl Painter<'_> {
             self.row(row, y as u16, next_wrapped);
         }
         self.must.fill(false);
-        self.tabs(&buf.tabs);
+        self.tabs(buf.stops());
         let saved = buf.saved;
-        self.cup(saved.y, saved.x.min(self.cols - 1));
+        // A saved row below a screen made shorter is clamped by DECRC anyway.
+        let last_row = (rows.len() as u16).saturating_sub(1);
+        self.cup(saved.y.min(last_row), saved.x.min(self.cols - 1));
         self.style = None;
         let mut words = Vec::new();
         self.pens.words(&saved.style, &mut words);

@@ -272,31 +272,225 @@ pub fn streams() -> Vec<Stream> {
     streams
 }
 
-/// A size change between writes: xterm.js reflows the main screen's wrapped lines, so the
-/// model must end up where the reference did.
+/// A size change between writes: xterm.js reflows the main screen's wrapped lines (not the
+/// cursor's, nor the alternate screen's), trims rows from below the cursor and then from the
+/// top, resets the scroll region and adds tab stops; the model must end up where it did.
 fn resizes() -> Vec<Stream> {
     let text = |n: usize| ('a'..='z').cycle().take(n).collect::<String>();
+    // Two-column characters, so an odd width leaves one straddling the edge.
+    let wide = |n: usize| "中文字符宽".chars().cycle().take(n).collect::<String>();
+    let lines = |n: usize| {
+        (0..n)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\r\n")
+    };
+    let resize = |cols, rows| Step::Resize { cols, rows };
+    let write = |s: String| Step::Write(s.into_bytes());
+    let stream = |name: &str, cols, rows, steps| Stream {
+        name: name.into(),
+        cols,
+        rows,
+        steps,
+    };
     vec![
-        Stream {
-            name: "resize-narrower 40x10->20x10".into(),
-            cols: 40,
-            rows: 10,
-            steps: vec![
-                Step::Write(format!("short\r\n{}\r\nend", text(50)).into_bytes()),
-                Step::Resize { cols: 20, rows: 10 },
-                Step::Write(b" more".to_vec()),
+        stream(
+            "resize-narrower 40x10->20x10",
+            40,
+            10,
+            vec![
+                write(format!("short\r\n{}\r\nend", text(50))),
+                resize(20, 10),
+                write(" more".into()),
             ],
-        },
-        Stream {
-            name: "resize-alt-screen 20x6->30x8".into(),
-            cols: 20,
-            rows: 6,
-            steps: vec![
-                Step::Write(b"main\x1b[?1049h\x1b[Halt row".to_vec()),
-                Step::Resize { cols: 30, rows: 8 },
-                Step::Write(b"\x1b[8;1Hbottom".to_vec()),
+        ),
+        stream(
+            "resize-wider 20x10->40x10",
+            20,
+            10,
+            vec![
+                write(format!("short\r\n{}\r\nend", text(50))),
+                resize(40, 10),
+                write(" more".into()),
             ],
-        },
+        ),
+        stream(
+            "resize-wider-then-narrower 20x8->45x8->20x8",
+            20,
+            8,
+            vec![
+                write(format!("{}\r\n{}\r\nend", text(45), text(30))),
+                resize(45, 8),
+                resize(20, 8),
+                write(" more".into()),
+            ],
+        ),
+        stream(
+            "resize-narrower-cursor-at-bottom 30x6->12x6",
+            30,
+            6,
+            vec![
+                write(format!("{}\r\n{}\r\n{}", lines(3), text(40), text(25))),
+                resize(12, 6),
+                write("\r\nnext".into()),
+            ],
+        ),
+        stream(
+            "resize-wider-wrapped-below-cursor 10x8->25x8",
+            10,
+            8,
+            vec![
+                write(format!("top\r\n{}\r\nbelow\x1b[1;2H", text(35))),
+                resize(25, 8),
+                write("X".into()),
+            ],
+        ),
+        stream(
+            "resize-narrower-cursor-in-wrapped-line 30x6->10x6",
+            30,
+            6,
+            vec![
+                write(format!("{}\r\n{}\x1b[2;5H", text(20), text(45))),
+                resize(10, 6),
+                write("X".into()),
+            ],
+        ),
+        // Rewrapping adds more rows than fit below the cursor: xterm.js slides its viewport
+        // past the end of its rows and shows the top one again at the bottom.
+        stream(
+            "resize-narrower-slides-viewport 40x10->20x10",
+            40,
+            10,
+            vec![
+                write(format!("{0}\r\n{0}\r\n{0}\r\n$ ", text(80))),
+                resize(20, 10),
+                write("ls".into()),
+            ],
+        ),
+        stream(
+            "resize-taller 20x6->20x10",
+            20,
+            6,
+            vec![
+                write(format!("{}\r\n{}", lines(8), text(30))),
+                resize(20, 10),
+                write("\r\nafter".into()),
+            ],
+        ),
+        stream(
+            "resize-shorter-cursor-at-bottom 20x10->20x5",
+            20,
+            10,
+            vec![write(lines(10)), resize(20, 5), write("\r\nafter".into())],
+        ),
+        stream(
+            "resize-shorter-cursor-near-top 20x10->20x5",
+            20,
+            10,
+            vec![
+                write(format!("{}\x1b[3;4H", lines(10))),
+                resize(20, 5),
+                write("X".into()),
+            ],
+        ),
+        stream(
+            "resize-shorter-then-taller-saved-cursor 20x10->20x4->20x10",
+            20,
+            10,
+            vec![
+                write(format!("{}\x1b[9;3H\x1b7\x1b[2;1H", lines(10))),
+                resize(20, 4),
+                resize(20, 10),
+                write("\x1b8saved".into()),
+            ],
+        ),
+        stream(
+            "resize-both 30x8->14x5",
+            30,
+            8,
+            vec![
+                write(format!("{}\r\n{}\r\n{}", lines(4), text(40), text(10))),
+                resize(14, 5),
+                write(" more".into()),
+            ],
+        ),
+        stream(
+            "resize-wide-chars-narrower 21x6->9x6",
+            21,
+            6,
+            vec![
+                write(format!("{}\r\nend", wide(25))),
+                resize(9, 6),
+                write(" more".into()),
+            ],
+        ),
+        stream(
+            "resize-wide-chars-wider 9x8->21x8",
+            9,
+            8,
+            vec![
+                write(format!("{}\r\nend", wide(16))),
+                resize(21, 8),
+                write(" more".into()),
+            ],
+        ),
+        stream(
+            "resize-pending-wrap 10x4->10x6",
+            10,
+            4,
+            vec![write(text(10)), resize(10, 6), write("X".into())],
+        ),
+        stream(
+            "resize-alt-screen 20x6->30x8",
+            20,
+            6,
+            vec![
+                write("main\x1b[?1049h\x1b[Halt row".into()),
+                resize(30, 8),
+                write("\x1b[8;1Hbottom".into()),
+            ],
+        ),
+        stream(
+            "resize-alt-screen-narrower-then-leave 40x8->20x6",
+            40,
+            8,
+            vec![
+                write(format!("{}\r\nkept\x1b[?1049h{}", text(60), text(50))),
+                resize(20, 6),
+                write("\x1b[?1049l after".into()),
+            ],
+        ),
+        stream(
+            "resize-alt-screen-wider-then-leave 20x6->40x8",
+            20,
+            6,
+            vec![
+                write(format!("{}\r\nkept\x1b[?1049h{}", text(50), text(30))),
+                resize(40, 8),
+                write("alt\x1b[?1049l after".into()),
+            ],
+        ),
+        stream(
+            "resize-scroll-region 20x10->30x8",
+            20,
+            10,
+            vec![
+                write(format!("{}\x1b[3;7r\x1b[5;1H", lines(9))),
+                resize(30, 8),
+                write("in\r\n\r\n\r\n\r\n\r\nscrolled".into()),
+            ],
+        ),
+        stream(
+            "resize-tab-stops 40x4->20x4->45x4",
+            40,
+            4,
+            vec![
+                write("\x1b[3g\x1b[1;4H\x1bH\x1b[1;11H\x1bH\x1b[1;30H\x1bH\r".into()),
+                resize(20, 4),
+                resize(45, 4),
+                write("\ta\tb\tc\td\te\tf\tg".into()),
+            ],
+        ),
     ]
 }
 
