@@ -402,3 +402,114 @@ fn merge(original: Vec<Row>, inserts: Vec<Insert>, max_len: usize, cols: usize) 
     out.reverse();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of `cols` cells from `s`: `W` is a wide character, `.` a blank, `+` starts a
+    /// row that continues the one above.
+    fn row(s: &str, cols: usize) -> Row {
+        let wrapped = s.starts_with('+');
+        let mut cells = Vec::new();
+        for ch in s.trim_start_matches('+').chars() {
+            match ch {
+                'W' => cells.extend([Cell::char('W', 2, 0), Cell::spacer(0)]),
+                '.' => cells.push(null_cell()),
+                c => cells.push(Cell::char(c, 1, 0)),
+            }
+        }
+        cells.resize(cols, null_cell());
+        Row { cells, wrapped }
+    }
+
+    fn text(lines: &Lines) -> Vec<String> {
+        lines
+            .rows
+            .iter()
+            .map(|row| {
+                let cells: String = row
+                    .cells
+                    .iter()
+                    .map(|c| match c.width {
+                        0 => '_',
+                        _ => char::from_u32(c.content)
+                            .filter(|&ch| ch != '\0')
+                            .unwrap_or('.'),
+                    })
+                    .collect();
+                format!("{}{cells}", if row.wrapped { "+" } else { "" })
+            })
+            .collect()
+    }
+
+    fn lines(rows: &[&str], cols: usize, y: usize) -> Lines {
+        Lines {
+            rows: rows.iter().map(|s| row(s, cols)).collect(),
+            ybase: 0,
+            y,
+            saved_y: 0,
+        }
+    }
+
+    /// The rows as the screen shows them once the buffer cuts them to `cols`.
+    fn shown(lines: &Lines, cols: usize) -> Vec<String> {
+        text(lines)
+            .into_iter()
+            .map(|s| {
+                let plus = usize::from(s.starts_with('+'));
+                s.chars().take(cols + plus).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_narrower_screen_rewraps_a_line_and_the_cursor_moves_down_with_the_rows_it_gains() {
+        let mut l = lines(&["abcdef", "+ghij", "$", "", ""], 6, 2);
+        reflow(&mut l, 6, 4, 5);
+        assert_eq!(shown(&l, 4), ["abcd", "+efgh", "+ij..", "$...", "...."]);
+        assert_eq!(l.y, 3);
+    }
+
+    #[test]
+    fn a_wider_screen_rejoins_a_line_and_moves_the_cursor_up_even_from_above_it() {
+        // The cursor is above the wrapped line; xterm.js moves it up all the same.
+        let mut l = lines(&["$", "", "abcd", "+ef", ""], 6, 1);
+        reflow(&mut l, 4, 6, 5);
+        assert_eq!(text(&l), ["$.....", "......", "abcdef", "......", "......"]);
+        assert_eq!(l.y, 0);
+    }
+
+    #[test]
+    fn a_wide_character_the_new_edge_would_cut_moves_down_and_leaves_a_blank() {
+        let mut l = lines(&["abW", "", "", ""], 4, 1);
+        reflow(&mut l, 4, 3, 4);
+        assert_eq!(shown(&l, 3), ["ab.", "+W_.", "...", "..."]);
+        assert_eq!(l.y, 2);
+    }
+
+    #[test]
+    fn the_cursors_own_line_is_not_rewrapped() {
+        let mut l = lines(&["abcdef", "+gh", ""], 6, 1);
+        reflow(&mut l, 6, 4, 3);
+        assert_eq!(text(&l), ["abcdef", "+gh....", "......"]);
+        assert_eq!(l.y, 1);
+    }
+
+    #[test]
+    fn rows_the_screen_cannot_hold_leave_from_the_top_when_the_cursor_is_at_the_bottom() {
+        let mut l = lines(&["abcdef", "x", "$"], 6, 2);
+        reflow(&mut l, 6, 3, 3);
+        assert_eq!(shown(&l, 3), ["+def", "x..", "$.."]);
+        assert_eq!(l.y, 2);
+    }
+
+    #[test]
+    fn a_line_that_needs_more_rows_than_are_below_the_cursor_slides_the_viewport() {
+        let mut l = lines(&["abcdefghij", "$", "", ""], 10, 1);
+        reflow(&mut l, 10, 3, 4);
+        // Three rows added and two below the cursor: it walks to the bottom, then xterm.js's
+        // ybase goes up instead.
+        assert_eq!((l.y, l.ybase), (3, 1));
+    }
+}

@@ -471,6 +471,17 @@ fn resizes() -> Vec<Stream> {
             ],
         ),
         stream(
+            "resize-alt-screen-narrower-then-wider 30x6->15x6->30x6",
+            30,
+            6,
+            vec![
+                write(format!("\x1b[?1049h{}", text(28))),
+                resize(15, 6),
+                resize(30, 6),
+                write("\r\nback".into()),
+            ],
+        ),
+        stream(
             "resize-scroll-region 20x10->30x8",
             20,
             10,
