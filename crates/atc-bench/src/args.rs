@@ -94,7 +94,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PROGRAM")]
     pub floor_shell: Option<String>,
     /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB,
-    /// for each shape [default: 32 MiB each].
+    /// for each shape [default: 64 MiB each].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub payload_mib: Option<u32>,
     /// What the payload is, one shape or a comma-separated list; the output phases run once per
@@ -411,7 +411,7 @@ mod tests {
         // Every shape, each with its own default size.
         let shapes: Vec<_> = plan.payloads.iter().map(|p| p.shape).collect();
         assert_eq!(shapes, payload::Shape::ALL.to_vec());
-        assert!(plan.payloads.iter().all(|p| p.bytes == 32 << 20));
+        assert!(plan.payloads.iter().all(|p| p.bytes == 64 << 20));
         assert_eq!(plan.rounds, 1, "one pass unless asked");
     }
 

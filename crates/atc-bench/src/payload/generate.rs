@@ -72,7 +72,7 @@ pub fn wrapped() -> String {
 /// 256-colour and truecolor foreground and background, bold, italic and underline switched on
 /// and off — as agent TUIs print syntax-highlighted code and styled markdown.
 pub fn sgr(cols: u16) -> String {
-    let mut dice = Dice::new(0x5_6_12);
+    let mut dice = Dice::new(0x5612);
     let mut out = String::new();
     for line in 0..1500 {
         // Never a full row, so the shape's cost is the styling, not wrapping.

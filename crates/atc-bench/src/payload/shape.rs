@@ -94,10 +94,12 @@ impl Shape {
     }
 
     /// The payload's size when `--payload-mib` is not given. One size for every shape keeps
-    /// their figures comparable; 32 MiB is seconds of reading for each phase even at the
-    /// floor's best, and the default run of all shapes fits in minutes (README, "Load tool").
+    /// their figures comparable. At 64 MiB the daemon reads each shape for about two seconds
+    /// (25–40 MiB/s on the 2-core machine, 2026-12-07); at 32 MiB its rounds of one shape
+    /// spread over 24–39 MiB/s. The README command's run of all ten shapes, three rounds
+    /// each, then takes about five minutes (README, "Load tool").
     pub fn default_mib(self) -> u32 {
-        32
+        64
     }
 
     fn source(self) -> Source {
