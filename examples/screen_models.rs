@@ -200,7 +200,7 @@ const NAMES: [&str; 4] = [
     "vt100 0.18",
     "avt 0.17",
     "alacritty_terminal 0.26",
-    "atc ScreenModel (vt100 + fast path)",
+    "atc ScreenModel (atc-screen)",
 ];
 
 /// CPU time this thread has used, in seconds: on a shared machine it leaves out the time

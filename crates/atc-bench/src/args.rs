@@ -93,13 +93,18 @@ pub struct BenchArgs {
     /// the two sides start different shells.
     #[arg(long, value_name = "PROGRAM")]
     pub floor_shell: Option<String>,
-    /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    pub payload_mib: u32,
-    /// What the payload is: `lines` of printable text, or a real agent's session replayed
-    /// (`claude`, `codex`; recorded by the real-agent tests).
-    #[arg(long, value_enum, default_value_t = payload::Shape::Lines)]
-    pub payload: payload::Shape,
+    /// Payload written by the session in the throughput, fan-out and slow-client phases, in MiB,
+    /// for each shape [default: 64 MiB each].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub payload_mib: Option<u32>,
+    /// What the payload is, one shape or a comma-separated list; the output phases run once per
+    /// shape. `lines` of printable text; `wrapped`, one unbroken run; `sgr`, colour runs;
+    /// `redraw`, an Ink status area redrawn in place; `alt`, full-screen redraws on the
+    /// alternate screen; `cjk`, wide and combining characters; `scroll`, a scroll region;
+    /// `tui`, a recording of vim; `claude` and `codex`, real agents' sessions replayed; `all`.
+    #[arg(long, value_name = "SHAPES", default_value_t = payload::ShapeList::default(),
+          value_parser = payload::parse_shapes)]
+    pub payload: payload::ShapeList,
     /// Echo round trips timed.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
     pub echo_count: u32,
@@ -283,7 +288,8 @@ pub(crate) struct Plan {
     pub(crate) cwd: String,
     /// The floor's shell, resolved once.
     pub(crate) floor_shell: String,
-    pub(crate) payload: Payload,
+    /// The payload of each shape the output phases run, in run order.
+    pub(crate) payloads: Vec<Payload>,
     pub(crate) echo_count: u32,
     pub(crate) fanout_clients: u32,
     pub(crate) slow_rate_mib: f64,
@@ -329,10 +335,15 @@ impl Plan {
                 .clone()
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(floor::default_shell),
-            payload: Payload {
-                bytes: u64::from(args.payload_mib) << 20,
-                shape: args.payload,
-            },
+            payloads: args
+                .payload
+                .0
+                .iter()
+                .map(|&shape| Payload {
+                    bytes: u64::from(args.payload_mib.unwrap_or_else(|| shape.default_mib())) << 20,
+                    shape,
+                })
+                .collect(),
             echo_count: args.echo_count,
             fanout_clients: args.fanout_clients,
             slow_rate_mib: args.slow_rate_mib,
@@ -391,13 +402,16 @@ mod tests {
     #[test]
     fn defaults_match_the_issue() {
         let a = parse(&[]).expect("defaults parse");
-        assert_eq!((a.sessions, a.concurrency, a.payload_mib), (1000, 16, 256));
+        assert_eq!((a.sessions, a.concurrency, a.payload_mib), (1000, 16, None));
         assert_eq!((a.echo_count, a.fanout_clients), (2000, 8));
         assert_eq!(a.agent, "shell");
         assert_eq!(a.phases, Phase::ALL.to_vec());
         assert!(a.needs_daemon());
         let plan = Plan::from_args(&a).expect("defaults are valid");
-        assert_eq!(plan.payload.bytes, 268_435_456);
+        // Every shape, each with its own default size.
+        let shapes: Vec<_> = plan.payloads.iter().map(|p| p.shape).collect();
+        assert_eq!(shapes, payload::Shape::ALL.to_vec());
+        assert!(plan.payloads.iter().all(|p| p.bytes == 64 << 20));
         assert_eq!(plan.rounds, 1, "one pass unless asked");
     }
 
@@ -545,6 +559,26 @@ mod tests {
         );
         assert!(parse_limits("cpuPercent=99999999999").is_err(), "past u32");
         assert!(parse(&["--spawn-limits", "memoryMiB=1"]).is_err());
+    }
+
+    #[test]
+    fn payload_names_one_shape_a_list_or_all_at_one_size() {
+        use payload::Shape;
+        let plan = |args: &[&str]| Plan::from_args(&parse(args).expect("parses")).expect("valid");
+        let one = plan(&["--payload", "sgr", "--payload-mib", "64"]);
+        assert_eq!(
+            one.payloads,
+            vec![Payload {
+                bytes: 64 << 20,
+                shape: Shape::Sgr
+            }]
+        );
+        let list = plan(&["--payload", "cjk,alt"]);
+        let shapes: Vec<Shape> = list.payloads.iter().map(|p| p.shape).collect();
+        assert_eq!(shapes, vec![Shape::Cjk, Shape::Alt]);
+        assert_eq!(plan(&["--payload", "all"]).payloads.len(), Shape::ALL.len());
+        assert!(parse(&["--payload", "sgr,vt52"]).is_err());
+        assert!(parse(&["--payload-mib", "0"]).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::cleanup::SessionLedger;
 use super::delivery::{self, ClientFigures, Reader};
+use super::payload::Payload;
 use super::phase::{Deadline, Figures, Outcome};
 use super::Context;
 
@@ -45,16 +46,17 @@ impl Figures for FanoutFigures {
     }
 }
 
-/// Runs the fan-out phase in a fresh shell session recorded in `ledger`.
+/// Runs the fan-out phase with `payload` in a fresh shell session recorded in `ledger`.
 pub async fn run(
     cx: &Context,
     ledger: &SessionLedger,
     deadline: Deadline,
+    payload: Payload,
 ) -> anyhow::Result<FanoutFigures> {
     let readers = vec![Reader { pace: None }; cx.plan.fanout_clients as usize];
-    let delivered = delivery::deliver(cx, ledger, deadline, cx.plan.payload, &readers).await?;
+    let delivered = delivery::deliver(cx, ledger, deadline, payload, &readers).await?;
     let mut figures = summarise(
-        cx.plan.payload.bytes,
+        payload.bytes,
         delivered.clients,
         delivered.rss_before_kib,
         delivered.rss_peak_kib,

@@ -16,7 +16,7 @@
 //! the phases in order and in rounds. One module per phase (`spawn`, `echo`, `throughput`,
 //! `fanout`, `slow_client`, `scale`, `reach`, `storm`, `bare_pty`); `limits` reads the kernel's PTY count and the daemon's fd limit and count; `delivery` is the payload procedure the three throughput-type phases share;
 //! `api` is the few daemon calls a run makes, on `atc-client`, and `attach` one attach socket; `stream` and `payload`
-//! are the pure offset and byte-count logic; `phase` bounds each phase in time; `cleanup` ends a
+//! are the pure offset and byte-count logic (`payload` also makes the payload's shapes); `phase` bounds each phase in time; `cleanup` ends a
 //! phase's sessions; `progress` is the phase line on stderr (a terminal's only); `rss` reads the daemon's memory and `cpu` a server's CPU; `floor` is the
 //! floor server; `stats` and `report` make the figures.
 //!
@@ -128,10 +128,12 @@ fn run_from_state_dir(
 /// and skips the rest; the report then has what was measured so far.
 pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<Report> {
     let plan = Plan::from_args(&args)?;
-    plan.payload
-        .shape
-        .prepare()
-        .context("writing the replayed payload's file")?;
+    for payload in &plan.payloads {
+        payload
+            .shape
+            .prepare()
+            .with_context(|| format!("writing the {} payload's files", payload.shape.name()))?;
+    }
     let api = DaemonApi::new(&url, &token);
     let needs_daemon = plan.needs_daemon();
     let pid = if needs_daemon {
@@ -245,12 +247,13 @@ pub async fn run(args: BenchArgs, url: String, token: String) -> anyhow::Result<
                 .await,
         );
     }
-    if bare && !report.interrupted() {
-        let payload = cx.plan.payload;
-        report.bare_read = Some(
-            cx.bounded("bare PTY read", |d| bare_pty::read(payload, d))
-                .await,
-        );
+    for (shape, payload) in report.shapes.iter_mut().zip(&cx.plan.payloads) {
+        if !bare || shape.interrupted() {
+            break;
+        }
+        let label = format!("bare PTY read ({})", payload.shape.name());
+        let payload = *payload;
+        shape.bare_read = Some(cx.bounded(&label, |d| bare_pty::read(payload, d)).await);
     }
     cx.progress.finish();
     Ok(report)
@@ -291,16 +294,12 @@ async fn storm_on(cx: &Context, label: &str) -> PhaseReport<StormFigures> {
         .await
 }
 
-/// The phases compared with the floor, and the slow client, `--rounds` times; the report gets
-/// each phase's standing round ([`rounds::pick`]) and, past one round, every round's key figure.
+/// The phases compared with the floor, and the slow client, `--rounds` times: echo, then the
+/// output phases once per payload shape; the report gets each phase's standing round
+/// ([`rounds::pick`]) and, past one round, every round's key figure.
 async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
     let mut echo = Vec::new();
     let mut floor_echo = Vec::new();
-    let mut throughput = Vec::new();
-    let mut floor_throughput = Vec::new();
-    let mut fanout = Vec::new();
-    let mut floor_fanout = Vec::new();
-    let mut slow = Vec::new();
     let mut interrupted = report.interrupted();
     // Each floor phase runs right after the daemon's, so both see the machine in the same state.
     for _ in 0..cx.plan.rounds {
@@ -327,12 +326,44 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
             )
             .await;
         }
+    }
+    let mut keys = rounds::RoundKeys {
+        rounds: cx.plan.rounds,
+        ..Default::default()
+    };
+    report.echo = stand(echo, rounds::echo_key, &mut keys.echo_p50_us);
+    report.floor_echo = stand(floor_echo, rounds::echo_key, &mut keys.floor_echo_p50_us);
+    report.rounds = (cx.plan.rounds > 1).then_some(keys);
+    for (shape, payload) in report.shapes.iter_mut().zip(&cx.plan.payloads) {
+        if interrupted {
+            break;
+        }
+        shape_rounds(cx, fx, *payload, shape, &mut interrupted).await;
+    }
+}
+
+/// The output phases with one payload, `--rounds` times, into `into`; sets `stop` if one was
+/// interrupted.
+async fn shape_rounds(
+    cx: &Context,
+    fx: Option<&Context>,
+    payload: payload::Payload,
+    into: &mut report::ShapeReport,
+    stop: &mut bool,
+) {
+    let mut throughput = Vec::new();
+    let mut floor_throughput = Vec::new();
+    let mut fanout = Vec::new();
+    let mut floor_fanout = Vec::new();
+    let mut slow = Vec::new();
+    let name = payload.shape.name();
+    for _ in 0..cx.plan.rounds {
         if cx.plan.on_daemon(Phase::Throughput) && !*stop {
             one_round(
                 cx,
+                &format!("throughput ({name})"),
                 "throughput",
-                "throughput",
-                |cx, ledger, d| throughput::run(cx, ledger, d).boxed_local(),
+                move |cx, ledger, d| throughput::run(cx, ledger, d, payload).boxed_local(),
                 stop,
                 &mut throughput,
             )
@@ -341,9 +372,9 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
         if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Throughput) && !*stop) {
             one_round(
                 fx,
-                "floor throughput",
+                &format!("floor throughput ({name})"),
                 "throughput",
-                |cx, ledger, d| throughput::run(cx, ledger, d).boxed_local(),
+                move |cx, ledger, d| throughput::run(cx, ledger, d, payload).boxed_local(),
                 stop,
                 &mut floor_throughput,
             )
@@ -352,9 +383,9 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
         if cx.plan.on_daemon(Phase::Fanout) && !*stop {
             one_round(
                 cx,
-                "fan-out",
+                &format!("fan-out ({name})"),
                 "fanout",
-                |cx, ledger, d| fanout::run(cx, ledger, d).boxed_local(),
+                move |cx, ledger, d| fanout::run(cx, ledger, d, payload).boxed_local(),
                 stop,
                 &mut fanout,
             )
@@ -363,9 +394,9 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
         if let Some(fx) = fx.filter(|fx| fx.plan.on_floor(Phase::Fanout) && !*stop) {
             one_round(
                 fx,
-                "floor fan-out",
+                &format!("floor fan-out ({name})"),
                 "fanout",
-                |cx, ledger, d| fanout::run(cx, ledger, d).boxed_local(),
+                move |cx, ledger, d| fanout::run(cx, ledger, d, payload).boxed_local(),
                 stop,
                 &mut floor_fanout,
             )
@@ -380,52 +411,49 @@ async fn run_rounds(cx: &Context, fx: Option<&Context>, report: &mut Report) {
                 .map(|f| f.client.mib_per_sec);
             one_round(
                 cx,
-                "slow client",
+                &format!("slow client ({name})"),
                 "slow",
-                move |cx, ledger, d| slow_client::run(cx, ledger, d, solo).boxed_local(),
+                move |cx, ledger, d| slow_client::run(cx, ledger, d, payload, solo).boxed_local(),
                 stop,
                 &mut slow,
             )
             .await;
         }
     }
-    let mut keys = rounds::RoundKeys {
-        rounds: cx.plan.rounds,
-        ..Default::default()
-    };
-    fn stand<T>(
-        rounds: Vec<PhaseReport<T>>,
-        key: impl Fn(&T) -> Option<f64>,
-        keys: &mut Vec<f64>,
-    ) -> Option<PhaseReport<T>> {
-        let picked = rounds::pick(rounds, key)?;
-        *keys = picked.keys;
-        Some(picked.report)
-    }
-    report.echo = stand(echo, rounds::echo_key, &mut keys.echo_p50_us);
-    report.floor_echo = stand(floor_echo, rounds::echo_key, &mut keys.floor_echo_p50_us);
-    report.throughput = stand(
+    let mut keys = rounds::ShapeRoundKeys::default();
+    into.throughput = stand(
         throughput,
         rounds::throughput_key,
         &mut keys.throughput_mib_per_sec,
     );
-    report.floor_throughput = stand(
+    into.floor_throughput = stand(
         floor_throughput,
         rounds::throughput_key,
         &mut keys.floor_throughput_mib_per_sec,
     );
-    report.fanout = stand(
+    into.fanout = stand(
         fanout,
         rounds::fanout_key,
         &mut keys.fanout_slowest_mib_per_sec,
     );
-    report.floor_fanout = stand(
+    into.floor_fanout = stand(
         floor_fanout,
         rounds::fanout_key,
         &mut keys.floor_fanout_slowest_mib_per_sec,
     );
-    report.slow_client = stand(slow, rounds::slow_key, &mut keys.slow_fast_mib_per_sec);
-    report.rounds = (cx.plan.rounds > 1).then_some(keys);
+    into.slow_client = stand(slow, rounds::slow_key, &mut keys.slow_fast_mib_per_sec);
+    into.rounds = (cx.plan.rounds > 1).then_some(keys);
+}
+
+/// The round that stands for `rounds`, with every round's key figure put in `keys`.
+fn stand<T>(
+    rounds: Vec<PhaseReport<T>>,
+    key: impl Fn(&T) -> Option<f64>,
+    keys: &mut Vec<f64>,
+) -> Option<PhaseReport<T>> {
+    let picked = rounds::pick(rounds, key)?;
+    *keys = picked.keys;
+    Some(picked.report)
 }
 
 /// One round of one phase on `cx`'s server, added to `into`; sets `stop` if it was interrupted.

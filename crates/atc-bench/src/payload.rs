@@ -9,11 +9,17 @@
 //!
 //! [`PayloadProgress`] turns a reader's live chunks (with their stream offsets) into "received so
 //! far" and "complete"; it works the same for a WebSocket client (offsets from the daemon) and for
-//! the bare PTY (offsets counted locally). Timing and sockets live in the phases.
+//! the bare PTY (offsets counted locally). Timing and sockets live in the phases. What the
+//! payload's bytes are is `shape.rs`, and the generators of the made-up shapes `generate.rs`.
+
+mod generate;
+mod shape;
+
+pub use shape::{parse_shapes, Shape, ShapeList};
 
 /// The line `yes` repeats: printable ASCII with a newline every 99 bytes, so the daemon's screen
 /// model does real work (printing, wrapping, scrolling) rather than skipping control bytes.
-const PAYLOAD_LINE: &str =
+pub(crate) const PAYLOAD_LINE: &str =
     "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// A marker the bench makes a shell print to learn that it reached a given point.
@@ -70,77 +76,9 @@ pub fn screenful_line(cols: u16, rows: u16) -> Vec<u8> {
     format!("yes {text} | head -n {rows}; {}\n", SCREEN.print_command()).into_bytes()
 }
 
-/// What a payload's bytes are (`--payload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Shape {
-    /// Printable ASCII with a newline every 99 bytes.
-    Lines,
-    /// The bytes of a real Claude Code 2.1.332 session as atc streamed them (its start, two
-    /// turns of markdown, code, wrapped lines and wide characters, redrawn in place), over
-    /// and over.
-    Claude,
-    /// The same of a real Codex 0.171.0 session.
-    Codex,
-}
-
-/// The recordings, from the real-agent tests (`tests/agents/recordings/`).
-const CLAUDE_RECORDING: &[u8] =
-    include_bytes!("../../../tests/agents/recordings/claude-2.1.332.bin");
-const CODEX_RECORDING: &[u8] = include_bytes!("../../../tests/agents/recordings/codex-0.171.0.bin");
-
-/// A replayed recording is written repeated up to this size, so the shell loop that cats it
-/// forks once per MiB, not once per few KiB.
-const REPLAY_FILE_BYTES: usize = 1 << 20;
-
-impl Shape {
-    fn recording(self) -> Option<(&'static str, &'static [u8])> {
-        match self {
-            Shape::Lines => None,
-            Shape::Claude => Some(("claude-2.1.332", CLAUDE_RECORDING)),
-            Shape::Codex => Some(("codex-0.171.0", CODEX_RECORDING)),
-        }
-    }
-
-    /// Where the payload command reads a recording from: a file in the temp dir of this
-    /// machine, which is the daemon's (the bench finds it through its state dir).
-    fn replay_file(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("atc-bench-{name}.bin"))
-    }
-
-    /// Writes the file the payload command replays, if this shape has one. Runs of the same
-    /// build write the same bytes; the rename keeps a reader from seeing half of it.
-    pub fn prepare(self) -> std::io::Result<()> {
-        let Some((name, bytes)) = self.recording() else {
-            return Ok(());
-        };
-        let repeated: Vec<u8> = bytes
-            .iter()
-            .copied()
-            .cycle()
-            .take(REPLAY_FILE_BYTES.div_ceil(bytes.len()) * bytes.len())
-            .collect();
-        let path = Shape::replay_file(name);
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        std::fs::write(&tmp, repeated)?;
-        std::fs::rename(&tmp, &path)
-    }
-
-    /// Shell text that prints this shape's bytes without end (the payload cuts it).
-    fn endless_command(self) -> String {
-        match self.recording() {
-            None => format!("yes {PAYLOAD_LINE}"),
-            // `cat` fails once `head` has closed the pipe, which ends the loop.
-            Some((name, _)) => {
-                let path = Shape::replay_file(name);
-                format!("while cat '{}'; do :; done", path.display())
-            }
-        }
-    }
-}
-
 /// A payload of a known size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Payload {
     /// Bytes after the start marker.
     pub bytes: u64,
@@ -415,28 +353,5 @@ mod tests {
         assert!(!q.is_complete(149, Some(50)));
         assert!(q.is_complete(150, Some(50)));
         assert_eq!(q.lost(), 100);
-    }
-
-    #[test]
-    fn a_recording_replays_from_a_file_of_whole_copies() {
-        let p = Payload {
-            bytes: 5000,
-            shape: Shape::Claude,
-        };
-        p.shape.prepare().expect("write the replay file");
-        let path = Shape::replay_file("claude-2.1.332");
-        let file = std::fs::read(&path).expect("the replay file");
-        assert!(file.len() >= REPLAY_FILE_BYTES);
-        assert_eq!(file.len() % CLAUDE_RECORDING.len(), 0);
-        assert!(file.starts_with(CLAUDE_RECORDING));
-        assert!(p.command().contains(&format!(
-            "while cat '{}'; do :; done | head -c 5000",
-            path.display()
-        )));
-        // Nothing of the recordings can pass for the start marker.
-        let start = START.bytes();
-        for rec in [CLAUDE_RECORDING, CODEX_RECORDING] {
-            assert!(!rec.windows(start.len()).any(|w| w == start));
-        }
     }
 }

@@ -71,8 +71,8 @@ pub fn slow_key(f: &SlowClientFigures) -> Option<f64> {
     f.fast.is_complete().then_some(f.fast.mib_per_sec)
 }
 
-/// Every round's key figure, per phase and server; present in the report when `--rounds` was
-/// over 1. An empty list means the phase did not run on that server.
+/// Every echo round's key figure, per server; present in the report when `--rounds` was over
+/// 1. An empty list means the phase did not run on that server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RoundKeys {
@@ -82,6 +82,13 @@ pub struct RoundKeys {
     pub echo_p50_us: Vec<f64>,
     /// Echo p50 of each floor round, µs.
     pub floor_echo_p50_us: Vec<f64>,
+}
+
+/// Every round's key figure of one payload shape's phases, per phase and server, as
+/// [`RoundKeys`] has echo's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeRoundKeys {
     /// One-client MiB/s of each daemon round.
     pub throughput_mib_per_sec: Vec<f64>,
     /// One-client MiB/s of each floor round.

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::cleanup::SessionLedger;
 use super::delivery::{self, ClientFigures, Reader};
+use super::payload::Payload;
 use super::phase::{Deadline, Figures, Outcome};
 use super::stats::MIB;
 use super::Context;
@@ -50,12 +51,14 @@ impl Figures for SlowClientFigures {
     }
 }
 
-/// Runs the slow-client phase in a fresh shell session recorded in `ledger`; `solo` is the
+/// Runs the slow-client phase with `payload` in a fresh shell session recorded in `ledger`;
+/// `solo` is the
 /// throughput phase's rate, if it ran.
 pub async fn run(
     cx: &Context,
     ledger: &SessionLedger,
     deadline: Deadline,
+    payload: Payload,
     solo: Option<f64>,
 ) -> anyhow::Result<SlowClientFigures> {
     let readers = [
@@ -64,7 +67,7 @@ pub async fn run(
             pace: Some(cx.plan.slow_rate_mib * MIB),
         },
     ];
-    let delivered = delivery::deliver(cx, ledger, deadline, cx.plan.payload, &readers).await?;
+    let delivered = delivery::deliver(cx, ledger, deadline, payload, &readers).await?;
     let mut clients = delivered.clients.into_iter();
     let (Some(fast), Some(slow)) = (clients.next(), clients.next()) else {
         anyhow::bail!("delivery returned fewer readers than asked for");
@@ -74,7 +77,7 @@ pub async fn run(
         _ => None,
     };
     Ok(SlowClientFigures {
-        payload_bytes: cx.plan.payload.bytes,
+        payload_bytes: payload.bytes,
         slow_rate_mib_per_sec: cx.plan.slow_rate_mib,
         fast,
         slow,

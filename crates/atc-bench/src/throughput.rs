@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::cleanup::SessionLedger;
 use super::delivery::{self, ClientFigures, Reader};
+use super::payload::Payload;
 use super::phase::{Deadline, Figures, Outcome};
 use super::Context;
 
@@ -36,27 +37,22 @@ impl Figures for ThroughputFigures {
     }
 }
 
-/// Runs the throughput phase in a fresh shell session recorded in `ledger`.
+/// Runs the throughput phase with `payload` in a fresh shell session recorded in `ledger`.
 pub async fn run(
     cx: &Context,
     ledger: &SessionLedger,
     deadline: Deadline,
+    payload: Payload,
 ) -> anyhow::Result<ThroughputFigures> {
-    let delivered = delivery::deliver(
-        cx,
-        ledger,
-        deadline,
-        cx.plan.payload,
-        &[Reader { pace: None }],
-    )
-    .await?;
+    let delivered =
+        delivery::deliver(cx, ledger, deadline, payload, &[Reader { pace: None }]).await?;
     let client = delivered
         .clients
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("delivery returned no reader"))?;
     Ok(ThroughputFigures {
-        payload_bytes: cx.plan.payload.bytes,
+        payload_bytes: payload.bytes,
         client,
         rss_before_kib: delivered.rss_before_kib,
         rss_peak_kib: delivered.rss_peak_kib,

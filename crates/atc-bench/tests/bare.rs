@@ -19,6 +19,8 @@ async fn the_bare_spawn_ceiling_keeps_its_children_running_then_reaps_them() {
         "10",
         "--payload-mib",
         "1",
+        "--payload",
+        "lines",
         "--phase-timeout-secs",
         "60",
     ]);

@@ -20,9 +20,10 @@ use super::api::SessionLimits;
 use super::bare_pty::{BareEchoFigures, BareReadFigures, BareSpawnFigures};
 use super::echo::EchoFigures;
 use super::fanout::FanoutFigures;
+use super::payload::{Payload, Shape};
 use super::phase::{Outcome, PhaseReport};
 use super::reach::ReachFigures;
-use super::rounds::RoundKeys;
+use super::rounds::{RoundKeys, ShapeRoundKeys};
 use super::scale::ScaleFigures;
 use super::slow_client::SlowClientFigures;
 use super::spawn::SpawnFigures;
@@ -48,10 +49,9 @@ pub struct Settings {
     pub sessions: u32,
     /// Requests in flight.
     pub concurrency: usize,
-    /// Payload of the throughput-type phases.
-    pub payload_bytes: u64,
-    /// What the payload is.
-    pub payload: crate::payload::Shape,
+    /// The payloads of the output phases (throughput, fan-out, slow client, bare PTY read),
+    /// one per shape, in run order.
+    pub payloads: Vec<Payload>,
     /// Echo round trips.
     pub echo_count: u32,
     /// Fan-out clients.
@@ -122,15 +122,9 @@ pub struct Report {
     /// Echo phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub echo: Option<PhaseReport<EchoFigures>>,
-    /// Throughput phase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throughput: Option<PhaseReport<ThroughputFigures>>,
-    /// Fan-out phase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fanout: Option<PhaseReport<FanoutFigures>>,
-    /// Slow-client phase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slow_client: Option<PhaseReport<SlowClientFigures>>,
+    /// The output phases, once per payload shape, in run order; empty when none of them ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<ShapeReport>,
     /// Scale phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<PhaseReport<ScaleFigures>>,
@@ -149,29 +143,65 @@ pub struct Report {
     /// Bare PTY echo ceiling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bare_echo: Option<PhaseReport<BareEchoFigures>>,
-    /// Bare PTY read ceiling.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bare_read: Option<PhaseReport<BareReadFigures>>,
     /// Echo phase against the floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_echo: Option<PhaseReport<EchoFigures>>,
+    /// With `--rounds` over 1: every echo round's key figure; the phases above are the
+    /// standing rounds (`rounds.rs`). Each shape has its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundKeys>,
+}
+
+/// The output phases of one payload shape: throughput, fan-out and the slow client on the
+/// daemon, the first two on the floor, and the bare-PTY read, each present when it ran.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeReport {
+    /// What the bytes were.
+    pub shape: Shape,
+    /// How many.
+    pub payload_bytes: u64,
+    /// Throughput phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<PhaseReport<ThroughputFigures>>,
+    /// Fan-out phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<PhaseReport<FanoutFigures>>,
+    /// Slow-client phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_client: Option<PhaseReport<SlowClientFigures>>,
     /// Throughput phase against the floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_throughput: Option<PhaseReport<ThroughputFigures>>,
     /// Fan-out phase against the floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_fanout: Option<PhaseReport<FanoutFigures>>,
-    /// With `--rounds` over 1: every round's key figure; the phases above are the standing
-    /// rounds (`rounds.rs`).
+    /// Bare PTY read ceiling.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<RoundKeys>,
+    pub bare_read: Option<PhaseReport<BareReadFigures>>,
+    /// With `--rounds` over 1: every round's key figure of this shape's phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<ShapeRoundKeys>,
 }
 
-/// atc's figures over the floor's from the same run, where both phases finished: above 1 means
-/// atc is faster (rates) or slower (latency, CPU) than the floor.
+/// atc's echo over the floor's from the same run, where both phases finished: above 1 means
+/// atc is slower than the floor.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VsFloor {
+    /// Echo p50, atc / floor (the target is ≤ 1.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_p50: Option<f64>,
+    /// Echo p99, atc / floor (the target is ≤ 1.25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_p99: Option<f64>,
+}
+
+/// atc's output figures for one shape over the floor's from the same run, where both phases
+/// finished: above 1 means atc is faster (rates) or spends more (CPU) than the floor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeVsFloor {
     /// One-client MiB/s, atc / floor (the target is ≥ 0.9).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throughput: Option<f64>,
@@ -181,12 +211,6 @@ pub struct VsFloor {
     /// Slowest fan-out client's MiB/s, atc / floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fanout_slowest: Option<f64>,
-    /// Echo p50, atc / floor (the target is ≤ 1.1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub echo_p50: Option<f64>,
-    /// Echo p99, atc / floor (the target is ≤ 1.25).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub echo_p99: Option<f64>,
 }
 
 /// A spawn with limits over one without, from the spawn phase's two passes, where both
@@ -223,6 +247,7 @@ impl Report {
     /// An empty report for the run `cx` describes; `url` when a daemon is used.
     pub(super) fn new(cx: &Context, url: Option<String>) -> Report {
         let p = &cx.plan;
+        let output_phases = [Phase::Throughput, Phase::Fanout, Phase::Slow, Phase::Bare];
         Report {
             settings: Settings {
                 url,
@@ -231,8 +256,7 @@ impl Report {
                 agent: p.agent.clone(),
                 sessions: p.sessions,
                 concurrency: p.concurrency,
-                payload_bytes: p.payload.bytes,
-                payload: p.payload.shape,
+                payloads: p.payloads.clone(),
                 echo_count: p.echo_count,
                 fanout_clients: p.fanout_clients,
                 slow_rate_mib_per_sec: p.slow_rate_mib,
@@ -257,19 +281,18 @@ impl Report {
             spawn: None,
             spawn_limited: None,
             echo: None,
-            throughput: None,
-            fanout: None,
-            slow_client: None,
+            shapes: if output_phases.iter().any(|ph| p.has(*ph)) {
+                p.payloads.iter().map(ShapeReport::new).collect()
+            } else {
+                Vec::new()
+            },
             scale: None,
             reach: None,
             storm: None,
             storm_baseline: None,
             bare_spawn: None,
             bare_echo: None,
-            bare_read: None,
             floor_echo: None,
-            floor_throughput: None,
-            floor_fanout: None,
             rounds: None,
         }
     }
@@ -284,40 +307,17 @@ impl Report {
             || hit(self.storm.as_ref())
             || hit(self.storm_baseline.as_ref())
             || hit(self.echo.as_ref())
-            || hit(self.throughput.as_ref())
-            || hit(self.fanout.as_ref())
-            || hit(self.slow_client.as_ref())
+            || self.shapes.iter().any(ShapeReport::interrupted)
             || hit(self.scale.as_ref())
             || hit(self.reach.as_ref())
             || hit(self.bare_spawn.as_ref())
             || hit(self.bare_echo.as_ref())
-            || hit(self.bare_read.as_ref())
             || hit(self.floor_echo.as_ref())
-            || hit(self.floor_throughput.as_ref())
-            || hit(self.floor_fanout.as_ref())
     }
 
-    /// atc against the floor, for the phases where both finished.
+    /// atc's echo against the floor's, when both finished.
     pub fn vs_floor(&self) -> VsFloor {
         let mut v = VsFloor::default();
-        let (d, f) = (
-            finished(self.throughput.as_ref()),
-            finished(self.floor_throughput.as_ref()),
-        );
-        if let Some((d, f)) = d.zip(f) {
-            v.throughput = ratio(d.client.mib_per_sec, f.client.mib_per_sec);
-            v.throughput_cpu = d
-                .server_cpu_ms
-                .zip(f.server_cpu_ms)
-                .and_then(|(d, f)| ratio(d, f));
-        }
-        let (d, f) = (
-            finished(self.fanout.as_ref()),
-            finished(self.floor_fanout.as_ref()),
-        );
-        if let Some((d, f)) = d.zip(f) {
-            v.fanout_slowest = ratio(d.slowest_mib_per_sec, f.slowest_mib_per_sec);
-        }
         let (d, f) = (
             finished(self.echo.as_ref()).and_then(|e| e.latency),
             finished(self.floor_echo.as_ref()).and_then(|e| e.latency),
@@ -349,19 +349,80 @@ impl Report {
         Some(c)
     }
 
-    /// The report as pretty JSON, with `vsFloor` when the floor ran and `limitsCost` when the
-    /// spawn phase ran with and without limits.
+    /// The report as pretty JSON, with `vsFloor` (in the report and in each shape's) when the
+    /// floor ran and `limitsCost` when the spawn phase ran with and without limits.
     pub fn to_json(&self) -> serde_json::Result<String> {
         let mut v = serde_json::to_value(self)?;
         if let Some(obj) = v.as_object_mut() {
             if self.settings.floor != FloorUse::Off {
                 obj.insert("vsFloor".into(), serde_json::to_value(self.vs_floor())?);
+                if let Some(shapes) = obj.get_mut("shapes").and_then(|s| s.as_array_mut()) {
+                    for (json, shape) in shapes.iter_mut().zip(&self.shapes) {
+                        if let Some(json) = json.as_object_mut() {
+                            json.insert("vsFloor".into(), serde_json::to_value(shape.vs_floor())?);
+                        }
+                    }
+                }
             }
             if let Some(cost) = self.limits_cost() {
                 obj.insert("limitsCost".into(), serde_json::to_value(cost)?);
             }
         }
         serde_json::to_string_pretty(&v)
+    }
+}
+
+impl ShapeReport {
+    /// The report of `payload`'s phases before any has run.
+    pub(super) fn new(payload: &Payload) -> ShapeReport {
+        ShapeReport {
+            shape: payload.shape,
+            payload_bytes: payload.bytes,
+            throughput: None,
+            fanout: None,
+            slow_client: None,
+            floor_throughput: None,
+            floor_fanout: None,
+            bare_read: None,
+            rounds: None,
+        }
+    }
+
+    /// Whether the user interrupted one of this shape's phases.
+    pub(crate) fn interrupted(&self) -> bool {
+        fn hit<T>(r: Option<&PhaseReport<T>>) -> bool {
+            r.is_some_and(PhaseReport::was_interrupted)
+        }
+        hit(self.throughput.as_ref())
+            || hit(self.fanout.as_ref())
+            || hit(self.slow_client.as_ref())
+            || hit(self.floor_throughput.as_ref())
+            || hit(self.floor_fanout.as_ref())
+            || hit(self.bare_read.as_ref())
+    }
+
+    /// atc against the floor with this shape, for the phases where both finished.
+    pub fn vs_floor(&self) -> ShapeVsFloor {
+        let mut v = ShapeVsFloor::default();
+        let (d, f) = (
+            finished(self.throughput.as_ref()),
+            finished(self.floor_throughput.as_ref()),
+        );
+        if let Some((d, f)) = d.zip(f) {
+            v.throughput = ratio(d.client.mib_per_sec, f.client.mib_per_sec);
+            v.throughput_cpu = d
+                .server_cpu_ms
+                .zip(f.server_cpu_ms)
+                .and_then(|(d, f)| ratio(d, f));
+        }
+        let (d, f) = (
+            finished(self.fanout.as_ref()),
+            finished(self.floor_fanout.as_ref()),
+        );
+        if let Some((d, f)) = d.zip(f) {
+            v.fanout_slowest = ratio(d.slowest_mib_per_sec, f.slowest_mib_per_sec);
+        }
+        v
     }
 }
 

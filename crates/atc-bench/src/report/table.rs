@@ -6,9 +6,10 @@ use super::units::{
     bytes, client_rate, cpu, kib, kib_f, latency2, latency3, limits, lost, micros, millis,
     one_decimal, rss_change, times,
 };
-use super::Report;
+use super::{Report, ShapeReport};
 use crate::delivery::Ending;
 use crate::fanout::FanoutFigures;
+use crate::payload::Payload;
 use crate::phase::{Outcome, PhaseReport};
 use crate::scale::ScaleFigures;
 use crate::spawn::SpawnBatch;
@@ -22,24 +23,31 @@ impl Report {
         self.spawn_rows(&mut t, &mut notes);
         self.spawn_limits_rows(&mut t, &mut notes);
         self.echo_rows(&mut t, &mut notes);
-        self.throughput_rows(&mut t, &mut notes);
-        self.fanout_rows(&mut t, &mut notes);
-        self.slow_rows(&mut t, &mut notes);
+        for shape in &self.shapes {
+            // With one shape, sections and notes need not name it: the headline does.
+            let name = ShapeName(Some(shape.shape.name()).filter(|_| self.shapes.len() > 1));
+            self.throughput_rows(shape, name, &mut t, &mut notes);
+            self.fanout_rows(shape, name, &mut t, &mut notes);
+            self.slow_rows(shape, name, &mut t, &mut notes);
+            let bare = shape.bare_read.as_ref();
+            note_outcome(&mut notes, &name.note("bare PTY read"), bare);
+            let floor = shape.floor_throughput.as_ref();
+            note_outcome(&mut notes, &name.note("floor throughput"), floor);
+            let floor = shape.floor_fanout.as_ref();
+            note_outcome(&mut notes, &name.note("floor fan-out"), floor);
+        }
         note_outcome(&mut notes, "bare PTY spawn", self.bare_spawn.as_ref());
         note_outcome(&mut notes, "bare PTY echo", self.bare_echo.as_ref());
-        note_outcome(&mut notes, "bare PTY read", self.bare_read.as_ref());
         note_outcome(&mut notes, "floor echo", self.floor_echo.as_ref());
-        note_outcome(
-            &mut notes,
-            "floor throughput",
-            self.floor_throughput.as_ref(),
-        );
-        note_outcome(&mut notes, "floor fan-out", self.floor_fanout.as_ref());
 
         let mut out = self.headline();
         // A run of the scale phase alone has only its own table.
         if !t.rows.is_empty() {
             out.push_str(&t.render());
+        }
+        if self.shapes.len() > 1 {
+            out.push('\n');
+            out.push_str(&self.shapes_table());
         }
         if let Some(scale) = &self.scale {
             if !t.rows.is_empty() {
@@ -96,12 +104,11 @@ impl Report {
                 ));
             }
             _ => h.push_str(&format!(
-                ": {} sessions of {:?} at concurrency {}, payload {} of {:?}, {} echo trips\n",
+                ": {} sessions of {:?} at concurrency {}, payload {}, {} echo trips\n",
                 s.sessions,
                 s.agent,
                 s.concurrency,
-                bytes(s.payload_bytes),
-                s.payload,
+                payloads(&s.payloads),
                 s.echo_count
             )),
         }
@@ -308,21 +315,27 @@ impl Report {
         note_outcome(notes, "echo", d);
     }
 
-    fn throughput_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let (d, fl) = (self.throughput.as_ref(), self.floor_throughput.as_ref());
-        if d.is_none() && fl.is_none() && self.bare_read.is_none() {
+    fn throughput_rows(
+        &self,
+        s: &ShapeReport,
+        name: ShapeName,
+        t: &mut Table,
+        notes: &mut Vec<String>,
+    ) {
+        let (d, fl) = (s.throughput.as_ref(), s.floor_throughput.as_ref());
+        if d.is_none() && fl.is_none() && s.bare_read.is_none() {
             return;
         }
-        let vs = self.vs_floor();
-        t.section("throughput");
+        let vs = s.vs_floor();
+        t.section(&name.section("throughput"));
         t.row_vs_floor(
             "one client",
             cell(d, |f| client_rate(&f.client)),
             self.floor_cell(fl, |f| client_rate(&f.client)),
             times(vs.throughput),
-            self.ceiling(),
+            ceiling(s),
         );
-        if let Some(k) = &self.rounds {
+        if let Some(k) = &s.rounds {
             let (d, fl) = (&k.throughput_mib_per_sec, &k.floor_throughput_mib_per_sec);
             self.round_row(t, "MiB/s, each round", d, fl, one_decimal);
         }
@@ -349,7 +362,7 @@ impl Report {
                 String::new(),
             );
         }
-        note_outcome(notes, "throughput", d);
+        note_outcome(notes, &name.note("throughput"), d);
     }
 
     /// The key figure of every round (`--rounds`), in run order; the row above is the median
@@ -385,16 +398,22 @@ impl Report {
         }
     }
 
-    fn fanout_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let (d, fl) = (self.fanout.as_ref(), self.floor_fanout.as_ref());
+    fn fanout_rows(
+        &self,
+        s: &ShapeReport,
+        name: ShapeName,
+        t: &mut Table,
+        notes: &mut Vec<String>,
+    ) {
+        let (d, fl) = (s.fanout.as_ref(), s.floor_fanout.as_ref());
         if d.is_none() && fl.is_none() {
             return;
         }
-        let vs = self.vs_floor();
-        t.section(&format!(
+        let vs = s.vs_floor();
+        t.section(&name.section(&format!(
             "fan-out ({} clients)",
             self.settings.fanout_clients
-        ));
+        )));
         let rates = |f: &FanoutFigures| {
             format!(
                 "{:.1} / {:.1} MiB/s",
@@ -406,9 +425,9 @@ impl Report {
             cell(d, rates),
             self.floor_cell(fl, rates),
             times(vs.fanout_slowest),
-            self.ceiling(),
+            ceiling(s),
         );
-        if let Some(k) = &self.rounds {
+        if let Some(k) = &s.rounds {
             let (d, fl) = (
                 &k.fanout_slowest_mib_per_sec,
                 &k.floor_fanout_slowest_mib_per_sec,
@@ -440,18 +459,18 @@ impl Report {
                 String::new(),
             );
         }
-        note_outcome(notes, "fan-out", d);
+        note_outcome(notes, &name.note("fan-out"), d);
     }
 
-    fn slow_rows(&self, t: &mut Table, notes: &mut Vec<String>) {
-        let d = self.slow_client.as_ref();
+    fn slow_rows(&self, s: &ShapeReport, name: ShapeName, t: &mut Table, notes: &mut Vec<String>) {
+        let d = s.slow_client.as_ref();
         if d.is_none() {
             return;
         }
-        t.section(&format!(
+        t.section(&name.section(&format!(
             "slow client ({} MiB/s)",
             self.settings.slow_rate_mib_per_sec
-        ));
+        )));
         t.row(
             "fast client beside it",
             cell(d, |f| {
@@ -461,9 +480,9 @@ impl Report {
                 }
                 s
             }),
-            self.ceiling(),
+            ceiling(s),
         );
-        if let Some(k) = &self.rounds {
+        if let Some(k) = &s.rounds {
             let fast = &k.slow_fast_mib_per_sec;
             self.round_row(t, "fast MiB/s, each round", fast, &[], one_decimal);
         }
@@ -493,14 +512,131 @@ impl Report {
             }),
             String::new(),
         );
-        note_outcome(notes, "slow client", d);
+        note_outcome(notes, &name.note("slow client"), d);
     }
 
-    /// The bare-PTY read rate, the ceiling of every throughput-type row.
-    fn ceiling(&self) -> String {
-        cell(self.bare_read.as_ref(), |f| {
-            format!("{:.1} MiB/s", f.mib_per_sec)
-        })
+    /// Every shape's key figures in a row of their own, each daemon figure beside the floor's:
+    /// the one-client rate and the server CPU for the payload, the slowest fan-out client, and
+    /// the bare-PTY ceiling. The sections above have the rest.
+    fn shapes_table(&self) -> String {
+        let mut out = String::from("output shapes (standing rounds; atc / floor)\n");
+        let header = [
+            "shape",
+            "atc MiB/s",
+            "floor MiB/s",
+            "atc / floor",
+            "CPU atc / floor",
+            "fan-out slowest atc",
+            "floor",
+            "atc / floor",
+            "fan-out / one client",
+            "bare PTY MiB/s",
+        ]
+        .map(String::from);
+        let rate = |r: Option<&PhaseReport<crate::throughput::ThroughputFigures>>| {
+            cell(r, |f| one_decimal(f.client.mib_per_sec))
+        };
+        let slowest = |r: Option<&PhaseReport<FanoutFigures>>| {
+            cell(r, |f| one_decimal(f.slowest_mib_per_sec))
+        };
+        let floor_off = self.settings.floor == FloorUse::Off;
+        let mut rows = vec![header.to_vec()];
+        for s in &self.shapes {
+            let vs = s.vs_floor();
+            let ratio = |x: Option<f64>| x.map_or_else(|| "—".into(), |x| format!("×{x:.2}"));
+            // How much of its one-client rate the daemon keeps when it feeds several clients.
+            let spread = s
+                .fanout
+                .as_ref()
+                .and_then(PhaseReport::figures)
+                .zip(s.throughput.as_ref().and_then(PhaseReport::figures))
+                .and_then(|(f, t)| super::ratio(f.slowest_mib_per_sec, t.client.mib_per_sec));
+            let (floor_rate, floor_slowest) = if floor_off {
+                ("—".into(), "—".into())
+            } else {
+                (
+                    rate(s.floor_throughput.as_ref()),
+                    slowest(s.floor_fanout.as_ref()),
+                )
+            };
+            rows.push(vec![
+                s.shape.name().to_string(),
+                rate(s.throughput.as_ref()),
+                floor_rate,
+                ratio(vs.throughput),
+                ratio(vs.throughput_cpu),
+                slowest(s.fanout.as_ref()),
+                floor_slowest,
+                ratio(vs.fanout_slowest),
+                ratio(spread),
+                cell(s.bare_read.as_ref(), |f| one_decimal(f.mib_per_sec)),
+            ]);
+        }
+        // A column of a phase that did not run (fan-out, the floor, the bare PTY) goes.
+        let ran: Vec<bool> = (0..header.len())
+            .map(|i| i == 0 || rows[1..].iter().any(|r| r[i] != "—"))
+            .collect();
+        let rows: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .zip(&ran)
+                    .filter(|(_, ran)| **ran)
+                    .map(|(c, _)| c)
+                    .collect()
+            })
+            .collect();
+        out.push_str(&columns(&rows));
+        out
+    }
+}
+
+/// The shape an output phase's rows are of, when the run had several (else `None`: the
+/// headline names the one).
+#[derive(Debug, Clone, Copy)]
+struct ShapeName(Option<&'static str>);
+
+impl ShapeName {
+    /// A section's title: `throughput: sgr`.
+    fn section(self, phase: &str) -> String {
+        match self.0 {
+            Some(shape) => format!("{phase}: {shape}"),
+            None => phase.to_string(),
+        }
+    }
+
+    /// The name a note goes by: `throughput (sgr)`.
+    fn note(self, phase: &str) -> String {
+        match self.0 {
+            Some(shape) => format!("{phase} ({shape})"),
+            None => phase.to_string(),
+        }
+    }
+}
+
+/// The bare-PTY read rate of a shape, the ceiling of its throughput-type rows.
+fn ceiling(s: &ShapeReport) -> String {
+    cell(s.bare_read.as_ref(), |f| {
+        format!("{:.1} MiB/s", f.mib_per_sec)
+    })
+}
+
+/// The payloads for the headline: one size for all shapes, or each shape's own.
+fn payloads(payloads: &[Payload]) -> String {
+    let names: Vec<&str> = payloads.iter().map(|p| p.shape.name()).collect();
+    match payloads {
+        [] => "none".into(),
+        [one] => format!("{} of {}", bytes(one.bytes), one.shape.name()),
+        [first, ..] if payloads.iter().all(|p| p.bytes == first.bytes) => {
+            format!("{} of each of {}", bytes(first.bytes), names.join(", "))
+        }
+        _ => {
+            let each: Vec<String> = payloads
+                .iter()
+                .map(|p| format!("{} of {}", bytes(p.bytes), p.shape.name()))
+                .collect();
+            each.join(", ")
+        }
     }
 }
 

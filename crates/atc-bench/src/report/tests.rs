@@ -3,6 +3,8 @@
 use super::*;
 use crate::cleanup::CleanupReport;
 use crate::delivery::{ClientFigures, Ending};
+use crate::payload::{Payload, Shape};
+use crate::rounds::ShapeRoundKeys;
 use crate::spawn::SpawnBatch;
 use crate::stats::Latency;
 
@@ -36,8 +38,10 @@ fn settings() -> Settings {
         agent: "cat".into(),
         sessions: 1000,
         concurrency: 16,
-        payload_bytes: 256 << 20,
-        payload: crate::payload::Shape::Lines,
+        payloads: vec![Payload {
+            bytes: 256 << 20,
+            shape: Shape::Lines,
+        }],
         echo_count: 2000,
         fanout_clients: 8,
         slow_rate_mib_per_sec: 1.0,
@@ -57,21 +61,24 @@ pub(super) fn empty() -> Report {
         spawn: None,
         spawn_limited: None,
         echo: None,
-        throughput: None,
-        fanout: None,
-        slow_client: None,
+        shapes: Vec::new(),
         scale: None,
         reach: None,
         storm: None,
         storm_baseline: None,
         bare_spawn: None,
         bare_echo: None,
-        bare_read: None,
         floor_echo: None,
-        floor_throughput: None,
-        floor_fanout: None,
         rounds: None,
     }
+}
+
+/// The report of the one shape the settings name, made when first asked for.
+fn lines(r: &mut Report) -> &mut ShapeReport {
+    if r.shapes.is_empty() {
+        r.shapes = r.settings.payloads.iter().map(ShapeReport::new).collect();
+    }
+    &mut r.shapes[0]
 }
 
 fn scale_step(sessions: u32, rss_kib: u64) -> crate::scale::ScaleStep {
@@ -431,7 +438,7 @@ fn figures_sit_beside_their_ceilings() {
 #[test]
 fn timeouts_and_losses_are_reported_not_hidden() {
     let mut r = empty();
-    r.throughput = Some(PhaseReport {
+    lines(&mut r).throughput = Some(PhaseReport {
         outcome: Outcome::TimedOut,
         elapsed_ms: 120_000.0,
         error: Some("timed out while reading".into()),
@@ -453,7 +460,7 @@ fn timeouts_and_losses_are_reported_not_hidden() {
         dropped_bytes: lost,
         ending: Ending::Complete,
     };
-    r.fanout = ok(FanoutFigures {
+    lines(&mut r).fanout = ok(FanoutFigures {
         payload_bytes: 256 << 20,
         clients: vec![client(90.0, 0), client(45.5, 3 << 20)],
         slowest_mib_per_sec: 45.5,
@@ -464,7 +471,7 @@ fn timeouts_and_losses_are_reported_not_hidden() {
         rss_peak_kib: None,
         server_cpu_ms: None,
     });
-    r.bare_read = ok(BareReadFigures {
+    lines(&mut r).bare_read = ok(BareReadFigures {
         payload_bytes: 256 << 20,
         received_bytes: 256 << 20,
         elapsed_ms: 300.0,
@@ -508,8 +515,8 @@ fn throughput(rate: f64, cpu_ms: f64) -> ThroughputFigures {
 fn daemon_figures_sit_beside_the_floors_with_their_ratio() {
     let mut r = empty();
     r.settings.floor = FloorUse::Beside;
-    r.throughput = ok(throughput(30.0, 9_000.0));
-    r.floor_throughput = ok(throughput(60.0, 2_000.0));
+    lines(&mut r).throughput = ok(throughput(30.0, 9_000.0));
+    lines(&mut r).floor_throughput = ok(throughput(60.0, 2_000.0));
     r.echo = ok(EchoFigures {
         round_trips: 100,
         latency: Some(latency(150.0, 300.0)),
@@ -520,7 +527,7 @@ fn daemon_figures_sit_beside_the_floors_with_their_ratio() {
         latency: Some(latency(100.0, 200.0)),
         stray_bytes: 0,
     });
-    r.bare_read = ok(BareReadFigures {
+    lines(&mut r).bare_read = ok(BareReadFigures {
         payload_bytes: 256 << 20,
         received_bytes: 256 << 20,
         elapsed_ms: 300.0,
@@ -554,22 +561,33 @@ fn daemon_figures_sit_beside_the_floors_with_their_ratio() {
     let v: serde_json::Value =
         serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
     assert_eq!(v["settings"]["floor"], "beside");
-    assert_eq!(v["floorThroughput"]["figures"]["client"]["mibPerSec"], 60.0);
-    assert_eq!(v["throughput"]["figures"]["serverCpuMs"], 9000.0);
-    assert_eq!(v["vsFloor"]["throughput"], 0.5);
-    assert_eq!(v["vsFloor"]["throughputCpu"], 4.5);
+    let lines = &v["shapes"][0];
+    assert_eq!(lines["shape"], "lines");
+    assert_eq!(
+        lines["floorThroughput"]["figures"]["client"]["mibPerSec"],
+        60.0
+    );
+    assert_eq!(lines["throughput"]["figures"]["serverCpuMs"], 9000.0);
+    assert_eq!(lines["vsFloor"]["throughput"], 0.5);
+    assert_eq!(lines["vsFloor"]["throughputCpu"], 4.5);
+    assert!(lines["vsFloor"].get("fanoutSlowest").is_none());
     assert_eq!(v["vsFloor"]["echoP99"], 1.5);
-    assert!(v["vsFloor"].get("fanoutSlowest").is_none());
+    // One shape: no table of shapes, the headline names it.
+    assert!(!table.contains("output shapes"), "{table}");
+    assert!(table.contains("payload 256.0 MiB of lines"), "{table}");
 }
 
 #[test]
 fn every_rounds_key_figure_is_listed_under_its_phase() {
     let mut r = empty();
     r.settings.floor = FloorUse::Beside;
-    r.throughput = ok(throughput(30.0, 9_000.0));
-    r.floor_throughput = ok(throughput(60.0, 2_000.0));
+    lines(&mut r).throughput = ok(throughput(30.0, 9_000.0));
+    lines(&mut r).floor_throughput = ok(throughput(60.0, 2_000.0));
     r.rounds = Some(RoundKeys {
         rounds: 3,
+        ..Default::default()
+    });
+    lines(&mut r).rounds = Some(ShapeRoundKeys {
         throughput_mib_per_sec: vec![31.5, 30.0, 28.25],
         floor_throughput_mib_per_sec: vec![60.0, 70.0, 50.0],
         ..Default::default()
@@ -588,16 +606,81 @@ fn every_rounds_key_figure_is_listed_under_its_phase() {
     let v: serde_json::Value =
         serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
     assert_eq!(v["rounds"]["rounds"], 3);
-    assert_eq!(v["rounds"]["floorThroughputMibPerSec"][1], 70.0);
+    assert_eq!(
+        v["shapes"][0]["rounds"]["floorThroughputMibPerSec"][1],
+        70.0
+    );
 
     r.rounds = None;
+    lines(&mut r).rounds = None;
     assert!(!r.to_table().contains("each round"));
+}
+
+#[test]
+fn each_shape_has_its_sections_and_a_row_in_the_table_of_shapes() {
+    let mut r = empty();
+    r.settings.floor = FloorUse::Beside;
+    r.settings.payloads = [Shape::Lines, Shape::Sgr]
+        .map(|shape| Payload {
+            bytes: 32 << 20,
+            shape,
+        })
+        .to_vec();
+    r.shapes = r.settings.payloads.iter().map(ShapeReport::new).collect();
+    r.shapes[0].throughput = ok(throughput(30.0, 9_000.0));
+    r.shapes[0].floor_throughput = ok(throughput(60.0, 2_000.0));
+    r.shapes[1].throughput = ok(throughput(12.0, 8_000.0));
+    r.shapes[1].floor_throughput = ok(throughput(48.0, 1_000.0));
+    r.shapes[1].floor_fanout = Some(PhaseReport {
+        outcome: Outcome::Failed,
+        elapsed_ms: 1.0,
+        error: Some("no shell".into()),
+        figures: None,
+        cleanup: None,
+    });
+    let table = r.to_table();
+    assert!(
+        table.contains("payload 32.0 MiB of each of lines, sgr"),
+        "{table}"
+    );
+    assert!(
+        table.contains("throughput: lines") && table.contains("throughput: sgr"),
+        "{table}"
+    );
+    assert!(
+        table.contains("floor fan-out (sgr): failed: no shell"),
+        "{table}"
+    );
+    let row = |shape: &str| {
+        table
+            .lines()
+            .skip_while(|l| !l.starts_with("output shapes"))
+            .find(|l| l.trim_start().starts_with(shape))
+            .unwrap_or_else(|| panic!("no {shape} row in\n{table}"))
+            .to_string()
+    };
+    let sgr = row("sgr");
+    assert!(
+        sgr.contains("12.0") && sgr.contains("48.0") && sgr.contains("×0.25"),
+        "{sgr}"
+    );
+    assert!(sgr.contains("×8.00"), "CPU ratio: {sgr}");
+    assert!(row("lines").contains("×0.50"));
+    // Fan-out and the bare PTY did not run: their columns go, the floor's fan-out failure
+    // keeps its own.
+    assert!(!table.contains("fan-out / one client"), "{table}");
+    assert!(!table.contains("bare PTY MiB/s"), "{table}");
+    let v: serde_json::Value =
+        serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
+    assert_eq!(v["shapes"][1]["shape"], "sgr");
+    assert_eq!(v["shapes"][1]["vsFloor"]["throughput"], 0.25);
+    assert_eq!(v["shapes"][0]["vsFloor"]["throughput"], 0.5);
 }
 
 #[test]
 fn without_the_floor_its_columns_and_ratios_are_left_out() {
     let mut r = empty();
-    r.throughput = ok(throughput(30.0, 9_000.0));
+    lines(&mut r).throughput = ok(throughput(30.0, 9_000.0));
     let table = r.to_table();
     assert!(!table.contains("floor"), "{table}");
     let v: serde_json::Value =
@@ -609,13 +692,13 @@ fn without_the_floor_its_columns_and_ratios_are_left_out() {
 fn a_ratio_needs_both_phases_finished() {
     let mut r = empty();
     r.settings.floor = FloorUse::Beside;
-    r.throughput = ok(throughput(30.0, 9_000.0));
+    lines(&mut r).throughput = ok(throughput(30.0, 9_000.0));
     let mut partial = ok(throughput(60.0, 2_000.0));
     if let Some(p) = partial.as_mut() {
         p.outcome = Outcome::TimedOut;
     }
-    r.floor_throughput = partial;
-    assert_eq!(r.vs_floor(), VsFloor::default());
+    lines(&mut r).floor_throughput = partial;
+    assert_eq!(lines(&mut r).vs_floor(), ShapeVsFloor::default());
 }
 
 #[test]
@@ -627,7 +710,9 @@ fn json_uses_camel_case_and_omits_unselected_phases() {
     });
     let v: serde_json::Value =
         serde_json::from_str(&r.to_json().expect("serializes")).expect("valid JSON");
-    assert_eq!(v["settings"]["payloadBytes"], 268_435_456);
+    assert_eq!(v["settings"]["payloads"][0]["bytes"], 268_435_456);
+    assert_eq!(v["settings"]["payloads"][0]["shape"], "lines");
+    assert!(v.get("shapes").is_none());
     assert_eq!(v["bareEcho"]["outcome"], "ok");
     assert_eq!(v["bareEcho"]["figures"]["roundTrips"], 3);
     assert!(v.get("spawn").is_none());

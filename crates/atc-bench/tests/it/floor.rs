@@ -39,24 +39,34 @@ async fn a_floor_only_run_delivers_every_byte_and_echoes_every_trip() {
     let (report, json) = common::run(args, String::new(), String::new()).await;
 
     // Nothing ran against a daemon.
-    for phase in ["echo", "throughput", "fanout", "spawn", "slowClient"] {
-        assert!(json.get(phase).is_none(), "{phase} ran: {json:#}");
+    assert!(json.get("echo").is_none() && json.get("spawn").is_none());
+    for s in json["shapes"].as_array().expect("shapes") {
+        for phase in ["throughput", "fanout", "slowClient"] {
+            assert!(s.get(phase).is_none(), "{phase} ran: {s:#}");
+        }
     }
     let payload = 2u64 << 20;
 
-    let t = &json["floorThroughput"];
-    assert_eq!(t["outcome"], "ok", "{t:#}");
-    assert_eq!(t["figures"]["client"]["receivedBytes"], payload);
-    assert_eq!(t["figures"]["client"]["lostBytes"], 0);
-    assert!(t["figures"]["serverCpuMs"].is_number(), "{t:#}");
+    // Every shape (the default is all of them), each delivered whole: its command prints
+    // exactly the payload's size, whatever the bytes.
+    let shapes = json["shapes"].as_array().expect("shapes");
+    assert_eq!(shapes.len(), 10, "{json:#}");
+    for s in shapes {
+        let name = &s["shape"];
+        let t = &s["floorThroughput"];
+        assert_eq!(t["outcome"], "ok", "{name}: {t:#}");
+        assert_eq!(t["figures"]["client"]["receivedBytes"], payload, "{name}");
+        assert_eq!(t["figures"]["client"]["lostBytes"], 0, "{name}");
+        assert!(t["figures"]["serverCpuMs"].is_number(), "{name}: {t:#}");
 
-    let f = &json["floorFanout"];
-    assert_eq!(f["outcome"], "ok", "{f:#}");
-    let clients = f["figures"]["clients"].as_array().expect("clients");
-    assert_eq!(clients.len(), 3);
-    for c in clients {
-        assert_eq!(c["receivedBytes"], payload, "{c:#}");
-        assert_eq!(c["lostBytes"], 0, "{c:#}");
+        let f = &s["floorFanout"];
+        assert_eq!(f["outcome"], "ok", "{name}: {f:#}");
+        let clients = f["figures"]["clients"].as_array().expect("clients");
+        assert_eq!(clients.len(), 3);
+        for c in clients {
+            assert_eq!(c["receivedBytes"], payload, "{name}: {c:#}");
+            assert_eq!(c["lostBytes"], 0, "{name}: {c:#}");
+        }
     }
 
     let e = &json["floorEcho"];
