@@ -58,6 +58,7 @@ use anyhow::Context as _;
 use futures_util::future::{FutureExt as _, LocalBoxFuture};
 
 pub use args::{BenchArgs, FloorUse, Phase};
+pub use payload::Shape;
 pub use report::Report;
 
 use api::{DaemonApi, TermSize};

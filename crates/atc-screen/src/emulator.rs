@@ -13,6 +13,7 @@ use crate::buffer::{Buffer, SavedCursor};
 use crate::cell::{Cell, CLUSTER, EMPTY};
 use crate::charset::Charset;
 use crate::modes::Modes;
+use crate::pen_cache::PenCache;
 use crate::style::Style;
 use crate::table::{Link, StyleTable, DEFAULT_STYLE};
 
@@ -27,8 +28,12 @@ pub struct Emulator {
     pub(crate) table: StyleTable,
     pub(crate) pen: Style,
     /// The table's index of `pen`, and of what erasing with it leaves.
-    pub(crate) pen_id: u16,
-    pub(crate) erase_id: u16,
+    /// Found when first needed (a print, an erase): SGR often comes several sequences at a
+    /// time, and most pens never erase.
+    pen_id: Option<u16>,
+    erase_id: Option<u16>,
+    /// The indexes of the pens set lately.
+    pens: PenCache,
     pub(crate) modes: Modes,
     /// G0–G3.
     pub(crate) g: [Charset; 4],
@@ -53,8 +58,9 @@ impl Emulator {
             alt: None,
             table: StyleTable::default(),
             pen: Style::default(),
-            pen_id: DEFAULT_STYLE,
-            erase_id: DEFAULT_STYLE,
+            pen_id: Some(DEFAULT_STYLE),
+            erase_id: Some(DEFAULT_STYLE),
+            pens: PenCache::default(),
             modes: Modes::default(),
             g: [Charset::Ascii; 4],
             gl: 0,
@@ -79,12 +85,12 @@ impl Emulator {
         }
     }
 
-    fn erase_cell(&self) -> Cell {
-        Cell::blank(self.erase_id)
+    fn erase_cell(&mut self) -> Cell {
+        Cell::blank(self.erase_id())
     }
 
-    fn pen_blank(&self) -> Cell {
-        Cell::blank(self.pen_id)
+    fn pen_blank(&mut self) -> Cell {
+        Cell::blank(self.pen_id())
     }
 
     // --- The pen and the style table. ---
@@ -92,8 +98,29 @@ impl Emulator {
     /// Sets the pen, finding (or adding) its style and its erase style in the table.
     pub(crate) fn set_pen(&mut self, pen: Style) {
         self.pen = pen;
-        self.pen_id = self.intern(pen.stored());
-        self.erase_id = self.intern(pen.erased());
+        (self.pen_id, self.erase_id) = self.pens.get(&pen).unwrap_or((None, None));
+    }
+
+    /// The table's index of what the pen prints.
+    pub(crate) fn pen_id(&mut self) -> u16 {
+        if let Some(id) = self.pen_id {
+            return id;
+        }
+        let id = self.intern(self.pen.stored());
+        self.pen_id = Some(id);
+        self.pens.put(self.pen, self.pen_id, self.erase_id);
+        id
+    }
+
+    /// The table's index of what erasing with the pen leaves.
+    pub(crate) fn erase_id(&mut self) -> u16 {
+        if let Some(id) = self.erase_id {
+            return id;
+        }
+        let id = self.intern(self.pen.erased());
+        self.erase_id = Some(id);
+        self.pens.put(self.pen, self.pen_id, self.erase_id);
+        id
     }
 
     fn intern(&mut self, style: Style) -> u16 {
@@ -107,6 +134,7 @@ impl Emulator {
 
     /// Drops the table's entries no cell uses, renumbering the cells, the pen and its erase.
     fn compact(&mut self) {
+        self.pens.clear();
         let (styles, clusters) = self.table.len();
         let mut live_styles = vec![false; styles];
         let mut live_clusters = vec![false; clusters];
@@ -137,15 +165,8 @@ impl Emulator {
         if let Some(alt) = &mut self.alt {
             alt.grid.cells_mut().for_each(remap);
         }
-        // The pen's entries were not marked; add them again.
-        self.pen_id = self
-            .table
-            .style_id(self.pen.stored())
-            .unwrap_or(DEFAULT_STYLE);
-        self.erase_id = self
-            .table
-            .style_id(self.pen.erased())
-            .unwrap_or(DEFAULT_STYLE);
+        // The pen's entries were not marked: found again when next needed.
+        (self.pen_id, self.erase_id) = (None, None);
     }
 
     // --- Printing. ---
@@ -194,7 +215,7 @@ impl Emulator {
     /// written at once.
     fn print_ascii_fast(&mut self, mut text: &[u8]) {
         let cols = usize::from(self.cols);
-        let style = self.pen_id;
+        let style = self.pen_id();
         let autowrap = self.modes.autowrap;
         while !text.is_empty() {
             if usize::from(self.buf().x) >= cols {
@@ -278,7 +299,7 @@ impl Emulator {
                 }
             }
         }
-        let style = self.pen_id;
+        let style = self.pen_id();
         let x = usize::from(self.buf().x);
         if joins {
             if x > 0 {
@@ -557,7 +578,7 @@ impl Emulator {
     /// DECALN: the screen filled with `E` in the pen, the cursor home.
     pub(crate) fn alignment_test(&mut self) {
         self.set_cursor(0, 0);
-        let e = Cell::char('E', 1, self.pen_id);
+        let e = Cell::char('E', 1, self.pen_id());
         let buf = self.buf_mut();
         let from = usize::from(buf.y);
         for y in from..buf.grid.rows().len() {

@@ -21,6 +21,7 @@ pub mod grid;
 pub mod modes;
 pub mod parser;
 mod pen;
+mod pen_cache;
 mod perform;
 mod reflow;
 pub mod repaint;

@@ -1,6 +1,6 @@
 //! SGR (`CSI … m`): how its parameters change the pen, as xterm.js reads them.
 
-use crate::parser::Params;
+use crate::parser::{Params, MAX_PARAMS};
 use crate::style::{Color, Flag, Style, Underline};
 
 /// Applies one SGR sequence's parameters to `pen`.
@@ -9,7 +9,14 @@ pub fn apply(pen: &mut Style, params: &Params) {
         reset(pen);
         return;
     }
-    let groups: Vec<&[u32]> = params.groups().collect();
+    // At most MAX_PARAMS groups: gathered on the stack, as SGR comes every few characters.
+    let mut gathered: [&[u32]; MAX_PARAMS] = [&[]; MAX_PARAMS];
+    let mut n = 0;
+    for group in params.groups() {
+        gathered[n] = group;
+        n += 1;
+    }
+    let groups = &gathered[..n];
     let mut i = 0;
     while i < groups.len() {
         let group = groups[i];

@@ -153,6 +153,21 @@ impl Shape {
         write_file(&self.replay_file(""), &repeated)
     }
 
+    /// The first `len` bytes this shape's payload prints (after its start marker), with line
+    /// ends as `yes` prints them: for measuring a screen model on the shape without a PTY.
+    pub fn sample(self, len: usize) -> Vec<u8> {
+        let (prelude, period) = match self.source() {
+            Source::Yes => (Vec::new(), format!("{PAYLOAD_LINE}\n").into_bytes()),
+            Source::Generated { prelude, period } => (prelude.into_bytes(), period.into_bytes()),
+            Source::Recording(bytes) => (Vec::new(), bytes.to_vec()),
+        };
+        prelude
+            .into_iter()
+            .chain(period.iter().copied().cycle())
+            .take(len)
+            .collect()
+    }
+
     /// Shell text that prints this shape's bytes without end (the payload cuts it).
     pub(super) fn endless_command(self) -> String {
         // `cat` fails once `head` has closed the pipe, which ends the loop.
