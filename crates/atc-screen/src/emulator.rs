@@ -202,8 +202,11 @@ impl Emulator {
     pub(crate) fn print_ascii(&mut self, text: &[u8]) {
         self.print_start();
         if self.charset != Charset::Ascii || self.modes.insert {
+            let mut style = self.pen_id();
             for &b in text {
-                self.print_one(self.charset.map(b), 1);
+                if self.print_one(self.charset.map(b), 1, style) {
+                    style = self.pen_id();
+                }
             }
         } else {
             self.print_ascii_fast(text);
@@ -265,12 +268,29 @@ impl Emulator {
     pub(crate) fn print_char(&mut self, c: char) {
         self.print_start();
         let width = c.width().unwrap_or(0).min(2) as u8;
-        self.print_one(c, width);
+        let style = self.pen_id();
+        self.print_one(c, width, style);
+        self.print_end();
+    }
+
+    /// Prints a run of characters outside ASCII, as one print (xterm.js's fix-ups of wide
+    /// characters cut at either end happen once a print).
+    pub(crate) fn print_chars(&mut self, chars: &[char]) {
+        self.print_start();
+        let mut style = self.pen_id();
+        for &c in chars {
+            let width = c.width().unwrap_or(0).min(2) as u8;
+            if self.print_one(c, width, style) {
+                style = self.pen_id();
+            }
+        }
         self.print_end();
     }
 
     /// One character of `width` columns, after xterm.js's `print`.
-    fn print_one(&mut self, c: char, width: u8) {
+    /// `style` is the pen's index; returns whether the table may have been renumbered (a
+    /// combining mark joined a cell), after which the caller must ask for the index again.
+    fn print_one(&mut self, c: char, width: u8, style: u16) -> bool {
         let cols = self.cols;
         let joins = width == 0 && self.join != 0;
         let width = if joins { self.join.max(width) } else { width };
@@ -279,7 +299,7 @@ impl Emulator {
             if self.modes.autowrap {
                 let from = usize::from(self.buf().x);
                 let old_y = usize::from(self.buf().y);
-                let blank = self.pen_blank();
+                let blank = Cell::blank(style);
                 let scrolled = self.wrap(0);
                 // What the character did not fit in is blanked in the pen, in the row it left
                 // (which a scroll moved up, or dropped when the region is one row).
@@ -295,11 +315,10 @@ impl Emulator {
             } else {
                 self.buf_mut().x = cols - 1;
                 if width == 2 {
-                    return;
+                    return false;
                 }
             }
         }
-        let style = self.pen_id();
         let x = usize::from(self.buf().x);
         if joins {
             if x > 0 {
@@ -313,10 +332,10 @@ impl Emulator {
                     self.join_mark(x - offset, c);
                 }
             }
-            return;
+            return true;
         }
         let insert = self.modes.insert;
-        let pen_blank = self.pen_blank();
+        let pen_blank = Cell::blank(style);
         let buf = self.buf_mut();
         let row = buf.grid.row_mut(usize::from(buf.y));
         let cols = usize::from(cols);
@@ -332,6 +351,7 @@ impl Emulator {
             x += 1;
         }
         buf.x = x.min(cols) as u16;
+        false
     }
 
     /// Adds a combining mark to the character at `x` of the cursor's row.

@@ -18,6 +18,12 @@ pub trait Perform {
     fn print_ascii(&mut self, text: &[u8]);
     /// Prints one character outside ASCII.
     fn print_char(&mut self, c: char);
+    /// Prints a run of characters outside ASCII, none of them a C1 control.
+    fn print_chars(&mut self, chars: &[char]) {
+        for &c in chars {
+            self.print_char(c);
+        }
+    }
     /// A C0 control (or a C1 one, as its 7-bit code's meaning: IND, NEL, HTS, RI).
     fn execute(&mut self, byte: u8);
     /// `ESC` with `intermediates` and `final_byte`.
@@ -182,9 +188,47 @@ fn utf8_len(lead: u8) -> usize {
     }
 }
 
+/// Characters [`decode_run`] gathers before it hands them on.
+const RUN: usize = 64;
+
+/// Decodes whole UTF-8 characters from `bytes[from..]` while there are any, up to [`RUN`] of
+/// them, stopping at ASCII, at a C1 control (U+0080–U+009F, which the state machine reads), and
+/// at anything invalid or cut by the chunk's end (which the byte-wise path takes), into `chars`.
+/// Returns where it stopped and how many it decoded.
+fn decode_run(bytes: &[u8], from: usize, chars: &mut [char; RUN]) -> (usize, usize) {
+    let mut n = 0;
+    let mut i = from;
+    while n < RUN && i < bytes.len() {
+        let lead = bytes[i];
+        let len = utf8_len(lead);
+        if len == 0 || i + len > bytes.len() {
+            break;
+        }
+        let mut code = u32::from(lead) & (0x7f >> len);
+        let mut valid = true;
+        for &b in &bytes[i + 1..i + len] {
+            valid &= b & 0xc0 == 0x80;
+            code = code << 6 | u32::from(b & 0x3f);
+        }
+        // Overlong forms and surrogates are invalid, as `from_utf8` says.
+        let min = [0, 0, 0x80, 0x800, 0x1_0000][len];
+        let Some(c) = char::from_u32(code).filter(|_| valid && code >= min) else {
+            break;
+        };
+        if (0x80..0xa0).contains(&code) {
+            break;
+        }
+        chars[n] = c;
+        n += 1;
+        i += len;
+    }
+    (i, n)
+}
+
 impl Parser {
     /// Parses `bytes`, continuing from where the last chunk ended.
     pub fn advance(&mut self, out: &mut impl Perform, bytes: &[u8]) {
+        let mut chars = ['\0'; RUN];
         let mut i = 0;
         let len = bytes.len();
         while i < len {
@@ -202,6 +246,15 @@ impl Parser {
                 if i > start {
                     out.print_ascii(&bytes[start..i]);
                     continue;
+                }
+                if b >= 0x80 {
+                    // A run of whole characters outside ASCII, decoded here at once.
+                    let (end, n) = decode_run(bytes, i, &mut chars);
+                    if n > 0 {
+                        out.print_chars(&chars[..n]);
+                        i = end;
+                        continue;
+                    }
                 }
                 i += 1;
                 match b {

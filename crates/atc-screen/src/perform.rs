@@ -21,6 +21,10 @@ impl Perform for Emulator {
         Emulator::print_char(self, c);
     }
 
+    fn print_chars(&mut self, chars: &[char]) {
+        Emulator::print_chars(self, chars);
+    }
+
     fn execute(&mut self, byte: u8) {
         self.join = 0;
         match byte {
