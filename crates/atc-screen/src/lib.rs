@@ -18,6 +18,7 @@ pub mod cell;
 pub mod charset;
 pub mod emulator;
 pub mod grid;
+mod keyed_hash;
 pub mod modes;
 pub mod parser;
 mod pen;

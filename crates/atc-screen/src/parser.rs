@@ -265,6 +265,21 @@ impl Parser {
                 }
                 continue;
             }
+            if matches!(self.state, State::CsiEntry | State::CsiParam) && b.is_ascii_digit() {
+                // A CSI's digits and separators, the bulk of one, read without the state
+                // machine's dispatch for each.
+                while i < len {
+                    match bytes[i] {
+                        d @ b'0'..=b'9' => self.params.digit(d),
+                        b';' => self.params.next(false),
+                        b':' => self.params.next(true),
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                self.state = State::CsiParam;
+                continue;
+            }
             i += 1;
             self.step(out, b);
         }

@@ -143,7 +143,7 @@ impl Flag {
 }
 
 /// The attributes of a cell.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Style {
     /// Foreground.
     pub fg: Color,
@@ -156,6 +156,15 @@ pub struct Style {
     pub(crate) flags: u16,
     /// OSC 8 link: 0 for none, else the table's link index plus one.
     pub link: u16,
+}
+
+/// Three words rather than a write per field: the style table hashes a style per new pen.
+impl std::hash::Hash for Style {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.fg.0) | u64::from(self.bg.0) << 32);
+        state.write_u64(u64::from(self.underline_color.0) | u64::from(self.flags) << 32);
+        state.write_u64(u64::from(self.link) | (self.underline as u64) << 16);
+    }
 }
 
 impl Style {

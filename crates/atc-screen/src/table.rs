@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use crate::keyed_hash::KeyedState;
+
 use crate::style::Style;
 
 /// Most entries of each kind; the index must fit a cell's 16 bits (clusters' in 31).
@@ -30,11 +32,11 @@ pub struct Link {
 #[derive(Debug)]
 pub struct StyleTable {
     styles: Vec<Style>,
-    style_ids: HashMap<Style, u16>,
+    style_ids: HashMap<Style, u16, KeyedState>,
     clusters: Vec<Box<str>>,
-    cluster_ids: HashMap<Box<str>, u32>,
+    cluster_ids: HashMap<Box<str>, u32, KeyedState>,
     links: Vec<Link>,
-    link_ids: HashMap<Link, u16>,
+    link_ids: HashMap<Link, u16, KeyedState>,
     max: usize,
 }
 
@@ -52,11 +54,11 @@ impl StyleTable {
     pub fn with_max(max: usize) -> StyleTable {
         let mut table = StyleTable {
             styles: Vec::new(),
-            style_ids: HashMap::new(),
+            style_ids: HashMap::default(),
             clusters: Vec::new(),
-            cluster_ids: HashMap::new(),
+            cluster_ids: HashMap::default(),
             links: Vec::new(),
-            link_ids: HashMap::new(),
+            link_ids: HashMap::default(),
             max: max.clamp(2, MAX_ENTRIES),
         };
         table.styles.push(Style::default());
