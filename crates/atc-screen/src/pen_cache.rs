@@ -54,8 +54,10 @@ mod tests {
     #[test]
     fn a_pen_put_is_found_until_cleared_and_others_are_not() {
         let mut cache = PenCache::default();
-        let mut red = Style::default();
-        red.fg = Color::ansi(1);
+        let red = Style {
+            fg: Color::ansi(1),
+            ..Style::default()
+        };
         assert_eq!(cache.get(&red), None);
         cache.put(red, Some(3), None);
         assert_eq!(cache.get(&red), Some((Some(3), None)));
