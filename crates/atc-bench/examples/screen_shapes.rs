@@ -31,7 +31,10 @@ fn main() {
     let chunk: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32) << 10;
     let (cols, rows) = (120u16, 40u16);
     let n = |v: u16| NonZeroU16::new(v).expect("a size");
-    println!("{mib} MiB per shape in {} KiB chunks at {cols}×{rows}; MiB/s, median of 3", chunk >> 10);
+    println!(
+        "{mib} MiB per shape in {} KiB chunks at {cols}×{rows}; MiB/s, median of 3",
+        chunk >> 10
+    );
     println!();
     println!("| shape | atc-screen | vt100 0.18 | atc-screen / vt100 |");
     println!("| --- | --- | --- | --- |");
@@ -39,7 +42,10 @@ fn main() {
     let only: Option<String> = std::env::var("SHAPES").ok();
     let atc_only = std::env::var_os("ATC_ONLY").is_some();
     for shape in Shape::ALL {
-        if only.as_ref().is_some_and(|o| !o.split(',').any(|n| n == shape.name())) {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.split(',').any(|n| n == shape.name()))
+        {
             continue;
         }
         let bytes = shape.sample(mib << 20);

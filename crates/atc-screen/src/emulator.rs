@@ -17,6 +17,9 @@ use crate::pen_cache::PenCache;
 use crate::style::Style;
 use crate::table::{Link, StyleTable, DEFAULT_STYLE};
 
+/// The most bytes of UTF-8 one cell's character and its combining marks take.
+pub const MAX_CLUSTER_BYTES: usize = 32;
+
 /// The terminal's state.
 #[derive(Debug)]
 pub struct Emulator {
@@ -363,6 +366,11 @@ impl Emulator {
             c if c & CLUSTER != 0 => self.table.cluster(c & !CLUSTER).to_string(),
             c => char::from_u32(c).map(String::from).unwrap_or_default(),
         };
+        // Marks past the bound are dropped: a cell of Zalgo text stays a few bytes, where
+        // xterm.js would keep every mark (and each join here would copy the cluster again).
+        if cluster.len() + mark.len_utf8() > MAX_CLUSTER_BYTES {
+            return;
+        }
         cluster.push(mark);
         let id = match self.table.cluster_id(&cluster) {
             Some(id) => id,

@@ -124,3 +124,24 @@ impl Terminal {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_keeps_a_bounded_number_of_combining_marks() {
+        let mut t = Terminal::new(10, 2);
+        let mut zalgo = String::from("e");
+        zalgo.extend(std::iter::repeat_n('\u{301}', 10_000));
+        t.process(zalgo.as_bytes());
+        let row = &t.text().rows[0];
+        assert!(
+            row.len() <= emulator::MAX_CLUSTER_BYTES,
+            "{} bytes",
+            row.len()
+        );
+        assert!(row.starts_with("e\u{301}"));
+        assert_eq!(t.text().cursor_col, 1);
+    }
+}

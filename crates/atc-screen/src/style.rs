@@ -171,7 +171,8 @@ impl Style {
     /// Every field folded into one word, for [`crate::pen_cache`]'s slots (not a hash anyone
     /// relies on to spread).
     pub(crate) fn mix(&self) -> u64 {
-        let colours = u64::from(self.fg.0) ^ u64::from(self.bg.0).rotate_left(21)
+        let colours = u64::from(self.fg.0)
+            ^ u64::from(self.bg.0).rotate_left(21)
             ^ u64::from(self.underline_color.0).rotate_left(42);
         colours ^ u64::from(self.flags) << 7 ^ u64::from(self.link) << 29 ^ self.underline as u64
     }
