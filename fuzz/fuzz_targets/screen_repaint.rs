@@ -6,5 +6,5 @@
 mod round_trip;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    round_trip::repaint_round_trip(data);
+    round_trip::repaint_round_trip(data, round_trip::Check::Modes);
 });

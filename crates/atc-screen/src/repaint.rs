@@ -325,6 +325,17 @@ impl Painter<'_> {
                 self.cup(y, x as u16);
             }
             self.print_cell(&cell);
+            // A wide character whose second column text overwrote: only printing past the
+            // right margin with autowrap off does that (the print then lands in the last
+            // column without blanking the wide character), so that is how it is made again.
+            if cell.is_wide() && x + 1 == cols - 1 && !cells[x + 1].is_spacer() {
+                self.raw(b"\x1b[?7l");
+                self.print_cell(&cells[x + 1]);
+                self.raw(b"\x1b[?7h");
+                x = cols;
+                at = usize::MAX;
+                continue;
+            }
             x += if cell.is_wide() { 2 } else { 1 };
             at = x;
         }
@@ -389,14 +400,25 @@ impl Painter<'_> {
             // A pending wrap: print the last column again.
             let cells = &buf.grid.rows()[usize::from(y)].cells;
             let last = usize::from(self.cols - 1);
-            let at = match cells[last].is_spacer() && last > 0 && cells[last - 1].is_wide() {
+            let wide_before = last > 0 && cells[last - 1].is_wide();
+            let at = match cells[last].is_spacer() && wide_before {
                 true => last - 1,
                 false => last,
             };
-            self.cup(row_y, at as u16);
             self.style = None;
-            let cell = cells[at];
-            self.print_cell(&cell);
+            if wide_before && at == last {
+                // Text overwrote the wide character's second column past the margin (see
+                // `row`): printed again the same way, or the print would blank it.
+                self.cup(row_y, (last - 1) as u16);
+                self.print_cell(&cells[last - 1]);
+                self.raw(b"\x1b[?7l");
+                self.print_cell(&cells[last]);
+                self.raw(b"\x1b[?7h");
+            } else {
+                self.cup(row_y, at as u16);
+                let cell = cells[at];
+                self.print_cell(&cell);
+            }
         } else {
             self.cup(row_y, x);
         }

@@ -119,11 +119,23 @@ fn a_fresh_terminal_fed_the_repaint_shows_what_the_model_shows() {
         Ok(seed) => {
             vec![u64::from_str_radix(seed.trim_start_matches("0x"), 16).expect("a hex seed")]
         }
-        Err(_) => (0..3000).collect(),
+        // `ATC_ROUND_TRIP_SEEDS=N` runs more (as a longer search does, in release).
+        Err(_) => {
+            let n = std::env::var("ATC_ROUND_TRIP_SEEDS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(3000u64);
+            (0..n).collect()
+        }
+    };
+    // `ATC_ROUND_TRIP_CHECK=modes` checks what the fuzz target checks.
+    let check = match std::env::var("ATC_ROUND_TRIP_CHECK").as_deref() {
+        Ok("modes") => round_trip::Check::Modes,
+        _ => round_trip::Check::Screen,
     };
     for seed in seeds {
         let data = stream(&mut Rng(seed));
-        let outcome = std::panic::catch_unwind(|| round_trip::repaint_round_trip(&data));
+        let outcome = std::panic::catch_unwind(|| round_trip::repaint_round_trip(&data, check));
         assert!(
             outcome.is_ok(),
             "seed {seed:#x} (ATC_ROUND_TRIP_SEED={seed:x} replays it): {:?}",
