@@ -98,7 +98,7 @@ impl Emulator {
 
     // --- The pen and the style table. ---
 
-    /// Sets the pen, finding (or adding) its style and its erase style in the table.
+    /// Sets the pen; its indexes in the table are found when first needed.
     pub(crate) fn set_pen(&mut self, pen: Style) {
         self.pen = pen;
         (self.pen_id, self.erase_id) = self.pens.get(&pen).unwrap_or((None, None));

@@ -202,7 +202,7 @@ fn a_repaint_shows_in_xterm_js_what_each_random_stream_showed() {
 
 /// The harness itself, with no model involved: xterm.js sees two ways of writing the same
 /// plain text alike, and faint text apart from plain. This one runs in every `cargo test`, so
-/// a broken reference install shows before the emulator's tests are un-ignored.
+/// a broken reference install shows apart from a model's difference.
 #[test]
 fn the_reference_sees_the_same_text_alike_and_faint_apart() {
     if !reference::available() {
