@@ -391,23 +391,32 @@ impl Emulator {
     /// region's bottom, and the row marked as continuing the one above. Returns whether it
     /// scrolled.
     fn wrap(&mut self, to_x: u16) -> bool {
+        self.buf_mut().x = to_x;
+        let step = self.down_one();
+        let buf = self.buf_mut();
+        let y = usize::from(buf.y);
+        buf.grid.row_mut(y).wrapped = true;
+        step == RowStep::Scrolled
+    }
+
+    /// The cursor one row down, as LF, IND and an autowrap move it: at the region's bottom
+    /// the region scrolls up instead, and below the region the cursor stops at the last row.
+    fn down_one(&mut self) -> RowStep {
         let rows = self.rows;
         let erase = self.erase_cell();
         let buf = self.buf_mut();
-        buf.x = to_x;
         buf.y += 1;
-        let mut scrolled = false;
         if buf.y == buf.bottom + 1 {
             buf.y -= 1;
             let (top, bottom) = (usize::from(buf.top), usize::from(buf.bottom));
             buf.grid.scroll_up(top, bottom, 1, erase);
-            scrolled = true;
+            RowStep::Scrolled
         } else if buf.y >= rows {
             buf.y = rows - 1;
+            RowStep::Stopped
+        } else {
+            RowStep::Moved
         }
-        let y = usize::from(buf.y);
-        buf.grid.row_mut(y).wrapped = true;
-        scrolled
     }
 
     // --- Cursor motion. ---
@@ -444,20 +453,13 @@ impl Emulator {
 
     /// LF, VT, FF.
     pub(crate) fn line_feed(&mut self) {
-        let (cols, rows, newline) = (self.cols, self.rows, self.modes.newline);
-        let erase = self.erase_cell();
-        let buf = self.buf_mut();
-        if newline {
-            buf.x = 0;
+        if self.modes.newline {
+            self.buf_mut().x = 0;
         }
-        buf.y += 1;
-        if buf.y == buf.bottom + 1 {
-            buf.y -= 1;
-            let (top, bottom) = (usize::from(buf.top), usize::from(buf.bottom));
-            buf.grid.scroll_up(top, bottom, 1, erase);
-        } else if buf.y >= rows {
-            buf.y = rows - 1;
-        } else {
+        let cols = self.cols;
+        let moved = self.down_one() == RowStep::Moved;
+        let buf = self.buf_mut();
+        if moved {
             let y = usize::from(buf.y);
             buf.grid.row_mut(y).wrapped = false;
         }
@@ -469,17 +471,7 @@ impl Emulator {
     /// IND.
     pub(crate) fn index(&mut self) {
         self.restrict(self.cols - 1);
-        let rows = self.rows;
-        let erase = self.erase_cell();
-        let buf = self.buf_mut();
-        buf.y += 1;
-        if buf.y == buf.bottom + 1 {
-            buf.y -= 1;
-            let (top, bottom) = (usize::from(buf.top), usize::from(buf.bottom));
-            buf.grid.scroll_up(top, bottom, 1, erase);
-        } else if buf.y >= rows {
-            buf.y = rows - 1;
-        }
+        self.down_one();
         self.restrict(self.cols - 1);
     }
 
@@ -761,6 +753,17 @@ impl Emulator {
         self.cols = cols;
         self.rows = rows;
     }
+}
+
+/// Where [`Emulator::down_one`] took the cursor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowStep {
+    /// The region scrolled under it.
+    Scrolled,
+    /// It was on the last row, below the region, and stayed.
+    Stopped,
+    /// To the next row.
+    Moved,
 }
 
 /// What ICH, DCH and ECH do to a row.
