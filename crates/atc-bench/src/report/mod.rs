@@ -12,6 +12,7 @@
 use serde::Serialize;
 
 mod reach_table;
+mod scale_table;
 mod storm_table;
 mod table;
 mod units;
