@@ -209,12 +209,19 @@ async fn the_page_shows_a_remote_sessions_link_state_in_chromium() {
     use atc_testkit::impd_sim::{ImpdSim, SimOptions, When};
     let sim = ImpdSim::start(SimOptions::default());
     let tmp = tempfile::tempdir().expect("temp dir");
-    let config = atc_testkit::with_imp_target(
+    let mut config = atc_testkit::with_imp_target(
         atc_testkit::test_config(),
         &sim.url(),
         sim.token_file(),
         serde_json::json!({}),
     );
+    // The dropped link must still be reattaching when the page looks, however slow the machine:
+    // one quick retry, then a wait longer than the test. The default delays run out in about
+    // 15 s, after which the harness ends the session and the row no longer shows a link state.
+    config.timings.imp_reconnect_delays = [50, 3_600_000]
+        .into_iter()
+        .map(std::time::Duration::from_millis)
+        .collect();
     let d = TestDaemon::start_on(tmp.path(), config).await;
 
     // One session whose host sleeps (suspend answers busy until its output settles)...
