@@ -1,15 +1,17 @@
 // The fleet list: a live copy of every session, kept from the events socket (a snapshot of
 // `session.added`, then every change), drawn as a table with state and target filters, row
-// actions, the needs-you badge and a desktop notification when a session starts waiting.
+// actions, the needs-you badge and a notification when a session starts waiting (notify.js).
+// The same filtered list goes to whoever draws it as cards on a phone (`onRender`).
 // Permission events are handed on to whoever listens (permissions.js). What each session uses
 // (memory against its limit) is asked of the list every few seconds, since no event says a
 // figure moved, and shown as `atc ls` shows it.
 
 import { call, socketUrl, ApiError } from './api.js';
+import { notifyWaiting } from './notify.js';
 
 /** Listed order: needs-you first, then running, done, exited. */
 const STATE_RANK = { needs_you: 0, running: 1, done: 2, exited: 3 };
-const STATE_LABEL = { needs_you: 'needs you', running: 'running', done: 'done', exited: 'exited' };
+export const STATE_LABEL = { needs_you: 'needs you', running: 'running', done: 'done', exited: 'exited' };
 
 /** The link state of a remote session worth showing, or '' (local, or all well). */
 export function linkState(session) {
@@ -87,7 +89,7 @@ export class Fleet {
   /**
    * @param {object} ui `{table, stateFilter, targetFilter, badge, status}` elements
    * @param {object} hooks `{onOpen(id, {watch}), onChange(session), onGone(id),
-   *   onPermission(event), onUnauthorized(error), onError(message)}`
+   *   onPermission(event), onUnauthorized(error), onError(message), onRender(shown)}`
    */
   constructor(ui, hooks) {
     this.ui = ui;
@@ -266,12 +268,7 @@ export class Fleet {
   }
 
   notifyWaiting(s) {
-    if (!('Notification' in window) || Notification.permission !== 'granted') return;
-    const n = new Notification(`${s.name} needs you`, { body: s.lastMsg || s.agent, tag: `atc-${s.id}` });
-    n.onclick = () => {
-      window.focus();
-      this.hooks.onOpen(s.id, { watch: false });
-    };
+    notifyWaiting(s, (id) => this.hooks.onOpen(id, { watch: false }));
   }
 
   sorted() {
@@ -314,6 +311,13 @@ export class Fleet {
       );
     }
     table.tBodies[0].replaceChildren(...rows);
+    this.hooks.onRender?.(shown, all.length);
+  }
+
+  /** The workspace's branch to show for `s` (with + for changes not committed), or ''. */
+  branch(s) {
+    if (!s.workspace) return '';
+    return `⎇ ${s.workspace.branch ?? s.workspace.sha.slice(0, 8)}${this.changed.has(s.id) ? ' +' : ''}`;
   }
 
   row(s, now, sub = false) {
@@ -348,7 +352,7 @@ export class Fleet {
           ? [
               el('div', {
                 className: 'workspace',
-                textContent: `⎇ ${s.workspace.branch ?? s.workspace.sha.slice(0, 8)}${this.changed.has(s.id) ? ' +' : ''}`,
+                textContent: this.branch(s),
                 title: `${s.workspace.repoURL}${this.changed.has(s.id) ? ' (changes not committed)' : ''}`,
               }),
             ]

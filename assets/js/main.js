@@ -1,23 +1,32 @@
 // Wires the page together: the token gate (asked once, kept in sessionStorage), then the
-// fleet list, the terminal, the spawn dialog and the permission prompts, each built once. A
-// refused token stops them and brings the gate back with the daemon's reason.
+// fleet list (a table, or cards on a phone), the terminal and its key bar, the spawn dialog
+// and the permission prompts, each built once. A refused token stops them and brings the gate
+// back with the daemon's reason; a daemon that does not answer brings it back saying so. The
+// service worker is registered first of all, so the page's files are kept for offline use.
 
 import { call, hasToken, setToken, forgetToken, ApiError } from './api.js';
 import { Fleet } from './fleet.js';
 import { TerminalView } from './terminal.js';
 import { SpawnDialog } from './spawn.js';
 import { Permissions } from './permissions.js';
+import { Cards } from './cards.js';
+import { KeyBar } from './keys.js';
+import { registerWorker } from './notify.js';
 
 const $ = (id) => document.getElementById(id);
+
+/** The phone layout (page.css switches at the same width): cards, a full-screen terminal. */
+const PHONE = window.matchMedia('(max-width: 720px)');
 
 /** The page's parts, built on the first accepted token. */
 let parts = null;
 
-function showGate(message) {
+function showGate(message, { unreachable = false } = {}) {
   parts?.fleet.stop();
   parts?.terminal.close();
   $('app').hidden = true;
   $('gate').hidden = false;
+  $('gate').dataset.state = unreachable ? 'unreachable' : 'token';
   const error = $('gate-error');
   error.textContent = message ?? '';
   error.hidden = !message;
@@ -39,6 +48,11 @@ function flash(text) {
 }
 
 function build() {
+  const keys = new KeyBar($('keybar'), {
+    send: (data) => terminal.typed(data),
+    applicationCursor: () => terminal.applicationCursor,
+    focus: () => terminal.term?.focus(),
+  });
   const terminal = new TerminalView(
     {
       pane: $('terminal-pane'),
@@ -49,8 +63,28 @@ function build() {
       status: $('terminal-status'),
       closeButton: $('terminal-close'),
     },
-    { onUnauthorized, onClosed: () => fleet.select(null) },
+    {
+      onUnauthorized,
+      transform: (data) => keys.transform(data),
+      onOpened: () => {
+        document.body.classList.add('terminal-open');
+        // On a phone the terminal covers the list: the phone's Back comes back to it.
+        if (PHONE.matches && !history.state?.atcTerminal) history.pushState({ atcTerminal: true }, '');
+      },
+      onClosed: () => {
+        document.body.classList.remove('terminal-open');
+        keys.setCtrl(false);
+        fleet.select(null);
+      },
+    },
   );
+  $('terminal-back').addEventListener('click', () => {
+    if (history.state?.atcTerminal) history.back();
+    else terminal.close();
+  });
+  window.addEventListener('popstate', () => {
+    if (terminal.session && !history.state?.atcTerminal) terminal.close();
+  });
   const open = (id, { watch = false } = {}) => {
     const session = fleet.get(id);
     if (!session) return;
@@ -64,6 +98,23 @@ function build() {
     onOpen: (id) => open(id),
     onUnauthorized,
     onError: flash,
+    onChange: (pending) => cards.asks(pending),
+  });
+  const cards = new Cards($('cards'), {
+    onOpen: (id) => open(id),
+    respond: (request, decision) => permissions.respond(request, decision),
+    submit: async (id, text) => {
+      try {
+        await call('POST', `/v1/sessions/${encodeURIComponent(id)}/submit`, { text });
+        return true;
+      } catch (e) {
+        if (e instanceof ApiError && e.unauthorized) onUnauthorized(e);
+        else flash(`reply to ${fleet.get(id)?.name ?? id}: ${e.message}`);
+        return false;
+      }
+    },
+    branch: (s) => fleet.branch(s),
+    nameOf: (id) => fleet.get(id)?.name ?? id,
   });
   const fleet = new Fleet(
     {
@@ -87,6 +138,7 @@ function build() {
       onPermission: (event) => permissions.apply(event),
       onUnauthorized,
       onError: flash,
+      onRender: (shown, total) => cards.sessions(shown, total),
     },
   );
   const spawn = new SpawnDialog($('spawn-dialog'), {
@@ -113,8 +165,9 @@ function build() {
     attached: () => terminal.attached,
     size: () => ({ cols: terminal.term?.cols, rows: terminal.term?.rows }),
     unicodeVersion: () => terminal.term?.unicode.activeVersion,
+    ctrlArmed: () => keys.ctrl,
   };
-  return { fleet, terminal, permissions };
+  return { fleet, terminal, permissions, open };
 }
 
 /** Checks the stored token with one call, then starts following the fleet. */
@@ -123,7 +176,7 @@ async function start() {
     await call('GET', '/v1/daemon');
   } catch (e) {
     if (e instanceof ApiError && e.unauthorized) return onUnauthorized(e);
-    return showGate(`The daemon could not be reached: ${e.message}`);
+    return showGate(`The daemon could not be reached: ${e.message}`, { unreachable: e instanceof ApiError && e.code === 'unreachable' });
   }
   $('gate').hidden = true;
   $('app').hidden = false;
@@ -156,5 +209,27 @@ $('gate-form').addEventListener('submit', (e) => {
   start();
 });
 
+registerWorker((id) => parts?.open(id));
+// Back online (or the daemon back): try again with the token kept.
+window.addEventListener('online', () => {
+  if ($('gate').dataset.state !== 'unreachable') return;
+  if (hasToken()) start();
+  else showGate('');
+});
+
+/** With no token yet: whether the daemon answers at all (its health needs none). */
+async function probe() {
+  try {
+    await fetch('/v1/health', { cache: 'no-store', credentials: 'omit' });
+  } catch (e) {
+    if ($('gate').dataset.state === 'token' && !$('token').value) {
+      showGate(`The daemon could not be reached (${e.message})`, { unreachable: true });
+    }
+  }
+}
+
 if (hasToken()) start();
-else showGate('');
+else {
+  showGate('');
+  probe();
+}

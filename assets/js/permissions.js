@@ -8,7 +8,8 @@ import { call, ApiError } from './api.js';
 export class Permissions {
   /**
    * @param {HTMLElement} list where the prompts go
-   * @param {object} hooks `{nameOf(sessionId), onOpen(sessionId), onUnauthorized(error), onError(text)}`
+   * @param {object} hooks `{nameOf(sessionId), onOpen(sessionId), onUnauthorized(error), onError(text),
+   *   onChange(pending)}` (`onChange`: the pending requests, each time they change, for the cards)
    */
   constructor(list, hooks) {
     this.list = list;
@@ -89,5 +90,6 @@ export class Permissions {
     });
     this.list.replaceChildren(...items);
     this.list.hidden = items.length === 0;
+    this.hooks.onChange?.([...this.pending.values()]);
   }
 }

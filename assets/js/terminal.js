@@ -21,7 +21,8 @@ const encoder = new TextEncoder();
 export class TerminalView {
   /**
    * @param {object} ui `{pane, screen, title, banner, link, status, closeButton}` elements
-   * @param {object} hooks `{onUnauthorized(error), onClosed()}`
+   * @param {object} hooks `{onUnauthorized(error), onClosed(), onOpened(), transform(data)}`
+   *   (`transform`: what the keyboard typed, as the key bar's sticky Ctrl changes it)
    */
   constructor(ui, hooks) {
     this.ui = ui;
@@ -75,20 +76,27 @@ export class TerminalView {
     this.ui.screen.replaceChildren();
     term.open(this.ui.screen);
     this.refit();
-    term.onData((data) => this.send(encoder.encode(data)));
+    term.onData((data) => this.typed(this.hooks.transform ? this.hooks.transform(data) : data));
     term.onBinary((data) => this.send(Uint8Array.from(data, (c) => c.charCodeAt(0) & 0xff)));
-    term.onResize(({ cols, rows }) => {
-      if (this.ws?.readyState === WebSocket.OPEN) {
-        this.ws.send(JSON.stringify({ type: 'resize', cols, rows }));
-      }
-    });
+    term.onResize(({ cols, rows }) => this.post(JSON.stringify({ type: 'resize', cols, rows })));
     // The box changes with the window (and the fleet list beside it).
     this.observer = new ResizeObserver(() => this.refit());
     this.observer.observe(this.ui.screen);
     this.describe(session);
     this.setStatus(watch ? 'watching (read-only)' : '');
     term.focus();
+    this.hooks.onOpened?.();
     this.connect();
+  }
+
+  /** Keys for the session, typed or from the key bar. */
+  typed(data) {
+    this.send(encoder.encode(data));
+  }
+
+  /** Whether the session asked for application cursor keys (DECCKM), for the key bar. */
+  get applicationCursor() {
+    return this.term?.modes.applicationCursorKeysMode ?? false;
   }
 
   refit() {
@@ -131,8 +139,12 @@ export class TerminalView {
       }
       return;
     }
-    if (this.ws?.readyState !== WebSocket.OPEN) return;
-    this.ws.send(bytes);
+    this.post(bytes);
+  }
+
+  /** Sends on the socket if it is open; a closing one drops it (a browser would only log). */
+  post(data) {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(data);
   }
 
   /** Whether the terminal is attached now (its socket open and the `attached` frame in). */
@@ -209,13 +221,13 @@ export class TerminalView {
         this.everAttached = true;
         this.attempt = 0;
         this.showBanner(false);
-        for (const bytes of this.pending.splice(0)) this.ws?.send(bytes);
+        for (const bytes of this.pending.splice(0)) this.post(bytes);
         this.pendingBytes = 0;
         // The size may have changed while away.
         this.refit();
         const { cols, rows } = this.term;
         if (cols !== frame.cols || rows !== frame.rows) {
-          this.ws?.send(JSON.stringify({ type: 'resize', cols, rows }));
+          this.post(JSON.stringify({ type: 'resize', cols, rows }));
         }
         break;
       }

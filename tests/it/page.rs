@@ -102,6 +102,64 @@ async fn the_page_and_its_files_are_served_without_a_token_with_strict_headers()
     d.stop().await;
 }
 
+#[actix_rt::test]
+async fn the_manifest_worker_and_icons_are_served_without_a_token_under_the_same_policy() {
+    let d = TestDaemon::start().await;
+    let wanted = [
+        "content-type",
+        "content-security-policy",
+        "x-content-type-options",
+        "service-worker-allowed",
+        "cache-control",
+    ];
+    let (_, page, _) = fetch(&d, "/", &wanted).await;
+    let page_csp = page[1].clone().expect("the page's CSP");
+    for directive in ["worker-src 'self'", "manifest-src 'self'"] {
+        assert!(page_csp.contains(directive), "{directive} not in {page_csp}");
+    }
+    let (_, _, html) = fetch(&d, "/", &[]).await;
+    assert!(
+        html.contains(r#"<link rel="manifest" href="/assets/manifest.webmanifest">"#),
+        "{html}"
+    );
+    for (path, content_type, needle) in [
+        (
+            "/assets/manifest.webmanifest",
+            "application/manifest+json",
+            "\"start_url\": \"/\"",
+        ),
+        ("/assets/sw.js", "text/javascript", "const SHELL = ["),
+        ("/assets/icons/icon.svg", "image/svg+xml", "<svg"),
+        ("/assets/icons/icon-192.png", "image/png", "PNG"),
+        ("/assets/icons/icon-512.png", "image/png", "PNG"),
+    ] {
+        let (status, headers, body) = fetch(&d, path, &wanted).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let header = |i: usize| headers[i].clone().unwrap_or_default();
+        assert!(header(0).starts_with(content_type), "{path}: {}", header(0));
+        assert_eq!(header(1), page_csp, "{path} is served under the page's policy");
+        assert_eq!(header(2), "nosniff", "{path}");
+        assert_eq!(header(4), "no-cache", "{path}");
+        assert!(body.contains(needle), "{path} lacks {needle}");
+        // Only the worker may answer for the whole origin (it keeps the page at `/`).
+        let allowed = if path == "/assets/sw.js" { "/" } else { "" };
+        assert_eq!(header(3), allowed, "{path}: Service-Worker-Allowed");
+    }
+    // The manifest names its icons, and each is served.
+    let (_, _, manifest) = fetch(&d, "/assets/manifest.webmanifest", &[]).await;
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("the manifest is JSON");
+    assert_eq!(manifest["display"], "standalone");
+    let icons = manifest["icons"].as_array().expect("icons");
+    assert!(icons.iter().any(|i| i["sizes"] == "512x512"), "{icons:?}");
+    for icon in icons {
+        let src = icon["src"].as_str().expect("an icon's src");
+        let (status, headers, _) = fetch(&d, src, &["content-type"]).await;
+        assert_eq!(status, 200, "{src}");
+        assert_eq!(headers[0].as_deref(), icon["type"].as_str(), "{src}");
+    }
+    d.stop().await;
+}
+
 /// Runs `tests/page/<script>` in node against `d`, with the screenshot folder and `env`;
 /// its output appears as it runs (the child inherits stdout and stderr). Panics unless it
 /// passes.
@@ -154,6 +212,47 @@ async fn the_page_works_in_headless_chromium() {
             ("ATC_BIN", env!("CARGO_BIN_EXE_atc")),
             ("ATC_REPO", &repo_path),
         ],
+    )
+    .await;
+    d.stop().await;
+}
+
+/// A daemon whose `claude` is a plain shell (for hook reports) and which also has `bash`, with
+/// no rc files and no prompt, for the key bar's history and completion.
+async fn phone_daemon() -> (TestDaemon, tempfile::TempDir) {
+    let mut config = atc_testkit::agent_shells::agent_shells_config();
+    let mut bash = atc::config::AgentConfig {
+        bin: "/bin/bash".into(),
+        args: vec!["--norc".into(), "--noprofile".into(), "-i".into()],
+        ..Default::default()
+    };
+    bash.env.insert("PS1".into(), String::new());
+    config.agents.insert("bash".into(), bash);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    (TestDaemon::start_on(tmp.path(), config).await, tmp)
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_works_on_a_phone_in_chromium() {
+    let (d, _tmp) = phone_daemon().await;
+    run_page_script(
+        &d,
+        "phone.test.mjs",
+        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc"))],
+    )
+    .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_installs_works_offline_and_notifies_through_its_worker_in_chromium() {
+    let (d, _tmp) = atc_testkit::agent_shells_daemon().await;
+    run_page_script(
+        &d,
+        "pwa.test.mjs",
+        &[("ATC_BIN", env!("CARGO_BIN_EXE_atc"))],
     )
     .await;
     d.stop().await;

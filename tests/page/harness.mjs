@@ -1,7 +1,8 @@
 // What both page scripts share: the environment tests/it/page.rs sets, Debian's Chromium with
 // the flags that keep it off the network, checks that print as they pass, the API from the
-// test's side, and a page that records CSP violations, page errors, desktop notifications
-// and every URL it uses. `run` fails the script if any of those went wrong.
+// test's side, and a page that records CSP violations, page errors, notifications (the page's
+// own and those shown through its service worker) and every URL it uses. `run` fails the
+// script if any of those went wrong.
 
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
@@ -67,16 +68,28 @@ export async function signIn(page, token) {
   await page.click('#gate-form button[type=submit]');
 }
 
+/** A phone: 390×844 CSS pixels, touch, and a mobile viewport. */
+export const PHONE = { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 };
+
+/** Whether the page is wider than its window (something overflows sideways). */
+export async function overflow(page) {
+  return page.evaluate(() => {
+    const { scrollWidth, clientWidth } = document.documentElement;
+    return scrollWidth > clientWidth ? `${scrollWidth} > ${clientWidth}` : '';
+  });
+}
+
 /**
- * Runs `body({page, context, urls})` on a fresh page of the daemon, then checks that no CSP
- * violation, page error or unexpected console error happened and that the token was in no URL
- * and no other origin was reached. Exits the process: 0 if all passed.
+ * Runs `body({page, context, urls})` on a fresh page of the daemon (in a context made with
+ * `options`, a desktop window by default), then checks that no CSP violation, page error or
+ * unexpected console error happened and that the token was in no URL and no other origin was
+ * reached. Exits the process: 0 if all passed.
  */
-export async function run(body) {
+export async function run(body, options = { viewport: { width: 1400, height: 800 } }) {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
   let failed = false;
   try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 800 } });
+    const context = await browser.newContext(options);
     const page = await context.newPage();
     page.setDefaultTimeout(WITHIN);
     const problems = [];
@@ -85,7 +98,14 @@ export async function run(body) {
     // Expected errors: the wrong token's 401, and the sockets and tickets a test cuts off.
     // 409: forgetting a session whose workspace holds work is refused before the page asks
     // again (page.test.mjs); the browser logs that answer as a failed load.
-    const expected = [/status of 401/, /status of 409/, /ERR_CONNECTION_REFUSED/, /WebSocket connection/];
+    // ERR_INTERNET_DISCONNECTED: a test that takes the browser offline (pwa.test.mjs).
+    const expected = [
+      /status of 401/,
+      /status of 409/,
+      /ERR_CONNECTION_REFUSED/,
+      /ERR_INTERNET_DISCONNECTED/,
+      /WebSocket connection/,
+    ];
     page.on('console', (m) => {
       if (m.type() === 'error' && !expected.some((re) => re.test(m.text()))) problems.push(`console: ${m.text()}`);
     });
@@ -107,6 +127,14 @@ export async function run(body) {
       Recorded.requestPermission = (...args) => Real.requestPermission(...args);
       Object.defineProperty(Recorded, 'permission', { get: () => Real.permission });
       window.Notification = Recorded;
+      // Absent outside a secure context.
+      if (window.ServiceWorkerRegistration) {
+        const show = ServiceWorkerRegistration.prototype.showNotification;
+        ServiceWorkerRegistration.prototype.showNotification = function recorded(title, options) {
+          window.__notes.push(title);
+          return show.call(this, title, options);
+        };
+      }
     });
     await context.grantPermissions(['notifications'], { origin: ATC_URL });
 
