@@ -85,9 +85,11 @@ export class Cards {
       el('span', { className: 'memory', textContent: memory(s) }),
       ...(link ? [el('span', { className: 'link', textContent: link })] : []),
     );
+    const asks = this.permissions.filter((p) => p.session === s.id);
     parts.msg.textContent = s.lastMsg || '';
-    parts.msg.hidden = !s.lastMsg;
-    parts.asks.replaceChildren(...this.permissions.filter((p) => p.session === s.id).map((p) => this.ask(p)));
+    // A request says it already: once is enough on a phone.
+    parts.msg.hidden = !s.lastMsg || asks.some((p) => p.message === s.lastMsg);
+    parts.asks.replaceChildren(...asks.map((p) => this.ask(p)));
     // A reply is for a live session that waits for its user.
     parts.reply.hidden = !(s.state === 'needs_you' && s.alive);
     return card;

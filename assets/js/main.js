@@ -170,13 +170,28 @@ function build() {
   return { fleet, terminal, permissions, open };
 }
 
+/** While the daemon cannot be reached and a token is kept: the next try. */
+let retryTimer = null;
+const RETRY_MS = 5000;
+
 /** Checks the stored token with one call, then starts following the fleet. */
 async function start() {
+  clearTimeout(retryTimer);
   try {
     await call('GET', '/v1/daemon');
   } catch (e) {
     if (e instanceof ApiError && e.unauthorized) return onUnauthorized(e);
-    return showGate(`The daemon could not be reached: ${e.message}`, { unreachable: e instanceof ApiError && e.code === 'unreachable' });
+    const unreachable = e instanceof ApiError && e.code === 'unreachable';
+    if (!unreachable) return showGate(`The daemon could not be reached: ${e.message}`);
+    // Offline, or the daemon down: the page came from the service worker's copy. Try again
+    // now and then with the kept token; a token typed meanwhile is not wiped by the retries.
+    retryTimer = setTimeout(start, RETRY_MS);
+    const message = `The daemon could not be reached (${e.message}). Trying again every few seconds.`;
+    if ($('gate').dataset.state === 'unreachable' && !$('gate').hidden) {
+      $('gate-error').textContent = message;
+      return undefined;
+    }
+    return showGate(message, { unreachable: true });
   }
   $('gate').hidden = true;
   $('app').hidden = false;
@@ -204,6 +219,7 @@ function setupNotifications() {
 $('gate-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const token = $('token').value.trim();
+  clearTimeout(retryTimer);
   if (!token) return showGate('Enter the token from <state dir>/token.');
   setToken(token);
   start();

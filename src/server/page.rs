@@ -193,7 +193,9 @@ mod tests {
         // Every script, stylesheet, icon and the manifest: the page must load offline whole.
         for asset in ASSETS {
             let needed = asset.content_type != TEXT && asset.path != SERVICE_WORKER;
-            let kept = shell.iter().any(|p| p == &format!("{PAGE_ASSETS}{}", asset.path));
+            let kept = shell
+                .iter()
+                .any(|p| p == &format!("{PAGE_ASSETS}{}", asset.path));
             assert_eq!(needed, kept, "{} kept: {kept}", asset.path);
         }
     }

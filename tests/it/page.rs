@@ -115,7 +115,10 @@ async fn the_manifest_worker_and_icons_are_served_without_a_token_under_the_same
     let (_, page, _) = fetch(&d, "/", &wanted).await;
     let page_csp = page[1].clone().expect("the page's CSP");
     for directive in ["worker-src 'self'", "manifest-src 'self'"] {
-        assert!(page_csp.contains(directive), "{directive} not in {page_csp}");
+        assert!(
+            page_csp.contains(directive),
+            "{directive} not in {page_csp}"
+        );
     }
     let (_, _, html) = fetch(&d, "/", &[]).await;
     assert!(
@@ -137,7 +140,11 @@ async fn the_manifest_worker_and_icons_are_served_without_a_token_under_the_same
         assert_eq!(status, 200, "{path}: {body}");
         let header = |i: usize| headers[i].clone().unwrap_or_default();
         assert!(header(0).starts_with(content_type), "{path}: {}", header(0));
-        assert_eq!(header(1), page_csp, "{path} is served under the page's policy");
+        assert_eq!(
+            header(1),
+            page_csp,
+            "{path} is served under the page's policy"
+        );
         assert_eq!(header(2), "nosniff", "{path}");
         assert_eq!(header(4), "no-cache", "{path}");
         assert!(body.contains(needle), "{path} lacks {needle}");
@@ -147,7 +154,8 @@ async fn the_manifest_worker_and_icons_are_served_without_a_token_under_the_same
     }
     // The manifest names its icons, and each is served.
     let (_, _, manifest) = fetch(&d, "/assets/manifest.webmanifest", &[]).await;
-    let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("the manifest is JSON");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&manifest).expect("the manifest is JSON");
     assert_eq!(manifest["display"], "standalone");
     let icons = manifest["icons"].as_array().expect("icons");
     assert!(icons.iter().any(|i| i["sizes"] == "512x512"), "{icons:?}");

@@ -6,7 +6,8 @@
 // is cards (name, agent, state, branch, memory) with needs-you first; a respondable permission
 // is allowed from its card; a session that needs you gets a reply from its card, which reaches
 // it as a line; a tap opens the terminal full-screen, and its key bar types Enter, an arrow
-// (bash's history), Tab (bash's completion), Esc and Ctrl-C (sticky, then the keyboard's c);
+// (bash's history, and SS3 in application cursor mode), Tab (bash's completion), Esc and
+// Ctrl-C (sticky, then the keyboard's c);
 // Back, and the phone's own back, return to the list.
 
 import { ATC_TOKEN, PHONE, api, check, overflow, run, shot, signIn, until } from './harness.mjs';
@@ -23,6 +24,25 @@ const countLines = (text, line) => text.split('\n').filter((l) => l.trimEnd() ==
 await run(async ({ page }) => {
   await page.goto(process.env.ATC_URL);
   check((await overflow(page)) === '', `the gate fits the phone (${await overflow(page)})`);
+  // What each key sends (keys.js's pure part), in the page's own browser.
+  const sent = await page.evaluate(async () => {
+    const { sequence, withCtrl } = await import('/assets/js/keys.js');
+    return {
+      plain: ['esc', 'tab', 'enter', 'up', 'down', 'right', 'left'].map((k) => sequence(k)),
+      application: sequence('up', { application: true }),
+      ctrlArrow: sequence('left', { ctrl: true, application: true }),
+      ctrl: ['c', 'C', 'd', '[', '?', ' ', '@', '1', 'ab', 'é'].map(withCtrl),
+      unknown: sequence('f13'),
+    };
+  });
+  const expectSent = {
+    plain: ['\x1b', '\t', '\r', '\x1b[A', '\x1b[B', '\x1b[C', '\x1b[D'],
+    application: '\x1bOA',
+    ctrlArrow: '\x1b[1;5D',
+    ctrl: ['\x03', '\x03', '\x04', '\x1b', '\x7f', '\x00', '\x00', '1', 'ab', 'é'],
+    unknown: '',
+  };
+  check(JSON.stringify(sent) === JSON.stringify(expectSent), `the key bar's bytes: ${JSON.stringify(sent)}`);
   await signIn(page, ATC_TOKEN);
   await page.waitForSelector('#app:not([hidden])');
 
@@ -51,6 +71,8 @@ await run(async ({ page }) => {
   const fontSize = await page.$eval(`${hookCard} input[name=reply]`, (e) => parseFloat(getComputedStyle(e).fontSize));
   check(fontSize >= 16, `the reply box's text is ${fontSize}px (iOS zooms below 16)`);
   await page.keyboard.type('echo replied-$((40+2))');
+  check((await overflow(page)) === '', `the list fits the phone (${await overflow(page)})`);
+  await shot(page, 'phone-fleet');
   await page.tap(`${hookCard} form.reply button[type=submit]`);
   await until('the reply to run in the session', async () => {
     const screen = await api('GET', `/v1/sessions/${hooked.id}/screen`);
@@ -59,7 +81,14 @@ await run(async ({ page }) => {
   check(await page.evaluate(() => window.atc.attachedId() === null), 'replied from the card, without opening the terminal');
   check((await page.inputValue(`${hookCard} input[name=reply]`)) === '', 'the reply box is cleared once sent');
 
-  check((await overflow(page)) === '', `the list fits the phone (${await overflow(page)})`);
+  // The spawn dialog fits too.
+  await page.tap('#spawn');
+  await page.waitForSelector('#spawn-dialog[open]');
+  const dialog = await page.$eval('#spawn-dialog', (e) => e.getBoundingClientRect().toJSON());
+  check(dialog.left >= 0 && dialog.right <= 390, `the spawn dialog fits the phone (${dialog.left}..${dialog.right})`);
+  check((await overflow(page)) === '', `and nothing overflows with it open (${await overflow(page)})`);
+  await page.tap('#spawn-dialog button[data-action=cancel]');
+  await page.waitForSelector('#spawn-dialog[open]', { state: 'detached' });
 
   // A tap opens the terminal full-screen with the key bar.
   await page.tap(`${bashCard} .name`);
@@ -104,14 +133,16 @@ await run(async ({ page }) => {
   await key('enter');
   await until('the shell back from sleep', async () => countLines(await text(), 'after-2') === 1);
   check(true, 'Ctrl then c interrupted sleep 300');
-  // Esc: `cat -v` shows what arrives.
-  await page.keyboard.type('cat -v');
+  // Esc, and an arrow once the program asks for application cursor keys (DECCKM, as a TUI
+  // does): `cat -v` shows what arrives.
+  await page.keyboard.type("printf '\\033[?1h'; cat -v");
   await key('enter');
   await key('esc');
   await page.keyboard.type('x');
+  await key('up');
   await key('enter');
-  await until('cat -v to show the escape', async () => (await text()).split('\n').some((l) => l.trimEnd() === '^[x'));
-  check(true, 'Esc arrived as ESC (cat -v shows ^[x)');
+  await until('cat -v to show the keys', async () => (await text()).split('\n').some((l) => l.trimEnd() === '^[x^[OA'));
+  check(true, 'Esc arrived as ESC, and ↑ as SS3 A in application mode (cat -v shows ^[x^[OA)');
   await key('ctrl');
   await page.keyboard.type('d');
   check((await overflow(page)) === '', `the terminal fits the phone (${await overflow(page)})`);
@@ -156,7 +187,7 @@ await run(async ({ page }) => {
   check((await page.textContent(`${bashCard} .ask`)).includes('Run make?'), 'the permission request is on its card');
   check(await page.isHidden('#permissions'), 'and not in a strip over the cards');
   check((await overflow(page)) === '', `the list with a request fits the phone (${await overflow(page)})`);
-  await shot(page, 'phone-fleet');
+  await shot(page, 'phone-permission');
   await page.tap(`${bashCard} button[data-decision=allow]`);
   await page.waitForSelector(`${bashCard} .ask[data-request="p-phone"]`, { state: 'detached' });
   check(decided?.decision === 'allow', `Allow on the card sent {decision: allow} (${JSON.stringify(decided)})`);
