@@ -81,17 +81,22 @@ async function networkFirst(request) {
   }
 }
 
-// A tap on a needs-you notification: bring a page forward and have it open the session.
+// A tap on a needs-you notification: bring the page used last forward, and have the pages open
+// the session (those signed in do; the worker cannot tell which are). No page open: open one.
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
   const session = event.notification.data?.session;
   event.waitUntil(
     (async () => {
+      // Most recently focused first.
       const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
-      const page = windows.find((w) => new URL(w.url).origin === self.location.origin);
-      if (!page) return self.clients.openWindow('/');
-      await page.focus();
-      page.postMessage({ type: 'open', session });
+      if (windows.length === 0) return self.clients.openWindow('/');
+      for (const w of windows) w.postMessage({ type: 'open', session });
+      try {
+        await windows[0].focus();
+      } catch {
+        // Focusing needs the tap's user activation, which a browser may not grant.
+      }
       return undefined;
     })(),
   );

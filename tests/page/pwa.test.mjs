@@ -5,7 +5,7 @@
 // Cases: the desktop layout (the table, no cards, no key bar) overflows nothing sideways, with
 // and without a terminal open; the manifest is linked and the service worker registers for the
 // whole origin; a session that starts needing you shows a notification through the worker
-// while another tab is in front; the worker keeps only the page's own files (no API answer, no
+// while another tab is in front, and a tap on it opens the session; the worker keeps only the page's own files (no API answer, no
 // token); offline, the page still loads from it and says the daemon is unreachable, and back
 // online it carries on.
 
@@ -65,6 +65,15 @@ await run(
       shown.title === 'desk-hook needs you' && shown.session === hooked.id && shown.body === 'Allow rm?',
       `the worker shows it while another tab is in front: ${JSON.stringify(shown)}`,
     );
+    // A tap on it (played in the worker, as the browser would dispatch it) opens the session
+    // in the page that follows the fleet.
+    const [worker] = context.serviceWorkers();
+    await worker.evaluate(async () => {
+      const [n] = await self.registration.getNotifications();
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n }));
+    });
+    await page.waitForFunction((id) => window.atc.attachedId() === id, hooked.id);
+    check(true, 'a tap on the notification opened the session in the page');
     await other.close();
 
     // What the worker keeps: the page's own files, with no token and no API answer.
@@ -87,7 +96,6 @@ await run(
 
     // Offline: the page loads from the worker and says the daemon is unreachable.
     await context.setOffline(true);
-    const [worker] = context.serviceWorkers();
     const reach = await worker.evaluate(() => fetch('/assets/page.css', { cache: 'no-store' }).then(() => 'reached', () => 'unreachable'));
     check(reach === 'unreachable', `offline, the worker itself cannot reach the daemon (${reach})`);
     await page.reload();
