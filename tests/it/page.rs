@@ -3,10 +3,13 @@
 //! `/usr/bin/chromium`) checks the page against it. Its output is relayed; its exit status
 //! decides; a second script checks a remote session's link state on the impd simulator, a
 //! third types a prompt into a real Claude Code (`atc_testkit::claude_world`) and sees its reply,
-//! and a fourth shows what sessions use (memory against a limit, an end at the memory limit).
+//! a fourth shows what sessions use (memory against a limit, an end at the memory limit), a
+//! fifth drives the page on a phone (390×844, touch: cards, the key bar, answers from a card)
+//! and a sixth the installed app at 1280×800 (service worker, offline, notifications).
 //! Screenshots go to the folder it prints. Needs Chromium and `npm ci` in
 //! `tests/page`, so it is ignored by default; `.ci/run` installs both and runs it.
-//! What the page's files and headers are is checked without a browser here too.
+//! What the page's files and headers are (the manifest and the worker's too) is checked
+//! without a browser here too.
 
 use std::path::Path;
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //
 // Cases: the desktop layout (the table, no cards, no key bar) overflows nothing sideways, with
 // and without a terminal open; the manifest is linked and the service worker registers for the
-// whole origin; a session that starts needing you shows a notification through the worker
+// whole origin, and Chromium finds the page installable; a session that starts needing you shows a notification through the worker
 // while another tab is in front, and a tap on it opens the session; the worker keeps only the page's own files (no API answer, no
 // token); offline, the page still loads from it and says the daemon is unreachable, and back
 // online it carries on.
@@ -27,6 +27,15 @@ await run(
       return { scope: r.scope, script: r.active?.scriptURL };
     });
     check(scope === `${new URL(ATC_URL).origin}/` && script.endsWith('/assets/sw.js'), `the worker registered for ${scope}`);
+    // What Chromium itself says of the manifest, and whether it would install the page.
+    const cdp = await context.newCDPSession(page);
+    const { errors } = await cdp.send('Page.getAppManifest');
+    check(errors.length === 0, `Chromium reads the manifest without error (${JSON.stringify(errors)})`);
+    // `in-incognito` is the test's browser context (Playwright's are), not the page.
+    const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+    const blocking = installabilityErrors.filter((e) => e.errorId !== 'in-incognito');
+    check(blocking.length === 0, `Chromium would install the page (${JSON.stringify(installabilityErrors)})`);
+    await cdp.detach();
 
     await signIn(page, ATC_TOKEN);
     await page.waitForSelector('#app:not([hidden])');
