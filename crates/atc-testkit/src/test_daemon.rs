@@ -111,6 +111,8 @@ impl TestDaemon {
             listen: None,
             listener: Some(listener),
             allow_remote: false,
+            insecure_plaintext: false,
+            tls: None,
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
             atc_program: Some(atc_program),
