@@ -93,6 +93,8 @@ mod sub_sessions;
 mod systemd;
 /// Execution targets: the refusal chain, a session's binding to its target across restarts.
 mod targets;
+/// HTTPS served by the daemon itself: the API, the page and both sockets over TLS.
+mod tls;
 /// Which tokens the daemon accepts, and rotation by SIGHUP on a child daemon.
 mod token_rotation;
 /// Watch-only attach: sees everything, types and sizes nothing.
