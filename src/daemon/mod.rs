@@ -570,6 +570,13 @@ impl Daemon {
             listen: addr.to_string(),
             url: format!("{}://{addr}", exposure.scheme()),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            // Absolute, so a client started in another directory finds it.
+            tls_cert: opts.tls.as_ref().map(|t| {
+                std::path::absolute(&t.cert)
+                    .unwrap_or_else(|_| t.cert.clone())
+                    .display()
+                    .to_string()
+            }),
         })?;
         tracing::info!(%addr, state_dir = %dir.path().display(),
             token_file = %dir.token_path().display(), "atc daemon listening");

@@ -17,7 +17,7 @@ use atc_testkit::{
 };
 
 /// `atc --state-dir DIR args...` with pipes for stdout and stderr; its output once it exits.
-async fn atc(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+pub(crate) async fn atc(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_atc"));
     cmd.arg("--state-dir")
         .arg(dir)

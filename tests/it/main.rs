@@ -30,6 +30,8 @@ mod broker_require;
 mod broker_signin;
 /// The `atc` client commands as a person runs them, under a PTY or with pipes.
 mod cli;
+/// `atc send` and `atc wait` as a script runs them: typing into a session, waiting for a state.
+mod cli_script;
 /// Property tests of the daemon's decoders (the fuzz targets' properties, on stable).
 mod decoders;
 /// The atc inside an imp: installed by link or copy at readying.

@@ -191,3 +191,46 @@ async fn a_key_that_is_not_the_certificates_or_a_missing_file_stops_the_start() 
         "a refused start must not advertise itself"
     );
 }
+
+#[actix_rt::test]
+async fn the_cli_pins_the_certificate_daemon_json_names() {
+    let cert = TestCert::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start_tls(tmp.path(), test_config(), &cert).await;
+    let info = std::fs::read_to_string(tmp.path().join("daemon.json")).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(
+        info["tlsCert"],
+        cert.cert_path.display().to_string(),
+        "{info}"
+    );
+    let id = id_of(&d.spawn("sh").await);
+    let out = super::cli::atc(tmp.path(), &["send", &id, "echo", "cli-$((20+1))"], &[]).await;
+    assert!(out.status.success(), "{out:?}");
+    d.wait_screen(&id, "cli-21").await;
+    let out = super::cli::atc(tmp.path(), &["ls"], &[]).await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id[..8]));
+    // The events socket over wss, from the CLI.
+    d.submit(&id, "exit 0").await;
+    let out = super::cli::atc(
+        tmp.path(),
+        &["wait", &id, "--for", "exited", "--timeout", "10"],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // A certificate other than the one served: the CLI refuses the daemon.
+    let other = TestCert::new();
+    let mut forged = info.clone();
+    forged["tlsCert"] = other.cert_path.display().to_string().into();
+    std::fs::write(tmp.path().join("daemon.json"), forged.to_string()).unwrap();
+    let out = super::cli::atc(tmp.path(), &["ls"], &[]).await;
+    assert!(
+        !out.status.success(),
+        "a daemon with another certificate was trusted"
+    );
+    std::fs::write(tmp.path().join("daemon.json"), info.to_string()).unwrap();
+    d.stop().await;
+}
