@@ -18,8 +18,10 @@ pub struct SendArgs {
     pub keys: bool,
     /// Session id (or the short id from `atc ls`) or name.
     pub session: String,
-    /// The line to submit (several words are joined with spaces), or with --keys the keys.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
+    /// The line to submit (several words are joined with spaces; after the first, words
+    /// that start with `-` are text too; `--` before a first one that does), or with --keys
+    /// the keys.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true)]
     pub text: Vec<String>,
 }
 

@@ -371,7 +371,19 @@ async fn completion_covers_the_whole_command_tree() {
         assert!(out.status.success(), "{shell}: {out:?}");
         let script = String::from_utf8_lossy(&out.stdout);
         for word in [
-            "daemon", "bench", "attach", "restore", "logs", "open", "--watch", "top",
+            "daemon",
+            "bench",
+            "attach",
+            "restore",
+            "logs",
+            "open",
+            "--watch",
+            "top",
+            "send",
+            "wait",
+            "--keys",
+            "--tls-cert",
+            "--insecure-plaintext",
         ] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }
