@@ -266,7 +266,13 @@ impl Daemon {
         let exposure = exposure::Exposure {
             allow_remote: opts.allow_remote,
             insecure_plaintext: opts.insecure_plaintext,
-            tls: opts.tls.as_ref().map(tls::load).transpose()?,
+            // `--tls-cert`/`--tls-key` win over config's pair, as `--listen` over `listen`.
+            tls: opts
+                .tls
+                .as_ref()
+                .or(config.tls.as_ref())
+                .map(tls::load)
+                .transpose()?,
         };
         exposure.log_start();
         let (listener, addr) = exposure::bind_main(
@@ -571,7 +577,7 @@ impl Daemon {
             url: format!("{}://{addr}", exposure.scheme()),
             version: env!("CARGO_PKG_VERSION").to_string(),
             // Absolute, so a client started in another directory finds it.
-            tls_cert: opts.tls.as_ref().map(|t| {
+            tls_cert: opts.tls.as_ref().or(config.tls.as_ref()).map(|t| {
                 std::path::absolute(&t.cert)
                     .unwrap_or_else(|_| t.cert.clone())
                     .display()

@@ -5,7 +5,7 @@
 //! message about the key file, which may quote a line of it: key material reaches no log.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
@@ -15,14 +15,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 /// keeps a path such as `/dev/zero` from filling memory.
 const MAX_PEM_BYTES: u64 = 1024 * 1024;
 
-/// Where the certificate chain and its private key are.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// PEM certificate chain, the server's own certificate first.
-    pub cert: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the first certificate.
-    pub key: PathBuf,
-}
+/// Where the certificate chain and its private key are (config's shape; flags make one too).
+pub use crate::config::listeners::TlsFiles;
 
 /// Why the TLS files cannot be served with.
 #[derive(Debug, thiserror::Error)]

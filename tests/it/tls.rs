@@ -234,3 +234,96 @@ async fn the_cli_pins_the_certificate_daemon_json_names() {
     std::fs::write(tmp.path().join("daemon.json"), info.to_string()).unwrap();
     d.stop().await;
 }
+
+#[actix_rt::test]
+async fn config_tls_cert_and_key_serve_https_as_the_flags_do() {
+    let cert = TestCert::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = options(tmp.path());
+    opts.config.tls = Some(cert.files());
+    let handle = Daemon::start(opts).await.expect("starts with config's TLS");
+    let client = atc_testkit::tls::client_trusting(&cert.client_config(), Duration::from_secs(5));
+    let health = client
+        .get(format!("https://{}/v1/health", handle.addr))
+        .send()
+        .await
+        .expect("health over https");
+    assert_eq!(health.status().as_u16(), 200);
+    handle.stop().await;
+}
+
+/// `atc daemon ARGS` on a fresh state dir with an empty config file: its exit status and log,
+/// for starts that must fail (nothing here is left running: the deadline kills it).
+async fn daemon_refusal(args: &[&str]) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config.json");
+    std::fs::write(&config, "{}").unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_atc"))
+        .arg("daemon")
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .arg("--config")
+        .arg(&config)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(atc_testkit::WITHIN, run)
+        .await
+        .unwrap_or_else(|_| panic!("atc daemon {args:?} kept running"))
+        .expect("atc runs");
+    assert!(!tmp.path().join("state/daemon.json").exists());
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[actix_rt::test]
+async fn the_daemon_binary_refuses_clear_text_remote_listens_and_bad_tls_files_with_a_message() {
+    // Bound on every interface if it ever started; it must not.
+    let (code, log) = daemon_refusal(&["--listen", "0.0.0.0:0", "--allow-remote"]).await;
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("in plain HTTP"), "{log}");
+    assert!(log.contains("--insecure-plaintext"), "{log}");
+    let (code, log) = daemon_refusal(&["--listen", "0.0.0.0:0"]).await;
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("--allow-remote"), "{log}");
+
+    let (code, log) = daemon_refusal(&["--tls-cert", "/nonexistent/cert.pem"]).await;
+    assert_eq!(code, Some(2), "clap: one without the other: {log}");
+    assert!(log.contains("--tls-key"), "{log}");
+    let (code, log) = daemon_refusal(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        "/nonexistent/cert.pem",
+        "--tls-key",
+        "/nonexistent/key.pem",
+    ])
+    .await;
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("could not read the TLS certificate /nonexistent/cert.pem"),
+        "{log}"
+    );
+}
+
+#[actix_rt::test]
+async fn insecure_plaintext_is_warned_about_at_every_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    for run in 0..2 {
+        let log = tmp.path().join(format!("daemon-{run}.log"));
+        let mut cmd = atc_testkit::ChildDaemon::command(&state, &serde_json::json!({}), &log);
+        cmd.arg("--insecure-plaintext");
+        let daemon = atc_testkit::ChildDaemon::spawn(cmd, &state, &log).await;
+        let text = daemon.log();
+        assert!(
+            text.contains("WARN") && text.contains("--insecure-plaintext"),
+            "start {run}: {text}"
+        );
+        daemon.stop().await;
+    }
+}
