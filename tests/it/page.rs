@@ -171,6 +171,9 @@ async fn the_page_works_in_headless_chromium_over_https() {
     let repo = atc_testkit::git_repo::TestRepo::with_files(2);
     let repo_path = repo.path().display().to_string();
     let ca = cert.ca_path.display().to_string();
+    // Beside the HTTP run's screenshots, not over them.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots-https");
+    let shots = shots.display().to_string();
     run_page_script(
         &d,
         "page.test.mjs",
@@ -178,6 +181,7 @@ async fn the_page_works_in_headless_chromium_over_https() {
             ("ATC_BIN", env!("CARGO_BIN_EXE_atc")),
             ("ATC_REPO", &repo_path),
             ("NODE_EXTRA_CA_CERTS", &ca),
+            ("ATC_SHOTS", &shots),
         ],
     )
     .await;
