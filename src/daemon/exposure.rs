@@ -70,7 +70,9 @@ impl Exposure {
     /// Logs what this start serves: `--insecure-plaintext` warns at every start, whatever the
     /// address (a flag left in a unit file should keep being seen).
     pub fn log_start(&self) {
-        if self.insecure_plaintext {
+        if self.insecure_plaintext && self.tls.is_some() {
+            tracing::warn!("--insecure-plaintext given with TLS on: it changes nothing, every listener serves HTTPS");
+        } else if self.insecure_plaintext {
             tracing::warn!("--insecure-plaintext: a non-loopback listener serves plain HTTP, so the bearer token and every keystroke cross the network in clear text; serve TLS (--tls-cert/--tls-key) or reach the daemon through an SSH tunnel or a TLS reverse proxy instead");
         }
         if self.tls.is_some() {
