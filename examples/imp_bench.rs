@@ -412,6 +412,8 @@ impl BenchDaemon {
             listen: None,
             listener: Some(listener),
             allow_remote: false,
+            insecure_plaintext: false,
+            tls: None,
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
             atc_program: None,

@@ -7,6 +7,7 @@
 pub mod attach;
 pub mod forget;
 pub mod hook_report;
+pub mod key_names;
 pub mod kill;
 pub mod link_status;
 pub mod logs;
@@ -17,6 +18,7 @@ pub mod principals;
 pub mod restore;
 pub mod revive;
 pub mod screen;
+pub mod send;
 pub mod session_tree;
 pub mod spawn;
 pub mod suspend;
@@ -24,6 +26,7 @@ pub mod table;
 pub mod terminal;
 pub mod top;
 pub mod usage_format;
+pub mod wait;
 pub mod workspaces;
 
 use std::path::PathBuf;
@@ -47,6 +50,12 @@ pub enum ClientCommand {
     Attach(attach::AttachArgs),
     /// Print a session's visible screen as text.
     Screen(screen::ScreenArgs),
+    /// Submit a line to a session as its agent takes one (`--keys`: type named keys instead,
+    /// as tmux send-keys names them: Enter, C-c, Escape, Up...).
+    Send(send::SendArgs),
+    /// Wait until a session is done, needs you, or exited: exit 0 when it is, 1 if it ends
+    /// otherwise, 2 after `--timeout` seconds.
+    Wait(wait::WaitArgs),
     /// End a session's process (SIGHUP, then SIGKILL after a grace period).
     Kill(kill::KillArgs),
     /// Start a fresh process that resumes an exited session in place.
@@ -80,6 +89,8 @@ pub async fn run(cmd: ClientCommand, state_dir: Option<PathBuf>) -> anyhow::Resu
         ClientCommand::Spawn(args) => spawn::run(&client, args).await,
         ClientCommand::Attach(args) => attach::run(&client, args).await,
         ClientCommand::Screen(args) => screen::run(&client, args).await,
+        ClientCommand::Send(args) => send::run(&client, args).await,
+        ClientCommand::Wait(args) => wait::run(&client, args).await,
         ClientCommand::Kill(args) => kill::run(&client, args).await,
         ClientCommand::Revive(args) => revive::run(&client, args).await,
         ClientCommand::Suspend(args) => suspend::run(&client, args).await,

@@ -8,6 +8,7 @@
 
 pub mod agent_auth;
 pub mod agent_kind;
+pub mod listeners;
 pub mod principals;
 pub mod raw;
 pub mod session_limits;
@@ -311,6 +312,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Where the metrics-only listener listens, if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// The files to serve HTTPS with (`tlsCert`, `tlsKey`), if any.
+    pub tls: Option<listeners::TlsFiles>,
     /// Extra allowed WebSocket origins (exact match, e.g. `https://example.com`).
     pub allowed_origins: Vec<String>,
     /// Configured agents, by id.
@@ -341,6 +344,7 @@ impl Default for Config {
                 .parse()
                 .expect("DEFAULT_LISTEN is a valid socket address"),
             metrics_listen: None,
+            tls: None,
             allowed_origins: Vec::new(),
             agents: BTreeMap::new(),
             limits: Limits::default(),
@@ -420,28 +424,15 @@ impl Config {
 
     fn from_raw(raw: raw::RawConfig) -> Config {
         let mut config = Config::default();
-        if let Some(listen) = raw.listen {
-            match listen.parse::<SocketAddr>() {
-                Ok(addr) => config.listen = addr,
-                Err(_) => config.problems.push(ConfigProblem {
-                    scope: "listen".into(),
-                    problem: "config_malformed",
-                    detail: "listen must be host:port with an IP address".into(),
-                    path: None,
-                }),
-            }
-        }
-        if let Some(listen) = raw.metrics_listen {
-            match listen.parse::<SocketAddr>() {
-                Ok(addr) => config.metrics_listen = Some(addr),
-                Err(_) => config.problems.push(ConfigProblem {
-                    scope: "metricsListen".into(),
-                    problem: "config_malformed",
-                    detail: "metricsListen must be host:port with an IP address".into(),
-                    path: None,
-                }),
-            }
-        }
+        listeners::apply(
+            listeners::RawListeners {
+                listen: raw.listen,
+                metrics_listen: raw.metrics_listen,
+                tls_cert: raw.tls_cert,
+                tls_key: raw.tls_key,
+            },
+            &mut config,
+        );
         config.allowed_origins = raw.allowed_origins;
         config.targets = targets::TargetsConfig {
             entries: raw.targets,

@@ -13,6 +13,10 @@ pub struct RawConfig {
     pub listen: Option<String>,
     /// `host:port` of the metrics-only listener (`GET /metrics`, no token); absent: none.
     pub metrics_listen: Option<String>,
+    /// PEM certificate chain to serve HTTPS with (with `tlsKey`); absolute path.
+    pub tls_cert: Option<String>,
+    /// PEM private key of `tlsCert`; absolute path.
+    pub tls_key: Option<String>,
     /// Origins allowed to open WebSockets besides same-host ones.
     pub allowed_origins: Vec<String>,
     /// Extra agents, by id. Each entry is read into a [`RawAgent`] on its own, so a bad one is

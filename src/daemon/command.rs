@@ -23,9 +23,21 @@ pub struct DaemonArgs {
     /// Log format: text for terminals, json for journald and log shippers.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Allow a non-loopback --listen (or --metrics-listen) address.
+    /// Allow a non-loopback --listen (or --metrics-listen) address. It also needs TLS
+    /// (--tls-cert/--tls-key) or --insecure-plaintext.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key). Every listener,
+    /// the page and both WebSockets then speak TLS.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve a non-loopback address in plain HTTP: the token crosses the network in clear
+    /// text. Only for a network that is private by itself; warned about at every start.
+    #[arg(long)]
+    pub insecure_plaintext: bool,
     /// Also serve GET /metrics, without a token, on this address (e.g. 127.0.0.1:9464;
     /// default: config `metricsListen`, else no such listener).
     #[arg(long)]
@@ -102,6 +114,12 @@ pub fn run(args: DaemonArgs, state_dir: Option<PathBuf>) -> ExitCode {
         listen: args.listen,
         listener,
         allow_remote: args.allow_remote,
+        insecure_plaintext: args.insecure_plaintext,
+        tls: match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::daemon::tls::TlsFiles { cert, key }),
+            // clap's `requires` makes each flag need the other.
+            _ => None,
+        },
         workers: args.workers,
         runtime_dir: None,
         atc_program: None,

@@ -8,6 +8,7 @@
 
 pub mod cgroups;
 pub mod command;
+pub mod exposure;
 pub mod fd_table;
 pub mod json_log;
 pub mod principal_files;
@@ -15,6 +16,7 @@ pub mod session_cap;
 pub mod state_dir;
 pub mod survivors;
 pub mod systemd;
+pub mod tls;
 pub mod token_file;
 
 use std::net::{SocketAddr, TcpListener};
@@ -54,8 +56,12 @@ pub struct DaemonOptions {
     pub listen: Option<SocketAddr>,
     /// A listener already bound (tests bind port 0); wins over `listen`.
     pub listener: Option<TcpListener>,
-    /// Permit a non-loopback listen address.
+    /// Permit a non-loopback listen address (with TLS or `insecure_plaintext`).
     pub allow_remote: bool,
+    /// Permit a non-loopback listen address in plain HTTP (logged at every start).
+    pub insecure_plaintext: bool,
+    /// Serve HTTPS with this certificate and key.
+    pub tls: Option<tls::TlsFiles>,
     /// HTTP worker threads.
     pub workers: usize,
     /// Where the reporter socket goes; `None`: see [`reporter_socket_path`].
@@ -76,7 +82,8 @@ pub struct DaemonOptions {
 /// Where the metrics-only listener is.
 #[derive(Debug)]
 pub enum MetricsListen {
-    /// Bind this address (a non-loopback one needs `allow_remote`, as the main one does).
+    /// Bind this address (a non-loopback one is held to the main one's rule, see
+    /// [`exposure`]).
     Addr(SocketAddr),
     /// A listener already bound (tests bind port 0).
     Bound(TcpListener),
@@ -102,6 +109,12 @@ pub enum StartError {
     /// A non-loopback address without `--allow-remote`.
     #[error("refusing to listen on non-loopback address {0}: the daemon types into shells; pass --allow-remote if you really mean it")]
     RemoteRefused(SocketAddr),
+    /// A non-loopback address with `--allow-remote` but without TLS or `--insecure-plaintext`.
+    #[error("refusing to listen on non-loopback address {0} in plain HTTP: the bearer token would cross the network in clear text; serve HTTPS with --tls-cert and --tls-key, or pass --insecure-plaintext if the network itself is private (see README, \"Reaching the daemon from a phone\")")]
+    PlaintextRefused(SocketAddr),
+    /// The TLS certificate or key cannot be served with.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
     /// The OS gave no randomness for the reporter socket's keys.
     #[error("could not draw the reporter socket's secret: {0}")]
     Random(std::io::Error),
@@ -250,31 +263,27 @@ impl Daemon {
                 path = ?p.path, "config problem; running on defaults for this part");
         }
 
-        let listener = match opts.listener {
-            Some(l) => l,
-            None => {
-                let addr = opts.listen.unwrap_or(config.listen);
-                if !addr.ip().is_loopback() && !opts.allow_remote {
-                    return Err(StartError::RemoteRefused(addr));
-                }
-                TcpListener::bind(addr).map_err(|source| StartError::Bind { addr, source })?
-            }
+        let exposure = exposure::Exposure {
+            allow_remote: opts.allow_remote,
+            insecure_plaintext: opts.insecure_plaintext,
+            // `--tls-cert`/`--tls-key` win over config's pair, as `--listen` over `listen`.
+            tls: opts
+                .tls
+                .as_ref()
+                .or(config.tls.as_ref())
+                .map(tls::load)
+                .transpose()?,
         };
-        let addr = listener.local_addr().map_err(|source| StartError::Bind {
-            addr: opts.listen.unwrap_or(config.listen),
-            source,
-        })?;
-        // A listener handed over by systemd is held to the rule of `--listen`.
-        if !addr.ip().is_loopback() && !opts.allow_remote {
-            return Err(StartError::RemoteRefused(addr));
-        }
-        if !addr.ip().is_loopback() {
-            tracing::warn!(%addr, "listening on a non-loopback address: anyone who can reach it and holds the token can type into your sessions");
-        }
-        let metrics_listener = bind_metrics(
+        exposure.log_start();
+        let (listener, addr) = exposure::bind_main(
+            &exposure,
+            opts.listener,
+            opts.listen.unwrap_or(config.listen),
+        )?;
+        let metrics_listener = exposure::bind_metrics(
+            &exposure,
             opts.metrics_listen
                 .or(config.metrics_listen.map(MetricsListen::Addr)),
-            opts.allow_remote,
         )?;
 
         let catalog =
@@ -518,8 +527,13 @@ impl Daemon {
                 ..state.clone()
             }
         };
-        let server = server::serve(listener, make_state, opts.workers.max(1))
-            .map_err(|source| StartError::Bind { addr, source })?;
+        let server = server::serve(
+            listener,
+            make_state,
+            opts.workers.max(1),
+            exposure.tls.clone(),
+        )
+        .map_err(|source| StartError::Bind { addr, source })?;
         let server_handle = server.handle();
         actix_rt::spawn(server);
         let (manager, sessions_arbiter) = ready_rx.await.map_err(|_| StartError::Bind {
@@ -540,11 +554,15 @@ impl Daemon {
                     targets: scrape_targets,
                     cgroups: session_cgroups.clone(),
                 };
-                let server = crate::server::metrics_http::serve_metrics_only(listener, scraper)
-                    .map_err(|source| StartError::Bind {
-                        addr: metrics_addr,
-                        source,
-                    })?;
+                let server = crate::server::metrics_http::serve_metrics_only(
+                    listener,
+                    scraper,
+                    exposure.tls.clone(),
+                )
+                .map_err(|source| StartError::Bind {
+                    addr: metrics_addr,
+                    source,
+                })?;
                 let handle = server.handle();
                 actix_rt::spawn(server);
                 tracing::info!(addr = %metrics_addr, "metrics listening (no token)");
@@ -556,8 +574,15 @@ impl Daemon {
         dir.write_info(&DaemonInfo {
             pid: std::process::id(),
             listen: addr.to_string(),
-            url: format!("http://{addr}"),
+            url: format!("{}://{addr}", exposure.scheme()),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            // Absolute, so a client started in another directory finds it.
+            tls_cert: opts.tls.as_ref().or(config.tls.as_ref()).map(|t| {
+                std::path::absolute(&t.cert)
+                    .unwrap_or_else(|_| t.cert.clone())
+                    .display()
+                    .to_string()
+            }),
         })?;
         tracing::info!(%addr, state_dir = %dir.path().display(),
             token_file = %dir.token_path().display(), "atc daemon listening");
@@ -583,32 +608,6 @@ impl Daemon {
             session_cgroups,
         })
     }
-}
-
-/// Binds the metrics-only listener, if one is asked for, refusing a non-loopback address
-/// without `allow_remote` like the main listener.
-fn bind_metrics(
-    asked: Option<MetricsListen>,
-    allow_remote: bool,
-) -> Result<Option<(TcpListener, SocketAddr)>, StartError> {
-    let listener = match asked {
-        None => return Ok(None),
-        Some(MetricsListen::Bound(l)) => l,
-        Some(MetricsListen::Addr(addr)) => {
-            if !addr.ip().is_loopback() && !allow_remote {
-                return Err(StartError::RemoteRefused(addr));
-            }
-            TcpListener::bind(addr).map_err(|source| StartError::Bind { addr, source })?
-        }
-    };
-    let addr = listener.local_addr().map_err(|source| StartError::Bind {
-        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-        source,
-    })?;
-    if !addr.ip().is_loopback() {
-        tracing::warn!(%addr, "metrics listening on a non-loopback address without a token: anyone who can reach it sees session counts and traffic figures");
-    }
-    Ok(Some((listener, addr)))
 }
 
 /// The signals the daemon answers: SIGTERM and SIGINT stop it, SIGHUP re-reads the token

@@ -382,6 +382,7 @@ mod tests {
                 listen: "127.0.0.1:1".into(),
                 url: "http://127.0.0.1:1".into(),
                 version: "x".into(),
+                tls_cert: None,
             })
             .unwrap();
         match StateDir::take(dir.path(), Duration::from_millis(100)) {

@@ -98,7 +98,11 @@ async fn metrics_only(scraper: web::Data<Scraper>) -> Result<HttpResponse, Error
 }
 
 /// Starts the metrics-only server on `listener` (one worker: a scrape is a few reads).
-pub fn serve_metrics_only(listener: TcpListener, scraper: Scraper) -> std::io::Result<Server> {
+pub fn serve_metrics_only(
+    listener: TcpListener,
+    scraper: Scraper,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> std::io::Result<Server> {
     let server = HttpServer::new(move || {
         App::new()
             // As on the main listener: no answer here is for a browser to sniff.
@@ -112,8 +116,13 @@ pub fn serve_metrics_only(listener: TcpListener, scraper: Scraper) -> std::io::R
     })
     .workers(1)
     .disable_signals()
-    .shutdown_timeout(2)
-    .listen(listener)?
+    .shutdown_timeout(2);
+    // With the daemon's TLS, this listener serves HTTPS too (actix-web's rustls acceptor:
+    // this one is a plain HttpServer, unlike the main listener's guarded pipeline).
+    let server = match tls {
+        Some(config) => server.listen_rustls_0_23(listener, (*config).clone())?,
+        None => server.listen(listener)?,
+    }
     .run();
     Ok(server)
 }

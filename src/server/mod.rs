@@ -22,6 +22,7 @@ mod spawn_limits;
 mod spawn_route;
 pub mod tickets;
 pub mod tokens;
+pub mod transport;
 mod workspace_routes;
 mod ws_header;
 mod ws_transport;
@@ -172,11 +173,13 @@ pub async fn find(
 /// that each connection's stream is wrapped in a [`head_guard::HeadGuard`], so malformed and
 /// late heads get our error body instead of the dispatcher's empty answer (or none), and that
 /// each connection is counted in one [`conn_registry::ConnRegistry`] shared by the workers,
-/// as tokenless until a request on it shows the token.
+/// as tokenless until a request on it shows the token. With `tls`, each connection's TLS
+/// handshake comes first (see [`transport::accept`]), under the guard's own head deadline.
 pub fn serve(
     listener: TcpListener,
     make_state: impl Fn() -> AppState + Send + Clone + 'static,
     workers: usize,
+    tls: Option<Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<Server> {
     use actix_service::{fn_service, map_config, ServiceFactoryExt};
     let addr = listener.local_addr()?;
@@ -214,12 +217,10 @@ pub fn serve(
                 .client_request_timeout(std::time::Duration::ZERO)
                 .client_disconnect_timeout(std::time::Duration::from_secs(1))
                 .local_addr(addr)
-                .on_connect_ext(
-                    |io: &head_guard::HeadGuard<actix_rt::net::TcpStream>, data| {
-                        data.insert(io.socket().clone());
-                        data.insert(io.mark());
-                    },
-                );
+                .on_connect_ext(|io: &head_guard::HeadGuard<transport::Transport>, data| {
+                    data.insert(io.socket().clone());
+                    data.insert(io.mark());
+                });
             // The guard judges heads with a codec built from the dispatcher's own settings.
             let config = actix_http::ServiceConfig::new(
                 actix_http::KeepAlive::Timeout(atc_protocol::HTTP_KEEP_ALIVE),
@@ -230,13 +231,26 @@ pub fn serve(
             );
             // The host only feeds URL generation, which no route uses.
             let app = map_config(app(state), |_| actix_web::dev::AppConfig::default());
+            let tls = tls.clone();
             fn_service(move |io: actix_rt::net::TcpStream| {
                 let peer = io.peer_addr().ok();
                 let socket = conn_socket::ConnSocket::new();
+                // Admitted before the handshake: a connection still shaking hands counts
+                // among the tokenless ones, as one that has sent nothing does.
                 let registration = registry.admit(peer.map(|p| p.ip()), socket.clone());
-                let guarded =
-                    head_guard::HeadGuard::new(io, config.clone(), deadlines, socket, registration);
-                std::future::ready(Ok((guarded, actix_http::Protocol::Http1, peer)))
+                let (config, tls) = (config.clone(), tls.clone());
+                async move {
+                    let io = transport::accept(io, tls.as_ref(), deadlines.head)
+                        .await
+                        .map_err(|e| {
+                            // A scanner or a client refusing the certificate: not ours to shout.
+                            tracing::debug!(peer = ?peer, error = %e, "TLS handshake failed");
+                            actix_http::error::DispatchError::Io(e)
+                        })?;
+                    let guarded =
+                        head_guard::HeadGuard::new(io, config, deadlines, socket, registration);
+                    Ok((guarded, actix_http::Protocol::Http1, peer))
+                }
             })
             .and_then(http.finish(app))
         })?

@@ -469,33 +469,47 @@ async fn agents_lists_which_programs_are_installed() {
 }
 
 #[actix_rt::test]
-async fn a_non_loopback_listen_address_needs_allow_remote() {
+async fn a_non_loopback_listen_address_needs_allow_remote_and_tls_or_plaintext() {
     use atc::daemon::{Daemon, DaemonOptions, StartError};
     let tmp = tempfile::tempdir().unwrap();
-    let options = |allow_remote| DaemonOptions {
+    let options = |allow_remote, insecure_plaintext| DaemonOptions {
         state_dir: tmp.path().to_path_buf(),
         config: test_config(),
         listen: Some("0.0.0.0:0".parse().unwrap()),
         listener: None,
         allow_remote,
+        insecure_plaintext,
+        tls: None,
         workers: 1,
         runtime_dir: Some(tmp.path().to_path_buf()),
         atc_program: None,
         codex_home: None,
         metrics_listen: None,
     };
-    match Daemon::start(options(false)).await {
-        Err(StartError::RemoteRefused(addr)) => assert!(addr.ip().is_unspecified()),
-        Err(e) => panic!("expected RemoteRefused, got {e}"),
-        Ok(_) => panic!("a non-loopback address started without --allow-remote"),
+    for plaintext in [false, true] {
+        match Daemon::start(options(false, plaintext)).await {
+            Err(StartError::RemoteRefused(addr)) => assert!(addr.ip().is_unspecified()),
+            Err(e) => panic!("expected RemoteRefused, got {e}"),
+            Ok(_) => panic!("a non-loopback address started without --allow-remote"),
+        }
+    }
+    // --allow-remote alone no longer serves the token in clear text.
+    match Daemon::start(options(true, false)).await {
+        Err(e @ StartError::PlaintextRefused(_)) => {
+            let text = e.to_string();
+            assert!(text.contains("--tls-cert"), "{text}");
+            assert!(text.contains("--insecure-plaintext"), "{text}");
+        }
+        Err(e) => panic!("expected PlaintextRefused, got {e}"),
+        Ok(_) => panic!("a non-loopback address started in plain HTTP without the flag"),
     }
     assert!(
         !tmp.path().join("daemon.json").exists(),
         "a refused start must not advertise itself"
     );
-    let handle = Daemon::start(options(true))
+    let handle = Daemon::start(options(true, true))
         .await
-        .expect("with --allow-remote it starts");
+        .expect("with --allow-remote and --insecure-plaintext it starts");
     assert!(handle.addr.ip().is_unspecified());
     handle.stop().await;
 }

@@ -17,7 +17,7 @@ use atc_testkit::{
 };
 
 /// `atc --state-dir DIR args...` with pipes for stdout and stderr; its output once it exits.
-async fn atc(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+pub(crate) async fn atc(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_atc"));
     cmd.arg("--state-dir")
         .arg(dir)
@@ -371,7 +371,19 @@ async fn completion_covers_the_whole_command_tree() {
         assert!(out.status.success(), "{shell}: {out:?}");
         let script = String::from_utf8_lossy(&out.stdout);
         for word in [
-            "daemon", "bench", "attach", "restore", "logs", "open", "--watch", "top",
+            "daemon",
+            "bench",
+            "attach",
+            "restore",
+            "logs",
+            "open",
+            "--watch",
+            "top",
+            "send",
+            "wait",
+            "--keys",
+            "--tls-cert",
+            "--insecure-plaintext",
         ] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }

@@ -30,6 +30,8 @@ mod broker_require;
 mod broker_signin;
 /// The `atc` client commands as a person runs them, under a PTY or with pipes.
 mod cli;
+/// `atc send` and `atc wait` as a script runs them: typing into a session, waiting for a state.
+mod cli_script;
 /// Property tests of the daemon's decoders (the fuzz targets' properties, on stable).
 mod decoders;
 /// The atc inside an imp: installed by link or copy at readying.
@@ -93,6 +95,8 @@ mod sub_sessions;
 mod systemd;
 /// Execution targets: the refusal chain, a session's binding to its target across restarts.
 mod targets;
+/// HTTPS served by the daemon itself: the API, the page and both sockets over TLS.
+mod tls;
 /// Which tokens the daemon accepts, and rotation by SIGHUP on a child daemon.
 mod token_rotation;
 /// Watch-only attach: sees everything, types and sizes nothing.

@@ -517,6 +517,9 @@ fn options(dir: &std::path::Path, metrics: MetricsListen, allow_remote: bool) ->
         listen: None,
         listener: Some(TcpListener::bind("127.0.0.1:0").expect("bind")),
         allow_remote,
+        // The metrics listener is held to the main one's rule: remote needs TLS or this.
+        insecure_plaintext: allow_remote,
+        tls: None,
         workers: 1,
         runtime_dir: Some(dir.to_path_buf()),
         atc_program: None,
@@ -576,6 +579,13 @@ async fn a_non_loopback_metrics_address_needs_allow_remote() {
         Err(StartError::RemoteRefused(addr)) => assert!(addr.ip().is_unspecified()),
         Err(e) => panic!("expected RemoteRefused, got {e}"),
         Ok(_) => panic!("a non-loopback metrics address started without --allow-remote"),
+    }
+    let mut in_clear = options(tmp.path(), anywhere(), true);
+    in_clear.insecure_plaintext = false;
+    match Daemon::start(in_clear).await {
+        Err(StartError::PlaintextRefused(addr)) => assert!(addr.ip().is_unspecified()),
+        Err(e) => panic!("expected PlaintextRefused, got {e}"),
+        Ok(_) => panic!("a non-loopback metrics address started in plain HTTP without the flag"),
     }
     assert!(
         !tmp.path().join("daemon.json").exists(),

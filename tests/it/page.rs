@@ -271,6 +271,35 @@ async fn the_page_installs_works_offline_and_notifies_through_its_worker_in_chro
 
 #[actix_rt::test]
 #[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
+async fn the_page_works_in_headless_chromium_over_https() {
+    // The same script as over HTTP, against a daemon serving HTTPS with a CA made for the run:
+    // the page, its tickets and both sockets (wss://) through TLS.
+    let cert = atc_testkit::TestCert::new();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let d = TestDaemon::start_tls(tmp.path(), atc_testkit::agent_shells_config(), &cert).await;
+    assert!(d.url.starts_with("https://"), "{}", d.url);
+    let repo = atc_testkit::git_repo::TestRepo::with_files(2);
+    let repo_path = repo.path().display().to_string();
+    let ca = cert.ca_path.display().to_string();
+    // Beside the HTTP run's screenshots, not over them.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots-https");
+    let shots = shots.display().to_string();
+    run_page_script(
+        &d,
+        "page.test.mjs",
+        &[
+            ("ATC_BIN", env!("CARGO_BIN_EXE_atc")),
+            ("ATC_REPO", &repo_path),
+            ("NODE_EXTRA_CA_CERTS", &ca),
+            ("ATC_SHOTS", &shots),
+        ],
+    )
+    .await;
+    d.stop().await;
+}
+
+#[actix_rt::test]
+#[ignore = "needs /usr/bin/chromium and tests/page/node_modules; .ci/run installs both"]
 async fn the_page_shows_memory_and_an_end_at_the_memory_limit_in_chromium() {
     let d = TestDaemon::start().await;
     let running = atc_testkit::id_of(&d.spawn("cat").await);

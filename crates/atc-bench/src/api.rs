@@ -126,6 +126,7 @@ impl DaemonApi {
         let options = ClientOptions {
             request_timeout: REQUEST_TIMEOUT,
             connection_limit: None,
+            tls: None,
         };
         // Like the client's: no cap on connections, HTTP/1.1, and idle connections dropped
         // before the daemon's keep-alive drops them (else a request sent on one as the daemon

@@ -21,6 +21,9 @@ pub struct Discovered {
     pub base_url: String,
     /// Bearer token, trimmed of surrounding whitespace.
     pub token: String,
+    /// The certificate an HTTPS daemon serves (`tlsCert` in `daemon.json`), which the client
+    /// pins (see `pinned_tls`).
+    pub tls_cert: Option<PathBuf>,
 }
 
 /// The two fields of `daemon.json` (`atc_protocol::state_dir::DaemonFile`) that locate the
@@ -30,6 +33,8 @@ pub struct Discovered {
 struct Address {
     url: Option<String>,
     listen: Option<String>,
+    #[serde(rename = "tlsCert")]
+    tls_cert: Option<String>,
 }
 
 /// The state dir used when `--state-dir` is not given: `$XDG_STATE_HOME/atc`, else
@@ -71,6 +76,12 @@ pub fn read_state_dir(state_dir: &Path) -> Result<Discovered, ClientError> {
         path: daemon_path.clone(),
         problem,
     })?;
+    // Already read as JSON above; only an https daemon names a certificate.
+    let tls_cert = serde_json::from_str::<Address>(&daemon_text)
+        .ok()
+        .and_then(|a| a.tls_cert)
+        .filter(|c| !c.trim().is_empty())
+        .map(PathBuf::from);
 
     let token_path = state_dir.join(TOKEN_FILE);
     let token_text =
@@ -82,7 +93,11 @@ pub fn read_state_dir(state_dir: &Path) -> Result<Discovered, ClientError> {
         path: token_path,
         problem,
     })?;
-    Ok(Discovered { base_url, token })
+    Ok(Discovered {
+        base_url,
+        token,
+        tls_cert,
+    })
 }
 
 /// Extracts the base URL from the text of `daemon.json`: `url` when present, else
@@ -202,6 +217,7 @@ mod tests {
             Discovered {
                 base_url: "http://127.0.0.1:5555".into(),
                 token: "ab".repeat(32),
+                tls_cert: None,
             }
         );
         Ok(())

@@ -11,6 +11,7 @@
 pub mod discovery;
 pub mod error;
 pub mod frame_reader;
+pub mod pinned_tls;
 pub mod routes;
 pub mod session;
 
@@ -65,13 +66,15 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub use atc_protocol::ACT_AS_HEADER;
 
 /// How a [`DaemonClient`] bounds its requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Bound on one request/response exchange.
     pub request_timeout: Duration,
     /// Most connections open at once (`None`: no cap, for a caller that bounds its own
     /// concurrency and must not see a hidden client-side queue as daemon latency).
     pub connection_limit: Option<usize>,
+    /// For an HTTPS daemon: what its certificate must be (see [`pinned_tls`]).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ClientOptions {
@@ -80,6 +83,7 @@ impl Default for ClientOptions {
         ClientOptions {
             request_timeout: REQUEST_TIMEOUT,
             connection_limit: Some(100),
+            tls: None,
         }
     }
 }
@@ -109,7 +113,25 @@ impl DaemonClient {
 
     fn discover_in(state_dir: &Path) -> Result<DaemonClient, ClientError> {
         let found = discovery::read_state_dir(state_dir)?;
-        Ok(DaemonClient::new(found.base_url, found.token))
+        let tls =
+            match &found.tls_cert {
+                Some(path) => Some(pinned_tls::pinned_config(path).map_err(|problem| {
+                    ClientError::StateFile {
+                        path: path.clone(),
+                        problem: format!("the daemon's TLS certificate: {problem}"),
+                    }
+                })?),
+                None => None,
+            };
+        let options = ClientOptions {
+            tls,
+            ..ClientOptions::default()
+        };
+        Ok(DaemonClient::with_options(
+            found.base_url,
+            found.token,
+            options,
+        ))
     }
 
     /// A client for a daemon whose address and token are already known (tests, in-process
@@ -126,11 +148,16 @@ impl DaemonClient {
         let connector = awc::Connector::new()
             .limit(options.connection_limit.unwrap_or(0))
             .conn_keep_alive(POOLED_IDLE);
-        let http = awc::Client::builder()
-            .connector(connector)
-            .max_http_version(Version::HTTP_11)
-            .timeout(options.request_timeout)
-            .finish();
+        let builder = awc::Client::builder().timeout(options.request_timeout);
+        // awc's `max_http_version` rebuilds the connector's TLS configuration, which would drop
+        // the pinned one; that one offers HTTP/1.1 only already.
+        let http = match options.tls {
+            Some(tls) => builder.connector(connector.rustls_0_23(tls)).finish(),
+            None => builder
+                .connector(connector)
+                .max_http_version(Version::HTTP_11)
+                .finish(),
+        };
         DaemonClient {
             base_url: base_url.trim_end_matches('/').to_string(),
             token: token.trim().to_string(),

@@ -23,6 +23,10 @@ pub struct DaemonFile {
     pub url: String,
     /// Build version.
     pub version: String,
+    /// When the daemon serves HTTPS: the absolute path of its certificate chain (PEM), which
+    /// clients on this machine pin (it is public; the key's path is not written).
+    #[serde(default, rename = "tlsCert", skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<String>,
 }
 
 /// The default state dir with the environment passed in: a non-empty `XDG_STATE_HOME` gives

@@ -30,6 +30,7 @@ pub mod real_agents;
 pub mod remote;
 pub mod screen;
 pub mod test_daemon;
+pub mod tls;
 pub mod wait;
 pub mod ws;
 
@@ -43,5 +44,6 @@ pub use config::{test_agents, test_config, with_imp_target};
 pub use remote::{spawn_remote, suspend_when_idle, Remote};
 pub use screen::{rendered_rows, terminal_after};
 pub use test_daemon::{http_client, id_of, TestDaemon};
+pub use tls::TestCert;
 pub use wait::{poll, poll_every, poll_ok, wait_for, wait_until, POLL, WITHIN};
 pub use ws::{ws_at, Frame, Ws};

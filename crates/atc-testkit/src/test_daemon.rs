@@ -39,6 +39,8 @@ pub struct TestDaemon {
     /// Keeps the temp dir alive (None when the test owns the dir).
     _tmp: Option<tempfile::TempDir>,
     http: awc::Client,
+    /// Set when the daemon serves HTTPS: what its clients trust.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl TestDaemon {
@@ -90,6 +92,20 @@ impl TestDaemon {
             .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
     }
 
+    /// A daemon serving HTTPS with `cert` (`--tls-cert`/`--tls-key`); its `url` is
+    /// `https://`, and its calls and sockets go through clients that trust `cert`'s CA.
+    pub async fn start_tls(dir: &Path, config: Config, cert: &crate::tls::TestCert) -> TestDaemon {
+        TestDaemon::try_start_inner(
+            dir,
+            config,
+            ExtraProviders::default(),
+            atc_bin(),
+            Some(cert),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("daemon failed to start: {e}"))
+    }
+
     async fn try_start_with(
         dir: &Path,
         config: Config,
@@ -104,6 +120,16 @@ impl TestDaemon {
         extra: ExtraProviders,
         atc_program: PathBuf,
     ) -> Result<TestDaemon, atc::daemon::StartError> {
+        TestDaemon::try_start_inner(dir, config, extra, atc_program, None).await
+    }
+
+    async fn try_start_inner(
+        dir: &Path,
+        config: Config,
+        extra: ExtraProviders,
+        atc_program: PathBuf,
+        cert: Option<&crate::tls::TestCert>,
+    ) -> Result<TestDaemon, atc::daemon::StartError> {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let options = DaemonOptions {
             state_dir: dir.to_path_buf(),
@@ -111,6 +137,8 @@ impl TestDaemon {
             listen: None,
             listener: Some(listener),
             allow_remote: false,
+            insecure_plaintext: false,
+            tls: cert.map(crate::tls::TestCert::files),
             workers: 1,
             runtime_dir: Some(dir.to_path_buf()),
             atc_program: Some(atc_program),
@@ -119,13 +147,22 @@ impl TestDaemon {
             metrics_listen: None,
         };
         let handle = Daemon::start_with_providers(options, extra).await?;
+        let tls = cert.map(crate::tls::TestCert::client_config);
         Ok(TestDaemon {
-            url: format!("http://{}", handle.addr),
+            url: format!(
+                "{}://{}",
+                if tls.is_some() { "https" } else { "http" },
+                handle.addr
+            ),
             token: handle.token.clone(),
             state_dir: dir.to_path_buf(),
             handle: Some(handle),
             _tmp: None,
-            http: http_client(),
+            http: match &tls {
+                Some(tls) => crate::tls::client_trusting(tls, pool_idle()),
+                None => http_client(),
+            },
+            tls,
         })
     }
 
@@ -487,8 +524,18 @@ impl TestDaemon {
         path_and_query: &str,
         origin: Option<&str>,
     ) -> Result<Ws, (u16, String)> {
-        let url = format!("{}{}", self.url.replace("http://", "ws://"), path_and_query);
-        ws_at(&url, Some(&self.token), origin).await
+        let base = match self.url.strip_prefix("https://") {
+            Some(rest) => format!("wss://{rest}"),
+            None => self.url.replace("http://", "ws://"),
+        };
+        let url = format!("{base}{path_and_query}");
+        match &self.tls {
+            Some(tls) => {
+                let client = crate::tls::client_trusting(tls, pool_idle());
+                crate::ws::ws_through(&client, &url, Some(&self.token), origin, &[]).await
+            }
+            None => ws_at(&url, Some(&self.token), origin).await,
+        }
     }
 
     /// Attaches to a session and reads the `attached` frame and its prelude.
@@ -527,6 +574,7 @@ impl TestDaemon {
             state_dir: state_dir.to_path_buf(),
             _tmp: None,
             http: http_client(),
+            tls: None,
         }
     }
 }
@@ -536,9 +584,14 @@ impl TestDaemon {
 /// fails with "connector has been disconnected" (a CI run lost a test to this after a long
 /// transfer left the pool idle). Letting go first, like `atc-client`, closes that window.
 pub fn http_client() -> awc::Client {
-    let idle = atc_protocol::HTTP_KEEP_ALIVE - Duration::from_secs(1);
     awc::Client::builder()
-        .connector(awc::Connector::new().conn_keep_alive(idle))
+        .connector(awc::Connector::new().conn_keep_alive(pool_idle()))
         .timeout(Duration::from_secs(30))
         .finish()
+}
+
+/// How long a pooled connection may idle: less than the daemon's keep-alive (see
+/// [`http_client`]).
+fn pool_idle() -> Duration {
+    atc_protocol::HTTP_KEEP_ALIVE - Duration::from_secs(1)
 }

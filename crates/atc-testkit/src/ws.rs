@@ -192,12 +192,22 @@ pub async fn ws_at_with(
     origin: Option<&str>,
     headers: &[(&str, &str)],
 ) -> Result<Ws, (u16, String)> {
-    let mut req = awc::Client::builder()
+    let client = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .max_http_version(awc::http::Version::HTTP_11)
-        .finish()
-        .ws(url)
-        .max_frame_size(16 * 1024 * 1024);
+        .finish();
+    ws_through(&client, url, bearer, origin, headers).await
+}
+
+/// [`ws_at_with`] through a given client (one that trusts a test CA, for `wss://`).
+pub async fn ws_through(
+    client: &awc::Client,
+    url: &str,
+    bearer: Option<&str>,
+    origin: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Result<Ws, (u16, String)> {
+    let mut req = client.ws(url).max_frame_size(16 * 1024 * 1024);
     if let Some(t) = bearer {
         req = req.bearer_auth(t);
     }
