@@ -9,6 +9,7 @@
 pub mod agent_error;
 pub mod agent_session_id;
 pub mod claude_settings;
+pub mod codex_notify;
 pub mod guest_plan;
 pub mod hooks;
 pub mod kind;
