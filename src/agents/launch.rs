@@ -141,12 +141,7 @@ mod tests {
                     "abc",
                 ],
             ),
-            (
-                Some(AgentKind::Codex),
-                &[],
-                StartExtras::default(),
-                &[],
-            ),
+            (Some(AgentKind::Codex), &[], StartExtras::default(), &[]),
             (
                 Some(AgentKind::Grok),
                 &["--leader", "-x", "--no-leader"],

@@ -187,7 +187,10 @@ mod tests {
         assert!(argument_line("abc", None, None, r#"{"no":"type"}"#).is_none());
         assert!(argument_line("abc", None, None, r#"{"type":7}"#).is_none());
         assert!(argument_line("abc", None, None, "[1]").is_none());
-        let huge = format!(r#"{{"type":"x","pad":"{}"}}"#, "p".repeat(MAX_INPUT as usize));
+        let huge = format!(
+            r#"{{"type":"x","pad":"{}"}}"#,
+            "p".repeat(MAX_INPUT as usize)
+        );
         assert!(argument_line("abc", None, None, &huge).is_none());
     }
 }

@@ -9,7 +9,10 @@ use super::{agent_auth, raw, AgentConfig, ClassifyDetail, AUTH_BINDING_INVALID};
 /// defaults to the kind, and Claude-only keys stay on Claude agents. The error is the detail
 /// of an `agent_invalid` problem (or `auth_binding_invalid` for its `auth`); it names keys,
 /// never values.
-pub(super) fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static str, String)> {
+pub(super) fn checked_agent(
+    id: &str,
+    raw: raw::RawAgent,
+) -> Result<AgentConfig, (&'static str, String)> {
     let invalid = |detail: &str| ("agent_invalid", detail.to_string());
     if id.is_empty() {
         return Err(invalid("an agent needs a non-empty id"));
@@ -77,7 +80,6 @@ pub(super) fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig,
     })
 }
 
-
 /// Reads one `agents` entry. The error names the key at fault (an unknown one, or one of the
 /// wrong type) and what was expected, never the value.
 pub(super) fn raw_agent(entry: serde_json::Value) -> Result<raw::RawAgent, String> {
@@ -109,4 +111,3 @@ pub(super) fn raw_agent(entry: serde_json::Value) -> Result<raw::RawAgent, Strin
         None => format!("'{key}': {}", err.classify_detail()),
     })
 }
-

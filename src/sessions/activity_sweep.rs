@@ -142,7 +142,7 @@ fn read_all(sources: Vec<(SessionId, CpuSource)>) -> (Instant, Vec<(SessionId, O
         .into_iter()
         .map(|(id, source)| {
             let cpu = match source {
-                CpuSource::Cgroup(cgroups) => cgroups.group(id).usage().map(|u| u.cpu_seconds),
+                CpuSource::Cgroup(cgroups) => cgroups.group(id).cpu_seconds(),
                 CpuSource::Tree(pid) => table.as_ref().and_then(|t| t.tree_seconds(pid)),
                 CpuSource::Unmeasured => None,
             };

@@ -11,8 +11,8 @@
 use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::launch::{shaped_args, StartExtras};
 use crate::agents::AgentKind;
-use crate::config::attention::AttentionMode;
 use crate::agents::LaunchPlan;
+use crate::config::attention::AttentionMode;
 
 use super::session::{SessionDeps, SessionRecord};
 use crate::clock::now_ms;
@@ -61,8 +61,7 @@ pub fn prepare(
     // Codex's notify runs where Codex runs: wired only where an atc is known to be there, and
     // not for an agent whose attention follows nothing.
     let attends = agent.is_some_and(|a| a.attention != AttentionMode::None);
-    let wire_notify =
-        kind == Some(AgentKind::Codex) && attends && (!remote || guest_atc.is_some());
+    let wire_notify = kind == Some(AgentKind::Codex) && attends && (!remote || guest_atc.is_some());
     let atc = guest_atc.unwrap_or_else(|| deps.atc_program.clone());
     let notify = wire_notify.then_some(atc.as_path());
     let settings = (kind == Some(AgentKind::Claude))

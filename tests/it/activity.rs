@@ -52,7 +52,10 @@ async fn daemon(cgroups: bool) -> (TestDaemon, tempfile::TempDir) {
 }
 
 async fn spawn_shell(d: &TestDaemon, agent: &str) -> String {
-    let id = id_of(&d.spawn_with(json!({"agent": agent, "cwd": "/tmp", "cols": 80, "rows": 24})).await);
+    let id = id_of(
+        &d.spawn_with(json!({"agent": agent, "cwd": "/tmp", "cols": 80, "rows": 24}))
+            .await,
+    );
     d.wait_screen(&id, "$").await;
     id
 }
@@ -110,12 +113,18 @@ async fn a_shell_at_its_prompt_needs_you_and_runs_again_when_a_command_prints(cg
         "needs_you after {took:?}, before the {QUIET:?} threshold: {s}"
     );
     assert!(took <= QUIET + SWEEP + SLACK, "needs_you after {took:?}");
-    assert_eq!((s["unread"].clone(), s["stateSource"].clone()), (json!(true), json!("activity")));
+    assert_eq!(
+        (s["unread"].clone(), s["stateSource"].clone()),
+        (json!(true), json!("activity"))
+    );
     let since = idle_since(&s);
     let off = since
         .duration_since(prompt_wall)
         .unwrap_or_else(|e| e.duration());
-    assert!(off < Duration::from_secs(2), "idle since {since:?}, prompt at {prompt_wall:?}");
+    assert!(
+        off < Duration::from_secs(2),
+        "idle since {since:?}, prompt at {prompt_wall:?}"
+    );
     // Needing the user opens a request for them, as a hook's would.
     let (_, pending) = d.call("GET", "/v1/permissions", None).await;
     assert!(
@@ -126,7 +135,10 @@ async fn a_shell_at_its_prompt_needs_you_and_runs_again_when_a_command_prints(cg
     d.submit(&id, "echo activity-marker").await;
     let (s, took) = until_state(&d, &id, "running", Duration::from_secs(5)).await;
     assert_eq!(s["lastMsg"], "active: output", "{s}");
-    assert!(took < Duration::from_secs(2), "running again after {took:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "running again after {took:?}"
+    );
     d.wait_screen(&id, "\nactivity-marker\n").await;
     // And quiet again afterwards.
     until_state(&d, &id, "needs_you", QUIET + SWEEP + SLACK).await;
@@ -144,9 +156,7 @@ async fn the_same_with_cpu_read_from_the_sessions_cgroup_where_the_machine_has_c
 
 /// Busy for `secs` seconds without a byte of output, then prints `end`.
 fn silent_work(secs: u64, end: &str) -> String {
-    format!(
-        "t=$(( $(date +%s) + {secs} )); while [ $(date +%s) -lt $t ]; do :; done; echo {end}"
-    )
+    format!("t=$(( $(date +%s) + {secs} )); while [ $(date +%s) -lt $t ]; do :; done; echo {end}")
 }
 
 async fn silent_cpu_work_keeps_running(cgroups: bool) {
@@ -195,7 +205,10 @@ async fn a_spinner_that_only_animates_keeps_running_and_needs_you_once_it_stops(
 #[actix_rt::test]
 async fn the_shell_agent_and_a_hooked_agent_are_left_alone_while_an_activity_one_goes_quiet() {
     let (d, _tmp) = daemon(false).await;
-    let shell = id_of(&d.spawn_with(json!({"agent": "shell", "cwd": "/tmp", "cols": 80, "rows": 24})).await);
+    let shell = id_of(
+        &d.spawn_with(json!({"agent": "shell", "cwd": "/tmp", "cols": 80, "rows": 24}))
+            .await,
+    );
     let hooked = spawn_shell(&d, "hooked").await;
     let watched = spawn_shell(&d, "psh").await;
     // Long enough for the watched one to be found quiet: the others had as long.
@@ -209,7 +222,10 @@ async fn the_shell_agent_and_a_hooked_agent_are_left_alone_while_an_activity_one
     );
     let hooked_now = d.session(&hooked).await;
     assert_eq!(
-        (hooked_now["state"].clone(), hooked_now["stateSource"].clone()),
+        (
+            hooked_now["state"].clone(),
+            hooked_now["stateSource"].clone()
+        ),
         (json!("running"), json!("hooks")),
         "{hooked_now}"
     );

@@ -8,6 +8,8 @@
 
 /// Attention from output and CPU for agents without hooks (issue 38).
 mod activity;
+/// The measurements behind the activity rule's defaults (ignored; prints figures).
+mod activity_figures;
 /// Spawn admission under load: the queue of spawns in flight (`busy`), the memory floor.
 mod admission;
 /// The attach WebSocket: replay, resume, sizes, input, backpressure and exit.

@@ -242,9 +242,8 @@ async fn a_submitted_prompt_runs_a_codex_turn_and_its_stop_hook_makes_the_sessio
     // SessionStart named Codex's own session (a UUID), kept for a revive's resume.
     let agent_session = row["agentSessionId"].as_str().unwrap_or_default();
     assert_eq!(agent_session.len(), 36, "Codex's session id: {row}");
-    let rows = r
-        .d
-        .wait_trail(&id, "started, prompt-submitted, turn-done", |rows| {
+    let rows =
+        r.d.wait_trail(&id, "started, prompt-submitted, turn-done", |rows| {
             rows.iter().any(|r| r["event"] == "Stop")
         })
         .await;
@@ -276,8 +275,7 @@ async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_do
     // Codex left to start its app-server daemon: given a `-c` override, it keeps its app
     // server inside the session instead, so the notify program runs with the session's own
     // environment (a shared daemon would run it with the first session's).
-    let Some(r) = rig_with(vec![Reply::Text(reply.into())], AppServer::Daemon, false).await
-    else {
+    let Some(r) = rig_with(vec![Reply::Text(reply.into())], AppServer::Daemon, false).await else {
         return;
     };
     let id = r.spawn(json!({})).await;
@@ -295,9 +293,8 @@ async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_do
         (json!("turn done"), json!("hooks")),
         "{s}"
     );
-    let rows = r
-        .d
-        .wait_trail(&id, "the notify report", |rows| {
+    let rows =
+        r.d.wait_trail(&id, "the notify report", |rows| {
             rows.iter().any(|r| r["kind"] == "turn-done")
         })
         .await;
@@ -324,18 +321,21 @@ async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_do
     // Codex asks the model for the thread's title on a side request; its notify, when it
     // comes, is a heartbeat and changes nothing.
     let titled = r.fake.asked().iter().any(|a| {
-        !a.turn && a.body.to_string().contains("Generate a concise, single-line task title")
+        !a.turn
+            && a.body
+                .to_string()
+                .contains("Generate a concise, single-line task title")
     });
     eprintln!("title request seen: {titled}; trail: {notified:?}");
     if titled {
-        let rows = r
-            .d
-            .wait_trail(&id, "the title turn's notify", |rows| {
+        let rows =
+            r.d.wait_trail(&id, "the title turn's notify", |rows| {
                 rows.iter().any(|r| r["kind"] == "heartbeat")
             })
             .await;
-        assert!(rows.iter().any(|r| r["event"] == codex_notify::TURN_COMPLETE
-            && r["kind"] == "heartbeat"));
+        assert!(rows
+            .iter()
+            .any(|r| r["event"] == codex_notify::TURN_COMPLETE && r["kind"] == "heartbeat"));
         let row = r.d.fleet_row(&id).await;
         assert_eq!(row["result"], reply, "the title is not the result: {row}");
     }

@@ -265,16 +265,17 @@ mod tests {
         let t0 = Instant::now();
         let mut r = rule(t0);
         assert_eq!(r.sample(at(t0, 5), Some(1.0)), None);
-        assert_eq!(r.sample(at(t0, 15), Some(1.0)), None, "not quiet long enough");
+        assert_eq!(
+            r.sample(at(t0, 15), Some(1.0)),
+            None,
+            "not quiet long enough"
+        );
         assert_eq!(
             r.sample(at(t0, 20), Some(1.0)),
             Some(Change::Quiet { for_: QUIET })
         );
         assert_eq!(r.sample(at(t0, 25), Some(1.0)), None, "said once");
-        assert_eq!(
-            r.output(at(t0, 26)),
-            Some(Change::Active(Cause::Output))
-        );
+        assert_eq!(r.output(at(t0, 26)), Some(Change::Active(Cause::Output)));
         assert_eq!(r.output(at(t0, 27)), None, "already active");
         // Quiet counts again from the last output.
         assert_eq!(r.sample(at(t0, 45), Some(1.0)), None);
