@@ -7,7 +7,8 @@
 //! message. What each handler does lives in a part beside it, the plain ones unit-tested
 //! without an actor system: `record` (the row), `clients` and `client_delivery` (what
 //! each client is sent and when, the size they agree on), `attention` (attention and
-//! permissions), `activity` (the attention of agents without hooks, from output and CPU), `start` (spawn, restore and re-attach, revive, a process's end),
+//! permissions), `activity` (the attention of agents without hooks, from output and CPU),
+//! `start` (spawn, restore and re-attach, revive, a process's end),
 //! `input` (writes to the process, and the port an attached client types through),
 //! `host_ops` (kill, suspend, forget and its confirmation), `shared_host` (a host shared
 //! with a parent, whose sleeps and destroys follow its owner), `auth` (the host's broker
