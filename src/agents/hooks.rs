@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 use super::agent_session_id::AgentSessionId;
+use super::codex_notify;
 use super::report_check::{self, ReportRefused, DETAIL_MAX, MESSAGE_MAX, PROMPT_ID_MAX};
 
 /// A hook report, normalized (spec §3.4).
@@ -157,6 +158,14 @@ pub fn normalize(
             report_check::text(payload, &["last_assistant_message"])
                 .map(|r| report_check::text_block(r, DETAIL_MAX)),
         ),
+        // Codex's notify program at a turn's end; its own title-generation turn is not the
+        // user's.
+        (Some(AgentKind::Codex), codex_notify::TURN_COMPLETE) => {
+            match codex_notify::turn_complete(payload)? {
+                codex_notify::Notified::TurnDone { result } => (HookKind::TurnDone, None, result),
+                codex_notify::Notified::TitleTurn => (HookKind::Heartbeat, None, None),
+            }
+        }
         (Some(AgentKind::Codex), "PermissionRequest") => {
             let tool =
                 line(payload, &["tool_name", "tool"], TOOL_MAX).unwrap_or_else(|| "a tool".into());
@@ -515,6 +524,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(n.result.map(|r| r.len()), Some(DETAIL_MAX));
+    }
+
+    #[test]
+    fn codex_notify_ends_the_users_turn_but_not_its_title_turn() {
+        let turn = |first: &str| {
+            normalize(
+                Some(AgentKind::Codex),
+                codex_notify::TURN_COMPLETE,
+                &json!({"type": "agent-turn-complete", "input-messages": [first],
+                        "last-assistant-message": "reply"}),
+                &mut HookMemory::default(),
+            )
+            .unwrap()
+        };
+        let done = turn("do it");
+        assert_eq!(
+            (done.kind, done.result.as_deref()),
+            (HookKind::TurnDone, Some("reply"))
+        );
+        let title = turn("Generate a concise, single-line task title for: do it");
+        assert_eq!((title.kind, title.result), (HookKind::Heartbeat, None));
+        let mut memory = HookMemory::default();
+        assert_eq!(
+            normalize(
+                Some(AgentKind::Codex),
+                codex_notify::TURN_COMPLETE,
+                &json!({"type": "agent-turn-complete", "input-messages": 3}),
+                &mut memory,
+            ),
+            Err(ReportRefused::Notify)
+        );
+        assert_eq!(memory.last(), None);
+        // Another agent's report of that name is nothing to it.
+        assert_eq!(
+            kind("claude", codex_notify::TURN_COMPLETE, json!({})),
+            HookKind::Heartbeat
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! * Claude: `--settings <file>` (atc's hooks and statusline), and `--resume=<id>` when the
 //!   agent's own session is being resumed.
-//! * Codex: the `resume -- <id>` subcommand when resuming; its hooks are installed by the user.
+//! * Codex: `-c notify=["<atc>","hook-report"]` (its notify program reports each turn's end,
+//!   [`super::codex_notify`]), and the `resume -- <id>` subcommand when resuming; its hooks
+//!   are installed by the user.
 //! * Grok: any configured `--leader` / `--no-leader` replaced by `--no-leader` (a session hosted
 //!   by atc must not take the leader role), and `--resume=<id>` when resuming.
 //! * Anything else runs its args unchanged.
@@ -26,6 +28,8 @@ pub struct StartExtras<'a> {
     pub settings: Option<&'a Path>,
     /// The agent's own session id to resume.
     pub resume: Option<&'a AgentSessionId>,
+    /// Codex: the `atc` its notify program runs (`None`: no atc where it runs).
+    pub notify: Option<&'a Path>,
 }
 
 /// `args` shaped for one start of an agent of `kind`.
@@ -53,6 +57,12 @@ pub fn shaped_args(
             }
         }
         Some(AgentKind::Codex) => {
+            // A global option: before the subcommand, and after the configured args so it
+            // replaces a `notify` they set.
+            if let Some(atc) = extras.notify {
+                out.push("-c".into());
+                out.push(super::codex_notify::config_override(atc));
+            }
             if let Some(id) = extras.resume {
                 out.extend(["resume".into(), "--".into(), id.to_string()]);
             }
@@ -80,13 +90,16 @@ mod tests {
     fn each_kind_gets_its_shape() {
         let settings = Path::new("/state/claude/s.json");
         let id = AgentSessionId::parse("abc").unwrap();
+        let atc = Path::new("/bin/atc");
         let fresh = StartExtras {
             settings: Some(settings),
             resume: None,
+            notify: Some(atc),
         };
         let resumed = StartExtras {
             settings: Some(settings),
             resume: Some(&id),
+            notify: Some(atc),
         };
         /// Kind, configured args, extras, expected argv.
         type Case<'a> = (
@@ -108,13 +121,27 @@ mod tests {
                 resumed,
                 &["--settings", "/state/claude/s.json", "--resume=abc"],
             ),
-            (Some(AgentKind::Codex), &["-m", "o3"], fresh, &["-m", "o3"]),
+            (
+                Some(AgentKind::Codex),
+                &["-m", "o3"],
+                fresh,
+                &["-m", "o3", "-c", r#"notify=["/bin/atc","hook-report"]"#],
+            ),
             (
                 Some(AgentKind::Codex),
                 &["-m", "o3"],
                 resumed,
-                &["-m", "o3", "resume", "--", "abc"],
+                &[
+                    "-m",
+                    "o3",
+                    "-c",
+                    r#"notify=["/bin/atc","hook-report"]"#,
+                    "resume",
+                    "--",
+                    "abc",
+                ],
             ),
+            (Some(AgentKind::Codex), &[], StartExtras::default(), &[]),
             (
                 Some(AgentKind::Grok),
                 &["--leader", "-x", "--no-leader"],

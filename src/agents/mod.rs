@@ -9,6 +9,7 @@
 pub mod agent_error;
 pub mod agent_session_id;
 pub mod claude_settings;
+pub mod codex_notify;
 pub mod guest_plan;
 pub mod hooks;
 pub mod kind;
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use atc_protocol::responses::{AgentCapabilities, AgentEntry};
 
 pub use crate::config::agent_kind::AgentKind;
+use crate::config::attention::AttentionMode;
 use crate::config::AgentConfig;
 pub use agent_error::AgentError;
 
@@ -53,6 +55,8 @@ pub struct Agent {
     pub base_url: Option<String>,
     /// Broker authentication: the agent runs only in an imp (spec §6).
     pub auth: Option<crate::config::agent_auth::AgentAuth>,
+    /// What its sessions' attention state follows (issue 38).
+    pub attention: crate::config::attention::AttentionMode,
 }
 
 impl Agent {
@@ -172,10 +176,12 @@ impl AgentCatalog {
                     models: BTreeMap::new(),
                     base_url: None,
                     auth: None,
+                    attention: AttentionMode::default_for(id, AgentKind::parse(id)),
                 },
             );
         }
         for (id, c) in configured {
+            let kind = c.kind.or_else(|| AgentKind::parse(id));
             agents.insert(
                 id.clone(),
                 Agent {
@@ -185,11 +191,14 @@ impl AgentCatalog {
                     args: c.args.clone(),
                     env: c.env.clone(),
                     builtin: false,
-                    kind: c.kind.or_else(|| AgentKind::parse(id)),
+                    kind,
                     settings: c.settings.clone(),
                     models: c.models.clone(),
                     base_url: c.base_url.clone(),
                     auth: c.auth.clone(),
+                    attention: c
+                        .attention
+                        .unwrap_or_else(|| AttentionMode::default_for(id, kind)),
                 },
             );
         }

@@ -42,6 +42,9 @@ pub enum ReportRefused {
     /// A Grok `promptId` is longer than [`PROMPT_ID_MAX`].
     #[error("the prompt id is longer than {PROMPT_ID_MAX} characters")]
     PromptId,
+    /// A Codex `notify` payload has a field of the wrong type (`agents::codex_notify`).
+    #[error("the notify payload's fields have the wrong types")]
+    Notify,
     /// The session sent more reports than its rate allows.
     #[error("the session's report rate is over its limit")]
     RateLimited,
@@ -55,6 +58,7 @@ impl ReportRefused {
             ReportRefused::AgentSessionId(_) => "bad_agent_session_id",
             ReportRefused::TranscriptPath => "bad_transcript_path",
             ReportRefused::PromptId => "bad_prompt_id",
+            ReportRefused::Notify => "bad_notify",
             ReportRefused::RateLimited => "rate_limited",
         }
     }

@@ -4,6 +4,10 @@
 //! `ATC_REPORT_KEY` (inside an imp there is none: the socket there is the session's own). It always exits 0 within 2 s,
 //! whatever happens: a hook must never slow down or break the agent that runs it.
 //!
+//! Codex's `notify` runs it with the JSON as its last argument instead (`atc hook-report
+//! '{"type":"agent-turn-complete",…}'`): stdin is then not read, and the event is the
+//! payload's `type` in PascalCase (`AgentTurnComplete`).
+//!
 //! Claude's statusline runs it too (`--event Statusline --status-file <state>/status.json`):
 //! its JSON carries no event name, so the name comes from the flag, and what it prints on
 //! stdout becomes the status line.
@@ -28,6 +32,9 @@ pub struct HookReportArgs {
     /// Print a one-line fleet status read from this file (atc's `status.json`).
     #[arg(long)]
     pub status_file: Option<std::path::PathBuf>,
+    /// The JSON as an argument rather than on stdin (Codex's `notify` passes it so); its
+    /// event is its `type` unless `--event` names one.
+    pub json: Option<String>,
 }
 
 /// Runs the reporter; the exit status is always 0.
@@ -41,10 +48,10 @@ pub fn run(args: &HookReportArgs) -> i32 {
             println!("{line}");
         }
     }
-    report(args.event.as_deref())
+    report(args.event.as_deref(), args.json.as_deref())
 }
 
-fn report(event: Option<&str>) -> i32 {
+fn report(event: Option<&str>, argument: Option<&str>) -> i32 {
     let deadline = Instant::now() + BUDGET;
     let (Some(atc_id), Some(socket)) = (
         std::env::var_os("ATC_SESSION_ID"),
@@ -52,20 +59,18 @@ fn report(event: Option<&str>) -> i32 {
     ) else {
         return 0;
     };
-    // Stdin is read on a thread so a hook that never closes it cannot hold us past the budget.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        // A read error keeps what was read so far; the report is built from that.
-        let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut buf);
-        // The receiver is gone only once the budget ran out; then there is no report to make.
-        let _ = tx.send(buf);
-    });
-    let Ok(input) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
-        return 0;
-    };
     let key = std::env::var(crate::sessions::report_key::ENV).ok();
-    let Some(line) = report_line(&atc_id.to_string_lossy(), key.as_deref(), event, &input) else {
+    let atc_id = atc_id.to_string_lossy();
+    let line = match argument {
+        Some(json) => argument_line(&atc_id, key.as_deref(), event, json),
+        None => {
+            let Some(input) = read_stdin(deadline) else {
+                return 0;
+            };
+            report_line(&atc_id, key.as_deref(), event, &input)
+        }
+    };
+    let Some(line) = line else {
         return 0;
     };
     if let Ok(mut conn) = std::os::unix::net::UnixStream::connect(socket) {
@@ -78,6 +83,41 @@ fn report(event: Option<&str>) -> i32 {
         }
     }
     0
+}
+
+/// Stdin, up to [`MAX_INPUT`], or `None` once the budget ran out first.
+fn read_stdin(deadline: Instant) -> Option<Vec<u8>> {
+    // Stdin is read on a thread so a hook that never closes it cannot hold us past the budget.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        // A read error keeps what was read so far; the report is built from that.
+        let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut buf);
+        // The receiver is gone only once the budget ran out; then there is no report to make.
+        let _ = tx.send(buf);
+    });
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()
+}
+
+/// The line for JSON passed as an argument (Codex's `notify`): as [`report_line`], the event
+/// being `event` when given, else the payload's `type`. `None` when the argument is over
+/// [`MAX_INPUT`] bytes or not a JSON object with a string `type`.
+pub fn argument_line(
+    atc_id: &str,
+    key: Option<&str>,
+    event: Option<&str>,
+    json: &str,
+) -> Option<String> {
+    if json.len() as u64 > MAX_INPUT {
+        return None;
+    }
+    let payload: Value = serde_json::from_str(json).ok()?;
+    let event = match event {
+        Some(e) => e.to_string(),
+        None => payload.get("type")?.as_str()?.to_string(),
+    };
+    report_line(atc_id, key, Some(&event), json.as_bytes())
 }
 
 /// The line for a hook's JSON: the event name is `event` when given, else `hook_event_name`
@@ -135,5 +175,22 @@ mod tests {
         let status =
             report_line("abc", None, Some("Statusline"), br#"{"session_id":"s"}"#).unwrap();
         assert!(status.contains(r#""event":"Statusline""#), "{status}");
+    }
+
+    #[test]
+    fn a_json_argument_reports_under_its_type() {
+        let notify = r#"{"type":"agent-turn-complete","last-assistant-message":"ok"}"#;
+        let line = argument_line("abc", Some("k1"), None, notify).unwrap();
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["event"], "AgentTurnComplete");
+        assert_eq!(v["payload"]["last-assistant-message"], "ok");
+        assert!(argument_line("abc", None, None, r#"{"no":"type"}"#).is_none());
+        assert!(argument_line("abc", None, None, r#"{"type":7}"#).is_none());
+        assert!(argument_line("abc", None, None, "[1]").is_none());
+        let huge = format!(
+            r#"{{"type":"x","pad":"{}"}}"#,
+            "p".repeat(MAX_INPUT as usize)
+        );
+        assert!(argument_line("abc", None, None, &huge).is_none());
     }
 }

@@ -7,13 +7,16 @@
 //! never the file's values) in its log and in `GET /v1/daemon`.
 
 pub mod agent_auth;
+mod agent_entry;
 pub mod agent_kind;
+pub mod attention;
 pub mod listeners;
 pub mod principals;
 pub mod raw;
 pub mod session_limits;
 pub mod targets;
 
+use agent_entry::{checked_agent, raw_agent};
 use agent_kind::AgentKind;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -209,76 +212,12 @@ pub struct AgentConfig {
     pub auth: Option<agent_auth::AgentAuth>,
     /// Limits on its sessions, replacing the daemon's default field by field.
     pub limits: Option<atc_protocol::SessionLimits>,
+    /// What its attention state follows; `None`: [`attention::AttentionMode::default_for`].
+    pub attention: Option<attention::AttentionMode>,
 }
 
 /// The problem word of an agent entry left out for its `auth` (spec §6.1).
 pub const AUTH_BINDING_INVALID: &str = "auth_binding_invalid";
-
-/// One config agent, checked (spec §9.3): `kind` is an [`AgentKind`] when given, `bin`
-/// defaults to the kind, and Claude-only keys stay on Claude agents. The error is the detail
-/// of an `agent_invalid` problem (or `auth_binding_invalid` for its `auth`); it names keys,
-/// never values.
-fn checked_agent(id: &str, raw: raw::RawAgent) -> Result<AgentConfig, (&'static str, String)> {
-    let invalid = |detail: &str| ("agent_invalid", detail.to_string());
-    if id.is_empty() {
-        return Err(invalid("an agent needs a non-empty id"));
-    }
-    let configured = match raw.kind.as_deref().map(AgentKind::parse) {
-        None => None,
-        Some(Some(kind)) => Some(kind),
-        Some(None) => {
-            return Err(invalid(
-                "'kind' must be claude, codex or grok (or left out for other commands)",
-            ))
-        }
-    };
-    let kind = configured.or_else(|| AgentKind::parse(id));
-    let bin = match (raw.bin.trim().is_empty(), kind) {
-        (false, _) => raw.bin,
-        (true, Some(k)) => k.as_str().to_string(),
-        (true, None) => {
-            return Err(invalid(
-                "an agent that is not claude, codex or grok needs a 'bin'",
-            ))
-        }
-    };
-    let claude = kind == Some(AgentKind::Claude);
-    if !claude && (raw.settings.is_some() || raw.base_url.is_some()) {
-        return Err(invalid(
-            "'settings' and 'baseURL' apply to claude agents only",
-        ));
-    }
-    let settings = match raw.settings {
-        None => None,
-        Some(serde_json::Value::Object(m)) => Some(m),
-        Some(_) => return Err(invalid("'settings' must be an object")),
-    };
-    if let Some((field, min, max)) = raw.limits.as_ref().and_then(|l| l.out_of_bounds()) {
-        return Err((
-            "agent_invalid",
-            format!("'limits.{field}' must be between {min} and {max}"),
-        ));
-    }
-    let auth = match &raw.auth {
-        None => None,
-        Some(value) => Some(
-            agent_auth::AgentAuth::from_config(value, kind, &raw.env)
-                .map_err(|detail| (AUTH_BINDING_INVALID, detail))?,
-        ),
-    };
-    Ok(AgentConfig {
-        bin,
-        args: raw.args,
-        env: raw.env,
-        label: raw.label,
-        kind: configured,
-        settings,
-        models: raw.models,
-        base_url: raw.base_url.filter(|u| !u.is_empty()),
-        auth,
-        limits: raw.limits,
-    })
-}
 
 /// A problem found while loading the config; the daemon runs on regardless.
 #[derive(Debug, Clone)]
@@ -332,6 +271,8 @@ pub struct Config {
     pub cgroup_root: Option<PathBuf>,
     /// Who besides the owner may hold a token, and the targets each is granted.
     pub principals: principals::Principals,
+    /// The activity rule's thresholds.
+    pub activity: attention::ActivityConfig,
 }
 
 /// Where cgroup hierarchies are mounted on Linux.
@@ -354,6 +295,7 @@ impl Default for Config {
             source: None,
             cgroup_root: Some(PathBuf::from(DEFAULT_CGROUP_ROOT)),
             principals: principals::Principals::default(),
+            activity: attention::ActivityConfig::default(),
         }
     }
 }
@@ -517,6 +459,15 @@ impl Config {
                 path: None,
             }),
         }
+        match raw.activity.checked() {
+            Ok(activity) => config.activity = activity,
+            Err(detail) => config.problems.push(ConfigProblem {
+                scope: "activity".into(),
+                problem: "config_malformed",
+                detail,
+                path: None,
+            }),
+        }
         if let Some(ms) = l.kill_grace_ms {
             config.timings.kill_grace = Duration::from_millis(ms);
         }
@@ -560,41 +511,9 @@ impl Config {
     }
 }
 
-/// Reads one `agents` entry. The error names the key at fault (an unknown one, or one of the
-/// wrong type) and what was expected, never the value.
-fn raw_agent(entry: serde_json::Value) -> Result<raw::RawAgent, String> {
-    let serde_json::Value::Object(fields) = &entry else {
-        return Err("an agent entry must be an object".into());
-    };
-    let whole = match serde_json::from_value::<raw::RawAgent>(entry.clone()) {
-        Ok(agent) => return Ok(agent),
-        Err(e) => e,
-    };
-    if whole.to_string().starts_with("unknown field") {
-        return Err(whole.classify_detail());
-    }
-    // serde's error for a wrong type has no path; the key at fault is the one that fails alone.
-    let culprit = fields.iter().find_map(|(key, value)| {
-        let alone = serde_json::Value::Object([(key.clone(), value.clone())].into_iter().collect());
-        serde_json::from_value::<raw::RawAgent>(alone)
-            .err()
-            .map(|e| (key, e))
-    });
-    let (key, err) = match &culprit {
-        Some((key, err)) => (key.as_str(), err),
-        None => return Err(whole.classify_detail()),
-    };
-    let text = err.to_string();
-    Err(match text.rsplit_once(", expected ") {
-        // What was expected comes from our own types; what was found is cut at its value.
-        Some((_, expected)) => format!("'{key}' must be {expected}"),
-        None => format!("'{key}': {}", err.classify_detail()),
-    })
-}
-
 /// serde_json's error text can quote a string value it choked on; keep only the category and
 /// the part before any quote so config values never reach a log.
-trait ClassifyDetail {
+pub(crate) trait ClassifyDetail {
     fn classify_detail(&self) -> String;
 }
 
@@ -676,6 +595,7 @@ mod tests {
             example.limits.memory_floor_mib,
             default.limits.memory_floor_mib
         );
+        assert_eq!(example.activity, default.activity);
         assert_eq!(example.timings.kill_grace, default.timings.kill_grace);
         assert_eq!(
             example.timings.resize_debounce,

@@ -36,6 +36,8 @@ pub struct RawConfig {
     /// Principals by id; any JSON value, checked entry by entry in `principals.rs` so a bad
     /// one is a problem of that principal.
     pub principals: Option<serde_json::Value>,
+    /// The activity rule's thresholds.
+    pub activity: super::attention::RawActivity,
 }
 
 /// One configured agent.
@@ -63,6 +65,8 @@ pub struct RawAgent {
     pub auth: Option<serde_json::Value>,
     /// Limits on its sessions, replacing `limits.session` field by field.
     pub limits: Option<atc_protocol::SessionLimits>,
+    /// `hooks`, `activity` or `none`.
+    pub attention: Option<String>,
 }
 
 /// Limits; see `config.example.json` for the defaults.

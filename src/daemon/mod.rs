@@ -421,6 +421,7 @@ impl Daemon {
         // hands the address back. The mutexes are a one-time handoff at start, not shared
         // domain state.
         let permission_timeout = config.timings.permission_timeout;
+        let activity = config.activity;
         let (deps_metrics, registry_metrics) = (metrics.clone(), metrics.clone());
         let parts = Arc::new(std::sync::Mutex::new(Some(
             move |me: Addr<SessionManager>, permissions| ManagerParts {
@@ -449,6 +450,8 @@ impl Daemon {
                     permissions,
                     atc_program: atc_program.clone(),
                     metrics: deps_metrics.clone(),
+                    // Started here, on the sessions' thread, as the manager is.
+                    activity: crate::sessions::activity_sweep::ActivityWatch::start(activity),
                     slots,
                     workspaces,
                 },

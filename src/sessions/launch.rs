@@ -1,6 +1,7 @@
 //! Everything a start of a session's harness (spawn or revive) needs besides the agent's
 //! configured argv: the session record file, atc's environment variables, Claude's settings
-//! file (whose hooks run the provider's guest atc on a remote host, else the daemon's own),
+//! file and Codex's notify program (each running the provider's guest atc on a remote host,
+//! else the daemon's own),
 //! and the argv shape of the agent's kind ([`crate::agents::launch`]).
 //!
 //! Files that cannot be written are logged and left out: they inform and connect the agent,
@@ -11,6 +12,7 @@ use crate::agents::agent_session_id::AgentSessionId;
 use crate::agents::launch::{shaped_args, StartExtras};
 use crate::agents::AgentKind;
 use crate::agents::LaunchPlan;
+use crate::config::attention::AttentionMode;
 
 use super::session::{SessionDeps, SessionRecord};
 use crate::clock::now_ms;
@@ -53,11 +55,15 @@ pub fn prepare(
     let agent = deps.catalog.get(&record.agent);
     let kind = agent.and_then(|a| a.kind);
     // A remote host's hooks run the atc installed inside it, never one found on its PATH.
-    let atc = deps
-        .providers
-        .get(&record.target)
-        .and_then(|p| p.guest_atc())
-        .unwrap_or_else(|| deps.atc_program.clone());
+    let provider = deps.providers.get(&record.target);
+    let guest_atc = provider.and_then(|p| p.guest_atc());
+    let remote = provider.is_some_and(|p| p.remote());
+    // Codex's notify runs where Codex runs: wired only where an atc is known to be there, and
+    // not for an agent whose attention follows nothing.
+    let attends = agent.is_some_and(|a| a.attention != AttentionMode::None);
+    let wire_notify = kind == Some(AgentKind::Codex) && attends && (!remote || guest_atc.is_some());
+    let atc = guest_atc.unwrap_or_else(|| deps.atc_program.clone());
+    let notify = wire_notify.then_some(atc.as_path());
     let settings = (kind == Some(AgentKind::Claude))
         .then(|| {
             let contents = crate::agents::claude_settings::settings(
@@ -79,6 +85,7 @@ pub fn prepare(
         StartExtras {
             settings: settings.as_deref(),
             resume,
+            notify,
         },
     );
 }

@@ -2,6 +2,7 @@
 //! session ([`session`], with its parts beside it), their messages, and the pieces a session
 //! owns: the screen model, the output ring and the bounded queue of each attached client.
 
+pub mod activity_sweep;
 pub mod admission;
 pub mod blocking_threads;
 pub mod client_queue;
@@ -15,6 +16,7 @@ pub mod launch;
 pub mod live_slots;
 pub mod manager;
 pub mod messages;
+pub mod process_cpu;
 pub mod reach;
 pub mod reach_view;
 pub mod record_file;

@@ -125,6 +125,7 @@ mod tests {
             state,
             unread,
             last_msg: String::new(),
+            state_source: None,
             alive: state != SessionState::Exited,
             exit_code: None,
             exit_signal: None,

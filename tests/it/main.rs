@@ -6,6 +6,10 @@
 //! Run one module with `cargo test --test it MODULE::`, e.g. `cargo test --test it attach::`;
 //! the page in Chromium is `cargo test --test it page:: -- --ignored`.
 
+/// Attention from output and CPU for agents without hooks (issue 38).
+mod activity;
+/// The measurements behind the activity rule's defaults (ignored; prints figures).
+mod activity_figures;
 /// Spawn admission under load: the queue of spawns in flight (`busy`), the memory floor.
 mod admission;
 /// The attach WebSocket: replay, resume, sizes, input, backpressure and exit.

@@ -15,6 +15,8 @@ use atc::agents::AgentKind;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use atc::agents::codex_notify;
+use atc::config::attention::AttentionMode;
 use atc::config::AgentConfig;
 use atc_testkit::codex_home::{self, AppServer, CodexHome, Setup};
 use atc_testkit::fake_model::{FakeModel, Reply, Served, AGENT_WITHIN};
@@ -42,6 +44,21 @@ struct Rig {
 
 /// The rig, or `None` (the test skips) when the real Codex is not installed.
 async fn rig(script: Vec<Reply>, app_server: AppServer) -> Option<Rig> {
+    rig_with(script, app_server, true).await
+}
+
+/// [`rig`], with the hooks README tells users to install or without any (`hooks`).
+async fn rig_with(script: Vec<Reply>, app_server: AppServer, hooks: bool) -> Option<Rig> {
+    rig_attending(script, app_server, hooks, None).await
+}
+
+/// [`rig_with`], the agent's `attention` set (`None`: its default, `hooks`).
+async fn rig_attending(
+    script: Vec<Reply>,
+    app_server: AppServer,
+    hooks: bool,
+    attention: Option<AttentionMode>,
+) -> Option<Rig> {
     let bin = real_agents::real_bin("codex")?;
     // Under target/, not /tmp: Codex refuses to put its helper links under a temporary dir.
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
@@ -58,7 +75,7 @@ async fn rig(script: Vec<Reply>, app_server: AppServer) -> Option<Rig> {
         &Setup {
             fake_url: &served.url,
             trusted: &cwd,
-            atc: Some(&atc),
+            atc: hooks.then_some(atc.as_path()),
             app_server,
         },
     );
@@ -69,6 +86,7 @@ async fn rig(script: Vec<Reply>, app_server: AppServer) -> Option<Rig> {
             bin: bin.display().to_string(),
             kind: Some(AgentKind::Codex),
             env: home.env(),
+            attention,
             ..Default::default()
         },
     );
@@ -191,17 +209,6 @@ impl Rig {
         self.d.wait_done_with(id, result, AGENT_WITHIN).await.1
     }
 
-    /// The session's trail kinds, oldest first, once `pred` holds for them.
-    async fn trail(&self, id: &str, what: &str, pred: impl Fn(&[String]) -> bool) -> Vec<String> {
-        let kinds = |rows: &[Value]| -> Vec<String> {
-            rows.iter()
-                .filter_map(|r| r["kind"].as_str().map(str::to_string))
-                .collect()
-        };
-        let rows = self.d.wait_trail(id, what, |rows| pred(&kinds(rows))).await;
-        kinds(&rows)
-    }
-
     async fn kill(&self, id: &str) {
         let (status, body) = self
             .d
@@ -235,13 +242,19 @@ async fn a_submitted_prompt_runs_a_codex_turn_and_its_stop_hook_makes_the_sessio
     // SessionStart named Codex's own session (a UUID), kept for a revive's resume.
     let agent_session = row["agentSessionId"].as_str().unwrap_or_default();
     assert_eq!(agent_session.len(), 36, "Codex's session id: {row}");
-    let kinds = r
-        .trail(&id, "started, prompt-submitted, turn-done", |k| {
-            k.iter().any(|k| k == "turn-done")
+    let rows =
+        r.d.wait_trail(&id, "started, prompt-submitted, turn-done", |rows| {
+            rows.iter().any(|r| r["event"] == "Stop")
         })
         .await;
+    // Codex's notify reports the turn's end too (see the test without hooks).
+    let hooks: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["event"] != codex_notify::TURN_COMPLETE)
+        .filter_map(|r| r["kind"].as_str())
+        .collect();
     assert_eq!(
-        kinds,
+        hooks,
         ["started", "prompt-submitted", "turn-done"],
         "the hooks of one turn"
     );
@@ -257,6 +270,86 @@ async fn a_submitted_prompt_runs_a_codex_turn_and_its_stop_hook_makes_the_sessio
 }
 
 #[actix_rt::test]
+async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_does_not_count() {
+    let reply = "Notified reply MANGO-3";
+    // Codex left to start its app-server daemon: given a `-c` override, it keeps its app
+    // server inside the session instead, so the notify program runs with the session's own
+    // environment (a shared daemon would run it with the first session's).
+    let Some(r) = rig_with(vec![Reply::Text(reply.into())], AppServer::Daemon, false).await else {
+        return;
+    };
+    let id = r.spawn(json!({})).await;
+    let argv: Vec<String> = r.home.processes().into_iter().map(|(_, c)| c).collect();
+    assert!(
+        argv.iter().any(|c| c.contains("-c notify=[")),
+        "atc sets Codex's notify program: {argv:?}"
+    );
+    r.turn(&id, "Say the fruit").await;
+    r.d.wait_screen_within(&id, reply, AGENT_WITHIN).await;
+    r.done(&id, reply).await;
+    let s = r.d.session(&id).await;
+    assert_eq!(
+        (s["lastMsg"].clone(), s["stateSource"].clone()),
+        (json!("turn done"), json!("hooks")),
+        "{s}"
+    );
+    let rows =
+        r.d.wait_trail(&id, "the notify report", |rows| {
+            rows.iter().any(|r| r["kind"] == "turn-done")
+        })
+        .await;
+    let notified: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["event"].as_str().unwrap_or_default(),
+                r["kind"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        notified
+            .iter()
+            .all(|(event, _)| *event == codex_notify::TURN_COMPLETE),
+        "no hooks, only notify: {notified:?}"
+    );
+    assert_eq!(
+        notified.iter().filter(|(_, k)| *k == "turn-done").count(),
+        1,
+        "one user turn: {notified:?}"
+    );
+    // Codex asks the model for the thread's title on a side request; its notify, when it
+    // comes, is a heartbeat and changes nothing.
+    let titled = r.fake.asked().iter().any(|a| {
+        !a.turn
+            && a.body
+                .to_string()
+                .contains("Generate a concise, single-line task title")
+    });
+    eprintln!("title request seen: {titled}; trail: {notified:?}");
+    if titled {
+        let rows =
+            r.d.wait_trail(&id, "the title turn's notify", |rows| {
+                rows.iter().any(|r| r["kind"] == "heartbeat")
+            })
+            .await;
+        assert!(rows
+            .iter()
+            .any(|r| r["event"] == codex_notify::TURN_COMPLETE && r["kind"] == "heartbeat"));
+        let row = r.d.fleet_row(&id).await;
+        assert_eq!(row["result"], reply, "the title is not the result: {row}");
+    }
+    let daemon: Vec<(i32, String)> = r
+        .home
+        .processes()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains("app-server --listen"))
+        .collect();
+    assert!(daemon.is_empty(), "no app-server daemon: {daemon:?}");
+    r.d.stop().await;
+}
+
+#[actix_rt::test]
 async fn a_model_override_reaches_the_model_api() {
     let Some(r) = rig(vec![Reply::Text("ok".into())], AppServer::InProcess).await else {
         return;
@@ -265,8 +358,8 @@ async fn a_model_override_reaches_the_model_api() {
     let argv: Vec<String> = r.home.processes().into_iter().map(|(_, c)| c).collect();
     assert!(
         argv.iter()
-            .any(|c| c.ends_with("codex -m atc-override-model")),
-        "atc appends `-m <model>`: {argv:?}"
+            .any(|c| c.contains("codex -m atc-override-model -c notify=")),
+        "atc appends `-m <model>`, then its notify program: {argv:?}"
     );
     let asked = r.turn(&id, "Which model?").await;
     assert_eq!(asked.model, "atc-override-model");
@@ -303,7 +396,7 @@ async fn kill_and_revive_resume_the_same_codex_conversation() {
     // part of a paste.
     r.d.wait_output_since(&id, &since, b"\x1b[?2004h").await;
     let argv = r.home.processes().into_iter().map(|(_, cmd)| cmd);
-    let resumed = format!("codex resume -- {agent_session}");
+    let resumed = format!(" resume -- {agent_session}");
     assert!(
         argv.clone().any(|cmd| cmd.ends_with(&resumed)),
         "the revive runs {resumed:?}: {:?}",
@@ -336,12 +429,20 @@ async fn kill_and_revive_resume_the_same_codex_conversation() {
 
 #[actix_rt::test]
 async fn codex_app_server_daemon_ends_with_the_sessions_kill() {
-    let Some(r) = rig(vec![Reply::Text("daemon here".into())], AppServer::Daemon).await else {
+    // Codex 0.171 runs its app server embedded when given a `-c` override, as atc's notify
+    // program is; attention `none` goes without it, as a user's Codex outside atc would.
+    let script = vec![Reply::Text("daemon here".into())];
+    let Some(r) = rig_attending(script, AppServer::Daemon, true, Some(AttentionMode::None)).await
+    else {
         return;
     };
     let id = r.spawn(json!({})).await;
     r.turn(&id, "Hello daemon").await;
-    r.done(&id, "daemon here").await;
+    // Its Stop hook still reports the turn; attention `none` keeps the state where it is.
+    r.d.wait_trail(&id, "the Stop hook", |rows| {
+        rows.iter().any(|r| r["event"] == "Stop")
+    })
+    .await;
     let daemons = || -> Vec<(i32, String)> {
         r.home
             .processes()

@@ -39,7 +39,7 @@ pub use frames::{AttachFrame, AttachMode, ClientFrame, FleetEvent, LinkState, Re
 pub use limits::{SessionLimits, Usage};
 pub use session::{
     Attachment, Descriptor, Desired, ExitReason, HarnessLayer, Lifecycle, Locator, NamedBy,
-    OutputKind, SessionState, VmState,
+    OutputKind, SessionState, StateSource, VmState,
 };
 pub use session_id::{BadSessionId, SessionId};
 pub use size::{TermSize, DIM_RANGE};

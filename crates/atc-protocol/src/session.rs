@@ -42,6 +42,18 @@ impl std::fmt::Display for SessionState {
     }
 }
 
+/// What a session's `state` follows (issue 38): the agent's own reports, or what atc measures
+/// of the session from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StateSource {
+    /// The agent's hook reports (Claude's hooks, Codex's hooks and `notify`, Grok's hooks).
+    Hooks,
+    /// The session's output and its processes' CPU: quiet and idle past a threshold is
+    /// `needs_you`, output or CPU again is `running`.
+    Activity,
+}
+
 /// Why a session's process is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -204,6 +216,11 @@ pub struct Descriptor {
     pub unread: bool,
     /// Short status line.
     pub last_msg: String,
+    /// Where the current `state` came from: `hooks` (the agent's reports) or `activity`
+    /// (output and CPU). Absent for a session whose attention is `none` (a `shell` by
+    /// default), whose state only follows its process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_source: Option<StateSource>,
     /// A harness is present.
     pub alive: bool,
     /// Exit status of the last process, when it exited normally.

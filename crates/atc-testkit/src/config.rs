@@ -19,7 +19,14 @@ pub fn test_agents() -> BTreeMap<String, AgentConfig> {
         kind: None,
         ..Default::default()
     };
-    agents.insert("cat".into(), agent("cat", &[]));
+    // The load tests' echo: thousands of idle cats must not each ask for their user.
+    agents.insert(
+        "cat".into(),
+        AgentConfig {
+            attention: Some(atc::config::attention::AttentionMode::None),
+            ..agent("cat", &[])
+        },
+    );
     // No prompt: output then ends exactly where a command's output ends, so a screen read
     // after a marker cannot race the next prompt.
     let mut sh = agent("/bin/sh", &[]);

@@ -15,7 +15,7 @@ use crate::agents::hooks::{normalize, HookKind};
 use crate::agents::report_check::{self, ReportRefused};
 use crate::clock::rfc3339_now;
 use crate::providers::{HookReported, ReportOrigin};
-use atc_protocol::SessionState;
+use atc_protocol::{SessionState, StateSource};
 
 /// What the permission registry is to be told after a transition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,16 +70,30 @@ pub struct Attention {
     state: SessionState,
     unread: bool,
     last_msg: LastMsg,
+    /// Where the state came from (`None`: attention `none`).
+    source: Option<StateSource>,
 }
 
 impl Attention {
-    /// A running session with nothing unread and no message yet.
-    pub fn new() -> Attention {
+    /// A running session with nothing unread and no message yet, whose state will come from
+    /// `source`.
+    pub fn new(source: Option<StateSource>) -> Attention {
         Attention {
             state: SessionState::Running,
             unread: false,
             last_msg: LastMsg::Said(String::new()),
+            source,
         }
+    }
+
+    /// Where the state came from.
+    pub fn source(&self) -> Option<StateSource> {
+        self.source
+    }
+
+    /// Says where the next state comes from.
+    pub fn set_source(&mut self, source: StateSource) {
+        self.source = Some(source);
     }
 
     /// The attention state while a process runs.
@@ -137,6 +151,12 @@ impl Attention {
 
     /// One hook report of `kind`, with the message it carried.
     pub fn on_hook(&mut self, kind: HookKind, message: Option<String>) -> Option<PermissionChange> {
+        if matches!(
+            kind,
+            HookKind::PromptSubmitted | HookKind::NeedsInput | HookKind::TurnDone
+        ) {
+            self.source = Some(StateSource::Hooks);
+        }
         match kind {
             HookKind::Started => {
                 if self.last_msg == LastMsg::Adopting {
@@ -273,8 +293,12 @@ impl Session {
         if n.kind == HookKind::Started {
             self.note_started();
         }
-        let change = self.attention.on_hook(n.kind, n.message.take());
-        self.permit(change);
+        // Attention `none`: a report is kept in the trail and its ids are learned, but it
+        // does not move the state.
+        if self.attention_mode != crate::config::attention::AttentionMode::None {
+            let change = self.attention.on_hook(n.kind, n.message.take());
+            self.permit(change);
+        }
         if n.kind == HookKind::TurnDone {
             if let Some(result) = &n.result {
                 self.deps.store.set_result(self.record.id, result);
@@ -354,7 +378,7 @@ mod tests {
 
     #[test]
     fn needing_input_opens_a_request_with_the_message_and_a_prompt_dismisses_it() {
-        let mut a = Attention::new();
+        let mut a = Attention::new(Some(StateSource::Hooks));
         let opened = a.on_hook(HookKind::NeedsInput, Some("Allow Bash(ls)?".into()));
         assert_eq!(
             opened,
@@ -374,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_turn_done_or_the_process_ending_dismisses_a_waiting_request() {
-        let mut a = Attention::new();
+        let mut a = Attention::new(Some(StateSource::Hooks));
         a.on_hook(HookKind::NeedsInput, None);
         assert_eq!(
             a.on_hook(HookKind::TurnDone, None),
@@ -389,7 +413,7 @@ mod tests {
 
     #[test]
     fn attaching_answers_a_request_for_attention_and_reads_the_session() {
-        let mut a = Attention::new();
+        let mut a = Attention::new(Some(StateSource::Hooks));
         a.on_hook(HookKind::TurnDone, None);
         assert_eq!(a.attached(), None, "nothing was waiting");
         assert_eq!(
@@ -406,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_start_finishes_an_adoption_and_heartbeats_change_nothing() {
-        let mut a = Attention::new();
+        let mut a = Attention::new(Some(StateSource::Hooks));
         a.say(LastMsg::Adopting);
         assert_eq!(a.on_hook(HookKind::Started, None), None);
         assert_eq!(a.last_msg(), "adopted");

@@ -7,13 +7,15 @@
 //! message. What each handler does lives in a part beside it, the plain ones unit-tested
 //! without an actor system: `record` (the row), `clients` and `client_delivery` (what
 //! each client is sent and when, the size they agree on), `attention` (attention and
-//! permissions), `start` (spawn, restore and re-attach, revive, a process's end),
+//! permissions), `activity` (the attention of agents without hooks, from output and CPU),
+//! `start` (spawn, restore and re-attach, revive, a process's end),
 //! `input` (writes to the process, and the port an attached client types through),
 //! `host_ops` (kill, suspend, forget and its confirmation), `shared_host` (a host shared
 //! with a parent, whose sleeps and destroys follow its owner), `auth` (the host's broker
 //! binding, with its handlers) and `naming`. Every handler
 //! that reaches the target asks the refusal chain first (`Session::refuse`).
 
+mod activity;
 mod attention;
 mod auth;
 mod client_delivery;
@@ -105,6 +107,8 @@ pub struct SessionDeps {
     pub atc_program: std::path::PathBuf,
     /// This daemon's metrics.
     pub metrics: crate::metrics::Metrics,
+    /// The activity rule's shared sweep and thresholds.
+    pub activity: crate::sessions::activity_sweep::ActivityWatch,
     /// The cap on sessions with a running process: each start takes a slot.
     pub slots: crate::sessions::live_slots::LiveSlots,
     /// Where sessions' workspaces are made and recorded.
@@ -140,8 +144,13 @@ pub struct Session {
     /// The forget confirmation token minted last, kept one lifetime past its expiry so an
     /// expired token is told apart from an unknown one.
     forget_token: ForgetConfirmation,
-    /// The hook-driven attention state while a harness runs, `unread` and `lastMsg`.
+    /// The attention state while a harness runs (from hooks or activity), `unread` and
+    /// `lastMsg`.
     attention: Attention,
+    /// What the attention state follows (the agent's `attention`).
+    attention_mode: crate::config::attention::AttentionMode,
+    /// The activity rule, while a process runs under it.
+    activity: Option<activity::ActivityRule>,
     /// What the hook mapping remembers between reports (spec §9.5).
     hooks: HookMemory,
     /// How many more hook reports the session may send now.
@@ -160,6 +169,7 @@ pub struct Session {
 
 impl Session {
     fn new(record: SessionRecord, deps: SessionDeps) -> Session {
+        let attention_mode = activity::mode_of(&deps.catalog, &record.agent);
         Session {
             screen: screen_link::ScreenLink::new({
                 let size = record.size;
@@ -181,7 +191,9 @@ impl Session {
                 .is_some_and(|p| p.remote()),
             last_output: std::time::Instant::now(),
             forget_token: ForgetConfirmation::default(),
-            attention: Attention::new(),
+            attention: Attention::new(activity::initial_source(attention_mode)),
+            attention_mode,
+            activity: None,
             hooks: HookMemory::default(),
             reports: report_budget::ReportBudget::new(
                 deps.limits.reports_per_second,
@@ -229,6 +241,7 @@ impl Session {
             },
             unread: self.attention.unread(),
             last_msg: self.attention.last_msg().to_string(),
+            state_source: self.attention.source(),
             alive,
             exit_code: exit.and_then(|e| e.code),
             exit_signal: exit.and_then(|e| e.signal),
@@ -420,6 +433,7 @@ impl Session {
 
     fn on_output(&mut self, bytes: &Bytes) {
         self.last_output = std::time::Instant::now();
+        self.activity_output(self.last_output);
         self.deps.metrics.output_read(bytes.len());
         self.clients.output(bytes);
     }

@@ -177,6 +177,7 @@ impl Session {
         session.slot = Some(slot);
         session.record.leader = started.leader;
         session.attention.say("started");
+        session.start_activity(&ctx.address());
         let descriptor = session.descriptor();
         let written = session.persist();
         session.notify(FleetEvent::Added {
@@ -212,6 +213,7 @@ impl Session {
                     session.slot = Some(slot);
                     session.record.exit = None;
                     session.attention.say("reattaching");
+                    session.start_activity(&ctx.address());
                     session.persist();
                     let descriptor = session.descriptor();
                     tracing::info!(session = %descriptor.id, "re-attaching a remote session");
@@ -234,6 +236,7 @@ impl Session {
 
     pub(super) fn on_exited(&mut self, status: HarnessExited) {
         self.harness = None;
+        self.stop_activity();
         self.slot = None;
         self.record.leader = None;
         // Without a process the session is exited, and no longer waits for anyone.
@@ -358,6 +361,7 @@ impl Session {
         let agent_cli = crate::agents::is_agent_cli(self.deps.catalog.kind(&self.record.agent));
         self.attention
             .say(revive_message(resume.is_some(), agent_cli));
+        self.start_activity(&ctx.address());
         self.persist();
         self.notify_state();
         tracing::info!(session = %self.record.id, "session revived");

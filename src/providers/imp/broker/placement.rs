@@ -52,6 +52,7 @@ mod tests {
                 placeholders: vec![],
                 check: None,
             }),
+            attention: crate::config::attention::AttentionMode::Hooks,
         }
     }
 

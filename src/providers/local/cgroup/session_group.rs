@@ -242,6 +242,26 @@ impl SessionGroup {
         )
     }
 
+    /// CPU seconds its processes used so far, user and system (one file: the activity sweep
+    /// reads it for every watched session); `None` once it is gone.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let dir = self.dir(Controller::Cpuacct)?;
+        match self.version {
+            Version::V1 => Some(
+                std::fs::read_to_string(dir.join("cpuacct.usage"))
+                    .ok()?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()? as f64
+                    / 1e9,
+            ),
+            Version::V2 => {
+                let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+                Some(field(&stat, "usage_usec")? as f64 / 1e6)
+            }
+        }
+    }
+
     /// The processes in it now (never the daemon: a launcher thread inside for a start makes
     /// the daemon's pid show up here).
     pub fn processes(&self) -> Vec<i32> {
