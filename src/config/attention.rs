@@ -1,9 +1,9 @@
 //! What each agent's attention state follows (issue 38), and the thresholds of the activity
 //! rule. Per agent, `attention` is `hooks` (the agent's own reports drive it, as spec §3.4
 //! says), `activity` (atc measures the session's output and CPU) or `none` (the state only
-//! follows the process). The default is `hooks` for the agent kinds that have a hook dialect,
+//! follows the process). The default is `hooks` for Claude, whose hooks atc installs itself,
 //! `none` for the `shell` agent, so that idle shells do not ask for their user, and
-//! `activity` for every other command. The rule itself is `sessions::activity`'s.
+//! `activity` for every other command, Codex and Grok included ([`AttentionMode::default_for`]). The rule itself is `sessions::activity`'s.
 
 use std::time::Duration;
 
@@ -42,11 +42,17 @@ impl AttentionMode {
         }
     }
 
-    /// The mode of agent `id` of `kind` when its config says none: an agent with a hook
-    /// dialect follows its hooks, the `shell` agent nothing, any other command its activity.
+    /// The mode of agent `id` of `kind` when its config says none. Claude follows its hooks,
+    /// since atc installs them itself (`--settings`). Codex and Grok follow their activity:
+    /// their hooks are the user's to install, and without them nothing would say that a new
+    /// turn began (Codex's notify says only that one ended); a session whose hooks do report
+    /// hands itself to them (`sessions::session::activity`). The `shell` agent follows
+    /// nothing, so that idle shells do not ask for their user; any other command its
+    /// activity.
     pub fn default_for(id: &str, kind: Option<AgentKind>) -> AttentionMode {
         match (kind, id) {
-            (Some(_), _) => AttentionMode::Hooks,
+            (Some(AgentKind::Claude), _) => AttentionMode::Hooks,
+            (Some(AgentKind::Codex | AgentKind::Grok), _) => AttentionMode::Activity,
             (None, "shell") => AttentionMode::None,
             (None, _) => AttentionMode::Activity,
         }
@@ -130,11 +136,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hooked_kinds_follow_hooks_the_shell_nothing_and_other_commands_activity() {
+    fn claude_follows_hooks_the_shell_nothing_and_other_agents_activity() {
         for kind in AgentKind::ALL {
+            let expected = match kind {
+                AgentKind::Claude => AttentionMode::Hooks,
+                AgentKind::Codex | AgentKind::Grok => AttentionMode::Activity,
+            };
             assert_eq!(
                 AttentionMode::default_for(kind.as_str(), Some(kind)),
-                AttentionMode::Hooks
+                expected,
+                "{kind}"
             );
         }
         assert_eq!(

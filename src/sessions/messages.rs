@@ -74,6 +74,13 @@ pub struct Detach {
 #[rtype(result = "Result<(), SessionError>")]
 pub struct Input(pub Bytes);
 
+/// A client typed Enter into the session (a CR in its input, or a submitted line). Under the
+/// activity rule that starts a turn: a `done` or `needs_you` session is `running` again
+/// (`sessions::session::activity`). Sent only for sessions the rule watches.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct LineSubmitted;
+
 /// Type text and press Enter the way the session's agent expects (`POST .../submit`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SessionError>")]

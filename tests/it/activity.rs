@@ -131,14 +131,21 @@ async fn a_shell_at_its_prompt_needs_you_and_runs_again_when_a_command_prints(cg
         pending.to_string().contains(&id),
         "no request for {id}: {pending}"
     );
-    // A command that prints: running again, on the output itself.
-    d.submit(&id, "echo activity-marker").await;
+    // A line typed: running again at once, on the Enter (a turn began).
+    let wait = (QUIET + SWEEP + SLACK).as_secs() + 2;
+    d.submit(&id, &format!("sleep {wait}; echo activity-marker"))
+        .await;
     let (s, took) = until_state(&d, &id, "running", Duration::from_secs(5)).await;
-    assert_eq!(s["lastMsg"], "active: output", "{s}");
+    assert_eq!(s["lastMsg"], "active: input", "{s}");
     assert!(
         took < Duration::from_secs(2),
         "running again after {took:?}"
     );
+    // A silent wait without CPU looks idle; then the command prints: running again, on the
+    // output itself.
+    until_state(&d, &id, "needs_you", QUIET + SWEEP + SLACK).await;
+    let (s, _) = until_state(&d, &id, "running", Duration::from_secs(wait + 5)).await;
+    assert_eq!(s["lastMsg"], "active: output", "{s}");
     d.wait_screen(&id, "\nactivity-marker\n").await;
     // And quiet again afterwards.
     until_state(&d, &id, "needs_you", QUIET + SWEEP + SLACK).await;
@@ -229,4 +236,117 @@ async fn the_shell_agent_and_a_hooked_agent_are_left_alone_while_an_activity_one
         (json!("running"), json!("hooks")),
         "{hooked_now}"
     );
+}
+
+/// Runs Codex's notify program inside `id` as Codex would at a turn's end: `atc hook-report`
+/// with the turn's JSON as its one argument.
+async fn codex_notify(d: &TestDaemon, id: &str, reply: &str) {
+    let payload = json!({
+        "type": "agent-turn-complete",
+        "turn-id": "turn-1",
+        "input-messages": ["do the thing"],
+        "last-assistant-message": reply,
+    })
+    .to_string();
+    assert!(!payload.contains('\''), "a payload with a single quote");
+    let cmd = format!(
+        "{} hook-report '{payload}'",
+        atc_testkit::atc_binary::atc_bin().display()
+    );
+    d.submit(id, &cmd).await;
+}
+
+/// A daemon whose `codex` is a plain shell standing in for Codex, under its default
+/// attention (`activity`): only its notify program reports, as for a Codex without hooks.
+async fn codex_daemon() -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut config = test_config();
+    config.activity = ActivityConfig {
+        quiet: QUIET,
+        sweep: SWEEP,
+        busy_cpu_percent: 5.0,
+    };
+    config.cgroup_root = None;
+    config.agents.insert(
+        "codex".into(),
+        AgentConfig {
+            // atc appends Codex's `-c notify=…` per start; the script ignores its args.
+            bin: "/bin/sh".into(),
+            args: vec!["-c".into(), "exec /bin/sh".into(), "codex".into()],
+            env: BTreeMap::from([("PS1".to_string(), "$ ".to_string())]),
+            ..Default::default()
+        },
+    );
+    let d = TestDaemon::start_on(tmp.path(), config).await;
+    (d, tmp)
+}
+
+#[actix_rt::test]
+async fn a_codex_without_hooks_is_done_at_its_notify_and_running_again_when_its_user_presses_enter()
+{
+    let (d, _tmp) = codex_daemon().await;
+    let id = spawn_shell(&d, "codex").await;
+    let s = d.session(&id).await;
+    assert_eq!(
+        s["stateSource"], "activity",
+        "Codex follows its activity: {s}"
+    );
+
+    // Its turn ends: notify says done, with the turn's reply as the result.
+    codex_notify(&d, &id, "the reply").await;
+    let (s, _) = until_state(&d, &id, "done", Duration::from_secs(10)).await;
+    assert_eq!(s["stateSource"], "hooks", "{s}");
+    // Quiet does not turn a done into needs_you: the turn's end already asks for the user.
+    stays(&d, &id, "done", QUIET + SWEEP * 3).await;
+
+    // The user answers by typing Enter through the API: a new turn, running.
+    let (status, body) = d
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/input"),
+            Some(json!({"data": "\r"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (s, _) = until_state(&d, &id, "running", Duration::from_secs(5)).await;
+    assert_eq!(
+        (s["lastMsg"].clone(), s["stateSource"].clone()),
+        (json!("active: input"), json!("activity"))
+    );
+    // Nothing follows it: quiet, so it needs its user.
+    until_state(&d, &id, "needs_you", QUIET + SWEEP + SLACK).await;
+
+    // Done again, then Enter typed by an attached terminal, which writes to the PTY past the
+    // session: the session is still told.
+    codex_notify(&d, &id, "the second reply").await;
+    until_state(&d, &id, "done", Duration::from_secs(10)).await;
+    let (mut ws, _, _) = d.attach(&id, "cols=80&rows=24").await;
+    let s = d.session(&id).await;
+    assert_eq!(s["state"], "done", "attaching does not start a turn: {s}");
+    ws.send_binary(b"\r").await;
+    let (s, _) = until_state(&d, &id, "running", Duration::from_secs(5)).await;
+    assert_eq!(s["lastMsg"], "active: input", "{s}");
+}
+
+#[actix_rt::test]
+async fn a_codex_whose_hooks_report_a_prompt_follows_its_hooks_and_no_longer_its_activity() {
+    let (d, _tmp) = codex_daemon().await;
+    let id = spawn_shell(&d, "codex").await;
+    // Its user installed Codex's hooks: a prompt is reported.
+    atc_testkit::agent_shells::hook(
+        &d,
+        &id,
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "go on"}),
+    )
+    .await;
+    let s = d
+        .wait_session(&id, "the prompt's message", |s| s["lastMsg"] == "go on")
+        .await;
+    assert_eq!(
+        (s["state"].clone(), s["stateSource"].clone()),
+        (json!("running"), json!("hooks")),
+        "{s}"
+    );
+    // A silent spell past the threshold no longer says needs_you: the hooks will.
+    stays(&d, &id, "running", QUIET + SWEEP * 4).await;
 }

@@ -25,6 +25,9 @@ pub fn agent_shells_config() -> Config {
                 // --no-leader): they land in "$@" of a script that only execs a shell.
                 args: vec!["-c".into(), "exec /bin/sh".into(), "agent".into()],
                 env,
+                // They play agents whose hooks are installed: the hooks drive the state,
+                // and the typing that plays them does not (as it would under `activity`).
+                attention: Some(atc::config::attention::AttentionMode::Hooks),
                 ..Default::default()
             },
         );

@@ -112,6 +112,13 @@ impl ActivityRule {
         None
     }
 
+    /// The user pressed Enter at `now`: whatever the verdict, the session is active from here,
+    /// so the quiet that follows a submitted line counts from the line.
+    pub fn input(&mut self, now: Instant) {
+        self.last_active = self.last_active.max(now);
+        self.verdict = Verdict::Active;
+    }
+
     fn wake(&mut self, cause: Cause) -> Option<Change> {
         match self.verdict {
             Verdict::Active => None,
@@ -185,6 +192,42 @@ impl Session {
         }
     }
 
+    /// Whether the activity rule judges this session now.
+    pub(super) fn activity_watched(&self) -> bool {
+        self.activity.is_some()
+    }
+
+    /// A client pressed Enter at `now` (typed through its port, `POST .../input`, or
+    /// `POST .../submit`). Under the rule that starts a turn: nothing else would say one began,
+    /// since Codex's notify says only that a turn ended and no hook says it started. So a
+    /// `done` or `needs_you` session is `running` again, and quiet counts from here.
+    pub(super) fn activity_input(&mut self, now: Instant) {
+        let Some(rule) = self.activity.as_mut() else {
+            return;
+        };
+        rule.input(now);
+        if matches!(
+            self.attention.state(),
+            SessionState::Done | SessionState::NeedsYou
+        ) {
+            self.attention.say("active: input");
+            self.attention.set_unread(false);
+            self.attention.set_source(StateSource::Activity);
+            self.set_attention(SessionState::Running);
+            self.notify_state();
+        }
+    }
+
+    /// A report that only real hooks send (a prompt submitted) came under the rule: this
+    /// agent's hooks are installed, so they are authoritative, and the rule stops judging the
+    /// session until its process starts again.
+    pub(super) fn hand_over_to_hooks(&mut self) {
+        if self.activity.is_some() {
+            tracing::debug!(session = %self.record.id, "hooks report: the activity rule stands down");
+            self.stop_activity();
+        }
+    }
+
     /// The session's output at `now`, for its activity rule if it has one.
     pub(super) fn activity_output(&mut self, now: Instant) {
         if let Some(change) = self.activity.as_mut().and_then(|r| r.output(now)) {
@@ -218,6 +261,17 @@ impl Session {
         self.attention.set_source(StateSource::Activity);
         self.set_attention(next);
         self.notify_state();
+    }
+}
+
+impl Handler<crate::sessions::messages::LineSubmitted> for Session {
+    type Result = ();
+
+    /// An attached client pressed Enter, past the session (its input port).
+    fn handle(&mut self, _: crate::sessions::messages::LineSubmitted, _: &mut Self::Context) {
+        if self.harness.is_some() {
+            self.activity_input(Instant::now());
+        }
     }
 }
 
@@ -350,6 +404,32 @@ mod tests {
         assert_eq!(r.output(at(t0, 21)), Some(Change::Active(Cause::Output)));
         // A sample that was taken before the output landed does not undo it.
         assert_eq!(r.sample(at(t0, 20), None), None);
+    }
+
+    #[test]
+    fn a_submitted_line_makes_it_active_and_quiet_counts_from_the_line() {
+        let t0 = Instant::now();
+        let mut r = rule(t0);
+        assert_eq!(
+            r.sample(at(t0, 20), Some(0.0)),
+            Some(Change::Quiet { for_: QUIET })
+        );
+        r.input(at(t0, 30));
+        // Active again without any output: no wake is due when output comes.
+        assert_eq!(r.output(at(t0, 31)), None);
+        assert_eq!(r.sample(at(t0, 50), Some(0.0)), None, "19 s after output");
+        assert_eq!(
+            r.sample(at(t0, 51), Some(0.0)),
+            Some(Change::Quiet { for_: QUIET })
+        );
+        // A line typed while active moves the quiet's start too.
+        r.output(at(t0, 52));
+        r.input(at(t0, 60));
+        assert_eq!(r.sample(at(t0, 75), Some(0.0)), None);
+        assert_eq!(
+            r.sample(at(t0, 80), Some(0.0)),
+            Some(Change::Quiet { for_: QUIET })
+        );
     }
 
     #[test]

@@ -296,6 +296,9 @@ impl Session {
         // Attention `none`: a report is kept in the trail and its ids are learned, but it
         // does not move the state.
         if self.attention_mode != crate::config::attention::AttentionMode::None {
+            if n.kind == HookKind::PromptSubmitted {
+                self.hand_over_to_hooks();
+            }
             let change = self.attention.on_hook(n.kind, n.message.take());
             self.permit(change);
         }

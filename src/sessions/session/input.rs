@@ -22,10 +22,16 @@ impl Session {
         &self,
         harness: &HarnessHandle,
         mode: AttachMode,
+        me: &Addr<Session>,
     ) -> Option<InputPort> {
         match (&harness.direct_input, mode) {
             (Some(pty), AttachMode::Interactive) if self.refuse(Operation::Input).is_ok() => {
-                Some(InputPort::new(pty.clone(), self.deps.metrics.clone()))
+                let submitted = self.activity_watched().then(|| me.clone().recipient());
+                Some(InputPort::new(
+                    pty.clone(),
+                    self.deps.metrics.clone(),
+                    submitted,
+                ))
             }
             _ => None,
         }

@@ -366,7 +366,7 @@ impl Session {
         let Some(harness) = &self.harness else {
             return Err(SessionError::Dead { id: self.record.id });
         };
-        let port = self.input_port(harness, msg.mode);
+        let port = self.input_port(harness, msg.mode, &ctx.address());
         let resume_from = self.clients.resume_point(msg.resume.as_ref());
         // Spec §3.6: the new effective size applies before the replay, so the repaint fits.
         // The new client learns it from its `attached`, so it applies before the slot exists.
@@ -541,6 +541,9 @@ impl Handler<Input> for Session {
         if let Err(e) = self.refuse(Operation::Input) {
             return Box::pin(std::future::ready(Err(e)));
         }
+        if crate::sessions::input_port::holds_enter(&msg.0) {
+            self.activity_input(std::time::Instant::now());
+        }
         Box::pin(self.write_together(vec![msg.0]))
     }
 }
@@ -552,6 +555,7 @@ impl Handler<Submit> for Session {
         if let Err(e) = self.refuse(Operation::Submit) {
             return Box::pin(fut::ready(Err(e)));
         }
+        self.activity_input(std::time::Instant::now());
         self.submit(msg.0)
     }
 }
