@@ -7,9 +7,11 @@
 //! given its own model provider and a trusted folder; atc's submit (a bracketed paste, then
 //! Enter as a separate write) runs a turn; the hooks README tells users to install
 //! (SessionStart, UserPromptSubmit, Stop) take the session `running` → `done` with the reply as
-//! its result; `-m` and `resume -- <id>` are taken by the real binary; and, left to its
-//! default, Codex starts a setsid `codex app-server` daemon, which left its session's process
-//! group but not its cgroup, so it ends with the session's kill (issue 35).
+//! its result; without hooks, its `notify` program does, and the notify of the title turn
+//! Codex runs after a thread's first prompt leaves the user's result alone; `-m` and
+//! `resume -- <id>` are taken by the real binary; and, left to its default, Codex starts a
+//! setsid `codex app-server` daemon, which left its session's process group but not its
+//! cgroup, so it ends with the session's kill (issue 35).
 
 use atc::agents::AgentKind;
 use std::path::PathBuf;
@@ -272,6 +274,7 @@ async fn a_submitted_prompt_runs_a_codex_turn_and_its_stop_hook_makes_the_sessio
 #[actix_rt::test]
 async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_does_not_count() {
     let reply = "Notified reply MANGO-3";
+    let prompt = "Say the fruit";
     // Codex left to start its app-server daemon: given a `-c` override, it keeps its app
     // server inside the session instead, so the notify program runs with the session's own
     // environment (a shared daemon would run it with the first session's).
@@ -284,61 +287,89 @@ async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_do
         argv.iter().any(|c| c.contains("-c notify=[")),
         "atc sets Codex's notify program: {argv:?}"
     );
-    r.turn(&id, "Say the fruit").await;
+    r.turn(&id, prompt).await;
     r.d.wait_screen_within(&id, reply, AGENT_WITHIN).await;
     r.done(&id, reply).await;
-    let s = r.d.session(&id).await;
-    assert_eq!(
-        (s["lastMsg"].clone(), s["stateSource"].clone()),
-        (json!("turn done"), json!("hooks")),
-        "{s}"
-    );
-    let rows =
-        r.d.wait_trail(&id, "the notify report", |rows| {
-            rows.iter().any(|r| r["kind"] == "turn-done")
+
+    // Codex titles the thread with a turn of its own, on an ephemeral read-only thread whose
+    // prompt quotes the user's. It starts about 0.4 s after the user's turn (measured), so
+    // it is waited for: a look right after `done` misses it.
+    let asked = r
+        .fake
+        .wait_asked("Codex's title request", |asked| {
+            asked.iter().any(|a| fake_openai::is_title_request(&a.body))
         })
         .await;
-    let notified: Vec<(&str, &str)> = rows
+    let title_asked = asked
+        .iter()
+        .find(|a| fake_openai::is_title_request(&a.body))
+        .map(|a| fake_openai::last_user_text(&a.body).unwrap_or_default());
+    assert!(
+        title_asked
+            .as_deref()
+            .is_some_and(|t| t.ends_with(&format!("User prompt:\n{prompt}"))),
+        "the title request quotes the user's prompt: {title_asked:?}"
+    );
+    // Codex took the fake's title: it names its thread with it.
+    let named = poll(AGENT_WITHIN, async || {
+        let names = r.home.thread_names();
+        names
+            .iter()
+            .any(|n| n == fake_openai::TITLE)
+            .then_some(names)
+    })
+    .await;
+    assert!(
+        named.is_some(),
+        "Codex never named its thread {:?}: {:?}",
+        fake_openai::TITLE,
+        r.home.thread_names()
+    );
+
+    // Codex runs its notify program for the title turn too (two notifies, one per turn);
+    // atc reads the title turn's as not the user's (a heartbeat), and only the user's turn
+    // is `turn-done`, with the reply, not the title, as its result. Which of the two comes
+    // first is Codex's timing, so they are compared sorted.
+    let rows =
+        r.d.wait_trail(&id, "a notify for each of the two turns", |rows| {
+            rows.iter()
+                .filter(|r| r["event"] == codex_notify::TURN_COMPLETE)
+                .count()
+                >= 2
+        })
+        .await;
+    let mut notified: Vec<(&str, &str, &Value)> = rows
         .iter()
         .map(|r| {
             (
                 r["event"].as_str().unwrap_or_default(),
                 r["kind"].as_str().unwrap_or_default(),
+                &r["detail"],
             )
         })
         .collect();
-    assert!(
-        notified
-            .iter()
-            .all(|(event, _)| *event == codex_notify::TURN_COMPLETE),
-        "no hooks, only notify: {notified:?}"
-    );
+    notified.sort_by_key(|(_, kind, _)| *kind);
     assert_eq!(
-        notified.iter().filter(|(_, k)| *k == "turn-done").count(),
-        1,
-        "one user turn: {notified:?}"
+        notified,
+        [
+            (codex_notify::TURN_COMPLETE, "heartbeat", &Value::Null),
+            (codex_notify::TURN_COMPLETE, "turn-done", &json!(reply)),
+        ],
+        "no hooks, only notify: the user's turn done, the title turn's counting for nothing"
     );
-    // Codex asks the model for the thread's title on a side request; its notify, when it
-    // comes, is a heartbeat and changes nothing.
-    let titled = r.fake.asked().iter().any(|a| {
-        !a.turn
-            && a.body
-                .to_string()
-                .contains("Generate a concise, single-line task title")
-    });
-    eprintln!("title request seen: {titled}; trail: {notified:?}");
-    if titled {
-        let rows =
-            r.d.wait_trail(&id, "the title turn's notify", |rows| {
-                rows.iter().any(|r| r["kind"] == "heartbeat")
-            })
-            .await;
-        assert!(rows
-            .iter()
-            .any(|r| r["event"] == codex_notify::TURN_COMPLETE && r["kind"] == "heartbeat"));
-        let row = r.d.fleet_row(&id).await;
-        assert_eq!(row["result"], reply, "the title is not the result: {row}");
-    }
+    // The title turn's notify left the session as the user's turn did.
+    let s = r.d.session(&id).await;
+    assert_eq!(
+        (
+            s["state"].clone(),
+            s["lastMsg"].clone(),
+            s["stateSource"].clone()
+        ),
+        (json!("done"), json!("turn done"), json!("hooks")),
+        "{s}"
+    );
+    let row = r.d.fleet_row(&id).await;
+    assert_eq!(row["result"], reply, "the title is not the result: {row}");
     let daemon: Vec<(i32, String)> = r
         .home
         .processes()

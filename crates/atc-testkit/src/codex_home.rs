@@ -137,6 +137,17 @@ trust_level = "trusted"
         env
     }
 
+    /// The thread names Codex recorded in `session_index.jsonl`, oldest first (none while the
+    /// file is missing): what a thread's title turn, or a `/rename`, names it.
+    pub fn thread_names(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(self.codex_home.join("session_index.jsonl"))
+            .unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|entry| entry["thread_name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// The processes whose environment names this `CODEX_HOME`: pid and command line.
     pub fn processes(&self) -> Vec<(i32, String)> {
         let marker = format!("CODEX_HOME={}", self.codex_home.display());

@@ -3,10 +3,15 @@
 //! stream, and `GET /v1/models` (an empty catalogue) for a Codex that asks for one.
 //!
 //! Each request is recorded through [`FakeModel::answer`] (model, reasoning effort, body). A
-//! request that carries tools is a turn of the conversation; Codex's side requests (the
-//! thread's title) carry none. Codex 0.171.0's own shell tool is `exec_command`
-//! (`{"cmd": ...}`); a [`Reply::Bash`] asks for it with escalated permissions, which is what
-//! makes Codex ask the user first under its `on-request` approval policy.
+//! request that carries tools is a turn of the conversation; Codex's side requests carry none.
+//! One of them is its thread's title: after a thread's first prompt (once per thread), Codex
+//! 0.171.0 runs a turn of its own on an ephemeral read-only thread, asking for `{"title": …}`
+//! under a strict JSON schema. The fake answers it with [`TITLE`], so that Codex takes it (an
+//! answer that is not the schema's makes Codex fall back to the prompt's text).
+//!
+//! Codex 0.171.0's own shell tool is `exec_command` (`{"cmd": ...}`); a [`Reply::Bash`] asks
+//! for it with escalated permissions, which is what makes Codex ask the user first under its
+//! `on-request` approval policy.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -17,6 +22,12 @@ use crate::fake_model::{serve, Asked, FakeModel, Reply, Served};
 
 /// The tool a [`Reply::Bash`] calls: Codex 0.171.0's shell.
 pub const SHELL_TOOL: &str = "exec_command";
+
+/// How the prompt of Codex's title request begins (its last user message).
+pub const TITLE_PROMPT: &str = "Generate a concise, single-line task title";
+
+/// The title the fake gives a thread.
+pub const TITLE: &str = "Name the fruit";
 
 /// Numbers the responses, so their ids are unique however requests interleave.
 static RESPONSES: AtomicUsize = AtomicUsize::new(0);
@@ -41,6 +52,7 @@ async fn responses(model: web::Data<FakeModel>, body: web::Bytes) -> HttpRespons
         Ok(v) => v,
         Err(e) => return HttpResponse::BadRequest().body(format!("not JSON: {e}")),
     };
+    let title = is_title_request(&body);
     let asked = Asked {
         path: "/v1/responses".into(),
         model: body["model"].as_str().unwrap_or_default().to_string(),
@@ -49,7 +61,10 @@ async fn responses(model: web::Data<FakeModel>, body: web::Bytes) -> HttpRespons
         body,
     };
     let n = RESPONSES.fetch_add(1, Ordering::Relaxed);
-    let reply = model.answer(asked);
+    let reply = match model.answer(asked) {
+        _ if title => Reply::Text(json!({ "title": TITLE }).to_string()),
+        reply => reply,
+    };
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
@@ -102,6 +117,13 @@ fn event_stream(n: usize, reply: &Reply) -> String {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
         .collect()
+}
+
+/// Whether a Responses request is Codex's title request: no tools, and a last user message
+/// that begins with [`TITLE_PROMPT`].
+pub fn is_title_request(body: &Value) -> bool {
+    let tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    !tools && last_user_text(body).is_some_and(|t| t.starts_with(TITLE_PROMPT))
 }
 
 /// The text of the last user message of a Responses request (what was typed), if any.
