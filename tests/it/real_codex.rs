@@ -272,13 +272,16 @@ async fn a_submitted_prompt_runs_a_codex_turn_and_its_stop_hook_makes_the_sessio
 }
 
 #[actix_rt::test]
-async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_does_not_count() {
+async fn without_hooks_codex_is_done_at_its_notify_running_at_its_next_prompt_and_its_title_turn_does_not_count(
+) {
     let reply = "Notified reply MANGO-3";
     let prompt = "Say the fruit";
     // Codex left to start its app-server daemon: given a `-c` override, it keeps its app
     // server inside the session instead, so the notify program runs with the session's own
     // environment (a shared daemon would run it with the first session's).
-    let Some(r) = rig_with(vec![Reply::Text(reply.into())], AppServer::Daemon, false).await else {
+    let next_reply = "Notified reply KIWI-4";
+    let replies = vec![Reply::Text(reply.into()), Reply::Text(next_reply.into())];
+    let Some(r) = rig_with(replies, AppServer::Daemon, false).await else {
         return;
     };
     let id = r.spawn(json!({})).await;
@@ -370,6 +373,34 @@ async fn without_hooks_codexs_notify_ends_the_turn_as_done_and_its_title_turn_do
     );
     let row = r.d.fleet_row(&id).await;
     assert_eq!(row["result"], reply, "the title is not the result: {row}");
+
+    // Codex's attention follows its activity by default: nothing but notify reports, and
+    // notify says only that a turn ended. The user's next prompt starts the next turn: the
+    // session is `running` from its Enter (seen on the events socket, since the fake answers
+    // at once), then `done` again with the new reply.
+    let mut events = r.d.ws("/v1/events").await;
+    r.turn(&id, "Say another fruit").await;
+    let deadline = tokio::time::Instant::now() + AGENT_WITHIN;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Some(frame) = events.next_within(left).await else {
+            panic!("no running state from the second prompt's Enter within {AGENT_WITHIN:?}");
+        };
+        let atc_testkit::ws::Frame::Text(event) = frame else {
+            continue;
+        };
+        let session = &event["session"];
+        if event["type"] == "session.state"
+            && session["id"] == id.as_str()
+            && session["state"] == "running"
+        {
+            assert_eq!(session["lastMsg"], "active: input", "{session}");
+            break;
+        }
+    }
+    r.d.wait_screen_within(&id, next_reply, AGENT_WITHIN).await;
+    r.done(&id, next_reply).await;
+
     let daemon: Vec<(i32, String)> = r
         .home
         .processes()
