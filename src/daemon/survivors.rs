@@ -19,7 +19,8 @@ use std::time::Duration;
 use atc_protocol::SessionId;
 use rustix::process::{Pid, PidfdFlags, Signal};
 
-use crate::providers::local::group_leader::{GroupLeader, LeaderNow, Stat};
+use crate::providers::local::group_leader::{GroupLeader, LeaderNow};
+use crate::providers::local::proc_stat::Stat;
 use crate::store::FleetRow;
 
 /// What was found of one session's recorded leader.

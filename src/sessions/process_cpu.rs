@@ -11,38 +11,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::providers::local::proc_stat::Stat;
+
 /// Every process in `/proc` at one moment: its parent and its CPU ticks.
 #[derive(Debug, Default)]
 pub struct ProcTable {
     children: HashMap<i32, Vec<i32>>,
     ticks: HashMap<i32, u64>,
     ticks_per_second: f64,
-}
-
-/// One `/proc/<pid>/stat` line's parts this module reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatCpu {
-    /// The parent's pid.
-    pub ppid: i32,
-    /// `utime + stime + cutime + cstime`, in clock ticks.
-    pub ticks: u64,
-}
-
-impl StatCpu {
-    /// Reads a stat line; the command name may hold spaces and parentheses, so fields are
-    /// counted from the last `)`.
-    pub fn parse(line: &str) -> Option<StatCpu> {
-        let rest = line.get(line.rfind(')')? + 1..)?;
-        // Field 3 (state) is the first after the name; ppid is field 4, utime..cstime 14..17.
-        let fields: Vec<&str> = rest.split_whitespace().take(15).collect();
-        let ppid = fields.get(1)?.parse().ok()?;
-        let mut ticks = 0u64;
-        for f in fields.get(11..15)? {
-            // cutime and cstime are signed in the kernel's format; never negative in practice.
-            ticks = ticks.saturating_add(f.parse::<i64>().ok()?.max(0) as u64);
-        }
-        Some(StatCpu { ppid, ticks })
-    }
 }
 
 impl ProcTable {
@@ -70,7 +46,7 @@ impl ProcTable {
             // A process that ended since the listing has no stat to read: it is simply gone.
             let Some(stat) = std::fs::read_to_string(entry.path().join("stat"))
                 .ok()
-                .and_then(|l| StatCpu::parse(&l))
+                .and_then(|l| Stat::parse(&l))
             else {
                 continue;
             };
@@ -79,9 +55,9 @@ impl ProcTable {
         table
     }
 
-    fn insert(&mut self, pid: i32, stat: StatCpu) {
+    fn insert(&mut self, pid: i32, stat: Stat) {
         self.children.entry(stat.ppid).or_default().push(pid);
-        self.ticks.insert(pid, stat.ticks);
+        self.ticks.insert(pid, stat.cpu_ticks);
     }
 
     /// CPU seconds of `root` and every process below it; `None` when `root` is gone.
@@ -120,28 +96,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_stat_line_gives_its_parent_and_all_four_times() {
-        let line = "4242 (a (b) c) S 77 4242 4242 34816 4242 4194560 100 0 0 0 11 22 33 44 20 0 \
-                    1 0 987654 2400000 200";
-        assert_eq!(
-            StatCpu::parse(line),
-            Some(StatCpu {
-                ppid: 77,
-                ticks: 110
-            })
-        );
-        assert_eq!(StatCpu::parse("garbage"), None);
-        assert_eq!(StatCpu::parse("1 (x) S 0 1 1"), None);
-    }
-
-    #[test]
     fn a_tree_sums_its_descendants_and_nothing_else() {
         let mut t = ProcTable {
             ticks_per_second: 100.0,
             ..ProcTable::default()
         };
         for (pid, ppid, ticks) in [(10, 1, 100), (11, 10, 50), (12, 11, 25), (20, 1, 1000)] {
-            t.insert(pid, StatCpu { ppid, ticks });
+            t.insert(
+                pid,
+                Stat {
+                    ppid,
+                    session: 1,
+                    cpu_ticks: ticks,
+                    start_ticks: 0,
+                },
+            );
         }
         assert_eq!(t.tree_seconds(10), Some(1.75));
         assert_eq!(t.tree_seconds(12), Some(0.25));

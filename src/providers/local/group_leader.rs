@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 
 use rustix::process::Pid;
 
+use super::proc_stat::Stat;
+
 /// A process-group leader as recorded with its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupLeader {
@@ -79,49 +81,9 @@ pub fn boot_id() -> std::io::Result<&'static str> {
     Ok(BOOT_ID.get_or_init(|| read.trim().to_string()))
 }
 
-/// The fields of a `/proc/<pid>/stat` line the daemon reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    /// Field 6: the session id.
-    pub session: i32,
-    /// Field 22: the start time in clock ticks since boot.
-    pub start_ticks: u64,
-}
-
-impl Stat {
-    /// Parses a stat line. The command name (field 2) is in parentheses and may hold spaces
-    /// and parentheses itself, so the fields are counted from the last `)`.
-    pub fn parse(line: &str) -> Option<Stat> {
-        let rest = line.get(line.rfind(')')? + 1..)?;
-        // Field 3 (state) is the first after the name.
-        let mut fields = rest.split_whitespace();
-        let session = fields.nth(3)?.parse().ok()?;
-        let start_ticks = fields.nth(15)?.parse().ok()?;
-        Some(Stat {
-            session,
-            start_ticks,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stat_line_is_read_past_a_name_with_spaces_and_parentheses() {
-        let line = "4242 (a (b) c) S 1 4242 4242 34816 4242 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
-                    987654 2400000 200 18446744073709551615 1 1 0 0 0 0 0 4 65536 0 0 0 17 1 0 0";
-        assert_eq!(
-            Stat::parse(line),
-            Some(Stat {
-                session: 4242,
-                start_ticks: 987654
-            })
-        );
-        assert_eq!(Stat::parse("4242 (truncated"), None);
-        assert_eq!(Stat::parse(""), None);
-    }
 
     #[test]
     fn this_process_is_itself_and_a_changed_start_is_a_stranger() {

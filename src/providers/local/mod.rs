@@ -23,6 +23,7 @@ pub mod harness;
 pub mod host_limit;
 pub mod launch;
 pub mod launcher;
+pub mod proc_stat;
 pub mod provider;
 pub mod pty_input;
 pub mod pty_output;
