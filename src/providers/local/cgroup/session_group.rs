@@ -245,21 +245,7 @@ impl SessionGroup {
     /// CPU seconds its processes used so far, user and system (one file: the activity sweep
     /// reads it for every watched session); `None` once it is gone.
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let dir = self.dir(Controller::Cpuacct)?;
-        match self.version {
-            Version::V1 => Some(
-                std::fs::read_to_string(dir.join("cpuacct.usage"))
-                    .ok()?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()? as f64
-                    / 1e9,
-            ),
-            Version::V2 => {
-                let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
-                Some(field(&stat, "usage_usec")? as f64 / 1e6)
-            }
-        }
+        cpu_seconds_at(self.version, self.dir(Controller::Cpuacct)?)
     }
 
     /// The processes in it now (never the daemon: a launcher thread inside for a start makes
@@ -331,31 +317,47 @@ impl Drop for ThreadInside<'_> {
 pub fn usage_at(version: Version, memory: &Path, cpuacct: &Path, pids: &Path) -> Option<Usage> {
     let number =
         |path: PathBuf| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
-    let (memory_bytes, memory_peak_bytes, cpu_seconds) = match version {
+    let (memory_bytes, memory_peak_bytes) = match version {
         Version::V1 => (
             number(memory.join("memory.usage_in_bytes"))?,
             number(memory.join("memory.max_usage_in_bytes"))?,
-            number(cpuacct.join("cpuacct.usage"))? as f64 / 1e9,
         ),
         Version::V2 => {
             let current = number(memory.join("memory.current"))?;
-            let stat = std::fs::read_to_string(cpuacct.join("cpu.stat")).ok()?;
+            // `memory.peak` came in Linux 5.19; before it, the best known is now.
             (
                 current,
-                // `memory.peak` came in Linux 5.19; before it, the best known is now.
                 number(memory.join("memory.peak")).unwrap_or(current),
-                field(&stat, "usage_usec")? as f64 / 1e6,
             )
         }
     };
     Some(Usage {
         memory_bytes,
         memory_peak_bytes,
-        cpu_seconds,
+        cpu_seconds: cpu_seconds_at(version, cpuacct)?,
         pids: number(pids.join("pids.current"))?
             .try_into()
             .unwrap_or(u32::MAX),
     })
+}
+
+/// CPU seconds, user and system, from a cgroup's cpuacct directory (on v2 the cgroup's own);
+/// `None` when unreadable.
+fn cpu_seconds_at(version: Version, cpuacct: &Path) -> Option<f64> {
+    match version {
+        Version::V1 => {
+            let nanos: u64 = std::fs::read_to_string(cpuacct.join("cpuacct.usage"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            Some(nanos as f64 / 1e9)
+        }
+        Version::V2 => {
+            let stat = std::fs::read_to_string(cpuacct.join("cpu.stat")).ok()?;
+            Some(field(&stat, "usage_usec")? as f64 / 1e6)
+        }
+    }
 }
 
 /// The value of `name` in a `name value` per line file (`memory.oom_control`).
