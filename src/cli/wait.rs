@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use atc_client::{routes, DaemonClient, FrameReader, Incoming};
+use atc_client::{routes, DaemonClient, FrameReader, Incoming, SessionLabels};
 use atc_protocol::session::SessionState;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
@@ -92,12 +92,10 @@ pub async fn run(client: &DaemonClient, args: WaitArgs) -> anyhow::Result<i32> {
     let deadline = args.timeout.map(|t| tokio::time::Instant::now() + t);
     let mut events = FrameReader::<Value>::new(client.ws_connect(routes::EVENTS).await?);
     let start = client.find_session(&id).await?;
+    let label = format!("session {}", start.label());
     let mut last = start.state;
-    let label = format!("session {}", short(&id));
-    match judge(args.target, last) {
-        Verdict::Reached => return Ok(0),
-        Verdict::EndedOtherwise => return Ok(ended(&label, args.target, "exited")),
-        Verdict::Waiting => {}
+    if let Some(status) = settle(args.target, Seen::State(last), &label) {
+        return Ok(status);
     }
     loop {
         let timeout = async {
@@ -127,23 +125,32 @@ pub async fn run(client: &DaemonClient, args: WaitArgs) -> anyhow::Result<i32> {
                 args.target.state()
             ),
         };
-        match about(&event, &id) {
-            Some(Seen::State(state)) => {
-                last = state;
-                match judge(args.target, state) {
-                    Verdict::Reached => return Ok(0),
-                    Verdict::EndedOtherwise => return Ok(ended(&label, args.target, "exited")),
-                    Verdict::Waiting => {}
-                }
-            }
-            Some(Seen::Removed) => return Ok(ended(&label, args.target, "was forgotten")),
-            None => {}
+        let Some(seen) = about(&event, &id) else {
+            continue;
+        };
+        if let Seen::State(state) = seen {
+            last = state;
+        }
+        if let Some(status) = settle(args.target, seen, &label) {
+            return Ok(status);
         }
     }
 }
 
+/// The exit status once `seen` settles the wait; `None`: keep waiting.
+fn settle(target: Target, seen: Seen, label: &str) -> Option<i32> {
+    match seen {
+        Seen::State(state) => match judge(target, state) {
+            Verdict::Reached => Some(0),
+            Verdict::EndedOtherwise => Some(ended(label, target, "exited")),
+            Verdict::Waiting => None,
+        },
+        Seen::Removed => Some(ended(label, target, "was forgotten")),
+    }
+}
+
 /// What a fleet event says about our session.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Seen {
     State(SessionState),
     Removed,
@@ -167,10 +174,6 @@ fn about(event: &Value, id: &str) -> Option<Seen> {
 fn ended(label: &str, target: Target, how: &str) -> i32 {
     output::note(&format!("{label} {how} without being {}", target.state()));
     ENDED_OTHERWISE
-}
-
-fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
 }
 
 #[cfg(test)]
