@@ -512,19 +512,11 @@ async fn a_remote_link_that_never_comes_back_counts_an_ended_reconnect() {
 
 fn options(dir: &std::path::Path, metrics: MetricsListen, allow_remote: bool) -> DaemonOptions {
     DaemonOptions {
-        state_dir: dir.to_path_buf(),
-        config: test_config(),
-        listen: None,
-        listener: Some(TcpListener::bind("127.0.0.1:0").expect("bind")),
         allow_remote,
         // The metrics listener is held to the main one's rule: remote needs TLS or this.
         insecure_plaintext: allow_remote,
-        tls: None,
-        workers: 1,
-        runtime_dir: Some(dir.to_path_buf()),
-        atc_program: None,
-        codex_home: Some(dir.join("codex-home")),
         metrics_listen: Some(metrics),
+        ..atc_testkit::loopback_options(dir, test_config())
     }
 }
 

@@ -97,20 +97,7 @@ async fn a_client_that_does_not_trust_the_certificate_or_speaks_plain_http_gets_
 }
 
 fn options(dir: &std::path::Path) -> DaemonOptions {
-    DaemonOptions {
-        state_dir: dir.to_path_buf(),
-        config: test_config(),
-        listen: None,
-        listener: Some(TcpListener::bind("127.0.0.1:0").expect("bind")),
-        allow_remote: false,
-        insecure_plaintext: false,
-        tls: None,
-        workers: 1,
-        runtime_dir: Some(dir.to_path_buf()),
-        atc_program: None,
-        codex_home: Some(dir.join("codex-home")),
-        metrics_listen: None,
-    }
+    atc_testkit::loopback_options(dir, test_config())
 }
 
 #[actix_rt::test]

@@ -43,7 +43,7 @@ pub use child_daemon::{ChildDaemon, DaemonSpec};
 pub use config::{test_agents, test_config, with_imp_target};
 pub use remote::{spawn_remote, suspend_when_idle, Remote};
 pub use screen::{rendered_rows, terminal_after};
-pub use test_daemon::{http_client, id_of, TestDaemon};
+pub use test_daemon::{http_client, id_of, loopback_options, TestDaemon};
 pub use tls::TestCert;
 pub use wait::{poll, poll_every, poll_ok, wait_for, wait_until, POLL, WITHIN};
 pub use ws::{ws_at, Frame, Ws};

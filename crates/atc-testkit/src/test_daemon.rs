@@ -130,21 +130,10 @@ impl TestDaemon {
         atc_program: PathBuf,
         cert: Option<&crate::tls::TestCert>,
     ) -> Result<TestDaemon, atc::daemon::StartError> {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let options = DaemonOptions {
-            state_dir: dir.to_path_buf(),
-            config,
-            listen: None,
-            listener: Some(listener),
-            allow_remote: false,
-            insecure_plaintext: false,
             tls: cert.map(crate::tls::TestCert::files),
-            workers: 1,
-            runtime_dir: Some(dir.to_path_buf()),
             atc_program: Some(atc_program),
-            // Never the developer's own Codex files.
-            codex_home: Some(dir.join("codex-home")),
-            metrics_listen: None,
+            ..loopback_options(dir, config)
         };
         let handle = Daemon::start_with_providers(options, extra).await?;
         let tls = cert.map(crate::tls::TestCert::client_config);
@@ -548,6 +537,27 @@ impl TestDaemon {
         };
         let prelude = ws.read_exact(prelude_len).await;
         (ws, attached, prelude)
+    }
+}
+
+/// Options for a daemon on `dir` serving `config` in plain HTTP on a loopback port of its
+/// own, with one worker, no atc program to run in sessions and Codex's files under `dir`;
+/// a test changes the fields it is about.
+pub fn loopback_options(dir: &Path, config: Config) -> DaemonOptions {
+    DaemonOptions {
+        state_dir: dir.to_path_buf(),
+        config,
+        listen: None,
+        listener: Some(TcpListener::bind("127.0.0.1:0").expect("bind port 0")),
+        allow_remote: false,
+        insecure_plaintext: false,
+        tls: None,
+        workers: 1,
+        runtime_dir: Some(dir.to_path_buf()),
+        atc_program: None,
+        // Never the developer's own Codex files.
+        codex_home: Some(dir.join("codex-home")),
+        metrics_listen: None,
     }
 }
 
